@@ -1,0 +1,574 @@
+//! The agent: a registry of flows, tools and signals over a provider and a store, and
+//! the entry points `respond`, `respond_stream` and `dispatch`.
+
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+
+use futures::Stream;
+use tracing::Instrument;
+use serde_json::Value;
+
+use crate::clock::{Clock, SystemClock};
+use crate::data::{AgentContext, AgentData, DataSchema};
+use crate::directive::{Directive, Position};
+use crate::error::{AgentError, ConfigErrors, DirectiveError, FlowConfigurationError, StoreError};
+use crate::flow::{Flow, suggest};
+use crate::hook::PreHook;
+use crate::instruction::Instruction;
+use crate::pipeline::{Sink, Turn};
+use crate::provider::Provider;
+use crate::response::{AgentResponse, Event};
+use crate::session::Session;
+use crate::signal::Signal;
+use crate::store::{MemoryStore, SessionStore};
+use crate::tool::{Tool, valid_tool_name};
+
+/// What to do when another writer saved the session during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictPolicy {
+    /// Return [`StoreError::Conflict`]; the caller decides.
+    Fail,
+    /// Re-run the turn on the fresh state up to this many times, then fail.
+    Retry(u32),
+}
+
+/// Engine limits and knobs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Auto steps walked per turn before stopping with `AutoStepCap`.
+    pub max_auto_steps_per_turn: u32,
+    /// Hops to a different flow per turn before stopping with `TransitionCap`.
+    pub max_transitions_per_turn: u32,
+    /// Tool rounds per model call.
+    pub max_tool_rounds: u32,
+    /// Estimated history tokens (chars / 4) above which old turns are summarised.
+    pub history_token_budget: usize,
+    /// Messages kept verbatim when compacting.
+    pub keep_last_messages: usize,
+    /// Largest accepted user message, in bytes.
+    pub max_message_bytes: usize,
+    /// Upper bound on the assistant message length in structured answers (characters).
+    pub max_reply_chars: usize,
+    /// Extra attempts when the model's structured answer is malformed.
+    pub repair_attempts: u32,
+    /// Most conditions judged in one classifier call.
+    pub classifier_batch_size: usize,
+    /// Concurrent-save behaviour.
+    pub conflict: ConflictPolicy,
+    /// Sampling temperature sent with every call.
+    pub temperature: Option<f32>,
+    /// Token limit sent with every call.
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_auto_steps_per_turn: 10,
+            max_transitions_per_turn: 10,
+            max_tool_rounds: 5,
+            history_token_budget: 6000,
+            keep_last_messages: 12,
+            max_message_bytes: 32 * 1024,
+            max_reply_chars: 1200,
+            repair_attempts: 1,
+            classifier_batch_size: 32,
+            conflict: ConflictPolicy::Retry(3),
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+pub(crate) struct AgentInner<D, C> {
+    pub(crate) name: String,
+    pub(crate) flows: Vec<Arc<Flow<D, C>>>,
+    pub(crate) flow_index: HashMap<String, usize>,
+    pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
+    pub(crate) signals: Vec<Signal<D, C>>,
+    pub(crate) instructions: Vec<Instruction<D, C>>,
+    pub(crate) on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) context: C,
+    pub(crate) config: AgentConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) schema: Arc<DataSchema>,
+    /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
+    pub(crate) section: String,
+    locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl<D, C> AgentInner<D, C> {
+    pub(crate) fn flow(&self, id: &str) -> Option<&Arc<Flow<D, C>>> {
+        self.flow_index.get(id).map(|&i| &self.flows[i])
+    }
+    pub(crate) fn flow_ids(&self) -> Vec<String> {
+        self.flows.iter().map(|f| f.id.to_string()).collect()
+    }
+
+    fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = map.get(id).and_then(Weak::upgrade) {
+            return l;
+        }
+        if map.len() > 1024 {
+            map.retain(|_, w| w.strong_count() > 0);
+        }
+        let l = Arc::new(tokio::sync::Mutex::new(()));
+        map.insert(id.to_owned(), Arc::downgrade(&l));
+        l
+    }
+
+    /// Check that a directive's targets exist (the structural rules are checked by
+    /// `Directive::validate`).
+    pub(crate) fn check_targets(
+        &self,
+        d: &Directive,
+        current_flow: Option<&str>,
+    ) -> Result<(), DirectiveError> {
+        d.validate()?;
+        let unknown_flow = |f: &str| DirectiveError::UnknownFlow {
+            flow: f.to_owned(),
+            known: self.flow_ids(),
+        };
+        match &d.position {
+            Some(Position::GoTo(g)) => {
+                self.flow(&g.flow).ok_or_else(|| unknown_flow(&g.flow))?;
+            }
+            Some(Position::GoToStep(g)) => {
+                let fid = match (&g.flow, current_flow) {
+                    (Some(f), _) => f.as_str(),
+                    (None, Some(f)) => f,
+                    (None, None) => return Err(DirectiveError::NoActiveFlow { field: "goToStep" }),
+                };
+                let flow = self.flow(fid).ok_or_else(|| unknown_flow(fid))?;
+                if flow.step(&g.step).is_none() {
+                    return Err(DirectiveError::UnknownStep {
+                        flow: fid.to_owned(),
+                        step: g.step.clone(),
+                        known: flow.step_ids(),
+                    });
+                }
+            }
+            Some(Position::Complete(c)) => {
+                if let Some(n) = &c.next {
+                    self.check_targets(n, None)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A conversational agent. Cheap to clone (shared).
+pub struct Agent<D, C> {
+    pub(crate) inner: Arc<AgentInner<D, C>>,
+}
+
+impl<D, C> Clone for Agent<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Agent<D, C> {
+    /// Start an agent definition.
+    pub fn builder() -> AgentBuilder<D, C> {
+        AgentBuilder {
+            name: "Assistant".into(),
+            persona: None,
+            goal: None,
+            instructions: Vec::new(),
+            glossary: Vec::new(),
+            knowledge: Vec::new(),
+            flows: Vec::new(),
+            tools: Vec::new(),
+            signals: Vec::new(),
+            on_enter: None,
+            provider: None,
+            store: None,
+            context: None,
+            config: AgentConfig::default(),
+            clock: None,
+        }
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The registered flows.
+    pub fn flows(&self) -> impl Iterator<Item = &Flow<D, C>> {
+        self.inner.flows.iter().map(|f| f.as_ref())
+    }
+
+    /// Answer one user message in a session (created on first use).
+    pub async fn respond(
+        &self,
+        session_id: &str,
+        message: &str,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.run_turn(session_id, message, None).await
+    }
+
+    /// Answer one user message as a stream of events: text deltas that concatenate to
+    /// the final message, tool and transition events, then exactly one `Done` or `Error`.
+    pub fn respond_stream(
+        &self,
+        session_id: &str,
+        message: &str,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event<D>>();
+        let agent = self.clone();
+        let session_id = session_id.to_owned();
+        let message = message.to_owned();
+        let mut fut = Some(Box::pin(async move {
+            let sink = Sink::new(tx.clone());
+            let event = match agent.run_turn(&session_id, &message, Some(&sink)).await {
+                Ok(r) => Event::Done(Box::new(r)),
+                Err(e) => Event::Error(e),
+            };
+            let _ = tx.send(event);
+        }));
+        Box::pin(futures::stream::poll_fn(move |cx| {
+            if let Some(f) = fut.as_mut()
+                && f.as_mut().poll(cx).is_ready()
+            {
+                fut = None;
+            }
+            rx.poll_recv(cx)
+        }))
+    }
+
+    async fn run_turn(
+        &self,
+        session_id: &str,
+        message: &str,
+        sink: Option<&Sink<D>>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let inner = &self.inner;
+        if message.len() > inner.config.max_message_bytes {
+            return Err(AgentError::MessageTooLarge {
+                len: message.len(),
+                limit: inner.config.max_message_bytes,
+            });
+        }
+        let lock = inner.session_lock(session_id);
+        let _guard = lock.lock().await;
+        let mut attempt = 0;
+        loop {
+            let session = self.load_or_new(session_id).await?;
+            let turn = Turn::new(inner, session, message, sink);
+            let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
+            match turn.run().instrument(span).await {
+                Err(AgentError::Store(StoreError::Conflict { .. }))
+                    if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                {
+                    attempt += 1;
+                    tracing::debug!(session = session_id, attempt, "save conflict; re-running the turn on fresh state");
+                    continue;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {
+        match self.inner.store.load(id).await? {
+            Some(stored) => Ok(Session::decode(&stored)?),
+            None => Ok(Session::new(
+                id,
+                self.inner.context.clone(),
+                self.inner.clock.now_ms(),
+            )),
+        }
+    }
+
+    /// The stored session, if any.
+    pub async fn session(&self, id: &str) -> Result<Option<Session<D, C>>, AgentError> {
+        match self.inner.store.load(id).await? {
+            Some(stored) => Ok(Some(Session::decode(&stored)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Delete a session.
+    pub async fn delete_session(&self, id: &str) -> Result<bool, AgentError> {
+        Ok(self.inner.store.delete(id).await?)
+    }
+
+    /// Queue a directive for a session from outside any turn (a webhook, a queue). It is
+    /// validated now (shape and targets) and applied first thing next turn; it merges
+    /// with a directive already pending.
+    pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
+        let lock = self.inner.session_lock(session_id);
+        let _guard = lock.lock().await;
+        let mut session = self.load_or_new(session_id).await?;
+        self.inner
+            .check_targets(&directive, session.flow.as_deref())
+            .map_err(|e| AgentError::directive("dispatch", e))?;
+        let expected = session.version;
+        session.pending = Some(match session.pending.take() {
+            Some(p) => crate::directive::merge(p, directive),
+            None => directive,
+        });
+        session.version += 1;
+        session.updated_ms = self.inner.clock.now_ms();
+        self.inner.store.save(session.encode()?, expected).await?;
+        Ok(())
+    }
+
+    /// [`Agent::dispatch`] for a directive that arrived as JSON (the spec's flat shape).
+    pub async fn dispatch_json(&self, session_id: &str, value: Value) -> Result<(), AgentError> {
+        let d = Directive::from_json(value).map_err(|e| AgentError::directive("dispatch", e))?;
+        self.dispatch(session_id, d).await
+    }
+}
+
+/// Builder for [`Agent`]; `build()` validates the whole registry.
+pub struct AgentBuilder<D, C> {
+    name: String,
+    persona: Option<String>,
+    goal: Option<String>,
+    instructions: Vec<Instruction<D, C>>,
+    glossary: Vec<(String, String)>,
+    knowledge: Vec<String>,
+    flows: Vec<Flow<D, C>>,
+    tools: Vec<Arc<dyn Tool<D, C>>>,
+    signals: Vec<Signal<D, C>>,
+    on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    provider: Option<Arc<dyn Provider>>,
+    store: Option<Arc<dyn SessionStore>>,
+    context: Option<C>,
+    config: AgentConfig,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
+    /// The agent's name (used in the prompt).
+    pub fn name(mut self, n: impl Into<String>) -> Self {
+        self.name = n.into();
+        self
+    }
+    /// Who the agent is.
+    pub fn persona(mut self, p: impl Into<String>) -> Self {
+        self.persona = Some(p.into());
+        self
+    }
+    /// What the agent is for.
+    pub fn goal(mut self, g: impl Into<String>) -> Self {
+        self.goal = Some(g.into());
+        self
+    }
+    /// An agent-wide instruction.
+    pub fn instruction(mut self, i: Instruction<D, C>) -> Self {
+        self.instructions.push(i);
+        self
+    }
+    /// A glossary term.
+    pub fn term(mut self, term: impl Into<String>, definition: impl Into<String>) -> Self {
+        self.glossary.push((term.into(), definition.into()));
+        self
+    }
+    /// A knowledge-base entry.
+    pub fn knowledge(mut self, text: impl Into<String>) -> Self {
+        self.knowledge.push(text.into());
+        self
+    }
+    /// Register a flow.
+    pub fn flow(mut self, f: Flow<D, C>) -> Self {
+        self.flows.push(f);
+        self
+    }
+    /// Offer a tool everywhere.
+    pub fn tool(mut self, t: Arc<dyn Tool<D, C>>) -> Self {
+        self.tools.push(t);
+        self
+    }
+    /// Register a signal.
+    pub fn signal(mut self, s: Signal<D, C>) -> Self {
+        self.signals.push(s);
+        self
+    }
+    /// Hook run on a session's first turn.
+    pub fn on_enter(mut self, h: impl PreHook<D, C> + 'static) -> Self {
+        self.on_enter = Some(Arc::new(h));
+        self
+    }
+    /// The model.
+    pub fn provider(mut self, p: impl Provider + 'static) -> Self {
+        self.provider = Some(Arc::new(p));
+        self
+    }
+    /// The model, shared.
+    pub fn provider_arc(mut self, p: Arc<dyn Provider>) -> Self {
+        self.provider = Some(p);
+        self
+    }
+    /// Where sessions live (default: in memory).
+    pub fn store(mut self, s: impl SessionStore + 'static) -> Self {
+        self.store = Some(Arc::new(s));
+        self
+    }
+    /// Where sessions live, shared.
+    pub fn store_arc(mut self, s: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(s);
+        self
+    }
+    /// The context new sessions start with (default: `C::default()`).
+    pub fn context(mut self, c: C) -> Self {
+        self.context = Some(c);
+        self
+    }
+    /// Engine limits.
+    pub fn config(mut self, c: AgentConfig) -> Self {
+        self.config = c;
+        self
+    }
+    /// The clock (default: system time).
+    pub fn clock(mut self, c: impl Clock + 'static) -> Self {
+        self.clock = Some(Arc::new(c));
+        self
+    }
+
+    /// Validate the registry and build.
+    pub fn build(self) -> Result<Agent<D, C>, ConfigErrors> {
+        let mut errs = Vec::new();
+        let agent_err = |problem: String, help: String| FlowConfigurationError {
+            flow: String::new(),
+            step: None,
+            problem,
+            help,
+        };
+        let Some(provider) = self.provider else {
+            return Err(ConfigErrors(vec![agent_err(
+                "no provider".into(),
+                "call `.provider(..)`; `agent_core::testing::ScriptedProvider` works offline".into(),
+            )]));
+        };
+        let mut flow_index = HashMap::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if flow_index.insert(f.id.to_string(), i).is_some() {
+                errs.push(FlowConfigurationError {
+                    flow: f.id.to_string(),
+                    step: None,
+                    problem: format!("duplicate flow id `{}`", f.id),
+                    help: "flow ids must be unique within an agent".into(),
+                });
+            }
+        }
+        let flow_ids: Vec<String> = self.flows.iter().map(|f| f.id.to_string()).collect();
+        for f in &self.flows {
+            for (step, target, target_step) in f.flow_targets() {
+                match self.flows.iter().find(|g| g.id.as_ref() == target) {
+                    None => errs.push(FlowConfigurationError {
+                        flow: f.id.to_string(),
+                        step: step.clone(),
+                        problem: format!("target `{target}` is neither a step of this flow nor a registered flow"),
+                        help: format!(
+                            "{}; {}",
+                            suggest(&target, &flow_ids, "flows"),
+                            if step.is_some() { format!("steps of `{}`: {}", f.id, f.step_ids().join(", ")) } else { String::new() }
+                        ),
+                    }),
+                    Some(g) => {
+                        if let Some(ts) = target_step
+                            && g.step(&ts).is_none()
+                        {
+                            errs.push(FlowConfigurationError {
+                                flow: f.id.to_string(),
+                                step,
+                                problem: format!("target step `{ts}` does not exist in flow `{target}`"),
+                                help: suggest(&ts, &g.step_ids(), "steps"),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let mut names = HashSet::new();
+        for t in &self.tools {
+            check_tool(t.as_ref(), "", &mut errs);
+            if !names.insert(t.name().to_owned()) {
+                errs.push(agent_err(
+                    format!("duplicate agent tool `{}`", t.name()),
+                    "tool names must be unique".into(),
+                ));
+            }
+        }
+        let mut sig_ids = HashSet::new();
+        for s in &self.signals {
+            if !sig_ids.insert(s.id.clone()) {
+                errs.push(agent_err(
+                    format!("duplicate signal id `{}`", s.id),
+                    "signal ids must be unique".into(),
+                ));
+            }
+            if s.handler.is_none() {
+                errs.push(agent_err(
+                    format!("signal `{}` has no handler", s.id),
+                    "call `.handle(..)`".into(),
+                ));
+            }
+        }
+        if !errs.is_empty() {
+            return Err(ConfigErrors(errs));
+        }
+        let mut signals = self.signals;
+        // Higher priority first; stable, so ties keep declaration order.
+        signals.sort_by(|a, b| b.priority.cmp(&a.priority));
+        let section = crate::prompt::render_agent_section(
+            &self.name,
+            self.persona.as_deref(),
+            self.goal.as_deref(),
+            &self.instructions,
+            &self.glossary,
+            &self.knowledge,
+        );
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: self.name,
+                flows: self.flows.into_iter().map(Arc::new).collect(),
+                flow_index,
+                tools: self.tools,
+                signals,
+                instructions: self.instructions,
+                on_enter: self.on_enter,
+                provider,
+                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                context: self.context.unwrap_or_default(),
+                config: self.config,
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                schema: Arc::new(DataSchema::of::<D>()),
+                section,
+                locks: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+}
+
+/// Tool checks shared by flow and agent builders.
+pub(crate) fn check_tool<D, C>(t: &dyn Tool<D, C>, flow: &str, errs: &mut Vec<FlowConfigurationError>) {
+    if !valid_tool_name(t.name()) {
+        errs.push(FlowConfigurationError {
+            flow: flow.to_owned(),
+            step: None,
+            problem: format!("invalid tool name `{}`", t.name()),
+            help: "use 1 to 64 ASCII letters, digits, `_` or `-`".into(),
+        });
+    }
+    if t.description().trim().is_empty() {
+        errs.push(FlowConfigurationError {
+            flow: flow.to_owned(),
+            step: None,
+            problem: format!("tool `{}` has no description", t.name()),
+            help: "the model needs a description to decide when to call it".into(),
+        });
+    }
+}

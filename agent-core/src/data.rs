@@ -1,0 +1,284 @@
+//! Typed session data (the agent's `TData`), the JSON patches that write it, and the
+//! field bookkeeping the engine uses to decide which steps still need input.
+//!
+//! Sessions keep the user's typed value; writes arrive as [`Patch`]es (shallow JSON
+//! objects) from the model, hooks, tools and signals. A patch is applied by merging it
+//! into the serialized value and deserializing the result, so every write is checked by
+//! the data type itself and either applies whole or not at all.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::DataError;
+
+/// A shallow write to session data or context: top-level keys replace, nested values are
+/// not deep-merged. `null` clears an optional field.
+pub type Patch = Map<String, Value>;
+
+/// The agent's collected data (`TData`). Blanket-implemented: any serde + schemars type
+/// with a `Default` qualifies. Use `Option<T>` for fields the conversation collects; a
+/// field counts as present when it serializes to something other than `null`.
+pub trait AgentData:
+    Serialize + DeserializeOwned + JsonSchema + Default + Clone + Debug + Send + Sync + 'static
+{
+}
+impl<T> AgentData for T where
+    T: Serialize + DeserializeOwned + JsonSchema + Default + Clone + Debug + Send + Sync + 'static
+{
+}
+
+/// The agent's session-scoped context (`TContext`): persisted with the session and
+/// written by `Directive::context`. Keep live resources (API clients) in tools and hooks,
+/// which can capture them; the context must round-trip through JSON.
+pub trait AgentContext:
+    Serialize + DeserializeOwned + Default + Clone + Debug + Send + Sync + 'static
+{
+}
+impl<T> AgentContext for T where
+    T: Serialize + DeserializeOwned + Default + Clone + Debug + Send + Sync + 'static
+{
+}
+
+/// Build a [`Patch`] from any serializable value that serializes to an object
+/// (a typed partial struct, a `json!({...})`). `None` fields should be skipped by the
+/// caller's serde attributes, or they clear the field.
+pub fn patch_of<T: Serialize>(value: &T) -> Result<Patch, DataError> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(DataError::NotAnObject {
+            found: json_kind(&other),
+        }),
+        Err(e) => Err(DataError::Serialize(e.to_string())),
+    }
+}
+
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The fields of a data type, read once from its JSON schema.
+#[derive(Debug, Clone)]
+pub struct DataSchema {
+    fields: Vec<Arc<str>>,
+    index: HashMap<Arc<str>, usize>,
+    properties: Map<String, Value>,
+    defs: Option<Value>,
+}
+
+impl DataSchema {
+    /// Read the schema of `D` (its top-level properties are the fields).
+    pub fn of<D: JsonSchema>() -> Self {
+        let schema = schemars::schema_for!(D);
+        let root = schema.as_value();
+        let properties = root
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let defs = root.get("$defs").cloned();
+        let fields: Vec<Arc<str>> = properties.keys().map(|k| Arc::from(k.as_str())).collect();
+        let index = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.clone(), i))
+            .collect();
+        Self {
+            fields,
+            index,
+            properties,
+            defs,
+        }
+    }
+
+    /// Field names in schema order.
+    pub fn fields(&self) -> &[Arc<str>] {
+        &self.fields
+    }
+
+    /// Index of a field, if the type has it.
+    pub fn index_of(&self, field: &str) -> Option<usize> {
+        self.index.get(field).copied()
+    }
+
+    /// The JSON schema of one field.
+    pub fn property(&self, field: &str) -> Option<&Value> {
+        self.properties.get(field)
+    }
+
+    /// Shared `$defs` that field schemas may reference (`#/$defs/...`).
+    pub fn defs(&self) -> Option<&Value> {
+        self.defs.as_ref()
+    }
+
+    /// An object schema limited to `fields`, every one optional: what the model may write.
+    pub fn object_schema(&self, fields: &[Arc<str>]) -> Value {
+        let mut props = Map::new();
+        for f in fields {
+            if let Some(p) = self.properties.get(f.as_ref()) {
+                props.insert(f.to_string(), p.clone());
+            }
+        }
+        serde_json::json!({ "type": "object", "properties": props, "additionalProperties": false })
+    }
+
+    /// Which fields of `value` are present (serialize to a non-null value).
+    pub fn present<D: Serialize>(&self, value: &D) -> FieldSet {
+        let mut set = FieldSet::with_capacity(self.fields.len());
+        if let Ok(Value::Object(map)) = serde_json::to_value(value) {
+            for (k, v) in &map {
+                if !v.is_null() {
+                    if let Some(i) = self.index_of(k) {
+                        set.insert(i);
+                    }
+                }
+            }
+        }
+        set
+    }
+
+    /// Apply a patch to a typed value atomically: unknown fields and values the type
+    /// rejects fail the whole patch and leave `value` untouched.
+    pub fn apply<D: Serialize + DeserializeOwned>(
+        &self,
+        value: &D,
+        patch: &Patch,
+    ) -> Result<D, DataError> {
+        if let Some(unknown) = patch.keys().find(|k| self.index_of(k).is_none()) {
+            return Err(DataError::UnknownField {
+                field: unknown.clone(),
+                known: self.fields.iter().map(|f| f.to_string()).collect(),
+            });
+        }
+        apply_unchecked(value, patch)
+    }
+}
+
+/// Merge `patch` into the serialized `value` and deserialize the result.
+pub(crate) fn apply_unchecked<D: Serialize + DeserializeOwned>(
+    value: &D,
+    patch: &Patch,
+) -> Result<D, DataError> {
+    let mut map = match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            return Err(DataError::NotAnObject {
+                found: json_kind(&other),
+            });
+        }
+        Err(e) => return Err(DataError::Serialize(e.to_string())),
+    };
+    for (k, v) in patch {
+        map.insert(k.clone(), v.clone());
+    }
+    match serde_json::from_value::<D>(Value::Object(map.clone())) {
+        Ok(d) => Ok(d),
+        Err(e) => {
+            // Name the offending fields: try each key alone on the original value.
+            let mut bad = Vec::new();
+            if let Ok(Value::Object(orig)) = serde_json::to_value(value) {
+                for (k, v) in patch {
+                    let mut one = orig.clone();
+                    one.insert(k.clone(), v.clone());
+                    if serde_json::from_value::<D>(Value::Object(one)).is_err() {
+                        bad.push(k.clone());
+                    }
+                }
+            }
+            Err(DataError::Invalid {
+                fields: bad,
+                message: e.to_string(),
+            })
+        }
+    }
+}
+
+/// A set of field indices (bitset).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    words: Vec<u64>,
+}
+
+impl FieldSet {
+    /// An empty set sized for `n` fields.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            words: vec![0; n.div_ceil(64).max(1)],
+        }
+    }
+
+    /// Add a field index.
+    pub fn insert(&mut self, i: usize) {
+        let w = i / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (i % 64);
+    }
+
+    /// Whether the index is in the set.
+    pub fn contains(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+    struct Booking {
+        city: Option<String>,
+        guests: Option<u8>,
+    }
+
+    #[test]
+    fn patch_with_wrong_type_fails_whole_and_names_field() {
+        let s = DataSchema::of::<Booking>();
+        let b = Booking::default();
+        let mut p = Patch::new();
+        p.insert("city".into(), "Lisbon".into());
+        p.insert("guests".into(), "many".into());
+        let err = s.apply(&b, &p).unwrap_err();
+        match err {
+            DataError::Invalid { fields, .. } => assert_eq!(fields, vec!["guests".to_string()]),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_with_known_fields() {
+        let s = DataSchema::of::<Booking>();
+        let mut p = Patch::new();
+        p.insert("citty".into(), "Lisbon".into());
+        let err = s.apply(&Booking::default(), &p).unwrap_err();
+        assert!(err.to_string().contains("city"), "{err}");
+    }
+
+    #[test]
+    fn presence_ignores_nulls() {
+        let s = DataSchema::of::<Booking>();
+        let b = Booking {
+            city: Some("Lisbon".into()),
+            guests: None,
+        };
+        let set = s.present(&b);
+        assert!(set.contains(s.index_of("city").unwrap()));
+        assert!(!set.contains(s.index_of("guests").unwrap()));
+    }
+}

@@ -1,0 +1,58 @@
+//! Algorithm 4: the one merge function for every directive bus.
+
+use super::{Directive, PreDirective};
+use crate::data::Patch;
+
+/// Merge `b` (emitted later) into `a`.
+///
+/// - Position: highest tier wins (`abort > complete > go_to = go_to_step > reset`);
+///   within a tier the later emission wins.
+/// - `reply`: later wins.
+/// - `data` / `context`: shallow merge in emit order (later keys overwrite).
+pub fn merge(a: Directive, b: Directive) -> Directive {
+    let position = match (a.position, b.position) {
+        (None, p) | (p, None) => p,
+        (Some(x), Some(y)) => {
+            if y.tier() >= x.tier() {
+                Some(y)
+            } else {
+                Some(x)
+            }
+        }
+    };
+    Directive {
+        position,
+        reply: b.reply.or(a.reply),
+        data: merge_patch(a.data, b.data),
+        context: merge_patch(a.context, b.context),
+    }
+}
+
+fn merge_patch(a: Option<Patch>, b: Option<Patch>) -> Option<Patch> {
+    match (a, b) {
+        (None, p) | (p, None) => p,
+        (Some(mut x), Some(y)) => {
+            x.extend(y);
+            Some(x)
+        }
+    }
+}
+
+/// Merge two pre-directives: the base by [`merge`], `append_prompt` concatenated (no
+/// dedupe), `inject_tools` concatenated then deduped by tool name with the later
+/// definition winning, `halt` as OR.
+pub fn merge_pre<D, C>(a: PreDirective<D, C>, b: PreDirective<D, C>) -> PreDirective<D, C> {
+    let mut append_prompt = a.append_prompt;
+    append_prompt.extend(b.append_prompt);
+    let mut tools = a.inject_tools;
+    for t in b.inject_tools {
+        tools.retain(|existing| existing.name() != t.name());
+        tools.push(t);
+    }
+    PreDirective {
+        base: merge(a.base, b.base),
+        append_prompt,
+        inject_tools: tools,
+        halt: a.halt || b.halt,
+    }
+}

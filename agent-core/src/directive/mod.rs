@@ -1,0 +1,526 @@
+//! Directives: the one language every emitter (hooks, tools, branches, signals,
+//! `on_complete`, pending directives) uses to change where the conversation goes,
+//! write state, or speak verbatim.
+//!
+//! A directive carries at most one [`Position`] (an enum, so two can never coexist),
+//! optional data and context patches and an optional verbatim reply. [`PreDirective`]
+//! adds the pre-LLM-only augmentations, [`SignalDirective`] the signal-only fields.
+//! [`merge`] is the single merge function (Algorithm 4) used for every bus.
+
+mod json;
+mod merge;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::data::Patch;
+use crate::error::DirectiveError;
+use crate::tool::Tool;
+
+pub use merge::{merge, merge_pre};
+
+/// Where the conversation goes next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Position {
+    /// Enter another flow at its first step (or a given step).
+    GoTo(GoTo),
+    /// Enter a step of the current flow, or of another flow when `flow` is set.
+    GoToStep(GoToStep),
+    /// Finish the current flow; `next` chains another directive afterwards.
+    Complete(Complete),
+    /// End the conversation.
+    Abort(Abort),
+    /// Restart the current flow.
+    Reset(Reset),
+}
+
+impl Position {
+    /// Merge precedence tier: `abort > complete > go_to = go_to_step > reset`.
+    pub fn tier(&self) -> u8 {
+        match self {
+            Position::Abort(_) => 4,
+            Position::Complete(_) => 3,
+            Position::GoTo(_) | Position::GoToStep(_) => 2,
+            Position::Reset(_) => 1,
+        }
+    }
+
+    /// The field name of the flat JSON shape (`goTo`, `goToStep`, ...).
+    pub fn field_name(&self) -> &'static str {
+        match self {
+            Position::GoTo(_) => "goTo",
+            Position::GoToStep(_) => "goToStep",
+            Position::Complete(_) => "complete",
+            Position::Abort(_) => "abort",
+            Position::Reset(_) => "reset",
+        }
+    }
+}
+
+/// Cross-flow jump.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GoTo {
+    /// Target flow id.
+    pub flow: String,
+    /// Data written before the target flow is entered.
+    pub data: Option<Patch>,
+    /// Why (for traces).
+    pub reason: Option<String>,
+}
+
+/// Step jump.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GoToStep {
+    /// Target step id.
+    pub step: String,
+    /// Flow of the step; `None` means the current flow.
+    pub flow: Option<String>,
+    /// Data written before the step is entered.
+    pub data: Option<Patch>,
+    /// Why (for traces).
+    pub reason: Option<String>,
+}
+
+/// Flow completion.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Complete {
+    /// A directive applied after completion (typically a `go_to`).
+    pub next: Option<Box<Directive>>,
+    /// Why (for traces).
+    pub reason: Option<String>,
+}
+
+/// Conversation end.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Abort {
+    /// Why (for traces and the stopped reason).
+    pub reason: Option<String>,
+    /// Delete the stored session instead of saving it.
+    pub clear_session: bool,
+}
+
+/// Flow restart.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reset {
+    /// Clear the fields the flow declares (required, optional, collected).
+    pub clear_data: bool,
+    /// Why (for traces).
+    pub reason: Option<String>,
+}
+
+/// The post-LLM directive: what tools, `finalize` hooks, `on_complete`, branch targets
+/// and pending directives carry. Serializable (the flat JSON shape of the spec).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Directive {
+    /// At most one position.
+    pub position: Option<Position>,
+    /// Verbatim assistant message (the model is bypassed for the message body).
+    pub reply: Option<String>,
+    /// Shallow write to session data.
+    pub data: Option<Patch>,
+    /// Shallow write to session context.
+    pub context: Option<Patch>,
+}
+
+impl Directive {
+    /// An empty directive (no effect).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn at(position: Position) -> Self {
+        Self {
+            position: Some(position),
+            ..Self::default()
+        }
+    }
+
+    /// Jump to another flow's entry step.
+    pub fn go_to(flow: impl Into<String>) -> Self {
+        Self::at(Position::GoTo(GoTo {
+            flow: flow.into(),
+            ..GoTo::default()
+        }))
+    }
+
+    /// Jump to another flow, writing `data` before it is entered.
+    pub fn go_to_with(flow: impl Into<String>, data: Patch) -> Self {
+        Self::at(Position::GoTo(GoTo {
+            flow: flow.into(),
+            data: Some(data),
+            reason: None,
+        }))
+    }
+
+    /// Jump to a step of the current flow.
+    pub fn go_to_step(step: impl Into<String>) -> Self {
+        Self::at(Position::GoToStep(GoToStep {
+            step: step.into(),
+            ..GoToStep::default()
+        }))
+    }
+
+    /// Jump to a step of another flow.
+    pub fn go_to_step_in(flow: impl Into<String>, step: impl Into<String>) -> Self {
+        Self::at(Position::GoToStep(GoToStep {
+            step: step.into(),
+            flow: Some(flow.into()),
+            ..GoToStep::default()
+        }))
+    }
+
+    /// Complete the current flow.
+    pub fn complete() -> Self {
+        Self::at(Position::Complete(Complete::default()))
+    }
+
+    /// Complete the current flow, then apply `next`.
+    pub fn complete_then(next: Directive) -> Self {
+        Self::at(Position::Complete(Complete {
+            next: Some(Box::new(next)),
+            reason: None,
+        }))
+    }
+
+    /// End the conversation.
+    pub fn abort(reason: impl Into<String>) -> Self {
+        Self::at(Position::Abort(Abort {
+            reason: Some(reason.into()),
+            clear_session: false,
+        }))
+    }
+
+    /// End the conversation and delete the stored session.
+    pub fn abort_and_clear(reason: impl Into<String>) -> Self {
+        Self::at(Position::Abort(Abort {
+            reason: Some(reason.into()),
+            clear_session: true,
+        }))
+    }
+
+    /// Restart the current flow, keeping its data.
+    pub fn reset() -> Self {
+        Self::at(Position::Reset(Reset::default()))
+    }
+
+    /// Restart the current flow and clear the fields it declares.
+    pub fn reset_clearing_data() -> Self {
+        Self::at(Position::Reset(Reset {
+            clear_data: true,
+            reason: None,
+        }))
+    }
+
+    /// A verbatim reply and nothing else.
+    pub fn say(text: impl Into<String>) -> Self {
+        Self {
+            reply: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Add a verbatim reply. With `abort` this is invalid and [`validate`] rejects it.
+    pub fn reply(mut self, text: impl Into<String>) -> Self {
+        self.reply = Some(text.into());
+        self
+    }
+
+    /// Add (shallow-merge) a data write.
+    pub fn data(mut self, patch: impl Into<Patch>) -> Self {
+        let patch = patch.into();
+        match &mut self.data {
+            Some(existing) => existing.extend(patch),
+            None => self.data = Some(patch),
+        }
+        self
+    }
+
+    /// Add (shallow-merge) a context write.
+    pub fn context(mut self, patch: impl Into<Patch>) -> Self {
+        let patch = patch.into();
+        match &mut self.context {
+            Some(existing) => existing.extend(patch),
+            None => self.context = Some(patch),
+        }
+        self
+    }
+
+    /// Attach a reason to the position (for traces). No effect without a position.
+    pub fn because(mut self, reason: impl Into<String>) -> Self {
+        let reason = Some(reason.into());
+        match &mut self.position {
+            Some(Position::GoTo(p)) => p.reason = reason,
+            Some(Position::GoToStep(p)) => p.reason = reason,
+            Some(Position::Complete(p)) => p.reason = reason,
+            Some(Position::Abort(p)) => p.reason = reason,
+            Some(Position::Reset(p)) => p.reason = reason,
+            None => {}
+        }
+        self
+    }
+
+    /// Whether the directive does nothing.
+    pub fn is_empty(&self) -> bool {
+        self.position.is_none()
+            && self.reply.is_none()
+            && self.data.as_ref().is_none_or(|d| d.is_empty())
+            && self.context.as_ref().is_none_or(|d| d.is_empty())
+    }
+
+    /// Check the structural rules (the spec's `flow.validate`): no `reply` with `abort`,
+    /// no empty flow or step id, and the same for a chained `complete.next`.
+    /// Whether targets exist is checked when the directive is applied.
+    pub fn validate(&self) -> Result<(), DirectiveError> {
+        validate(self)
+    }
+
+    /// Parse a directive that arrived as data (the flat JSON shape of the spec) and
+    /// validate it.
+    pub fn from_json(value: serde_json::Value) -> Result<Self, DirectiveError> {
+        serde_json::from_value::<Directive>(value)
+            .map_err(|e| DirectiveError::Malformed(e.to_string()))
+    }
+
+    /// The flat JSON shape.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Structural validation of a directive (see [`Directive::validate`]).
+pub fn validate(d: &Directive) -> Result<(), DirectiveError> {
+    if matches!(d.position, Some(Position::Abort(_))) && d.reply.is_some() {
+        return Err(DirectiveError::ReplyWithAbort);
+    }
+    match &d.position {
+        Some(Position::GoTo(g)) if g.flow.trim().is_empty() => Err(DirectiveError::EmptyTarget {
+            field: "goTo",
+            what: "flow id",
+        }),
+        Some(Position::GoToStep(g)) if g.step.trim().is_empty() => {
+            Err(DirectiveError::EmptyTarget {
+                field: "goToStep",
+                what: "step id",
+            })
+        }
+        Some(Position::GoToStep(GoToStep {
+            flow: Some(f), ..
+        })) if f.trim().is_empty() => Err(DirectiveError::EmptyTarget {
+            field: "goToStep.flow",
+            what: "flow id",
+        }),
+        Some(Position::Complete(Complete {
+            next: Some(next), ..
+        })) => validate(next),
+        _ => Ok(()),
+    }
+}
+
+/// A pre-LLM directive: what agent/flow/step `on_enter` and step `prepare` hooks return.
+/// The three extra fields live for one turn and are never persisted.
+pub struct PreDirective<D, C> {
+    /// The base directive.
+    pub base: Directive,
+    /// Sentences appended to this turn's system prompt.
+    pub append_prompt: Vec<String>,
+    /// Tools added to this turn's model call.
+    pub inject_tools: Vec<Arc<dyn Tool<D, C>>>,
+    /// Skip this turn's model call.
+    pub halt: bool,
+}
+
+impl<D, C> Default for PreDirective<D, C> {
+    fn default() -> Self {
+        Self {
+            base: Directive::default(),
+            append_prompt: Vec::new(),
+            inject_tools: Vec::new(),
+            halt: false,
+        }
+    }
+}
+
+impl<D, C> Clone for PreDirective<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            base: self.base.clone(),
+            append_prompt: self.append_prompt.clone(),
+            inject_tools: self.inject_tools.clone(),
+            halt: self.halt,
+        }
+    }
+}
+
+impl<D, C> fmt::Debug for PreDirective<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tools: Vec<&str> = self.inject_tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("PreDirective")
+            .field("base", &self.base)
+            .field("append_prompt", &self.append_prompt)
+            .field("inject_tools", &tools)
+            .field("halt", &self.halt)
+            .finish()
+    }
+}
+
+impl<D, C> From<Directive> for PreDirective<D, C> {
+    fn from(base: Directive) -> Self {
+        Self {
+            base,
+            ..Self::default()
+        }
+    }
+}
+
+impl<D, C> PreDirective<D, C> {
+    /// An empty pre-directive.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Append a sentence to this turn's system prompt.
+    pub fn append_prompt(mut self, text: impl Into<String>) -> Self {
+        self.append_prompt.push(text.into());
+        self
+    }
+    /// Offer a tool for this turn only.
+    pub fn inject_tool(mut self, tool: Arc<dyn Tool<D, C>>) -> Self {
+        self.inject_tools.push(tool);
+        self
+    }
+    /// Skip this turn's model call (a `reply`, if set, becomes the message).
+    pub fn halt(mut self) -> Self {
+        self.halt = true;
+        self
+    }
+    /// Replace the base directive's position and state fields with `d`'s (merged).
+    pub fn directive(mut self, d: Directive) -> Self {
+        self.base = merge(std::mem::take(&mut self.base), d);
+        self
+    }
+    /// Set a verbatim reply.
+    pub fn reply(mut self, text: impl Into<String>) -> Self {
+        self.base.reply = Some(text.into());
+        self
+    }
+    /// Add a data write.
+    pub fn data(mut self, patch: impl Into<Patch>) -> Self {
+        self.base = self.base.data(patch);
+        self
+    }
+    /// Add a context write.
+    pub fn context(mut self, patch: impl Into<Patch>) -> Self {
+        self.base = self.base.context(patch);
+        self
+    }
+    /// Whether any pre-LLM-only field is set (they are dropped where only a post-LLM
+    /// directive is allowed).
+    pub fn has_pre_only_fields(&self) -> bool {
+        self.halt || !self.append_prompt.is_empty() || !self.inject_tools.is_empty()
+    }
+}
+
+/// A late-binding reply for signals: text, or a function of the signal's view.
+pub enum ReplyWith<D, C> {
+    /// Fixed text.
+    Text(String),
+    /// Computed when the signal fires.
+    Fn(Arc<dyn Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync>),
+}
+
+impl<D, C> Clone for ReplyWith<D, C> {
+    fn clone(&self) -> Self {
+        match self {
+            ReplyWith::Text(t) => ReplyWith::Text(t.clone()),
+            ReplyWith::Fn(f) => ReplyWith::Fn(f.clone()),
+        }
+    }
+}
+
+/// What signal handlers return: a [`PreDirective`] plus signal-only fields.
+pub struct SignalDirective<D, C> {
+    /// The pre-directive (in the post phase its pre-only fields are dropped and its
+    /// position becomes the next turn's pending directive).
+    pub pre: PreDirective<D, C>,
+    /// Skip the remaining signal handlers of this phase.
+    pub stop_other_signals: bool,
+    /// A reply computed when the signal fires.
+    pub reply_with: Option<ReplyWith<D, C>>,
+}
+
+impl<D, C> Default for SignalDirective<D, C> {
+    fn default() -> Self {
+        Self {
+            pre: PreDirective::default(),
+            stop_other_signals: false,
+            reply_with: None,
+        }
+    }
+}
+
+impl<D, C> Clone for SignalDirective<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            pre: self.pre.clone(),
+            stop_other_signals: self.stop_other_signals,
+            reply_with: self.reply_with.clone(),
+        }
+    }
+}
+
+impl<D, C> fmt::Debug for SignalDirective<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignalDirective")
+            .field("pre", &self.pre)
+            .field("stop_other_signals", &self.stop_other_signals)
+            .field("reply_with", &self.reply_with.is_some())
+            .finish()
+    }
+}
+
+impl<D, C> From<Directive> for SignalDirective<D, C> {
+    fn from(d: Directive) -> Self {
+        Self {
+            pre: d.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl<D, C> From<PreDirective<D, C>> for SignalDirective<D, C> {
+    fn from(pre: PreDirective<D, C>) -> Self {
+        Self {
+            pre,
+            ..Self::default()
+        }
+    }
+}
+
+impl<D, C> SignalDirective<D, C> {
+    /// An empty signal directive.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Skip the remaining handlers of this phase.
+    pub fn stop_other_signals(mut self) -> Self {
+        self.stop_other_signals = true;
+        self
+    }
+    /// A fixed late-bound reply.
+    pub fn reply_with(mut self, text: impl Into<String>) -> Self {
+        self.reply_with = Some(ReplyWith::Text(text.into()));
+        self
+    }
+    /// A reply computed from the signal's view when it fires.
+    pub fn reply_with_fn(
+        mut self,
+        f: impl Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.reply_with = Some(ReplyWith::Fn(Arc::new(f)));
+        self
+    }
+    /// Set the pre-directive part.
+    pub fn pre(mut self, pre: PreDirective<D, C>) -> Self {
+        self.pre = pre;
+        self
+    }
+}

@@ -1,0 +1,273 @@
+//! Typed errors. Every variant says what went wrong and how to fix it.
+
+use std::fmt;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::provider::CallKind;
+
+/// A data or context write that the type rejects.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum DataError {
+    /// The value is not a JSON object.
+    #[error("expected a JSON object for a data write, found {found}; pass a struct or a map")]
+    NotAnObject {
+        /// What was found.
+        found: &'static str,
+    },
+    /// Serializing the current value failed.
+    #[error("could not serialize the data: {0}; make sure the type serializes to an object")]
+    Serialize(String),
+    /// The patch names a field the type does not have.
+    #[error("unknown field `{field}`; known fields: {}", known.join(", "))]
+    UnknownField {
+        /// The unknown field.
+        field: String,
+        /// The fields the type has.
+        known: Vec<String>,
+    },
+    /// The type rejected the values.
+    #[error("invalid value for {}: {message}; the write was not applied", if fields.is_empty() { "the data".to_string() } else { format!("field(s) {}", fields.join(", ")) })]
+    Invalid {
+        /// The offending fields, when they could be named.
+        fields: Vec<String>,
+        /// The deserializer's message.
+        message: String,
+    },
+}
+
+/// A directive whose shape breaks the rules, or whose target does not exist.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum DirectiveError {
+    /// Not a directive object at all.
+    #[error("malformed directive: {0}")]
+    Malformed(String),
+    /// A field has the wrong JSON type.
+    #[error("directive field `{field}` must be {expected}, found {found}")]
+    Shape {
+        /// Field name.
+        field: &'static str,
+        /// What it accepts.
+        expected: &'static str,
+        /// What was found.
+        found: &'static str,
+    },
+    /// An object form has a key it does not know.
+    #[error("directive field `{field}` has unknown key `{key}`; allowed: {}", allowed.join(", "))]
+    UnknownKey {
+        /// Field name.
+        field: &'static str,
+        /// The unknown key.
+        key: String,
+        /// Keys it accepts.
+        allowed: &'static [&'static str],
+    },
+    /// A target id is missing or empty (e.g. `goTo: {}`).
+    #[error("directive field `{field}` needs a non-empty {what}")]
+    EmptyTarget {
+        /// Field name.
+        field: &'static str,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// More than one position field.
+    #[error("a directive can hold one position field, found {}; move follow-ups into `complete.next`", fields.join(" + "))]
+    MultiplePositions {
+        /// The position fields found.
+        fields: Vec<String>,
+    },
+    /// `reply` together with `abort`.
+    #[error("`reply` cannot be combined with `abort`: an aborted conversation delivers no reply")]
+    ReplyWithAbort,
+    /// The target flow is not registered.
+    #[error("unknown flow `{flow}`; registered flows: {}", known.join(", "))]
+    UnknownFlow {
+        /// The unknown flow id.
+        flow: String,
+        /// Registered flow ids.
+        known: Vec<String>,
+    },
+    /// The target step is not in the flow.
+    #[error("flow `{flow}` has no step `{step}`; its steps: {}", known.join(", "))]
+    UnknownStep {
+        /// Flow searched.
+        flow: String,
+        /// The unknown step id.
+        step: String,
+        /// The flow's steps.
+        known: Vec<String>,
+    },
+    /// A step-relative position with no active flow.
+    #[error("`{field}` needs an active flow, but none is active; use `goTo` or `goToStep` with a flow")]
+    NoActiveFlow {
+        /// Field name.
+        field: &'static str,
+    },
+}
+
+/// One problem in a flow or agent definition, found at `build()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowConfigurationError {
+    /// Flow id (empty for agent-level problems).
+    pub flow: String,
+    /// Step id, when the problem is in a step.
+    pub step: Option<String>,
+    /// What is wrong.
+    pub problem: String,
+    /// How to fix it (valid choices, the rule).
+    pub help: String,
+}
+
+impl fmt::Display for FlowConfigurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.flow.is_empty() {
+            write!(f, "agent")?;
+        } else {
+            write!(f, "flow `{}`", self.flow)?;
+        }
+        if let Some(s) = &self.step {
+            write!(f, ", step `{s}`")?;
+        }
+        write!(f, ": {}", self.problem)?;
+        if !self.help.is_empty() {
+            write!(f, " ({})", self.help)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for FlowConfigurationError {}
+
+/// Every problem found in one definition, reported together.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{} configuration error(s):\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+pub struct ConfigErrors(pub Vec<FlowConfigurationError>);
+
+/// A model call that failed.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ProviderError {
+    /// The API answered with an error status.
+    #[error("HTTP {status} from the model API: {message}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Body or message (never contains the API key).
+        message: String,
+        /// `Retry-After`, when the API sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The request did not reach the API or the connection broke.
+    #[error("network error talking to the model API: {0}")]
+    Network(String),
+    /// The call took too long.
+    #[error("model call timed out after {0:?}")]
+    Timeout(Duration),
+    /// The API answered something that is not its documented format.
+    #[error("unexpected answer from the model API: {0}")]
+    InvalidResponse(String),
+    /// Anything else (e.g. a scripted provider with no answer left).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A session store failure.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum StoreError {
+    /// Compare-and-swap failed: someone saved the session since it was loaded.
+    #[error("session `{session_id}` was changed concurrently (expected version {expected}, found {found}); reload and retry the turn")]
+    Conflict {
+        /// Session id.
+        session_id: String,
+        /// Version the writer expected.
+        expected: u64,
+        /// Version in the store.
+        found: u64,
+    },
+    /// The stored bytes could not be read.
+    #[error("session `{session_id}` could not be decoded: {message}; the stored data does not match the agent's types")]
+    Corrupt {
+        /// Session id.
+        session_id: String,
+        /// Decoder message.
+        message: String,
+    },
+    /// The backend failed.
+    #[error("session store backend error: {0}")]
+    Backend(String),
+}
+
+/// Why a turn failed. A failed turn never changes the stored session.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum AgentError {
+    /// The agent definition is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigErrors),
+    /// A model call failed.
+    #[error("model call ({kind:?}) failed: {source}")]
+    Provider {
+        /// Which call.
+        kind: CallKind,
+        /// The provider's error.
+        #[source]
+        source: ProviderError,
+    },
+    /// The model's answer was not usable, even after a repair attempt.
+    #[error("the model's {kind:?} answer was malformed: {message}; the session was left unchanged")]
+    MalformedModelOutput {
+        /// Which call.
+        kind: CallKind,
+        /// What was wrong.
+        message: String,
+    },
+    /// A directive was invalid or pointed nowhere.
+    #[error("directive from {source_name} rejected: {error}")]
+    Directive {
+        /// Who emitted it.
+        source_name: String,
+        /// What was wrong.
+        error: DirectiveError,
+    },
+    /// A data or context write was rejected.
+    #[error("write from {source_name} rejected: {error}")]
+    Data {
+        /// Who emitted it.
+        source_name: String,
+        /// What was wrong.
+        error: DataError,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A hook or predicate panicked.
+    #[error("{what} panicked: {message}")]
+    HookPanicked {
+        /// Which hook.
+        what: String,
+        /// Panic payload, when it was a string.
+        message: String,
+    },
+    /// The user message exceeds the configured limit.
+    #[error("user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it")]
+    MessageTooLarge {
+        /// Its size.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl AgentError {
+    pub(crate) fn directive(source: impl fmt::Display, error: DirectiveError) -> Self {
+        AgentError::Directive {
+            source_name: source.to_string(),
+            error,
+        }
+    }
+    pub(crate) fn data(source: impl fmt::Display, error: DataError) -> Self {
+        AgentError::Data {
+            source_name: source.to_string(),
+            error,
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! What hooks and predicates see ([`Cx`]) and the hook traits.
+//!
+//! Hooks are async traits so that generated code (and users) can await inside them;
+//! plain closures implement them through blanket impls, so builders accept
+//! `|cx: &Cx<'_, D, C>| ...` directly.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::data::{DataSchema, FieldSet};
+use crate::directive::{Directive, PreDirective};
+use crate::provider::Message;
+
+/// Directives dispatched from inside a hook or tool (`cx.dispatch(..)`); they join the
+/// bus of the phase the emitter runs in.
+#[derive(Debug, Clone, Default)]
+pub struct Dispatcher {
+    queue: Arc<Mutex<Vec<Directive>>>,
+}
+
+impl Dispatcher {
+    /// Queue a directive.
+    pub fn dispatch(&self, directive: Directive) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.push(directive);
+    }
+    /// Take everything queued so far.
+    pub(crate) fn drain(&self) -> Vec<Directive> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *q)
+    }
+}
+
+/// A read-only view of the turn: the session's data and context, where the conversation
+/// is, and the latest user message. Passed to hooks, predicates and signal handlers.
+pub struct Cx<'a, D, C> {
+    pub(crate) session_id: &'a str,
+    pub(crate) data: &'a D,
+    pub(crate) context: &'a C,
+    pub(crate) flow: Option<&'a str>,
+    pub(crate) step: Option<&'a str>,
+    pub(crate) history: &'a [Message],
+    pub(crate) message: &'a str,
+    pub(crate) present: &'a FieldSet,
+    pub(crate) schema: &'a DataSchema,
+    pub(crate) dispatcher: &'a Dispatcher,
+}
+
+impl<'a, D, C> Cx<'a, D, C> {
+    /// Session id.
+    pub fn session_id(&self) -> &'a str {
+        self.session_id
+    }
+    /// Collected data.
+    pub fn data(&self) -> &'a D {
+        self.data
+    }
+    /// Session context.
+    pub fn context(&self) -> &'a C {
+        self.context
+    }
+    /// Active flow id.
+    pub fn flow_id(&self) -> Option<&'a str> {
+        self.flow
+    }
+    /// Current step id.
+    pub fn step_id(&self) -> Option<&'a str> {
+        self.step
+    }
+    /// Conversation history (oldest first, including the latest user message).
+    pub fn history(&self) -> &'a [Message] {
+        self.history
+    }
+    /// The latest user message (empty for out-of-turn work).
+    pub fn message(&self) -> &'a str {
+        self.message
+    }
+    /// Whether a data field is present (non-null).
+    pub fn has(&self, field: &str) -> bool {
+        self.schema
+            .index_of(field)
+            .is_some_and(|i| self.present.contains(i))
+    }
+    /// Queue a directive into the current phase's bus.
+    pub fn dispatch(&self, directive: Directive) {
+        self.dispatcher.dispatch(directive);
+    }
+}
+
+/// A code predicate (`if`, `skip`): pure, synchronous, free.
+pub type Predicate<D, C> = Arc<dyn Fn(&Cx<'_, D, C>) -> bool + Send + Sync>;
+
+/// A pre-LLM hook (`on_enter`, `prepare`): feeds the prompt and tools of this turn.
+#[async_trait]
+pub trait PreHook<D, C>: Send + Sync {
+    /// Run the hook.
+    async fn call(&self, cx: &Cx<'_, D, C>) -> PreDirective<D, C>;
+}
+
+#[async_trait]
+impl<D, C, F> PreHook<D, C> for F
+where
+    F: Fn(&Cx<'_, D, C>) -> PreDirective<D, C> + Send + Sync,
+    D: Sync,
+    C: Sync,
+{
+    async fn call(&self, cx: &Cx<'_, D, C>) -> PreDirective<D, C> {
+        self(cx)
+    }
+}
+
+/// A post-LLM hook (`finalize`, `on_complete`): returns a plain [`Directive`].
+#[async_trait]
+pub trait PostHook<D, C>: Send + Sync {
+    /// Run the hook.
+    async fn call(&self, cx: &Cx<'_, D, C>) -> Directive;
+}
+
+#[async_trait]
+impl<D, C, F> PostHook<D, C> for F
+where
+    F: Fn(&Cx<'_, D, C>) -> Directive + Send + Sync,
+    D: Sync,
+    C: Sync,
+{
+    async fn call(&self, cx: &Cx<'_, D, C>) -> Directive {
+        self(cx)
+    }
+}
+
+/// A notification hook (`on_exit`, `on_data_update`, `on_context_update`).
+#[async_trait]
+pub trait NotifyHook<D, C>: Send + Sync {
+    /// Run the hook.
+    async fn call(&self, cx: &Cx<'_, D, C>);
+}
+
+#[async_trait]
+impl<D, C, F> NotifyHook<D, C> for F
+where
+    F: Fn(&Cx<'_, D, C>) + Send + Sync,
+    D: Sync,
+    C: Sync,
+{
+    async fn call(&self, cx: &Cx<'_, D, C>) {
+        self(cx)
+    }
+}

@@ -1,0 +1,88 @@
+//! # agent-core
+//!
+//! The runtime of a framework for conversational agents that stay under the control of
+//! code: flows of typed steps, directives, signals, tools, providers and durable
+//! sessions. The model understands; the code decides where the conversation goes.
+//!
+//! - [`directive`]: the one language for control flow, and the one merge function.
+//! - [`flow`], [`step`], [`branch`]: the conversation graph, validated at `build()`.
+//! - [`pipeline`](crate::agent::Agent::respond): one turn in the spec's fixed order.
+//! - [`signal`]: cross-cutting detectors before and after the model.
+//! - [`session`], [`store`]: state between turns, compare-and-swap saves.
+//! - [`provider`]: the model boundary; [`testing`]: the scripted provider.
+//!
+//! ```
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Booking { city: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! provider.respond(Answer::message("Which city?"));
+//! let agent: Agent<Booking, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking")
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! let r = agent.respond("s1", "I need a hotel").await.unwrap();
+//! assert_eq!(r.step.as_deref(), Some("ask_city"));
+//! assert_eq!(r.model_calls, 1);
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+//! # }
+//! ```
+
+pub mod agent;
+pub mod branch;
+pub mod clock;
+pub mod data;
+pub mod directive;
+pub mod error;
+pub mod flow;
+pub mod hook;
+pub mod instruction;
+mod pipeline;
+pub mod prompt;
+pub mod provider;
+pub mod response;
+pub mod session;
+pub mod signal;
+pub mod step;
+pub mod store;
+pub mod testing;
+pub mod tool;
+
+pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy};
+pub use agent_macros;
+
+/// Everything a typical agent file needs.
+pub mod prelude {
+    pub use crate::agent::{Agent, AgentConfig, ConflictPolicy};
+    pub use crate::branch::{Branch, Target};
+    pub use crate::data::{AgentContext, AgentData, Patch, patch_of};
+    pub use crate::directive::{Directive, PreDirective, SignalDirective};
+    pub use crate::error::{AgentError, ConfigErrors, FlowConfigurationError};
+    pub use crate::flow::Flow;
+    pub use crate::hook::Cx;
+    pub use crate::instruction::Instruction;
+    pub use crate::provider::Provider;
+    pub use crate::response::{AgentResponse, Event, StoppedReason};
+    pub use crate::signal::{Phase, Signal};
+    pub use crate::step::Step;
+    pub use crate::store::{MemoryStore, SessionStore};
+    pub use crate::tool::{FnTool, Tool, ToolCx, ToolError, ToolOutput};
+}
+
+/// Re-exports for macro-generated code, so user crates need no direct dependency on
+/// these crates. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use async_trait;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,290 @@
+//! Applying a directive to the turn: state writes first, then the position.
+
+use serde_json::Value;
+
+use super::{Phase, Turn};
+use crate::data::{AgentContext, AgentData, Patch, apply_unchecked};
+use crate::directive::{Directive, Position, merge};
+use crate::error::{AgentError, DirectiveError};
+use crate::response::{DirectiveSource, Event, StoppedReason, Transition};
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Apply one (already merged) directive.
+    pub(crate) async fn apply(
+        &mut self,
+        source: DirectiveSource,
+        d: Directive,
+        phase: Phase,
+    ) -> Result<(), AgentError> {
+        if d.is_empty() {
+            return Ok(());
+        }
+        self.a
+            .check_targets(&d, self.s.flow.as_deref())
+            .map_err(|e| AgentError::directive(&source, e))?;
+        if let Some(p) = &d.data {
+            self.write_data(&source, p).await?;
+        }
+        if let Some(p) = &d.context {
+            self.write_context(&source, p).await?;
+        }
+        if let Some(r) = d.reply {
+            match phase {
+                Phase::Pre => self.reply = Some(r),
+                Phase::Post => self.post_reply = Some(r),
+            }
+        }
+        let Some(position) = d.position else {
+            return Ok(());
+        };
+        self.pos_gen += 1;
+        match position {
+            Position::GoTo(g) => {
+                if let Some(p) = &g.data {
+                    self.write_data(&source, p).await?;
+                }
+                self.enter_flow(&g.flow, None, source).await?;
+            }
+            Position::GoToStep(g) => {
+                if let Some(p) = &g.data {
+                    self.write_data(&source, p).await?;
+                }
+                let current = self.s.flow.clone();
+                match g.flow {
+                    Some(f) if current.as_deref() != Some(f.as_str()) => {
+                        self.enter_flow(&f, Some(&g.step), source).await?;
+                    }
+                    _ => {
+                        self.s.step = Some(g.step);
+                        self.awaiting = false;
+                    }
+                }
+                self.landed = self.s.flow.clone().zip(self.s.step.clone());
+            }
+            Position::Complete(c) => {
+                self.complete_flow(phase, &source).await?;
+                if let Some(next) = c.next {
+                    match phase {
+                        Phase::Pre => Box::pin(self.apply(source, *next, Phase::Pre)).await?,
+                        Phase::Post => self.arm_pending(*next),
+                    }
+                }
+            }
+            Position::Abort(a) => {
+                self.exit_flow().await;
+                self.s.flow = None;
+                self.s.step = None;
+                self.awaiting = false;
+                self.clear_session = a.clear_session;
+                self.stopped = Some(StoppedReason::Aborted { reason: a.reason });
+                self.next_pending = None;
+            }
+            Position::Reset(r) => {
+                let Some(flow) = self.flow() else {
+                    return Err(AgentError::directive(
+                        &source,
+                        DirectiveError::NoActiveFlow { field: "reset" },
+                    ));
+                };
+                if r.clear_data {
+                    let patch: Patch = flow
+                        .declared_fields()
+                        .iter()
+                        .map(|f| (f.to_string(), Value::Null))
+                        .collect();
+                    self.write_data(&source, &patch).await?;
+                }
+                self.s.step = Some(flow.steps[flow.entry()].id.to_string());
+                self.awaiting = false;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn arm_pending(&mut self, d: Directive) {
+        self.next_pending = Some(match self.next_pending.take() {
+            Some(p) => merge(p, d),
+            None => d,
+        });
+    }
+
+    pub(crate) async fn write_data(
+        &mut self,
+        source: &DirectiveSource,
+        patch: &Patch,
+    ) -> Result<(), AgentError> {
+        if patch.is_empty() {
+            return Ok(());
+        }
+        let next = self
+            .a
+            .schema
+            .apply(&self.s.data, patch)
+            .map_err(|e| AgentError::data(source, e))?;
+        self.s.data = next;
+        self.refresh_present();
+        if let Some(h) = self.flow().and_then(|f| f.hooks.on_data_update.clone()) {
+            let cx = self.cx();
+            h.call(&cx).await;
+        }
+        Ok(())
+    }
+
+    async fn write_context(
+        &mut self,
+        source: &DirectiveSource,
+        patch: &Patch,
+    ) -> Result<(), AgentError> {
+        if patch.is_empty() {
+            return Ok(());
+        }
+        self.s.context =
+            apply_unchecked(&self.s.context, patch).map_err(|e| AgentError::data(source, e))?;
+        if let Some(h) = self.flow().and_then(|f| f.hooks.on_context_update.clone()) {
+            let cx = self.cx();
+            h.call(&cx).await;
+        }
+        Ok(())
+    }
+
+    async fn exit_flow(&mut self) {
+        if let Some(h) = self.flow().and_then(|f| f.hooks.on_exit.clone()) {
+            let cx = self.cx();
+            h.call(&cx).await;
+        }
+    }
+
+    /// Enter a flow (at `step` or its entry). Hops to a different flow count against
+    /// `max_transitions_per_turn`.
+    pub(crate) async fn enter_flow(
+        &mut self,
+        flow_id: &str,
+        step: Option<&str>,
+        source: DirectiveSource,
+    ) -> Result<(), AgentError> {
+        let Some(flow) = self.a.flow(flow_id).cloned() else {
+            return Err(AgentError::directive(
+                &source,
+                DirectiveError::UnknownFlow {
+                    flow: flow_id.to_owned(),
+                    known: self.a.flow_ids(),
+                },
+            ));
+        };
+        let from = self.s.flow.clone();
+        if from.as_deref() != Some(flow_id) {
+            if self.hops >= self.a.config.max_transitions_per_turn {
+                tracing::warn!(blocked = flow_id, "transition cap reached");
+                self.stopped = Some(StoppedReason::TransitionCap {
+                    blocked: flow_id.to_owned(),
+                });
+                return Ok(());
+            }
+            if from.is_some() {
+                self.hops += 1;
+                self.exit_flow().await;
+            }
+            let t = Transition {
+                from,
+                to: flow_id.to_owned(),
+            };
+            self.emit(Event::Transition(t.clone()));
+            self.transitions.push(t);
+        }
+        self.pos_gen += 1;
+        self.s.flow = Some(flow_id.to_owned());
+        self.s.step = Some(match step {
+            Some(s) => s.to_owned(),
+            None => flow.steps[flow.entry()].id.to_string(),
+        });
+        self.awaiting = false;
+        if let Some(p) = &flow.initial_data {
+            self.write_data(&source, p).await?;
+        }
+        if let Some(h) = flow.hooks.on_enter.clone() {
+            let d = {
+                let cx = self.cx();
+                h.call(&cx).await
+            };
+            self.emit_pre(DirectiveSource::FlowOnEnter(flow.id.to_string()), d)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Complete the active flow if its required fields are present; otherwise move to
+    /// the first step that collects a missing one (a flow never completes with required
+    /// fields missing).
+    pub(crate) async fn complete_flow(
+        &mut self,
+        phase: Phase,
+        source: &DirectiveSource,
+    ) -> Result<(), AgentError> {
+        let Some(flow) = self.flow() else {
+            return Err(AgentError::directive(
+                source,
+                DirectiveError::NoActiveFlow { field: "complete" },
+            ));
+        };
+        if let Some(missing) = flow.required_idx.iter().find(|&&i| !self.is_present(i)) {
+            let field = self.a.schema.fields()[*missing].clone();
+            tracing::warn!(flow = %flow.id, %field, "completion refused: required field missing");
+            if let Some(step) = flow
+                .steps
+                .iter()
+                .find(|s| s.collect.iter().any(|c| *c == field))
+            {
+                self.s.step = Some(step.id.to_string());
+                self.awaiting = false;
+                self.pos_gen += 1;
+            }
+            return Ok(());
+        }
+        let fid = flow.id.to_string();
+        let mut then = flow.on_complete.clone().unwrap_or_default();
+        if let Some(h) = flow.hooks.on_complete.clone() {
+            let d = {
+                let cx = self.cx();
+                h.call(&cx).await
+            };
+            then = merge(then, d);
+        }
+        self.exit_flow().await;
+        self.completed.push(fid.clone());
+        self.s.completed_flows.push(fid.clone());
+        self.s.flow = None;
+        self.s.step = None;
+        self.awaiting = false;
+        self.pos_gen += 1;
+        if !matches!(self.stopped, Some(StoppedReason::Aborted { .. })) {
+            self.stopped = None;
+        }
+        let src = DirectiveSource::OnComplete(fid);
+        self.record(&src, &then, &[], &[], false);
+        match phase {
+            Phase::Pre => Box::pin(self.apply(src, then, Phase::Pre)).await?,
+            Phase::Post => {
+                let Directive {
+                    position,
+                    reply,
+                    data,
+                    context,
+                } = then;
+                let state = Directive {
+                    position: None,
+                    reply,
+                    data,
+                    context,
+                };
+                Box::pin(self.apply(src, state, Phase::Post)).await?;
+                if let Some(p) = position {
+                    self.arm_pending(Directive {
+                        position: Some(p),
+                        ..Directive::default()
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

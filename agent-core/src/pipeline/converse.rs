@@ -1,0 +1,315 @@
+//! From the resolved position to the turn's message: the speculative extraction +
+//! reply call, the walk, re-rendering on mismatch, the post-LLM bus, and in-turn hops
+//! with the intermediate message carried to the next rendering.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::model::{CallOutcome, Target};
+use super::{Phase, Stop, Turn};
+use crate::data::{AgentContext, AgentData};
+use crate::directive::{Directive, merge};
+use crate::error::AgentError;
+use crate::flow::Flow;
+use crate::response::{DirectiveSource, StoppedReason};
+use crate::step::StepKind;
+
+/// A speculative first call and what it rendered.
+struct Speculation {
+    predicted: Stop,
+    out: CallOutcome,
+    generation: u32,
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    fn needs_extraction(&self, flow: &Flow<D, C>) -> bool {
+        flow.collectable_idx.iter().any(|&i| !self.is_present(i))
+    }
+
+    /// Write what the model extracted: only fields the active flow collects, validated
+    /// atomically by the data type; everything else is dropped and reported.
+    async fn absorb_model_data(
+        &mut self,
+        flow: &Flow<D, C>,
+        data: Option<Map<String, Value>>,
+    ) -> Result<(), AgentError> {
+        let Some(data) = data else { return Ok(()) };
+        let mut patch = Map::new();
+        for (k, v) in data {
+            if v.is_null() {
+                continue;
+            }
+            if flow.collectable.iter().any(|f| f.as_ref() == k) {
+                patch.insert(k, v);
+            } else {
+                tracing::warn!(field = %k, flow = %flow.id, "model wrote a field the flow does not collect; dropped");
+                self.dropped.push(k);
+            }
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        match self.a.schema.apply(&self.s.data, &patch) {
+            Ok(next) => {
+                self.s.data = next;
+                self.refresh_present();
+                if let Some(h) = flow.hooks.on_data_update.clone() {
+                    let cx = self.cx();
+                    h.call(&cx).await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "model data rejected by the data type");
+                self.rejected.push(e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
+        if !self.awaiting {
+            return None;
+        }
+        let idx = self.s.step.as_deref().and_then(|s| flow.step_pos(s))?;
+        matches!(flow.steps[idx].kind, StepKind::Model).then_some(idx)
+    }
+
+    /// The first call, made before the walk when this message may carry data: it
+    /// extracts and renders the predicted step in one go.
+    async fn speculate(&mut self) -> Result<(Option<Speculation>, Option<usize>), AgentError> {
+        let Some(flow) = self.flow() else {
+            return Ok((None, None));
+        };
+        let alt = self.awaiting_model_step(&flow);
+        if self.turn_over() || (!self.needs_extraction(&flow) && self.deferred.is_empty()) {
+            return Ok((None, alt));
+        }
+        let predicted = self.predict().await;
+        let mut spec = None;
+        match predicted {
+            Some(Stop::Render(f, j)) => {
+                let before = self.pos_gen;
+                let moved = self.prepare(&flow, j).await?;
+                if moved || self.pos_gen != before || self.turn_over() {
+                    let data = self.extract_call(&flow).await?;
+                    self.absorb_model_data(&flow, data).await?;
+                    return Ok((None, alt));
+                }
+                let out = self
+                    .render_call(Target::Step(flow.clone(), j), true, alt)
+                    .await?;
+                spec = Some(Speculation {
+                    predicted: Stop::Render(f, j),
+                    out,
+                    generation: self.aug.generation,
+                });
+            }
+            Some(Stop::Closing(f, j)) => {
+                let out = self
+                    .render_call(Target::Closing(flow.clone(), j), true, None)
+                    .await?;
+                spec = Some(Speculation {
+                    predicted: Stop::Closing(f, j),
+                    out,
+                    generation: self.aug.generation,
+                });
+            }
+            _ if self.needs_extraction(&flow) => {
+                let data = self.extract_call(&flow).await?;
+                self.absorb_model_data(&flow, data).await?;
+            }
+            _ => {}
+        }
+        if let Some(sp) = &mut spec {
+            for (c, v) in std::mem::take(&mut sp.out.verdicts) {
+                self.judged.insert(c, v);
+            }
+            let data = sp.out.data.take();
+            self.absorb_model_data(&flow, data).await?;
+            if let Some(target) = sp.out.switch_flow.take() {
+                let src = DirectiveSource::ModelSwitch(target.clone());
+                let d = Directive::go_to(target);
+                self.record(&src, &d, &[], &[], false);
+                self.apply(src, d, Phase::Pre).await?;
+                return Ok((None, None));
+            }
+        }
+        Ok((spec, alt))
+    }
+
+    fn accepts(&self, sp: &Speculation, actual: &Stop, alt: Option<usize>) -> bool {
+        if sp.generation != self.aug.generation {
+            return false;
+        }
+        let claimed = sp.out.claimed.as_deref();
+        let flow = match actual {
+            Stop::Render(f, _) | Stop::Closing(f, _) => self.a.flow(f),
+            _ => None,
+        };
+        let Some(flow) = flow else { return false };
+        let id_of = |j: usize| flow.steps[j].id.as_ref();
+        match (&sp.predicted, actual) {
+            (Stop::Render(f1, j1), Stop::Render(f2, j2)) if f1 == f2 => {
+                if j1 == j2 {
+                    claimed.is_none_or(|c| c == id_of(*j1))
+                } else {
+                    alt == Some(*j2) && claimed == Some(id_of(*j2))
+                }
+            }
+            (Stop::Closing(f1, _), Stop::Closing(f2, _)) => f1 == f2,
+            _ => false,
+        }
+    }
+
+    /// Produce the turn's message and stopped reason (and the streamed deltas of the
+    /// call that produced it).
+    pub(crate) async fn converse(
+        &mut self,
+    ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
+        let (mut spec, alt) = self.speculate().await?;
+        let mut rounds = 0u32;
+        loop {
+            rounds += 1;
+            let stop = self.walk().await?;
+            let rendered = (self.s.flow.clone(), self.s.step.clone());
+            let mut closing: Option<Arc<Flow<D, C>>> = None;
+            let mut finalize_step: Option<(Arc<Flow<D, C>>, usize)> = None;
+            let (mut message, mut stopped, deltas) = match &stop {
+                Stop::Render(fid, j) | Stop::Closing(fid, j) => {
+                    let Some(flow) = self.a.flow(fid).cloned() else {
+                        return Ok((String::new(), StoppedReason::Responded, Vec::new()));
+                    };
+                    let is_closing = matches!(stop, Stop::Closing(..));
+                    let reuse = spec.take().filter(|sp| self.accepts(sp, &stop, alt));
+                    let out = match reuse {
+                        Some(sp) => sp.out,
+                        None => {
+                            if !is_closing && self.prepare(&flow, *j).await? {
+                                continue;
+                            }
+                            if self.turn_over() {
+                                continue;
+                            }
+                            let target = if is_closing {
+                                Target::Closing(flow.clone(), *j)
+                            } else {
+                                Target::Step(flow.clone(), *j)
+                            };
+                            let mut out = self.render_call(target, false, None).await?;
+                            if let Some(target) = out.switch_flow.take()
+                                && rounds < 4
+                            {
+                                let src = DirectiveSource::ModelSwitch(target.clone());
+                                let d = Directive::go_to(target);
+                                self.record(&src, &d, &[], &[], false);
+                                self.apply(src, d, Phase::Pre).await?;
+                                continue;
+                            }
+                            out
+                        }
+                    };
+                    finalize_step = Some((flow.clone(), *j));
+                    if is_closing {
+                        closing = Some(flow);
+                        (out.message, StoppedReason::NeedsInput, out.deltas)
+                    } else {
+                        (out.message, StoppedReason::NeedsInput, out.deltas)
+                    }
+                }
+                Stop::ReplyStep(fid, j) => {
+                    let Some(flow) = self.a.flow(fid).cloned() else {
+                        return Ok((String::new(), StoppedReason::Responded, Vec::new()));
+                    };
+                    let text = match &flow.steps[*j].kind {
+                        StepKind::Reply(t) => t.clone(),
+                        _ => String::new(),
+                    };
+                    if flow.steps[*j].end {
+                        closing = Some(flow.clone());
+                    }
+                    finalize_step = Some((flow, *j));
+                    (text, StoppedReason::Reply, Vec::new())
+                }
+                Stop::Done => {
+                    if let Some(st) = self.stopped.clone() {
+                        let msg = match &st {
+                            StoppedReason::Aborted { .. } => String::new(),
+                            _ => self.reply.take().or_else(|| self.carried.take()).unwrap_or_default(),
+                        };
+                        (msg, st, Vec::new())
+                    } else if self.aug.halt {
+                        match self.reply.take() {
+                            Some(r) => (r, StoppedReason::Reply, Vec::new()),
+                            None => (String::new(), StoppedReason::Halt, Vec::new()),
+                        }
+                    } else if let Some(r) = self.reply.take() {
+                        (r, StoppedReason::Reply, Vec::new())
+                    } else {
+                        let out = self.render_call(Target::Classic, false, None).await?;
+                        (out.message, StoppedReason::Responded, out.deltas)
+                    }
+                }
+            };
+
+            // Post-LLM bus: tool results and dispatches (already queued), finalize,
+            // then completion of a closing flow (its on_complete chains to next turn).
+            if let Some((flow, j)) = &finalize_step
+                && let Some(h) = flow.steps[*j].finalize.clone()
+            {
+                let d = {
+                    let cx = self.cx();
+                    h.call(&cx).await
+                };
+                self.post_bus
+                    .push((DirectiveSource::Finalize(flow.steps[*j].id.to_string()), d));
+            }
+            let bus = std::mem::take(&mut self.post_bus);
+            let mut merged = Directive::default();
+            let mut last_source = None;
+            for (src, d) in bus {
+                d.validate().map_err(|e| AgentError::directive(&src, e))?;
+                self.record(&src, &d, &[], &[], false);
+                merged = merge(merged, d);
+                last_source = Some(src);
+            }
+            if let Some(src) = last_source {
+                self.apply(src, merged, Phase::Post).await?;
+            }
+            if let Some(flow) = closing
+                && self.s.flow.as_deref() == Some(flow.id.as_ref())
+            {
+                self.complete_flow(Phase::Post, &DirectiveSource::OnComplete(flow.id.to_string()))
+                    .await?;
+            }
+            if let Some(r) = self.post_reply.take() {
+                message = r;
+                stopped = StoppedReason::Reply;
+            }
+            if matches!(self.stopped, Some(StoppedReason::Aborted { .. })) {
+                let st = self.stopped.clone().unwrap_or(StoppedReason::Halt);
+                return Ok((String::new(), st, Vec::new()));
+            }
+            let moved = self.s.flow.is_some() && (self.s.flow.clone(), self.s.step.clone()) != rendered;
+            if moved && rounds <= self.a.config.max_transitions_per_turn + 2 && self.stopped.is_none() {
+                // Redirected after the message existed: render the new position, with
+                // this message carried as unsent context.
+                if !message.is_empty() {
+                    self.carried = Some(message);
+                }
+                self.awaiting = false;
+                continue;
+            }
+            if let Some(f) = self.completed.last()
+                && stopped != StoppedReason::Reply
+                && self.s.flow.is_none()
+            {
+                stopped = StoppedReason::FlowCompleted { flow: f.clone() };
+            }
+            if let Some(st) = self.stopped.clone() {
+                stopped = st;
+            }
+            return Ok((message, stopped, deltas));
+        }
+    }
+}

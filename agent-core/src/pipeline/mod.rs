@@ -1,0 +1,362 @@
+//! One turn, in the spec's fixed order: pending directive; pre-phase signals together
+//! with routing (one classifier call); data extraction and the reply in one structured
+//! call where the engine can predict the step; the step walk (auto chain, branches,
+//! linear successor, skipping satisfied steps); pre-LLM and post-LLM directive buses;
+//! post-phase signals; persistence last. Streaming and non-streaming share this path.
+
+mod apply;
+mod converse;
+mod model;
+mod signals;
+pub(crate) mod stream;
+mod walk;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::agent::AgentInner;
+use crate::data::{AgentContext, AgentData, FieldSet};
+use crate::directive::{Directive, PreDirective};
+use crate::error::AgentError;
+use crate::flow::Flow;
+use crate::hook::{Cx, Dispatcher};
+use crate::provider::{Message, Usage};
+use crate::response::{
+    AgentResponse, ChainEntry, DirectiveSource, Event, StepRef, StoppedReason, ToolCallRecord,
+    Transition,
+};
+use crate::session::Session;
+use crate::tool::Tool;
+
+pub(crate) use walk::Stop;
+
+/// Where streamed events go.
+pub(crate) struct Sink<D> {
+    tx: tokio::sync::mpsc::UnboundedSender<Event<D>>,
+}
+
+impl<D> Sink<D> {
+    pub(crate) fn new(tx: tokio::sync::mpsc::UnboundedSender<Event<D>>) -> Self {
+        Self { tx }
+    }
+    pub(crate) fn send(&self, e: Event<D>) {
+        let _ = self.tx.send(e);
+    }
+}
+
+/// Pre-LLM augmentation accumulated for this turn's model call.
+pub(crate) struct Augment<D, C> {
+    pub(crate) append: Vec<String>,
+    pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
+    pub(crate) halt: bool,
+    /// Bumped whenever something is added (a speculative call made before is stale).
+    pub(crate) generation: u32,
+}
+
+/// Bus phase of an emission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Before this turn's message exists: positions redirect now.
+    Pre,
+    /// After the message exists: completion chains arm the next turn.
+    Post,
+}
+
+/// The working state of one turn. Works on a copy of the session; nothing is stored
+/// unless the whole turn succeeds.
+pub(crate) struct Turn<'a, D, C> {
+    pub(crate) a: &'a AgentInner<D, C>,
+    pub(crate) s: Session<D, C>,
+    pub(crate) expected_version: u64,
+    pub(crate) msg: &'a str,
+    pub(crate) sink: Option<&'a Sink<D>>,
+    pub(crate) present: FieldSet,
+    pub(crate) dispatcher: Dispatcher,
+    /// `s.step` spoke last turn and this message answers it.
+    pub(crate) awaiting: bool,
+    /// Bumped on every position change.
+    pub(crate) pos_gen: u64,
+    pub(crate) chain: Vec<ChainEntry>,
+    pub(crate) executed: Vec<StepRef>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    pub(crate) transitions: Vec<Transition>,
+    pub(crate) signals_fired: Vec<String>,
+    pub(crate) calls: u32,
+    pub(crate) usage: Usage,
+    pub(crate) dropped: Vec<String>,
+    pub(crate) rejected: Vec<String>,
+    /// Verdicts of `when` conditions judged this turn, by condition text.
+    pub(crate) judged: HashMap<String, bool>,
+    /// Conditions of the awaiting step left for the speculative respond call to judge
+    /// (when no classifier call is due anyway); predicted as false.
+    pub(crate) deferred: Vec<String>,
+    pub(crate) hops: u32,
+    /// An intermediate message not shown to the user, passed to the next rendering.
+    pub(crate) carried: Option<String>,
+    pub(crate) aug: Augment<D, C>,
+    /// A verbatim reply emitted before the message existed.
+    pub(crate) reply: Option<String>,
+    /// A verbatim reply emitted after it (replaces the message).
+    pub(crate) post_reply: Option<String>,
+    /// A terminal outcome (abort, caps).
+    pub(crate) stopped: Option<StoppedReason>,
+    pub(crate) clear_session: bool,
+    pub(crate) completed: Vec<String>,
+    /// Post-LLM bus of the current rendering.
+    pub(crate) post_bus: Vec<(DirectiveSource, Directive)>,
+    /// What becomes `s.pending` at the end.
+    pub(crate) next_pending: Option<Directive>,
+    pub(crate) entered: HashSet<(Arc<str>, Arc<str>)>,
+    /// A step an explicit jump (`go_to_step`, branch target) landed on: it speaks even
+    /// when its fields are already collected.
+    pub(crate) landed: Option<(String, String)>,
+    pub(crate) prepared: HashSet<(Arc<str>, Arc<str>)>,
+}
+
+impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
+    pub(crate) fn new(
+        a: &'a AgentInner<D, C>,
+        s: Session<D, C>,
+        msg: &'a str,
+        sink: Option<&'a Sink<D>>,
+    ) -> Self {
+        let present = a.schema.present(&s.data);
+        let awaiting = s.step.is_some();
+        Self {
+            a,
+            expected_version: s.version,
+            s,
+            msg,
+            sink,
+            present,
+            dispatcher: Dispatcher::default(),
+            awaiting,
+            pos_gen: 0,
+            chain: Vec::new(),
+            executed: Vec::new(),
+            tool_calls: Vec::new(),
+            transitions: Vec::new(),
+            signals_fired: Vec::new(),
+            calls: 0,
+            usage: Usage::default(),
+            dropped: Vec::new(),
+            rejected: Vec::new(),
+            judged: HashMap::new(),
+            deferred: Vec::new(),
+            hops: 0,
+            carried: None,
+            aug: Augment {
+                append: Vec::new(),
+                tools: Vec::new(),
+                halt: false,
+                generation: 0,
+            },
+            reply: None,
+            post_reply: None,
+            stopped: None,
+            clear_session: false,
+            completed: Vec::new(),
+            post_bus: Vec::new(),
+            next_pending: None,
+            entered: HashSet::new(),
+            landed: None,
+            prepared: HashSet::new(),
+        }
+    }
+
+    /// The read-only view hooks and predicates get.
+    pub(crate) fn cx(&self) -> Cx<'_, D, C> {
+        Cx {
+            session_id: &self.s.id,
+            data: &self.s.data,
+            context: &self.s.context,
+            flow: self.s.flow.as_deref(),
+            step: self.s.step.as_deref(),
+            history: &self.s.history,
+            message: self.msg,
+            present: &self.present,
+            schema: &self.a.schema,
+            dispatcher: &self.dispatcher,
+        }
+    }
+
+    pub(crate) fn emit(&self, e: Event<D>) {
+        if let Some(s) = self.sink {
+            s.send(e);
+        }
+    }
+
+    pub(crate) fn flow(&self) -> Option<Arc<Flow<D, C>>> {
+        self.s.flow.as_deref().and_then(|f| self.a.flow(f)).cloned()
+    }
+
+    pub(crate) fn refresh_present(&mut self) {
+        self.present = self.a.schema.present(&self.s.data);
+    }
+
+    pub(crate) fn is_present(&self, idx: usize) -> bool {
+        self.present.contains(idx)
+    }
+
+    /// Run the turn; on success the session is saved and the response returned.
+    pub(crate) async fn run(mut self) -> Result<AgentResponse<D>, AgentError> {
+        self.s.history.push(Message::user(self.msg));
+
+        if self.s.turns == 0
+            && let Some(h) = self.a.on_enter.clone()
+        {
+            let d = {
+                let cx = self.cx();
+                h.call(&cx).await
+            };
+            self.emit_pre(DirectiveSource::AgentOnEnter, d).await?;
+        }
+
+        if let Some(p) = self.s.pending.take() {
+            self.apply(DirectiveSource::Pending, p, Phase::Pre).await?;
+        } else {
+            self.pre_phase().await?;
+        }
+        self.enter_default_flow().await?;
+
+        let (mut message, mut stopped, deltas) = self.converse().await?;
+
+        self.post_signals(&mut message, &mut stopped).await?;
+        if let Some(r) = self.post_reply.take() {
+            message = r;
+            stopped = StoppedReason::Reply;
+        }
+        self.finish(message, stopped, deltas).await
+    }
+
+    /// Enter the only flow of a single-flow agent when none is active (no routing call).
+    async fn enter_default_flow(&mut self) -> Result<(), AgentError> {
+        if self.s.flow.is_some() || self.stopped.is_some() || self.a.flows.len() != 1 {
+            return Ok(());
+        }
+        if self.aug.halt || self.reply.is_some() {
+            return Ok(());
+        }
+        let flow = self.a.flows[0].clone();
+        let eligible = {
+            let cx = self.cx();
+            flow.is_eligible(&cx)
+        };
+        let done_before = self.s.completed_flows.iter().any(|f| f.as_str() == flow.id.as_ref());
+        if eligible && (!done_before || flow.reentrant) && !self.completed.iter().any(|f| f.as_str() == flow.id.as_ref()) {
+            self.enter_flow(&flow.id.to_string(), None, DirectiveSource::Routing(flow.id.to_string()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Record a pre-LLM emission and apply it.
+    pub(crate) async fn emit_pre(
+        &mut self,
+        source: DirectiveSource,
+        d: PreDirective<D, C>,
+    ) -> Result<(), AgentError> {
+        self.record(&source, &d.base, &d.append_prompt, &d.inject_tools, d.halt);
+        self.absorb_pre(source, d).await
+    }
+
+    /// Apply a pre-LLM emission (already recorded): augmentation, then the directive,
+    /// then anything hooks dispatched.
+    pub(crate) async fn absorb_pre(
+        &mut self,
+        source: DirectiveSource,
+        d: PreDirective<D, C>,
+    ) -> Result<(), AgentError> {
+        d.base
+            .validate()
+            .map_err(|e| AgentError::directive(&source, e))?;
+        if !d.append_prompt.is_empty() || !d.inject_tools.is_empty() || d.halt {
+            self.aug.generation += 1;
+        }
+        self.aug.append.extend(d.append_prompt);
+        for t in d.inject_tools {
+            self.aug.tools.retain(|e| e.name() != t.name());
+            self.aug.tools.push(t);
+        }
+        self.aug.halt |= d.halt;
+        Box::pin(self.apply(source.clone(), d.base, Phase::Pre)).await?;
+        for queued in self.dispatcher.drain() {
+            let src = DirectiveSource::HookDispatch(source.to_string());
+            self.record(&src, &queued, &[], &[], false);
+            Box::pin(self.apply(src, queued, Phase::Pre)).await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        source: &DirectiveSource,
+        d: &Directive,
+        append: &[String],
+        tools: &[Arc<dyn Tool<D, C>>],
+        halt: bool,
+    ) {
+        if d.is_empty() && append.is_empty() && tools.is_empty() && !halt {
+            return;
+        }
+        self.chain.push(ChainEntry {
+            source: source.clone(),
+            directive: d.clone(),
+            append_prompt: append.to_vec(),
+            inject_tools: tools.iter().map(|t| t.name().to_owned()).collect(),
+            halt,
+        });
+    }
+
+    /// Persist and build the response.
+    async fn finish(
+        mut self,
+        message: String,
+        stopped: StoppedReason,
+        deltas: Vec<String>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        if !message.is_empty() {
+            self.s.history.push(Message::assistant(message.clone()));
+        }
+        self.compact_history().await?;
+        self.s.pending = self.next_pending.take();
+        self.s.turns += 1;
+        self.s.updated_ms = self.a.clock.now_ms();
+        self.s.version = self.expected_version + 1;
+        if self.clear_session {
+            self.a.store.delete(&self.s.id).await?;
+        } else {
+            let stored = self.s.encode()?;
+            self.a.store.save(stored, self.expected_version).await?;
+        }
+        // Text reaches the consumer only once the turn is durable: deltas concatenate to
+        // the final message, and a failed save streams no text.
+        if self.sink.is_some() && !message.is_empty() {
+            if deltas.concat() == message {
+                for d in deltas {
+                    self.emit(Event::TextDelta(d));
+                }
+            } else {
+                self.emit(Event::TextDelta(message.clone()));
+            }
+        }
+        Ok(AgentResponse {
+            session_id: self.s.id.clone(),
+            message,
+            stopped,
+            executed_steps: self.executed,
+            directive_chain: self.chain,
+            data: self.s.data,
+            flow: self.s.flow,
+            step: self.s.step,
+            signals: self.signals_fired,
+            tool_calls: self.tool_calls,
+            transitions: self.transitions,
+            model_calls: self.calls,
+            usage: self.usage,
+            dropped_fields: self.dropped,
+            rejected_data: self.rejected,
+            version: self.s.version,
+        })
+    }
+}

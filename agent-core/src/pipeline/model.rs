@@ -1,0 +1,699 @@
+//! Model calls: the structured respond call (reply + extraction + step claim + flow
+//! switch, with the tool loop), extraction-only, classifier, summariser. Malformed
+//! structured answers get one repair attempt, then a typed error.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::Turn;
+use super::stream::MessageExtractor;
+use crate::data::{AgentContext, AgentData};
+use crate::error::{AgentError, ProviderError};
+use crate::flow::Flow;
+use crate::prompt::render_dynamic_instructions;
+use crate::provider::{
+    CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, StreamChunk,
+    ToolCall,
+};
+use crate::response::{DirectiveSource, Event, ToolCallRecord};
+use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError, execute};
+
+/// What a rendering call is for.
+#[derive(Clone)]
+pub(crate) enum Target<D, C> {
+    /// Speak for a step.
+    Step(Arc<Flow<D, C>>, usize),
+    /// Close a finished flow (the step index is the one the user answered).
+    Closing(Arc<Flow<D, C>>, usize),
+    /// No active flow.
+    Classic,
+}
+
+/// The parsed answer of a rendering call.
+#[derive(Debug, Default)]
+pub(crate) struct CallOutcome {
+    pub(crate) message: String,
+    pub(crate) deltas: Vec<String>,
+    pub(crate) data: Option<Map<String, Value>>,
+    pub(crate) claimed: Option<String>,
+    pub(crate) switch_flow: Option<String>,
+    pub(crate) verdicts: Vec<(String, bool)>,
+}
+
+/// The classifier's answer.
+#[derive(Debug, Default)]
+pub(crate) struct Verdicts {
+    pub(crate) extracted: Vec<(usize, Value)>,
+    pub(crate) flow: Option<String>,
+}
+
+/// One question for the classifier.
+pub(crate) struct Question {
+    pub(crate) condition: String,
+    pub(crate) extract: Option<Value>,
+}
+
+fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
+    let t = content.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map_or(t, |r| r.trim_end().trim_end_matches("```"))
+        .trim();
+    match serde_json::from_str::<Value>(t) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(format!("expected a JSON object, got {}", crate::data::json_kind(&other))),
+        Err(e) => Err(format!("not valid JSON ({e})")),
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    fn request(&self, kind: CallKind, system: String, messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            kind,
+            system,
+            messages,
+            tools: Vec::new(),
+            output: None,
+            max_tokens: self.a.config.max_tokens,
+            temperature: self.a.config.temperature,
+        }
+    }
+
+    fn history_messages(&self) -> Vec<Message> {
+        self.s.history.clone()
+    }
+
+    /// One provider call, streamed when a sink is attached; counts calls and usage.
+    async fn call(&mut self, req: &ModelRequest) -> Result<(ModelResponse, Vec<String>), AgentError> {
+        let kind = req.kind;
+        self.calls += 1;
+        let span = tracing::debug_span!("model_call", kind = ?kind, session = %self.s.id);
+        let _e = span.enter();
+        drop(_e);
+        let err = |source: ProviderError| AgentError::Provider { kind, source };
+        let (resp, deltas) = if self.sink.is_some() {
+            let structured = req.output.is_some();
+            let mut extractor = MessageExtractor::new();
+            let mut deltas = Vec::new();
+            let mut stream = self.a.provider.generate_stream(req);
+            let mut done = None;
+            while let Some(chunk) = stream.next().await {
+                match chunk.map_err(err)? {
+                    StreamChunk::Text(t) => {
+                        let piece = if structured { extractor.push(&t) } else { t };
+                        if !piece.is_empty() {
+                            deltas.push(piece);
+                        }
+                    }
+                    StreamChunk::Done(r) => {
+                        done = Some(r);
+                        break;
+                    }
+                }
+            }
+            let resp = done.ok_or_else(|| {
+                err(ProviderError::InvalidResponse("stream ended without a final answer".into()))
+            })?;
+            (resp, deltas)
+        } else {
+            (self.a.provider.generate(req).await.map_err(err)?, Vec::new())
+        };
+        self.usage.add(resp.usage);
+        Ok((resp, deltas))
+    }
+
+    /// A rendering call with the tool loop. `extract` adds the `data` object; `alt` is
+    /// the awaiting step the model may re-ask instead of the target.
+    pub(crate) async fn render_call(
+        &mut self,
+        target: Target<D, C>,
+        extract: bool,
+        alt: Option<usize>,
+    ) -> Result<CallOutcome, AgentError> {
+        let flow = match &target {
+            Target::Step(f, _) | Target::Closing(f, _) => Some(f.clone()),
+            Target::Classic => None,
+        };
+        let mut sys = String::with_capacity(1024);
+        sys.push_str(&self.a.section);
+        if let Some(sum) = &self.s.summary {
+            let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
+        }
+        {
+            let cx = self.cx();
+            let mut dynamic = String::new();
+            render_dynamic_instructions(&mut dynamic, &self.a.instructions, &cx);
+            if let Some(f) = &flow {
+                render_dynamic_instructions(&mut dynamic, &f.instructions, &cx);
+                if let Target::Step(_, j) = &target {
+                    render_dynamic_instructions(&mut dynamic, &f.steps[*j].instructions, &cx);
+                }
+            }
+            if !dynamic.is_empty() {
+                sys.push_str("Rules for now:\n");
+                sys.push_str(&dynamic);
+            }
+        }
+        let mut claims: Vec<String> = Vec::new();
+        let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
+        if let Some(f) = &flow {
+            sys.push_str(&f.section);
+            let data = serde_json::to_value(&self.s.data).unwrap_or(Value::Null);
+            if let Value::Object(m) = data {
+                let present: Map<String, Value> = m.into_iter().filter(|(_, v)| !v.is_null()).collect();
+                if !present.is_empty() {
+                    let _ = writeln!(sys, "Collected so far: {}", Value::Object(present));
+                }
+            }
+            tools.extend(f.tools.iter().cloned());
+            match &target {
+                Target::Step(_, j) => {
+                    let step = &f.steps[*j];
+                    sys.push_str("Now, ");
+                    sys.push_str(&step.section);
+                    tools.extend(step.tools.iter().cloned());
+                    if let Some(a) = alt.filter(|a| a != j) {
+                        let s = &f.steps[a];
+                        let _ = writeln!(
+                            sys,
+                            "But if the user's latest message does not answer the pending question ({}), instead {}Set `step` to \"{}\" in that case, otherwise to \"{}\".",
+                            s.id,
+                            s.section,
+                            s.id,
+                            step.id
+                        );
+                        tools.extend(s.tools.iter().cloned());
+                        claims = vec![step.id.to_string(), s.id.to_string()];
+                    }
+                }
+                Target::Closing(_, j) => {
+                    let step = &f.steps[*j];
+                    let _ = writeln!(
+                        sys,
+                        "The task is finishing: everything needed is collected. The user is answering this step: {}Confirm the outcome to the user; use the tools offered if an action is needed.",
+                        step.section
+                    );
+                    tools.extend(step.tools.iter().cloned());
+                }
+                Target::Classic => {}
+            }
+        }
+        if extract && let Some(f) = &flow {
+            sys.push_str("Before replying, put in `data` every value the user's latest message states for these fields, and leave out the others:\n");
+            for field in &f.collectable {
+                let desc = self
+                    .a
+                    .schema
+                    .property(field)
+                    .and_then(|p| p.get("description"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let _ = writeln!(sys, "- {field}{}{desc}", if desc.is_empty() { "" } else { ": " });
+            }
+        }
+        let conditions: Vec<String> = if extract || alt.is_some() || matches!(target, Target::Closing(..)) {
+            std::mem::take(&mut self.deferred)
+        } else {
+            Vec::new()
+        };
+        if !conditions.is_empty() {
+            sys.push_str("Also judge whether each condition holds for the user's latest message, true or false, in `conditions`:\n");
+            for (i, c) in conditions.iter().enumerate() {
+                let _ = writeln!(sys, "- c{i}: {c}");
+            }
+        }
+        if let Some(c) = &self.carried {
+            let _ = writeln!(
+                sys,
+                "Context from the previous part of this turn, not yet shown to the user: \"{c}\". Carry over what matters from it."
+            );
+        }
+        if !self.aug.append.is_empty() {
+            sys.push_str("For this turn:\n");
+            for a in &self.aug.append {
+                let _ = writeln!(sys, "- {a}");
+            }
+        }
+        for t in &self.aug.tools {
+            tools.retain(|e| e.name() != t.name());
+            tools.push(t.clone());
+        }
+        dedupe_tools(&mut tools);
+        let switch_options: Vec<(String, String)> = match &flow {
+            Some(f) if self.a.flows.len() > 1 => self
+                .a
+                .flows
+                .iter()
+                .filter(|g| g.id != f.id)
+                .map(|g| (g.id.to_string(), g.when.clone().unwrap_or_else(|| g.title.clone())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !switch_options.is_empty() {
+            sys.push_str("If the user clearly wants something that one of these other tasks covers, set `switch_flow` to its id; otherwise null:\n");
+            for (id, when) in &switch_options {
+                let _ = writeln!(sys, "- {id}: {when}");
+            }
+        }
+
+        let structured = flow.is_some();
+        let output = if structured {
+            let mut props = Map::new();
+            let mut required = Vec::new();
+            if extract && let Some(f) = &flow {
+                props.insert("data".into(), self.a.schema.object_schema(&f.collectable));
+                required.push("data");
+            }
+            if !conditions.is_empty() {
+                let mut cprops = Map::new();
+                for i in 0..conditions.len() {
+                    cprops.insert(format!("c{i}"), json!({ "type": "boolean" }));
+                }
+                let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
+                props.insert(
+                    "conditions".into(),
+                    json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+                );
+                required.push("conditions");
+            }
+            if !claims.is_empty() {
+                props.insert("step".into(), json!({ "type": "string", "enum": claims }));
+                required.push("step");
+            }
+            if !switch_options.is_empty() {
+                let mut ids: Vec<Value> = switch_options.iter().map(|(id, _)| Value::String(id.clone())).collect();
+                ids.push(Value::Null);
+                props.insert("switch_flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
+                required.push("switch_flow");
+            }
+            props.insert(
+                "message".into(),
+                json!({ "type": "string", "maxLength": self.a.config.max_reply_chars }),
+            );
+            required.push("message");
+            let _ = writeln!(sys, "Answer with JSON only; write the reply to the user in `message`.");
+            let mut schema = json!({
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "additionalProperties": false,
+            });
+            if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
+                o.insert("$defs".into(), defs.clone());
+            }
+            Some(OutputSchema {
+                name: "turn".into(),
+                schema,
+            })
+        } else {
+            None
+        };
+
+        let mut req = self.request(CallKind::Respond, sys, self.history_messages());
+        req.tools = tools.iter().map(|t| t.spec()).collect();
+        req.output = output;
+        let (resp, deltas) = self.tool_loop(&mut req, &tools).await?;
+        if !structured {
+            return Ok(CallOutcome {
+                message: resp.content,
+                deltas,
+                ..CallOutcome::default()
+            });
+        }
+        let mut resp = resp;
+        let mut deltas = deltas;
+        let mut attempts = 0;
+        loop {
+            let parsed = if resp.finish == FinishReason::Length {
+                Err("the answer was cut by the token limit".to_string())
+            } else {
+                parse_json_object(&resp.content).and_then(|mut m| {
+                    let message = match m.remove("message") {
+                        Some(Value::String(s)) => s,
+                        _ => return Err("`message` is missing or not a string".into()),
+                    };
+                    let data = match m.remove("data") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::Object(d)) => Some(d),
+                        Some(_) => return Err("`data` is not an object".into()),
+                    };
+                    let claimed = m.remove("step").and_then(|v| v.as_str().map(str::to_owned));
+                    let switch_flow = m.remove("switch_flow").and_then(|v| v.as_str().map(str::to_owned));
+                    let judged = m.remove("conditions");
+                    let verdicts = conditions
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let v = judged
+                                .as_ref()
+                                .and_then(|j| j.get(format!("c{i}")))
+                                .and_then(Value::as_bool)
+                                .unwrap_or(false);
+                            (c.clone(), v)
+                        })
+                        .collect();
+                    Ok(CallOutcome {
+                        message,
+                        deltas: Vec::new(),
+                        data,
+                        claimed,
+                        switch_flow,
+                        verdicts,
+                    })
+                })
+            };
+            match parsed {
+                Ok(mut out) => {
+                    out.deltas = std::mem::take(&mut deltas);
+                    return Ok(out);
+                }
+                Err(problem) if attempts < self.a.config.repair_attempts => {
+                    attempts += 1;
+                    tracing::warn!(%problem, "malformed structured answer; asking for a repair");
+                    req.messages.push(Message::assistant(resp.content.clone()));
+                    req.messages.push(Message::user(format!(
+                        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
+                    )));
+                    req.tools.clear();
+                    let (r, d) = self.call(&req).await?;
+                    resp = r;
+                    deltas = d;
+                }
+                Err(problem) => {
+                    return Err(AgentError::MalformedModelOutput {
+                        kind: CallKind::Respond,
+                        message: problem,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Call, run requested tools, feed results back, until the model answers.
+    async fn tool_loop(
+        &mut self,
+        req: &mut ModelRequest,
+        tools: &[Arc<dyn Tool<D, C>>],
+    ) -> Result<(ModelResponse, Vec<String>), AgentError> {
+        let mut round = 0u32;
+        loop {
+            let (resp, deltas) = self.call(req).await?;
+            if resp.tool_calls.is_empty() || req.tools.is_empty() {
+                return Ok((resp, deltas));
+            }
+            round += 1;
+            let mut assistant = Message::assistant(resp.content.clone());
+            assistant.tool_calls = resp.tool_calls.clone();
+            req.messages.push(assistant);
+            let results = self.run_tools(tools, &resp.tool_calls).await;
+            for (call, content) in resp.tool_calls.iter().zip(results) {
+                req.messages.push(Message::tool(call.id.clone(), content));
+            }
+            req.kind = CallKind::ToolRound;
+            if round >= self.a.config.max_tool_rounds {
+                // Out of rounds: one last call without tools forces a message.
+                req.tools.clear();
+            }
+        }
+    }
+
+    /// Execute one round of tool calls: concurrency-safe ones in parallel, the others in
+    /// order. Failures and panics become failed results the model sees.
+    async fn run_tools(&mut self, tools: &[Arc<dyn Tool<D, C>>], calls: &[ToolCall]) -> Vec<String> {
+        let parts = ToolCxParts {
+            session_id: Arc::from(self.s.id.as_str()),
+            flow: self.s.flow.as_deref().map(Arc::from),
+            step: self.s.step.as_deref().map(Arc::from),
+            data: Arc::new(self.s.data.clone()),
+            context: Arc::new(self.s.context.clone()),
+        };
+        let available: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+        let mut results: Vec<Option<(Result<crate::tool::ToolOutput, ToolError>, crate::hook::Dispatcher)>> =
+            (0..calls.len()).map(|_| None).collect();
+        for c in calls {
+            self.emit(Event::ToolCall {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            });
+        }
+        let find = |name: &str| tools.iter().find(|t| t.name() == name).cloned();
+        // Parallel batch.
+        let parallel: Vec<usize> = calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| find(&c.name).is_some_and(|t| t.concurrency_safe()))
+            .map(|(i, _)| i)
+            .collect();
+        let futs = parallel.iter().map(|&i| {
+            let tool = find(&calls[i].name);
+            let cx: ToolCx<D, C> = parts.cx();
+            let dispatcher = cx.dispatcher.clone();
+            let args = calls[i].arguments.clone();
+            async move {
+                let r = match tool {
+                    Some(t) => execute(t.as_ref(), cx, args).await,
+                    None => Err(ToolError::Failed("tool vanished".into())),
+                };
+                (i, r, dispatcher)
+            }
+        });
+        for (i, r, d) in futures::future::join_all(futs).await {
+            results[i] = Some((r, d));
+        }
+        for (i, c) in calls.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            let r = match find(&c.name) {
+                Some(t) => {
+                    let cx = parts.cx();
+                    let d = cx.dispatcher.clone();
+                    (execute(t.as_ref(), cx, c.arguments.clone()).await, d)
+                }
+                None => (
+                    Err(ToolError::Unknown {
+                        name: c.name.clone(),
+                        available: available.clone(),
+                    }),
+                    crate::hook::Dispatcher::default(),
+                ),
+            };
+            results[i] = Some(r);
+        }
+        let mut contents = Vec::with_capacity(calls.len());
+        for (c, r) in calls.iter().zip(results) {
+            let Some((r, dispatcher)) = r else { continue };
+            let (content, ok) = match r {
+                Ok(out) => {
+                    let src = DirectiveSource::Tool(c.name.clone());
+                    if !out.directive.is_empty() {
+                        self.post_bus.push((src, out.directive));
+                    }
+                    (out.content, true)
+                }
+                Err(e) => {
+                    tracing::warn!(tool = %c.name, error = %e, "tool call failed");
+                    (format!("ERROR: {e}"), false)
+                }
+            };
+            for d in dispatcher.drain() {
+                self.post_bus.push((DirectiveSource::ToolDispatch(c.name.clone()), d));
+            }
+            let rec = ToolCallRecord {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+                output: content.clone(),
+                ok,
+            };
+            self.emit(Event::ToolResult(rec.clone()));
+            self.tool_calls.push(rec);
+            contents.push(content);
+        }
+        contents
+    }
+
+    /// Extraction only (no message is needed this turn).
+    pub(crate) async fn extract_call(&mut self, flow: &Arc<Flow<D, C>>) -> Result<Option<Map<String, Value>>, AgentError> {
+        let mut sys = String::from("Extract structured data from the user's latest message. Put in `data` every value it states for these fields, and leave out the others:\n");
+        for field in &flow.collectable {
+            let _ = writeln!(sys, "- {field}");
+        }
+        let mut schema = json!({
+            "type": "object",
+            "properties": { "data": self.a.schema.object_schema(&flow.collectable) },
+            "required": ["data"],
+            "additionalProperties": false,
+        });
+        if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
+            o.insert("$defs".into(), defs.clone());
+        }
+        let mut req = self.request(CallKind::Extract, sys, self.history_messages());
+        req.output = Some(OutputSchema {
+            name: "extraction".into(),
+            schema,
+        });
+        let (resp, _) = self.call(&req).await?;
+        let mut m = parse_json_object(&resp.content).map_err(|message| AgentError::MalformedModelOutput {
+            kind: CallKind::Extract,
+            message,
+        })?;
+        match m.remove("data") {
+            Some(Value::Object(d)) => Ok(Some(d)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Judge `when` conditions (one call per `classifier_batch_size` conditions).
+    pub(crate) async fn judge(&mut self, conditions: Vec<String>) -> Result<(), AgentError> {
+        let qs: Vec<Question> = conditions
+            .into_iter()
+            .map(|condition| Question {
+                condition,
+                extract: None,
+            })
+            .collect();
+        self.classify(&qs, &[]).await.map(|_| ())
+    }
+
+    /// The classifier: conditions (with optional extraction) and, when `flows` is not
+    /// empty, routing — in one call per batch.
+    pub(crate) async fn classify(
+        &mut self,
+        questions: &[Question],
+        flows: &[(String, String)],
+    ) -> Result<Verdicts, AgentError> {
+        let mut verdicts = Verdicts::default();
+        let batch = self.a.config.classifier_batch_size.max(1);
+        let chunks: Vec<&[Question]> = if questions.is_empty() {
+            vec![&[]]
+        } else {
+            questions.chunks(batch).collect()
+        };
+        for (ci, chunk) in chunks.into_iter().enumerate() {
+            let base = ci * batch;
+            let routing = ci == 0 && !flows.is_empty();
+            if chunk.is_empty() && !routing {
+                continue;
+            }
+            let kind = if chunk.is_empty() { CallKind::Route } else { CallKind::Classify };
+            let mut sys = String::from("You judge the user's latest message in the context of the conversation.\n");
+            let mut props = Map::new();
+            let mut required: Vec<String> = Vec::new();
+            if !chunk.is_empty() {
+                sys.push_str("For each condition, answer true or false in `conditions`:\n");
+                let mut cprops = Map::new();
+                let mut eprops = Map::new();
+                for (i, q) in chunk.iter().enumerate() {
+                    let key = format!("c{}", base + i);
+                    let _ = writeln!(sys, "- {key}: {}", q.condition);
+                    cprops.insert(key.clone(), json!({ "type": "boolean" }));
+                    if let Some(s) = &q.extract {
+                        eprops.insert(key, s.clone());
+                    }
+                }
+                let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
+                props.insert(
+                    "conditions".into(),
+                    json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+                );
+                required.push("conditions".into());
+                if !eprops.is_empty() {
+                    sys.push_str("For conditions that are true and listed in `extracted`, also extract the value.\n");
+                    props.insert("extracted".into(), json!({ "type": "object", "properties": eprops }));
+                }
+            }
+            if routing {
+                sys.push_str("Pick the task the user wants in `flow` (null if none fits):\n");
+                let mut ids: Vec<Value> = Vec::new();
+                for (id, when) in flows {
+                    let _ = writeln!(sys, "- {id}: {when}");
+                    ids.push(Value::String(id.clone()));
+                }
+                ids.push(Value::Null);
+                props.insert("flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
+                required.push("flow".into());
+            }
+            sys.push_str("Answer with JSON only.");
+            let mut req = self.request(kind, sys, self.history_messages());
+            req.output = Some(OutputSchema {
+                name: "classification".into(),
+                schema: json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false }),
+            });
+            let (resp, _) = self.call(&req).await?;
+            let mut m = parse_json_object(&resp.content)
+                .map_err(|message| AgentError::MalformedModelOutput { kind, message })?;
+            let conds = match m.remove("conditions") {
+                Some(Value::Object(c)) => c,
+                _ if chunk.is_empty() => Map::new(),
+                _ => {
+                    return Err(AgentError::MalformedModelOutput {
+                        kind,
+                        message: "`conditions` is missing".into(),
+                    });
+                }
+            };
+            let extracted = match m.remove("extracted") {
+                Some(Value::Object(e)) => e,
+                _ => Map::new(),
+            };
+            for (i, q) in chunk.iter().enumerate() {
+                let key = format!("c{}", base + i);
+                let v = conds.get(&key).and_then(Value::as_bool).unwrap_or(false);
+                self.judged.insert(q.condition.clone(), v);
+                if let Some(e) = extracted.get(&key).filter(|e| !e.is_null()) {
+                    verdicts.extracted.push((base + i, e.clone()));
+                }
+            }
+            if routing {
+                verdicts.flow = m
+                    .remove("flow")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .filter(|f| flows.iter().any(|(id, _)| id == f));
+            }
+        }
+        Ok(verdicts)
+    }
+
+    /// Summarise history older than the last `keep_last_messages` once it exceeds the
+    /// token budget.
+    pub(crate) async fn compact_history(&mut self) -> Result<(), AgentError> {
+        let cfg = &self.a.config;
+        let keep = cfg.keep_last_messages;
+        if self.s.history.len() <= keep {
+            return Ok(());
+        }
+        let tokens: usize = self
+            .s
+            .history
+            .iter()
+            .map(|m| crate::prompt::estimate_tokens(&m.content))
+            .sum();
+        if tokens <= cfg.history_token_budget {
+            return Ok(());
+        }
+        let cut = self.s.history.len() - keep;
+        let old: Vec<Message> = self.s.history[..cut].to_vec();
+        let mut sys = String::from("Summarise the conversation so far in a few sentences. Keep every fact, value and decision the user gave.");
+        if let Some(prev) = &self.s.summary {
+            let _ = write!(sys, " Earlier summary to fold in: {prev}");
+        }
+        let req = self.request(CallKind::Summarize, sys, old);
+        let (resp, _) = self.call(&req).await?;
+        self.s.summary = Some(resp.content.trim().to_owned());
+        self.s.history.drain(..cut);
+        Ok(())
+    }
+}
+
+fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
+    let mut out: Vec<Arc<dyn Tool<D, C>>> = Vec::with_capacity(tools.len());
+    for t in tools.drain(..) {
+        out.retain(|e| e.name() != t.name());
+        out.push(t);
+    }
+    *tools = out;
+}

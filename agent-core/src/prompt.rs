@@ -1,0 +1,112 @@
+//! Prompt composition. Static sections (agent persona and rules, flow and step text)
+//! are rendered once at build time; per turn only the dynamic parts are added:
+//! conditional instructions, collected data, transition context, `append_prompt`.
+
+use std::fmt::Write as _;
+
+use crate::flow::Flow;
+use crate::hook::Cx;
+use crate::instruction::Instruction;
+use crate::step::StepKind;
+
+pub(crate) fn render_agent_section<D, C>(
+    name: &str,
+    persona: Option<&str>,
+    goal: Option<&str>,
+    instructions: &[Instruction<D, C>],
+    glossary: &[(String, String)],
+    knowledge: &[String],
+) -> String {
+    let mut s = format!("You are {name}.");
+    if let Some(p) = persona {
+        s.push(' ');
+        s.push_str(p);
+    }
+    s.push('\n');
+    if let Some(g) = goal {
+        let _ = writeln!(s, "Goal: {g}");
+    }
+    render_static_instructions(&mut s, "Rules", instructions);
+    if !glossary.is_empty() {
+        s.push_str("Glossary:\n");
+        for (t, d) in glossary {
+            let _ = writeln!(s, "- {t}: {d}");
+        }
+    }
+    if !knowledge.is_empty() {
+        s.push_str("Knowledge:\n");
+        for k in knowledge {
+            let _ = writeln!(s, "- {k}");
+        }
+    }
+    s
+}
+
+fn render_static_instructions<D, C>(out: &mut String, title: &str, list: &[Instruction<D, C>]) {
+    let mut first = true;
+    for i in list.iter().filter(|i| i.is_static()) {
+        if first {
+            let _ = writeln!(out, "{title}:");
+            first = false;
+        }
+        i.render(out);
+    }
+}
+
+pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>) {
+    let mut s = format!("Current task: {}.", flow.title);
+    if !flow.description.is_empty() {
+        s.push(' ');
+        s.push_str(&flow.description);
+    }
+    s.push('\n');
+    render_static_instructions(&mut s, "Task rules", &flow.instructions);
+    flow.section = s;
+    for step in &mut flow.steps {
+        let mut s = String::new();
+        match &step.kind {
+            StepKind::Model => {
+                let prompt = match (&step.prompt, step.collect.is_empty()) {
+                    (Some(p), _) => p.clone(),
+                    (None, false) => format!(
+                        "Ask the user for: {}.",
+                        step.collect.iter().map(|f| f.as_ref()).collect::<Vec<_>>().join(", ")
+                    ),
+                    (None, true) => "Continue the conversation.".to_owned(),
+                };
+                let _ = write!(s, "Step `{}`: {prompt}", step.id);
+                if !step.collect.is_empty() {
+                    let _ = write!(
+                        s,
+                        " (collects: {})",
+                        step.collect.iter().map(|f| f.as_ref()).collect::<Vec<_>>().join(", ")
+                    );
+                }
+                s.push('\n');
+            }
+            StepKind::Auto | StepKind::Reply(_) => {}
+        }
+        render_static_instructions(&mut s, "Step rules", &step.instructions);
+        step.section = s;
+    }
+}
+
+/// Append the `if` instructions that hold this turn.
+pub(crate) fn render_dynamic_instructions<D, C>(
+    out: &mut String,
+    list: &[Instruction<D, C>],
+    cx: &Cx<'_, D, C>,
+) {
+    for i in list {
+        if let Some(p) = &i.if_
+            && p(cx)
+        {
+            i.render(out);
+        }
+    }
+}
+
+/// Rough token estimate (4 characters per token) for history budgeting.
+pub(crate) fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}

@@ -1,0 +1,251 @@
+//! The model boundary: what the engine asks of a model and what it gets back.
+//!
+//! Kept small on purpose: one request type covering structured output, tools and
+//! history; one response type; an optional streaming method. Vendor clients live in
+//! `agent-providers`; `testing::ScriptedProvider` implements it for tests.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ProviderError;
+
+/// Why the engine is calling the model. Providers may ignore it; the scripted provider
+/// answers by it, and traces show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// Structured extraction of data only (no user-facing message needed this turn).
+    Extract,
+    /// The user-facing reply, optionally extracting data in the same call.
+    Respond,
+    /// Judging `when` conditions (branches, signals, step selection) and, when due,
+    /// routing between flows, all in one call.
+    Classify,
+    /// Choosing a flow when routing is the only judgement due.
+    Route,
+    /// A follow-up call after tool results were added to the conversation.
+    ToolRound,
+    /// Summarising old history past the token budget.
+    Summarize,
+}
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The end user.
+    User,
+    /// The agent.
+    Assistant,
+    /// A tool result (answers an assistant tool call).
+    Tool,
+}
+
+/// One message of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Author.
+    pub role: Role,
+    /// Text content (for tool messages: the tool's output).
+    pub content: String,
+    /// Tool calls requested by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool messages: the id of the call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+    /// A tool result message.
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned id (echoed in the tool result).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as JSON (providers parse the wire string; unparsable text arrives as a
+    /// JSON string so the tool's validation can report it).
+    pub arguments: Value,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What it does (from the tool's doc comment or builder).
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// A JSON schema the answer must follow (native structured output where supported).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// Schema name (some vendors require one).
+    pub name: String,
+    /// The JSON schema.
+    pub schema: Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// Why the engine calls.
+    pub kind: CallKind,
+    /// The system prompt.
+    pub system: String,
+    /// Conversation so far, oldest first, ending with the latest user or tool message.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// When set, the answer's text must be JSON matching this schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSchema>,
+    /// Upper bound on generated tokens, when the agent sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature, when the agent sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+/// Token usage of one or more calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Add another usage to this one.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// Natural end.
+    #[default]
+    Stop,
+    /// The model asked for tools.
+    ToolCalls,
+    /// Cut by the token limit (structured output may be incomplete).
+    Length,
+    /// Refused or filtered by the vendor.
+    ContentFilter,
+}
+
+/// The answer to one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelResponse {
+    /// Text content (JSON when the request carried an output schema).
+    pub content: String,
+    /// Tool calls, if the model asked for any.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why generation stopped.
+    #[serde(default)]
+    pub finish: FinishReason,
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamChunk {
+    /// More text content.
+    Text(String),
+    /// The complete answer; always the last chunk of a successful stream.
+    Done(ModelResponse),
+}
+
+/// A model behind some API. Implementations must be cheap to share (`Arc`).
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// A short name for traces and errors (vendor and model).
+    fn name(&self) -> &str;
+
+    /// One call, answered whole.
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError>;
+
+    /// One call, streamed. The default answers whole and yields it as one text chunk
+    /// followed by `Done`; providers with real streaming override it. The stream ends
+    /// with exactly one `Done` or one error.
+    fn generate_stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
+        Box::pin(futures::stream::once(self.generate(request)).flat_map(|r| {
+            let items: Vec<Result<StreamChunk, ProviderError>> = match r {
+                Ok(resp) if resp.content.is_empty() => vec![Ok(StreamChunk::Done(resp))],
+                Ok(resp) => vec![
+                    Ok(StreamChunk::Text(resp.content.clone())),
+                    Ok(StreamChunk::Done(resp)),
+                ],
+                Err(e) => vec![Err(e)],
+            };
+            futures::stream::iter(items)
+        }))
+    }
+}
+
+use futures::StreamExt;
+
+#[async_trait]
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        (**self).generate(request).await
+    }
+    fn generate_stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
+        (**self).generate_stream(request)
+    }
+}

@@ -1,0 +1,213 @@
+//! What a turn returns: the response, why it stopped, and the streamed events.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::directive::Directive;
+use crate::error::AgentError;
+use crate::provider::Usage;
+
+/// Why the turn ended. Produced only by typed outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StoppedReason {
+    /// A step asked something and waits for the user.
+    NeedsInput,
+    /// A flow completed this turn.
+    FlowCompleted {
+        /// The flow.
+        flow: String,
+    },
+    /// A verbatim reply (directive `reply`, reply step, signal `reply_with`) was delivered.
+    Reply,
+    /// A pre-LLM `halt` without a reply stopped the turn.
+    Halt,
+    /// The conversation was aborted.
+    Aborted {
+        /// Why.
+        reason: Option<String>,
+    },
+    /// The auto-step chain hit `max_auto_steps_per_turn`.
+    AutoStepCap {
+        /// The step where the chain stopped.
+        step: String,
+    },
+    /// Flow hops hit `max_transitions_per_turn`.
+    TransitionCap {
+        /// The flow that was not entered.
+        blocked: String,
+    },
+    /// The agent replied with no active flow.
+    Responded,
+}
+
+/// A step, qualified by its flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRef {
+    /// Flow id.
+    pub flow: String,
+    /// Step id.
+    pub step: String,
+}
+
+/// Who emitted a directive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum DirectiveSource {
+    /// The session's pending directive.
+    Pending,
+    /// A pre-phase signal.
+    PreSignal(String),
+    /// A post-phase signal.
+    PostSignal(String),
+    /// The agent's `on_enter` hook.
+    AgentOnEnter,
+    /// A flow's `on_enter` hook.
+    FlowOnEnter(String),
+    /// A step's `on_enter` hook.
+    StepOnEnter(String),
+    /// A step's `prepare` hook.
+    Prepare(String),
+    /// A `dispatch` from inside a hook.
+    HookDispatch(String),
+    /// A tool result.
+    Tool(String),
+    /// A `dispatch` from inside a tool.
+    ToolDispatch(String),
+    /// A step's `finalize` hook.
+    Finalize(String),
+    /// A flow's `on_complete` (hook or directive).
+    OnComplete(String),
+    /// A matched branch entry (`step` or `step:label`).
+    Branch(String),
+    /// The router.
+    Routing(String),
+    /// The model switched flows through the respond call.
+    ModelSwitch(String),
+}
+
+impl fmt::Display for DirectiveSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectiveSource::Pending => write!(f, "pending directive"),
+            DirectiveSource::PreSignal(s) => write!(f, "pre-phase signal `{s}`"),
+            DirectiveSource::PostSignal(s) => write!(f, "post-phase signal `{s}`"),
+            DirectiveSource::AgentOnEnter => write!(f, "agent on_enter"),
+            DirectiveSource::FlowOnEnter(s) => write!(f, "flow `{s}` on_enter"),
+            DirectiveSource::StepOnEnter(s) => write!(f, "step `{s}` on_enter"),
+            DirectiveSource::Prepare(s) => write!(f, "step `{s}` prepare"),
+            DirectiveSource::HookDispatch(s) => write!(f, "dispatch from {s}"),
+            DirectiveSource::Tool(s) => write!(f, "tool `{s}`"),
+            DirectiveSource::ToolDispatch(s) => write!(f, "dispatch from tool `{s}`"),
+            DirectiveSource::Finalize(s) => write!(f, "step `{s}` finalize"),
+            DirectiveSource::OnComplete(s) => write!(f, "flow `{s}` on_complete"),
+            DirectiveSource::Branch(s) => write!(f, "branch of `{s}`"),
+            DirectiveSource::Routing(s) => write!(f, "routing to `{s}`"),
+            DirectiveSource::ModelSwitch(s) => write!(f, "model switch to `{s}`"),
+        }
+    }
+}
+
+/// One emission on a directive bus, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainEntry {
+    /// Who emitted it.
+    pub source: DirectiveSource,
+    /// What it said (the base directive; pre-LLM extras are summarised below).
+    pub directive: Directive,
+    /// Sentences it appended to the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub append_prompt: Vec<String>,
+    /// Tools it injected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inject_tools: Vec<String>,
+    /// Whether it halted.
+    #[serde(default)]
+    pub halt: bool,
+}
+
+/// One tool call of the turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// Tool name.
+    pub name: String,
+    /// Arguments the model sent.
+    pub arguments: Value,
+    /// The result the model saw.
+    pub output: String,
+    /// Whether the call succeeded.
+    pub ok: bool,
+}
+
+/// A flow hop inside the turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transition {
+    /// Flow left (None when entering from no flow).
+    pub from: Option<String>,
+    /// Flow entered.
+    pub to: String,
+}
+
+/// The result of one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentResponse<D> {
+    /// Session id.
+    pub session_id: String,
+    /// The assistant message.
+    pub message: String,
+    /// Why the turn ended.
+    pub stopped: StoppedReason,
+    /// Steps executed this turn, in order (including satisfied and auto steps).
+    pub executed_steps: Vec<StepRef>,
+    /// Every directive emitted this turn with its source.
+    pub directive_chain: Vec<ChainEntry>,
+    /// Collected data after the turn.
+    pub data: D,
+    /// Active flow after the turn.
+    pub flow: Option<String>,
+    /// Current step after the turn.
+    pub step: Option<String>,
+    /// Signals that fired.
+    pub signals: Vec<String>,
+    /// Tool calls made.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Flow hops inside the turn.
+    pub transitions: Vec<Transition>,
+    /// Model calls made.
+    pub model_calls: u32,
+    /// Token usage of those calls.
+    pub usage: Usage,
+    /// Fields the model wrote that the active flow does not collect (not written).
+    pub dropped_fields: Vec<String>,
+    /// Model data writes rejected by the data type (not written), with the reason.
+    pub rejected_data: Vec<String>,
+    /// Session version after the save.
+    pub version: u64,
+}
+
+/// A streamed event. Text deltas concatenate to the final message; the stream ends with
+/// exactly one `Done` or `Error`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<D> {
+    /// The conversation moved to another flow.
+    Transition(Transition),
+    /// A step was entered.
+    StepEntered(StepRef),
+    /// A tool is being called.
+    ToolCall {
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// A tool finished.
+    ToolResult(ToolCallRecord),
+    /// More of the assistant message.
+    TextDelta(String),
+    /// The turn finished.
+    Done(Box<AgentResponse<D>>),
+    /// The turn failed (the session is unchanged).
+    Error(AgentError),
+}

@@ -1,0 +1,197 @@
+//! Steps: the nodes of a flow, in three shapes (model step, `auto`, `reply`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::branch::Branch;
+use crate::hook::{Cx, PostHook, PreHook, Predicate};
+use crate::instruction::Instruction;
+use crate::tool::Tool;
+
+/// The shape of a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepKind {
+    /// Rendered by the model: asks, collects, may call tools.
+    Model,
+    /// No model call: hooks and code-only branches, then moves on.
+    Auto,
+    /// A verbatim message, no model call.
+    Reply(String),
+}
+
+/// One step of a flow. Built with [`Step::model`], [`Step::auto`] or [`Step::reply`] and
+/// checked when the flow is built.
+pub struct Step<D, C> {
+    pub(crate) id: Arc<str>,
+    pub(crate) kind: StepKind,
+    pub(crate) prompt: Option<String>,
+    pub(crate) collect: Vec<Arc<str>>,
+    pub(crate) requires: Vec<Arc<str>>,
+    pub(crate) collect_idx: Vec<usize>,
+    pub(crate) requires_idx: Vec<usize>,
+    pub(crate) skip: Option<Predicate<D, C>>,
+    pub(crate) if_: Option<Predicate<D, C>>,
+    pub(crate) when: Option<String>,
+    pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
+    pub(crate) instructions: Vec<Instruction<D, C>>,
+    pub(crate) on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    pub(crate) prepare: Option<Arc<dyn PreHook<D, C>>>,
+    pub(crate) finalize: Option<Arc<dyn PostHook<D, C>>>,
+    pub(crate) branches: Option<Vec<Branch<D, C>>>,
+    pub(crate) end: bool,
+    /// Rendered once at build: the step's prompt section.
+    pub(crate) section: String,
+}
+
+impl<D, C> fmt::Debug for Step<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Step")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("prompt", &self.prompt)
+            .field("collect", &self.collect)
+            .field("requires", &self.requires)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D, C> Step<D, C> {
+    fn new(id: impl Into<String>, kind: StepKind) -> Self {
+        Self {
+            id: Arc::from(id.into()),
+            kind,
+            prompt: None,
+            collect: Vec::new(),
+            requires: Vec::new(),
+            collect_idx: Vec::new(),
+            requires_idx: Vec::new(),
+            skip: None,
+            if_: None,
+            when: None,
+            tools: Vec::new(),
+            instructions: Vec::new(),
+            on_enter: None,
+            prepare: None,
+            finalize: None,
+            branches: None,
+            end: false,
+            section: String::new(),
+        }
+    }
+
+    /// A model step.
+    pub fn model(id: impl Into<String>) -> Self {
+        Self::new(id, StepKind::Model)
+    }
+    /// An auto step (no model call).
+    pub fn auto(id: impl Into<String>) -> Self {
+        Self::new(id, StepKind::Auto)
+    }
+    /// A verbatim reply step.
+    pub fn reply(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::new(id, StepKind::Reply(text.into()))
+    }
+
+    /// What the model should do at this step.
+    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = Some(prompt.into());
+        self
+    }
+    /// Fields this step collects from the user.
+    pub fn collect<I, S>(mut self, fields: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.collect
+            .extend(fields.into_iter().map(|f| Arc::from(f.as_ref())));
+        self
+    }
+    /// Fields that must be present before this step runs.
+    pub fn requires<I, S>(mut self, fields: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.requires
+            .extend(fields.into_iter().map(|f| Arc::from(f.as_ref())));
+        self
+    }
+    /// Skip this step when the predicate holds.
+    pub fn skip(mut self, p: impl Fn(&Cx<'_, D, C>) -> bool + Send + Sync + 'static) -> Self {
+        self.skip = Some(Arc::new(p));
+        self
+    }
+    /// As a successor candidate: only when the predicate holds.
+    pub fn if_(mut self, p: impl Fn(&Cx<'_, D, C>) -> bool + Send + Sync + 'static) -> Self {
+        self.if_ = Some(Arc::new(p));
+        self
+    }
+    /// As a successor candidate: only when the model judges the condition true.
+    pub fn when(mut self, condition: impl Into<String>) -> Self {
+        self.when = Some(condition.into());
+        self
+    }
+    /// Offer a tool at this step.
+    pub fn tool(mut self, tool: Arc<dyn Tool<D, C>>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+    /// Add an instruction scoped to this step.
+    pub fn instruction(mut self, i: Instruction<D, C>) -> Self {
+        self.instructions.push(i);
+        self
+    }
+    /// Hook run when the step is entered.
+    pub fn on_enter(mut self, h: impl PreHook<D, C> + 'static) -> Self {
+        self.on_enter = Some(Arc::new(h));
+        self
+    }
+    /// Hook run before the model call that renders this step.
+    pub fn prepare(mut self, h: impl PreHook<D, C> + 'static) -> Self {
+        self.prepare = Some(Arc::new(h));
+        self
+    }
+    /// Hook run after the model call that rendered this step.
+    pub fn finalize(mut self, h: impl PostHook<D, C> + 'static) -> Self {
+        self.finalize = Some(Arc::new(h));
+        self
+    }
+    /// Add a branch entry (creates the branch table).
+    pub fn branch(mut self, b: Branch<D, C>) -> Self {
+        self.branches.get_or_insert_with(Vec::new).push(b);
+        self
+    }
+    /// Set the whole branch table (an empty table is a configuration error).
+    pub fn branches(mut self, table: Vec<Branch<D, C>>) -> Self {
+        self.branches = Some(table);
+        self
+    }
+    /// Terminal: no linear successor.
+    pub fn end(mut self) -> Self {
+        self.end = true;
+        self
+    }
+
+    /// Step id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Shape.
+    pub fn kind(&self) -> &StepKind {
+        &self.kind
+    }
+    /// Collected fields.
+    pub fn collected_fields(&self) -> &[Arc<str>] {
+        &self.collect
+    }
+    /// Branch table.
+    pub fn branch_table(&self) -> &[Branch<D, C>] {
+        self.branches.as_deref().unwrap_or(&[])
+    }
+    /// Whether it is terminal.
+    pub fn is_end(&self) -> bool {
+        self.end
+    }
+}

@@ -1,0 +1,108 @@
+//! Session stores: load, save with compare-and-swap on a version, delete, list, prune.
+//! The in-memory store is built in; durable stores implement the same trait.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+
+/// A session as bytes, as stores keep it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    /// Session id.
+    pub id: String,
+    /// Version of these bytes.
+    pub version: u64,
+    /// Last save time (ms since the Unix epoch).
+    pub updated_ms: u64,
+    /// Encoded session.
+    pub bytes: Vec<u8>,
+}
+
+/// What `list` returns per session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Session id.
+    pub id: String,
+    /// Current version.
+    pub version: u64,
+    /// Last save time (ms since the Unix epoch).
+    pub updated_ms: u64,
+}
+
+/// Where sessions live.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Load a session, `None` if it does not exist.
+    async fn load(&self, id: &str) -> Result<Option<StoredSession>, StoreError>;
+    /// Save `session` (whose `version` is the new version) only if the stored version is
+    /// `expected` (`0` = the session must not exist yet). Atomic; on mismatch returns
+    /// [`StoreError::Conflict`] and changes nothing.
+    async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError>;
+    /// Delete a session; whether it existed.
+    async fn delete(&self, id: &str) -> Result<bool, StoreError>;
+    /// All sessions.
+    async fn list(&self) -> Result<Vec<SessionInfo>, StoreError>;
+    /// Delete sessions last saved before `cutoff_ms`; how many were deleted.
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError>;
+}
+
+/// In-process store (the default). Sessions are lost when the process exits.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    map: Mutex<HashMap<String, StoredSession>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, StoredSession>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
+    async fn load(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        Ok(self.lock().get(id).cloned())
+    }
+    async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
+        let mut map = self.lock();
+        let found = map.get(&session.id).map_or(0, |s| s.version);
+        if found != expected {
+            return Err(StoreError::Conflict {
+                session_id: session.id,
+                expected,
+                found,
+            });
+        }
+        map.insert(session.id.clone(), session);
+        Ok(())
+    }
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().remove(id).is_some())
+    }
+    async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let mut v: Vec<SessionInfo> = self
+            .lock()
+            .values()
+            .map(|s| SessionInfo {
+                id: s.id.clone(),
+                version: s.version,
+                updated_ms: s.updated_ms,
+            })
+            .collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(v)
+    }
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError> {
+        let mut map = self.lock();
+        let before = map.len();
+        map.retain(|_, s| s.updated_ms >= cutoff_ms);
+        Ok(before - map.len())
+    }
+}

@@ -1,0 +1,494 @@
+//! The testing kit (part of the product): a scripted provider that answers by call
+//! kind and records every request, and a conversation helper that asserts on steps,
+//! data, stopped reasons and model-call counts.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use crate::agent::Agent;
+use crate::data::{AgentContext, AgentData};
+use crate::error::{AgentError, ProviderError};
+use crate::provider::{
+    CallKind, FinishReason, ModelRequest, ModelResponse, Provider, ToolCall, Usage,
+};
+use crate::response::{AgentResponse, StoppedReason};
+
+type AnswerFn = Arc<dyn Fn(&ModelRequest) -> Result<ModelResponse, ProviderError> + Send + Sync>;
+
+/// One scripted answer. Structured fields are rendered as JSON when the request asks for
+/// structured output, and the message alone otherwise.
+#[derive(Clone)]
+pub struct Answer {
+    kind: AnswerKind,
+}
+
+#[derive(Clone)]
+enum AnswerKind {
+    Reply {
+        message: String,
+        data: Option<Value>,
+        step: Option<String>,
+        switch: Option<String>,
+        verdicts: Vec<(String, bool)>,
+    },
+    Verdicts {
+        conditions: Vec<(String, bool)>,
+        extracted: Vec<(String, Value)>,
+        flow: Option<String>,
+    },
+    Raw(String, FinishReason),
+    Tools(Vec<ToolCall>),
+    Error(ProviderError),
+    Fn(AnswerFn),
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Answer")
+    }
+}
+
+impl Answer {
+    /// A reply message.
+    pub fn message(text: impl Into<String>) -> Self {
+        Self {
+            kind: AnswerKind::Reply {
+                message: text.into(),
+                data: None,
+                step: None,
+                switch: None,
+                verdicts: Vec::new(),
+            },
+        }
+    }
+    /// A verdict for a condition the respond call judges (unlisted ones are false).
+    pub fn judging(mut self, condition: impl Into<String>, verdict: bool) -> Self {
+        if let AnswerKind::Reply { verdicts, .. } = &mut self.kind {
+            verdicts.push((condition.into(), verdict));
+        }
+        self
+    }
+    /// Extracted data (a JSON object) alongside the reply, or alone for extract calls.
+    pub fn with_data(mut self, data: Value) -> Self {
+        if let AnswerKind::Reply { data: d, .. } = &mut self.kind {
+            *d = Some(data);
+        }
+        self
+    }
+    /// Extracted data only (for extract calls).
+    pub fn data(data: Value) -> Self {
+        Self::message("").with_data(data)
+    }
+    /// The step the model claims it replied for.
+    pub fn claiming(mut self, step: impl Into<String>) -> Self {
+        if let AnswerKind::Reply { step: s, .. } = &mut self.kind {
+            *s = Some(step.into());
+        }
+        self
+    }
+    /// The model asks to switch to another flow.
+    pub fn switching_to(mut self, flow: impl Into<String>) -> Self {
+        if let AnswerKind::Reply { switch, .. } = &mut self.kind {
+            *switch = Some(flow.into());
+        }
+        self
+    }
+    /// Classifier verdicts by condition text (unlisted conditions are false).
+    pub fn verdicts<I, S>(v: I) -> Self
+    where
+        I: IntoIterator<Item = (S, bool)>,
+        S: Into<String>,
+    {
+        Self {
+            kind: AnswerKind::Verdicts {
+                conditions: v.into_iter().map(|(c, b)| (c.into(), b)).collect(),
+                extracted: Vec::new(),
+                flow: None,
+            },
+        }
+    }
+    /// A routing answer.
+    pub fn route(flow: impl Into<String>) -> Self {
+        Self {
+            kind: AnswerKind::Verdicts {
+                conditions: Vec::new(),
+                extracted: Vec::new(),
+                flow: Some(flow.into()),
+            },
+        }
+    }
+    /// Add a routing choice to a verdicts answer.
+    pub fn and_route(mut self, f: impl Into<String>) -> Self {
+        if let AnswerKind::Verdicts { flow, .. } = &mut self.kind {
+            *flow = Some(f.into());
+        }
+        self
+    }
+    /// Add an extracted value for a condition to a verdicts answer.
+    pub fn extracting(mut self, condition: impl Into<String>, value: Value) -> Self {
+        if let AnswerKind::Verdicts { extracted, .. } = &mut self.kind {
+            extracted.push((condition.into(), value));
+        }
+        self
+    }
+    /// Raw content, sent as is (for malformed-output tests).
+    pub fn raw(content: impl Into<String>) -> Self {
+        Self {
+            kind: AnswerKind::Raw(content.into(), FinishReason::Stop),
+        }
+    }
+    /// Raw content cut by the token limit.
+    pub fn truncated(content: impl Into<String>) -> Self {
+        Self {
+            kind: AnswerKind::Raw(content.into(), FinishReason::Length),
+        }
+    }
+    /// A tool call.
+    pub fn tool(name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            kind: AnswerKind::Tools(Vec::new()),
+        }
+        .and_tool(name, arguments)
+    }
+    /// Another tool call in the same answer.
+    pub fn and_tool(mut self, name: impl Into<String>, arguments: Value) -> Self {
+        if let AnswerKind::Tools(calls) = &mut self.kind {
+            let id = format!("call_{}", calls.len());
+            calls.push(ToolCall {
+                id,
+                name: name.into(),
+                arguments,
+            });
+        }
+        self
+    }
+    /// A provider failure.
+    pub fn error(e: ProviderError) -> Self {
+        Self {
+            kind: AnswerKind::Error(e),
+        }
+    }
+    /// Computed from the request.
+    pub fn from_fn(
+        f: impl Fn(&ModelRequest) -> Result<ModelResponse, ProviderError> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            kind: AnswerKind::Fn(Arc::new(f)),
+        }
+    }
+
+    fn render(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let usage = Usage {
+            input_tokens: (req.system.len() / 4) as u64,
+            output_tokens: 8,
+        };
+        let ok = |content: String, finish| {
+            Ok(ModelResponse {
+                content,
+                tool_calls: Vec::new(),
+                usage,
+                finish,
+            })
+        };
+        match &self.kind {
+            AnswerKind::Reply {
+                message,
+                data,
+                step,
+                switch,
+                verdicts,
+            } => {
+                if req.output.is_none() {
+                    return ok(message.clone(), FinishReason::Stop);
+                }
+                let mut m = Map::new();
+                if let Some(d) = data {
+                    m.insert("data".into(), d.clone());
+                } else if schema_has(req, "data") {
+                    m.insert("data".into(), json!({}));
+                }
+                if let Some(s) = step {
+                    m.insert("step".into(), Value::String(s.clone()));
+                }
+                if schema_has(req, "switch_flow") {
+                    m.insert(
+                        "switch_flow".into(),
+                        switch.clone().map_or(Value::Null, Value::String),
+                    );
+                }
+                if schema_has(req, "conditions") {
+                    m.insert("conditions".into(), Value::Object(condition_map(req, verdicts)));
+                }
+                if schema_has(req, "message") {
+                    m.insert("message".into(), Value::String(message.clone()));
+                }
+                ok(Value::Object(m).to_string(), FinishReason::Stop)
+            }
+            AnswerKind::Verdicts {
+                conditions,
+                extracted,
+                flow,
+            } => {
+                let keys = condition_keys(req);
+                let conds = condition_map(req, conditions);
+                let mut ex = Map::new();
+                for (text, v) in extracted {
+                    if let Some(k) = keys.get(text) {
+                        ex.insert(k.clone(), v.clone());
+                    }
+                }
+                let mut m = Map::new();
+                m.insert("conditions".into(), Value::Object(conds));
+                if !ex.is_empty() {
+                    m.insert("extracted".into(), Value::Object(ex));
+                }
+                m.insert("flow".into(), flow.clone().map_or(Value::Null, Value::String));
+                ok(Value::Object(m).to_string(), FinishReason::Stop)
+            }
+            AnswerKind::Raw(c, finish) => ok(c.clone(), *finish),
+            AnswerKind::Tools(calls) => Ok(ModelResponse {
+                content: String::new(),
+                tool_calls: calls.clone(),
+                usage,
+                finish: FinishReason::ToolCalls,
+            }),
+            AnswerKind::Error(e) => Err(e.clone()),
+            AnswerKind::Fn(f) => f(req),
+        }
+    }
+}
+
+/// Condition texts to the keys the engine listed in the prompt ("- cN: text").
+fn condition_keys(req: &ModelRequest) -> HashMap<String, String> {
+    let mut keys = HashMap::new();
+    for line in req.system.lines() {
+        if let Some(rest) = line.strip_prefix("- c")
+            && let Some((n, text)) = rest.split_once(": ")
+            && !n.is_empty()
+            && n.chars().all(|c| c.is_ascii_digit())
+        {
+            keys.insert(text.to_owned(), format!("c{n}"));
+        }
+    }
+    keys
+}
+
+fn condition_map(req: &ModelRequest, verdicts: &[(String, bool)]) -> Map<String, Value> {
+    let keys = condition_keys(req);
+    let mut conds = Map::new();
+    for key in keys.values() {
+        conds.insert(key.clone(), Value::Bool(false));
+    }
+    for (text, v) in verdicts {
+        if let Some(k) = keys.get(text) {
+            conds.insert(k.clone(), Value::Bool(*v));
+        }
+    }
+    conds
+}
+
+fn schema_has(req: &ModelRequest, key: &str) -> bool {
+    req.output
+        .as_ref()
+        .and_then(|o| o.schema.get("properties"))
+        .and_then(|p| p.get(key))
+        .is_some()
+}
+
+#[derive(Default)]
+struct Script {
+    queues: HashMap<CallKind, VecDeque<Answer>>,
+    defaults: HashMap<CallKind, Answer>,
+    requests: Vec<ModelRequest>,
+}
+
+/// A provider that answers from a script, by call kind, and records every request.
+/// Clone it to keep a handle after giving it to the agent.
+#[derive(Clone, Default)]
+pub struct ScriptedProvider {
+    script: Arc<Mutex<Script>>,
+}
+
+impl std::fmt::Debug for ScriptedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedProvider").finish_non_exhaustive()
+    }
+}
+
+impl ScriptedProvider {
+    /// An empty script: every call fails until answers are queued.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue an answer for the next call of `kind`.
+    pub fn push(&self, kind: CallKind, answer: Answer) -> &Self {
+        self.lock().queues.entry(kind).or_default().push_back(answer);
+        self
+    }
+    /// Answer every call of `kind` with this when nothing is queued.
+    pub fn default_answer(&self, kind: CallKind, answer: Answer) -> &Self {
+        self.lock().defaults.insert(kind, answer);
+        self
+    }
+    /// Queue a respond answer.
+    pub fn respond(&self, a: Answer) -> &Self {
+        self.push(CallKind::Respond, a)
+    }
+    /// Queue a tool-round answer.
+    pub fn tool_round(&self, a: Answer) -> &Self {
+        self.push(CallKind::ToolRound, a)
+    }
+    /// Queue a classify answer.
+    pub fn classify(&self, a: Answer) -> &Self {
+        self.push(CallKind::Classify, a)
+    }
+    /// Queue a route answer.
+    pub fn route(&self, a: Answer) -> &Self {
+        self.push(CallKind::Route, a)
+    }
+    /// Queue an extract answer.
+    pub fn extract(&self, a: Answer) -> &Self {
+        self.push(CallKind::Extract, a)
+    }
+    /// Queue a summarize answer.
+    pub fn summarize(&self, a: Answer) -> &Self {
+        self.push(CallKind::Summarize, a)
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.lock().requests.clone()
+    }
+    /// How many calls so far.
+    pub fn calls(&self) -> usize {
+        self.lock().requests.len()
+    }
+    /// How many calls of a kind so far.
+    pub fn calls_of(&self, kind: CallKind) -> usize {
+        self.lock().requests.iter().filter(|r| r.kind == kind).count()
+    }
+    /// The last request.
+    pub fn last_request(&self) -> Option<ModelRequest> {
+        self.lock().requests.last().cloned()
+    }
+    /// Forget recorded requests (answers stay queued).
+    pub fn clear_requests(&self) {
+        self.lock().requests.clear();
+    }
+    /// Answers still queued, by kind.
+    pub fn unused(&self) -> usize {
+        self.lock().queues.values().map(VecDeque::len).sum()
+    }
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let answer = {
+            let mut s = self.lock();
+            s.requests.push(request.clone());
+            let n = s.requests.len();
+            match s.queues.get_mut(&request.kind).and_then(VecDeque::pop_front) {
+                Some(a) => a,
+                None => match s.defaults.get(&request.kind) {
+                    Some(a) => a.clone(),
+                    None => {
+                        return Err(ProviderError::Other(format!(
+                            "scripted provider has no answer for call #{n} ({:?}); queue one with ScriptedProvider::push",
+                            request.kind
+                        )));
+                    }
+                },
+            }
+        };
+        answer.render(request)
+    }
+}
+
+/// A conversation under test: say something, then assert on what happened.
+pub struct Conversation<D, C> {
+    agent: Agent<D, C>,
+    provider: ScriptedProvider,
+    session: String,
+}
+
+/// The outcome of one `say`, with assertion helpers.
+#[derive(Debug)]
+pub struct Said<D> {
+    /// The response.
+    pub response: AgentResponse<D>,
+}
+
+impl<D> Said<D> {
+    /// Assert the current step.
+    pub fn expect_step(&self, step: &str) -> &Self {
+        assert_eq!(self.response.step.as_deref(), Some(step), "current step");
+        self
+    }
+    /// Assert the active flow.
+    pub fn expect_flow(&self, flow: Option<&str>) -> &Self {
+        assert_eq!(self.response.flow.as_deref(), flow, "active flow");
+        self
+    }
+    /// Assert the number of model calls this turn.
+    pub fn expect_calls(&self, n: u32) -> &Self {
+        assert_eq!(self.response.model_calls, n, "model calls this turn");
+        self
+    }
+    /// Assert the stopped reason.
+    pub fn expect_stopped(&self, r: StoppedReason) -> &Self {
+        assert_eq!(self.response.stopped, r, "stopped reason");
+        self
+    }
+    /// Assert on the data.
+    pub fn expect_data(&self, check: impl FnOnce(&D) -> bool) -> &Self {
+        assert!(check(&self.response.data), "data check failed");
+        self
+    }
+    /// Assert the message.
+    pub fn expect_message(&self, m: &str) -> &Self {
+        assert_eq!(self.response.message, m, "message");
+        self
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Conversation<D, C> {
+    /// A conversation on a fresh session id.
+    pub fn new(agent: Agent<D, C>, provider: ScriptedProvider) -> Self {
+        Self {
+            agent,
+            provider,
+            session: "test-session".into(),
+        }
+    }
+    /// Use another session id.
+    pub fn session(mut self, id: impl Into<String>) -> Self {
+        self.session = id.into();
+        self
+    }
+    /// The scripted provider, to queue answers.
+    pub fn provider(&self) -> &ScriptedProvider {
+        &self.provider
+    }
+    /// The agent.
+    pub fn agent(&self) -> &Agent<D, C> {
+        &self.agent
+    }
+    /// Send a user message.
+    pub async fn say(&self, message: &str) -> Result<Said<D>, AgentError> {
+        let response = self.agent.respond(&self.session, message).await?;
+        Ok(Said { response })
+    }
+}

@@ -1,0 +1,414 @@
+//! Tools: functions the model may call. A tool that fails, rejects its input or panics
+//! becomes a failed tool result the model sees; the turn goes on.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::data::Patch;
+use crate::directive::Directive;
+use crate::hook::Dispatcher;
+use crate::provider::ToolSpec;
+
+/// Why a tool call failed. The message is shown to the model as the tool result.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ToolError {
+    /// The tool ran and failed.
+    #[error("tool failed: {0}")]
+    Failed(String),
+    /// The arguments did not match the tool's schema or its `validate_input`.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// `check_permissions` refused the call.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The model asked for a tool that is not offered this turn.
+    #[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
+    Unknown {
+        /// Requested name.
+        name: String,
+        /// Tools offered this turn.
+        available: Vec<String>,
+    },
+    /// The tool panicked.
+    #[error("tool panicked: {0}")]
+    Panicked(String),
+}
+
+impl ToolError {
+    /// A failure with a message.
+    pub fn msg(m: impl std::fmt::Display) -> Self {
+        ToolError::Failed(m.to_string())
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        ToolError::Failed(s)
+    }
+}
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        ToolError::Failed(s.to_owned())
+    }
+}
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
+/// What a tool returns: content for the model and an optional directive for the
+/// post-LLM bus.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// Text the model sees as the tool result.
+    pub content: String,
+    /// Directive joining the post-LLM bus.
+    pub directive: Directive,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            directive: Directive::default(),
+        }
+    }
+    /// A JSON result.
+    pub fn json(value: &Value) -> Self {
+        Self::text(value.to_string())
+    }
+    /// Add a data write.
+    pub fn data(mut self, patch: impl Into<Patch>) -> Self {
+        self.directive = self.directive.data(patch);
+        self
+    }
+    /// Add a directive (merged with any already set).
+    pub fn directive(mut self, d: Directive) -> Self {
+        self.directive = crate::directive::merge(std::mem::take(&mut self.directive), d);
+        self
+    }
+}
+
+/// What a tool sees: an owned snapshot of the session (so tool futures are `'static`)
+/// and a dispatcher into the post-LLM bus.
+pub struct ToolCx<D, C> {
+    pub(crate) session_id: Arc<str>,
+    pub(crate) flow: Option<Arc<str>>,
+    pub(crate) step: Option<Arc<str>>,
+    pub(crate) data: Arc<D>,
+    pub(crate) context: Arc<C>,
+    pub(crate) dispatcher: Dispatcher,
+}
+
+impl<D, C> Clone for ToolCx<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            session_id: self.session_id.clone(),
+            flow: self.flow.clone(),
+            step: self.step.clone(),
+            data: self.data.clone(),
+            context: self.context.clone(),
+            dispatcher: self.dispatcher.clone(),
+        }
+    }
+}
+
+impl<D, C> ToolCx<D, C> {
+    /// A context for calling a tool outside a turn (tests, scripts).
+    pub fn detached(session_id: &str, data: D, context: C) -> Self {
+        Self {
+            session_id: Arc::from(session_id),
+            flow: None,
+            step: None,
+            data: Arc::new(data),
+            context: Arc::new(context),
+            dispatcher: Dispatcher::default(),
+        }
+    }
+    /// Session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+    /// Active flow id.
+    pub fn flow_id(&self) -> Option<&str> {
+        self.flow.as_deref()
+    }
+    /// Current step id.
+    pub fn step_id(&self) -> Option<&str> {
+        self.step.as_deref()
+    }
+    /// Collected data at the time of the call.
+    pub fn data(&self) -> &D {
+        &self.data
+    }
+    /// Session context at the time of the call.
+    pub fn context(&self) -> &C {
+        &self.context
+    }
+    /// Queue a directive into the post-LLM bus.
+    pub fn dispatch(&self, directive: Directive) {
+        self.dispatcher.dispatch(directive);
+    }
+}
+
+/// Shared parts of the contexts of one tool round (each call gets its own dispatcher).
+pub(crate) struct ToolCxParts<D, C> {
+    pub(crate) session_id: Arc<str>,
+    pub(crate) flow: Option<Arc<str>>,
+    pub(crate) step: Option<Arc<str>>,
+    pub(crate) data: Arc<D>,
+    pub(crate) context: Arc<C>,
+}
+
+impl<D, C> ToolCxParts<D, C> {
+    pub(crate) fn cx(&self) -> ToolCx<D, C> {
+        ToolCx {
+            session_id: self.session_id.clone(),
+            flow: self.flow.clone(),
+            step: self.step.clone(),
+            data: self.data.clone(),
+            context: self.context.clone(),
+            dispatcher: Dispatcher::default(),
+        }
+    }
+}
+
+/// A tool the model may call.
+#[async_trait]
+pub trait Tool<D, C>: Send + Sync {
+    /// Name the model calls it by (`[A-Za-z0-9_-]{1,64}`, checked at `build()`).
+    fn name(&self) -> &str;
+    /// What it does (shown to the model; required).
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// Whether calls may run in parallel with other concurrency-safe calls.
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+    /// Gate on the arguments before the call; an error becomes the tool result.
+    fn validate_input(&self, _args: &Value) -> Result<(), String> {
+        Ok(())
+    }
+    /// Gate on the session before the call; an error becomes the tool result.
+    async fn check_permissions(&self, _cx: &ToolCx<D, C>) -> Result<(), String> {
+        Ok(())
+    }
+    /// Run the tool.
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError>;
+
+    /// The model-facing description.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+type Handler<D, C> =
+    Arc<dyn Fn(ToolCx<D, C>, Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+type Validator = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+type Permission<D, C> = Arc<dyn Fn(&ToolCx<D, C>) -> Result<(), String> + Send + Sync>;
+
+/// A tool built from an async closure with typed arguments.
+///
+/// ```
+/// use agent_core::tool::{FnTool, ToolOutput};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Args { hotel: String }
+/// let t: FnTool<(), ()> = FnTool::new("book_room", "Book a room.", |_cx, a: Args| async move {
+///     Ok(ToolOutput::text(format!("booked {}", a.hotel)))
+/// });
+/// ```
+pub struct FnTool<D, C> {
+    name: String,
+    description: String,
+    parameters: Value,
+    concurrency_safe: bool,
+    handler: Handler<D, C>,
+    validator: Option<Validator>,
+    permission: Option<Permission<D, C>>,
+}
+
+impl<D, C> Clone for FnTool<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+            concurrency_safe: self.concurrency_safe,
+            handler: self.handler.clone(),
+            validator: self.validator.clone(),
+            permission: self.permission.clone(),
+        }
+    }
+}
+
+impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
+    /// A tool whose arguments deserialize into `A` (its schema is sent to the model).
+    pub fn new<A, F, Fut>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(ToolCx<D, C>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        let mut parameters = schemars::schema_for!(A).to_value();
+        if let Value::Object(o) = &mut parameters {
+            o.remove("$schema");
+            o.remove("title");
+        }
+        let f = Arc::new(f);
+        let handler: Handler<D, C> = Arc::new(move |cx, args| {
+            let f = f.clone();
+            async move {
+                let a: A = serde_json::from_value(args)
+                    .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+                f(cx, a).await
+            }
+            .boxed()
+        });
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            concurrency_safe: false,
+            handler,
+            validator: None,
+            permission: None,
+        }
+    }
+
+    /// A tool taking raw JSON arguments described by `parameters`.
+    pub fn raw<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        f: F,
+    ) -> Self
+    where
+        F: Fn(ToolCx<D, C>, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            concurrency_safe: false,
+            handler: Arc::new(move |cx, args| f(cx, args).boxed()),
+            validator: None,
+            permission: None,
+        }
+    }
+
+    /// Allow parallel execution with other concurrency-safe calls of the same round.
+    pub fn concurrency_safe(mut self) -> Self {
+        self.concurrency_safe = true;
+        self
+    }
+
+    /// Check arguments before the call.
+    pub fn validate_input(
+        mut self,
+        f: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.validator = Some(Arc::new(f));
+        self
+    }
+
+    /// Check the session before the call.
+    pub fn check_permissions(
+        mut self,
+        f: impl Fn(&ToolCx<D, C>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.permission = Some(Arc::new(f));
+        self
+    }
+
+    /// Share it (`Arc<dyn Tool>`), as builders take it.
+    pub fn into_arc(self) -> Arc<dyn Tool<D, C>> {
+        Arc::new(self)
+    }
+}
+
+#[async_trait]
+impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D, C> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+    fn concurrency_safe(&self) -> bool {
+        self.concurrency_safe
+    }
+    fn validate_input(&self, args: &Value) -> Result<(), String> {
+        match &self.validator {
+            Some(v) => v(args),
+            None => Ok(()),
+        }
+    }
+    async fn check_permissions(&self, cx: &ToolCx<D, C>) -> Result<(), String> {
+        match &self.permission {
+            Some(p) => p(cx),
+            None => Ok(()),
+        }
+    }
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError> {
+        (self.handler)(cx, args).await
+    }
+}
+
+/// Run one call through the gates, catching errors and panics as failed results.
+pub(crate) async fn execute<D, C>(
+    tool: &dyn Tool<D, C>,
+    cx: ToolCx<D, C>,
+    args: Value,
+) -> Result<ToolOutput, ToolError> {
+    if let Err(e) = tool.validate_input(&args) {
+        return Err(ToolError::InvalidArguments(e));
+    }
+    if let Err(e) = tool.check_permissions(&cx).await {
+        return Err(ToolError::PermissionDenied(e));
+    }
+    match std::panic::AssertUnwindSafe(tool.call(cx, args))
+        .catch_unwind()
+        .await
+    {
+        Ok(r) => r,
+        Err(payload) => Err(ToolError::Panicked(panic_message(payload.as_ref()))),
+    }
+}
+
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Whether a tool name is valid for every vendor API.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}

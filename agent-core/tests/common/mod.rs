@@ -1,0 +1,113 @@
+//! The booking agent used across the engine tests.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use agent_core::prelude::*;
+use agent_core::testing::ScriptedProvider;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What the concierge collects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Booking {
+    /// City the guest wants to stay in
+    pub city: Option<String>,
+    /// Check-in date, ISO 8601
+    pub check_in: Option<String>,
+    /// Number of guests, 1 to 12
+    pub guests: Option<u8>,
+    /// Confirmation id
+    pub booking_id: Option<String>,
+    /// Free-text feedback
+    pub feedback: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Concierge {
+    pub tier: String,
+}
+
+pub type Log = Arc<Mutex<Vec<String>>>;
+
+pub fn log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+pub fn entries(l: &Log) -> Vec<String> {
+    l.lock().unwrap().clone()
+}
+
+pub fn book_room() -> Arc<dyn Tool<Booking, Concierge>> {
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {
+        /// Hotel name
+        hotel: String,
+    }
+    FnTool::new(
+        "book_room",
+        "Book the room.",
+        |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
+            let id = format!("BK-{}", a.hotel.len());
+            Ok(ToolOutput::text(format!("booked {id}"))
+                .data(json!({ "booking_id": id }).as_object().cloned().unwrap_or_default())
+                .directive(Directive::complete()))
+        },
+    )
+    .into_arc()
+}
+
+/// ask_city → ask_date → ask_guests → route (auto) → confirm (end) | large_group (reply, end)
+pub fn booking_flow(confirm_branches: bool) -> Flow<Booking, Concierge> {
+    let mut confirm = Step::model("confirm")
+        .prompt("Confirm the booking.")
+        .tool(book_room())
+        .end();
+    if confirm_branches {
+        confirm = confirm
+            .branch(Branch::to_step("ask_date").when("the user wants another date"))
+            .branch(Branch::to_flow("feedback").when("the user wants to leave feedback"));
+    }
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .when("the user wants to book a hotel room")
+        .required(["city", "check_in", "guests"])
+        .step(Step::model("ask_city").prompt("Ask which city the user wants to stay in.").collect(["city"]))
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"])
+                .requires(["city"]),
+        )
+        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::auto("route")
+                .requires(["city", "check_in", "guests"])
+                .branch(Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
+                    cx.data().guests.is_some_and(|g| g > 8)
+                }))
+                .branch(Branch::to_step("confirm")),
+        )
+        .step(confirm)
+        .step(Step::reply("large_group", "A specialist will call you about groups.").end())
+        .build()
+        .expect("booking flow is valid")
+}
+
+pub fn feedback_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("feedback")
+        .title("Feedback")
+        .when("the user wants to leave feedback")
+        .step(Step::model("ask_feedback").prompt("Ask how the booking went.").collect(["feedback"]))
+        .build()
+        .expect("feedback flow is valid")
+}
+
+pub fn agent(provider: &ScriptedProvider, flows: Vec<Flow<Booking, Concierge>>) -> Agent<Booking, Concierge> {
+    let mut b = Agent::builder().name("Concierge").provider(provider.clone());
+    for f in flows {
+        b = b.flow(f);
+    }
+    b.build().expect("agent is valid")
+}

@@ -1,0 +1,1 @@
+//! Home of the trybuild suite that proves the macros' compile-time guarantees.
