@@ -1,1 +1,166 @@
-fn main() {}
+//! Framework time per turn with an instant provider, for three scripts (1 flow;
+//! 2 flows; 2 flows + 1 signal), and the stored size of an idle session.
+//!
+//! `cargo bench -p agent-core`. The provider answers from constants, so what is
+//! measured is the engine: routing, walk, prompt assembly, parsing, merging, saving.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agent_core::prelude::*;
+use agent_core::provider::{CallKind, ModelRequest, ModelResponse, Usage};
+use agent_core::store::SessionStore;
+use async_trait::async_trait;
+use criterion::{Criterion, criterion_group};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+struct Booking {
+    /// City the guest wants to stay in
+    city: Option<String>,
+    /// Check-in date, ISO 8601
+    check_in: Option<String>,
+    /// Number of guests
+    guests: Option<u8>,
+    feedback: Option<String>,
+}
+
+/// Answers every call instantly from constants.
+struct Instant;
+
+#[async_trait]
+impl Provider for Instant {
+    fn name(&self) -> &str {
+        "instant"
+    }
+    async fn generate(
+        &self,
+        req: &ModelRequest,
+    ) -> Result<ModelResponse, agent_core::error::ProviderError> {
+        let content = match req.kind {
+            CallKind::Route => r#"{"flow":"booking"}"#,
+            CallKind::Classify => r#"{"conditions":{"c0":false},"flow":"booking"}"#,
+            CallKind::Summarize => "summary",
+            _ => r#"{"data":{},"switch_flow":null,"message":"Which city would you like?"}"#,
+        };
+        Ok(ModelResponse {
+            content: content.to_owned(),
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            finish: Default::default(),
+        })
+    }
+}
+
+fn booking() -> Flow<Booking, ()> {
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .when("the user wants to book a hotel room")
+        .required(["city", "check_in", "guests"])
+        .step(Step::model("ask_city").prompt("Ask which city.").collect(["city"]))
+        .step(Step::model("ask_date").prompt("Ask for the check-in date.").collect(["check_in"]))
+        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(Step::model("confirm").prompt("Confirm the booking.").end())
+        .build()
+        .unwrap_or_else(|e| unreachable_config(e))
+}
+
+fn feedback() -> Flow<Booking, ()> {
+    Flow::builder("feedback")
+        .when("the user wants to leave feedback")
+        .step(Step::model("ask").prompt("Ask for feedback.").collect(["feedback"]))
+        .build()
+        .unwrap_or_else(|e| unreachable_config(e))
+}
+
+fn unreachable_config<T>(e: ConfigErrors) -> T {
+    eprintln!("{e}");
+    std::process::exit(1)
+}
+
+fn agent(flows: usize, signal: bool) -> Agent<Booking, ()> {
+    let mut b = Agent::builder().name("Concierge").provider(Instant).flow(booking());
+    if flows > 1 {
+        b = b.flow(feedback());
+    }
+    if signal {
+        b = b.signal(
+            Signal::new("frustrated")
+                .when("the user is frustrated")
+                .handle(|_: &agent_core::signal::SignalCx<'_, Booking, ()>| {
+                    SignalDirective::from(PreDirective::new().append_prompt("Lead with empathy."))
+                }),
+        );
+    }
+    b.build().unwrap_or_else(|e| unreachable_config(e))
+}
+
+const TURNS: u64 = 4;
+
+fn bench_turns(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(1)
+        });
+    let mut group = c.benchmark_group("turn");
+    for (name, flows, signal) in [
+        ("1_flow", 1, false),
+        ("2_flows", 2, false),
+        ("2_flows_1_signal", 2, true),
+    ] {
+        let a = agent(flows, signal);
+        let n = AtomicU64::new(0);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                // A new session every TURNS turns keeps history short and steady.
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                let id = format!("s{}", i / TURNS);
+                rt.block_on(async {
+                    black_box(a.respond(&id, "I'd like to book a room").await.ok());
+                });
+            })
+        });
+    }
+    group.finish();
+}
+
+fn report_idle_session_size() {
+    let rt = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(rt) => rt,
+        Err(_) => return,
+    };
+    rt.block_on(async {
+        let store = std::sync::Arc::new(agent_core::store::MemoryStore::new());
+        let a = Agent::<Booking, ()>::builder()
+            .provider(Instant)
+            .flow(booking())
+            .store_arc(store.clone())
+            .build()
+            .unwrap_or_else(|e| unreachable_config(e));
+        for _ in 0..TURNS {
+            let _ = a.respond("idle", "I'd like to book a room").await;
+        }
+        if let Ok(Some(stored)) = store.load("idle").await
+            && let Ok(Some(s)) = a.session("idle").await
+        {
+            let history: usize = s.history.iter().map(|m| m.content.len()).sum();
+            println!(
+                "idle session after {TURNS} turns: {} bytes stored, {} bytes of history text, {} bytes without history",
+                stored.bytes.len(),
+                history,
+                stored.bytes.len().saturating_sub(history)
+            );
+        }
+    });
+}
+
+criterion_group!(benches, bench_turns);
+
+fn main() {
+    report_idle_session_size();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

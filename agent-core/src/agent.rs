@@ -98,6 +98,8 @@ pub(crate) struct AgentInner<D, C> {
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
     pub(crate) section: String,
     locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Output schemas are the same for every turn at the same place: built once.
+    schema_cache: Mutex<HashMap<String, Arc<Value>>>,
 }
 
 impl<D, C> AgentInner<D, C> {
@@ -106,6 +108,20 @@ impl<D, C> AgentInner<D, C> {
     }
     pub(crate) fn flow_ids(&self) -> Vec<String> {
         self.flows.iter().map(|f| f.id.to_string()).collect()
+    }
+
+    /// The cached schema for `key`, built by `make` on first use.
+    pub(crate) fn cached_schema(&self, key: String, make: impl FnOnce() -> Value) -> Arc<Value> {
+        let mut cache = self.schema_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = cache.get(&key) {
+            return s.clone();
+        }
+        if cache.len() > 4096 {
+            cache.clear();
+        }
+        let s = Arc::new(make());
+        cache.insert(key, s.clone());
+        s
     }
 
     fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -471,11 +487,15 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                         flow: f.id.to_string(),
                         step: step.clone(),
                         problem: format!("target `{target}` is neither a step of this flow nor a registered flow"),
-                        help: format!(
-                            "{}; {}",
-                            suggest(&target, &flow_ids, "flows"),
-                            if step.is_some() { format!("steps of `{}`: {}", f.id, f.step_ids().join(", ")) } else { String::new() }
-                        ),
+                        help: match &step {
+                            Some(_) => format!(
+                                "{}; steps of `{}`: {}",
+                                suggest(&target, &flow_ids, "flows"),
+                                f.id,
+                                f.step_ids().join(", ")
+                            ),
+                            None => suggest(&target, &flow_ids, "flows"),
+                        },
                     }),
                     Some(g) => {
                         if let Some(ts) = target_step
@@ -494,7 +514,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         }
         let mut names = HashSet::new();
         for t in &self.tools {
-            check_tool(t.as_ref(), "", &mut errs);
+            check_tool(t.as_ref(), "", None, &mut errs);
             if !names.insert(t.name().to_owned()) {
                 errs.push(agent_err(
                     format!("duplicate agent tool `{}`", t.name()),
@@ -522,7 +542,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         }
         let mut signals = self.signals;
         // Higher priority first; stable, so ties keep declaration order.
-        signals.sort_by(|a, b| b.priority.cmp(&a.priority));
+        signals.sort_by_key(|s| std::cmp::Reverse(s.priority));
         let section = crate::prompt::render_agent_section(
             &self.name,
             self.persona.as_deref(),
@@ -548,17 +568,23 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 schema: Arc::new(DataSchema::of::<D>()),
                 section,
                 locks: Mutex::new(HashMap::new()),
+                schema_cache: Mutex::new(HashMap::new()),
             }),
         })
     }
 }
 
 /// Tool checks shared by flow and agent builders.
-pub(crate) fn check_tool<D, C>(t: &dyn Tool<D, C>, flow: &str, errs: &mut Vec<FlowConfigurationError>) {
+pub(crate) fn check_tool<D, C>(
+    t: &dyn Tool<D, C>,
+    flow: &str,
+    step: Option<&str>,
+    errs: &mut Vec<FlowConfigurationError>,
+) {
     if !valid_tool_name(t.name()) {
         errs.push(FlowConfigurationError {
             flow: flow.to_owned(),
-            step: None,
+            step: step.map(str::to_owned),
             problem: format!("invalid tool name `{}`", t.name()),
             help: "use 1 to 64 ASCII letters, digits, `_` or `-`".into(),
         });
@@ -566,7 +592,7 @@ pub(crate) fn check_tool<D, C>(t: &dyn Tool<D, C>, flow: &str, errs: &mut Vec<Fl
     if t.description().trim().is_empty() {
         errs.push(FlowConfigurationError {
             flow: flow.to_owned(),
-            step: None,
+            step: step.map(str::to_owned),
             problem: format!("tool `{}` has no description", t.name()),
             help: "the model needs a description to decide when to call it".into(),
         });

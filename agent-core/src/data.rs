@@ -139,10 +139,10 @@ impl DataSchema {
         let mut set = FieldSet::with_capacity(self.fields.len());
         if let Ok(Value::Object(map)) = serde_json::to_value(value) {
             for (k, v) in &map {
-                if !v.is_null() {
-                    if let Some(i) = self.index_of(k) {
-                        set.insert(i);
-                    }
+                if !v.is_null()
+                    && let Some(i) = self.index_of(k)
+                {
+                    set.insert(i);
                 }
             }
         }

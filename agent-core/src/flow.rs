@@ -465,9 +465,28 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             errs.push(err(None, format!("on_complete directive: {e}"), String::new()));
         }
         let mut seen = HashSet::new();
-        for t in self.tools.iter().chain(steps.iter().flat_map(|s| s.tools.iter())) {
-            crate::agent::check_tool(t.as_ref(), &fid, &mut errs);
-            let _ = seen.insert(t.name().to_owned());
+        for t in &self.tools {
+            crate::agent::check_tool(t.as_ref(), &fid, None, &mut errs);
+            if !seen.insert(t.name().to_owned()) {
+                errs.push(err(
+                    None,
+                    format!("duplicate flow tool `{}`", t.name()),
+                    "tool names must be unique within a flow".into(),
+                ));
+            }
+        }
+        for s in &steps {
+            let mut step_seen = HashSet::new();
+            for t in &s.tools {
+                crate::agent::check_tool(t.as_ref(), &fid, Some(&s.id), &mut errs);
+                if !step_seen.insert(t.name().to_owned()) {
+                    errs.push(err(
+                        Some(&s.id),
+                        format!("duplicate step tool `{}`", t.name()),
+                        "tool names must be unique within a step".into(),
+                    ));
+                }
+            }
         }
         if !errs.is_empty() {
             return Err(ConfigErrors(errs));

@@ -118,8 +118,8 @@ pub struct ToolSpec {
 pub struct OutputSchema {
     /// Schema name (some vendors require one).
     pub name: String,
-    /// The JSON schema.
-    pub schema: Value,
+    /// The JSON schema (shared: the engine caches schemas per flow and step).
+    pub schema: Arc<Value>,
 }
 
 /// One model call.

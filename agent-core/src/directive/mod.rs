@@ -419,12 +419,15 @@ impl<D, C> PreDirective<D, C> {
     }
 }
 
+/// Computes a signal's reply when it fires.
+pub type ReplyFn<D, C> = Arc<dyn Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync>;
+
 /// A late-binding reply for signals: text, or a function of the signal's view.
 pub enum ReplyWith<D, C> {
     /// Fixed text.
     Text(String),
     /// Computed when the signal fires.
-    Fn(Arc<dyn Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync>),
+    Fn(ReplyFn<D, C>),
 }
 
 impl<D, C> Clone for ReplyWith<D, C> {

@@ -232,7 +232,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if let Some(step) = flow
                 .steps
                 .iter()
-                .find(|s| s.collect.iter().any(|c| *c == field))
+                .find(|s| s.collect.contains(&field))
             {
                 self.s.step = Some(step.id.to_string());
                 self.awaiting = false;

@@ -162,12 +162,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         if let Some(f) = &flow {
             sys.push_str(&f.section);
-            let data = serde_json::to_value(&self.s.data).unwrap_or(Value::Null);
-            if let Value::Object(m) = data {
-                let present: Map<String, Value> = m.into_iter().filter(|(_, v)| !v.is_null()).collect();
-                if !present.is_empty() {
-                    let _ = writeln!(sys, "Collected so far: {}", Value::Object(present));
-                }
+            if let Ok(data) = serde_json::to_string(&self.s.data) {
+                let _ = writeln!(sys, "Collected so far (null = not yet): {data}");
             }
             tools.extend(f.tools.iter().cloned());
             match &target {
@@ -261,56 +257,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
 
         let structured = flow.is_some();
-        let output = if structured {
-            let mut props = Map::new();
-            let mut required = Vec::new();
-            if extract && let Some(f) = &flow {
-                props.insert("data".into(), self.a.schema.object_schema(&f.collectable));
-                required.push("data");
-            }
-            if !conditions.is_empty() {
-                let mut cprops = Map::new();
-                for i in 0..conditions.len() {
-                    cprops.insert(format!("c{i}"), json!({ "type": "boolean" }));
-                }
-                let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
-                props.insert(
-                    "conditions".into(),
-                    json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+        let output = match &flow {
+            Some(f) => {
+                let _ = writeln!(sys, "Answer with JSON only; write the reply to the user in `message`.");
+                let key = format!(
+                    "respond|{}|{extract}|{}|{}|{}",
+                    f.id,
+                    claims.join(","),
+                    conditions.len(),
+                    switch_options.len()
                 );
-                required.push("conditions");
+                let schema = self.a.cached_schema(key, || {
+                    self.respond_schema(f, extract, &claims, conditions.len(), &switch_options)
+                });
+                Some(OutputSchema {
+                    name: "turn".into(),
+                    schema,
+                })
             }
-            if !claims.is_empty() {
-                props.insert("step".into(), json!({ "type": "string", "enum": claims }));
-                required.push("step");
-            }
-            if !switch_options.is_empty() {
-                let mut ids: Vec<Value> = switch_options.iter().map(|(id, _)| Value::String(id.clone())).collect();
-                ids.push(Value::Null);
-                props.insert("switch_flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
-                required.push("switch_flow");
-            }
-            props.insert(
-                "message".into(),
-                json!({ "type": "string", "maxLength": self.a.config.max_reply_chars }),
-            );
-            required.push("message");
-            let _ = writeln!(sys, "Answer with JSON only; write the reply to the user in `message`.");
-            let mut schema = json!({
-                "type": "object",
-                "properties": props,
-                "required": required,
-                "additionalProperties": false,
-            });
-            if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
-                o.insert("$defs".into(), defs.clone());
-            }
-            Some(OutputSchema {
-                name: "turn".into(),
-                schema,
-            })
-        } else {
-            None
+            None => None,
         };
 
         let mut req = self.request(CallKind::Respond, sys, self.history_messages());
@@ -522,15 +487,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         for field in &flow.collectable {
             let _ = writeln!(sys, "- {field}");
         }
-        let mut schema = json!({
-            "type": "object",
-            "properties": { "data": self.a.schema.object_schema(&flow.collectable) },
-            "required": ["data"],
-            "additionalProperties": false,
+        let schema = self.a.cached_schema(format!("extract|{}", flow.id), || {
+            let mut schema = json!({
+                "type": "object",
+                "properties": { "data": self.a.schema.object_schema(&flow.collectable) },
+                "required": ["data"],
+                "additionalProperties": false,
+            });
+            if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
+                o.insert("$defs".into(), defs.clone());
+            }
+            schema
         });
-        if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
-            o.insert("$defs".into(), defs.clone());
-        }
         let mut req = self.request(CallKind::Extract, sys, self.history_messages());
         req.output = Some(OutputSchema {
             name: "extraction".into(),
@@ -621,7 +589,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let mut req = self.request(kind, sys, self.history_messages());
             req.output = Some(OutputSchema {
                 name: "classification".into(),
-                schema: json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false }),
+                schema: Arc::new(json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })),
             });
             let (resp, _) = self.call(&req).await?;
             let mut m = parse_json_object(&resp.content)
@@ -686,6 +654,67 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.s.summary = Some(resp.content.trim().to_owned());
         self.s.history.drain(..cut);
         Ok(())
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The respond call's schema: `data` (what the flow collects), `conditions`, the
+    /// `step` claim, `switch_flow`, then `message` last so streams reach it after the
+    /// decisions.
+    fn respond_schema(
+        &self,
+        f: &Flow<D, C>,
+        extract: bool,
+        claims: &[String],
+        n_conditions: usize,
+        switch_options: &[(String, String)],
+    ) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        if extract {
+            props.insert("data".into(), self.a.schema.object_schema(&f.collectable));
+            required.push("data");
+        }
+        if n_conditions > 0 {
+            let mut cprops = Map::new();
+            for i in 0..n_conditions {
+                cprops.insert(format!("c{i}"), json!({ "type": "boolean" }));
+            }
+            let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
+            props.insert(
+                "conditions".into(),
+                json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+            );
+            required.push("conditions");
+        }
+        if !claims.is_empty() {
+            props.insert("step".into(), json!({ "type": "string", "enum": claims }));
+            required.push("step");
+        }
+        if !switch_options.is_empty() {
+            let mut ids: Vec<Value> = switch_options
+                .iter()
+                .map(|(id, _)| Value::String(id.clone()))
+                .collect();
+            ids.push(Value::Null);
+            props.insert("switch_flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
+            required.push("switch_flow");
+        }
+        props.insert(
+            "message".into(),
+            json!({ "type": "string", "maxLength": self.a.config.max_reply_chars }),
+        );
+        required.push("message");
+        let mut schema = json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        });
+        if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
+            o.insert("$defs".into(), defs.clone());
+        }
+        schema
     }
 }
 

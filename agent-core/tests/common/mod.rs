@@ -1,5 +1,5 @@
 //! The booking agent used across the engine tests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 
@@ -51,7 +51,12 @@ pub fn book_room() -> Arc<dyn Tool<Booking, Concierge>> {
         |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
             let id = format!("BK-{}", a.hotel.len());
             Ok(ToolOutput::text(format!("booked {id}"))
-                .data(json!({ "booking_id": id }).as_object().cloned().unwrap_or_default())
+                .data(
+                    json!({ "booking_id": id })
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                )
                 .directive(Directive::complete()))
         },
     )
@@ -73,20 +78,30 @@ pub fn booking_flow(confirm_branches: bool) -> Flow<Booking, Concierge> {
         .title("Hotel booking")
         .when("the user wants to book a hotel room")
         .required(["city", "check_in", "guests"])
-        .step(Step::model("ask_city").prompt("Ask which city the user wants to stay in.").collect(["city"]))
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city the user wants to stay in.")
+                .collect(["city"]),
+        )
         .step(
             Step::model("ask_date")
                 .prompt("Ask for the check-in date.")
                 .collect(["check_in"])
                 .requires(["city"]),
         )
-        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"]),
+        )
         .step(
             Step::auto("route")
                 .requires(["city", "check_in", "guests"])
-                .branch(Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
-                    cx.data().guests.is_some_and(|g| g > 8)
-                }))
+                .branch(
+                    Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
+                        cx.data().guests.is_some_and(|g| g > 8)
+                    }),
+                )
                 .branch(Branch::to_step("confirm")),
         )
         .step(confirm)
@@ -99,13 +114,22 @@ pub fn feedback_flow() -> Flow<Booking, Concierge> {
     Flow::builder("feedback")
         .title("Feedback")
         .when("the user wants to leave feedback")
-        .step(Step::model("ask_feedback").prompt("Ask how the booking went.").collect(["feedback"]))
+        .step(
+            Step::model("ask_feedback")
+                .prompt("Ask how the booking went.")
+                .collect(["feedback"]),
+        )
         .build()
         .expect("feedback flow is valid")
 }
 
-pub fn agent(provider: &ScriptedProvider, flows: Vec<Flow<Booking, Concierge>>) -> Agent<Booking, Concierge> {
-    let mut b = Agent::builder().name("Concierge").provider(provider.clone());
+pub fn agent(
+    provider: &ScriptedProvider,
+    flows: Vec<Flow<Booking, Concierge>>,
+) -> Agent<Booking, Concierge> {
+    let mut b = Agent::builder()
+        .name("Concierge")
+        .provider(provider.clone());
     for f in flows {
         b = b.flow(f);
     }
