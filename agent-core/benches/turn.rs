@@ -4,6 +4,8 @@
 //! `cargo bench -p agent-core`. The provider answers from constants, so what is
 //! measured is the engine: routing, walk, prompt assembly, parsing, merging, saving.
 
+#![allow(missing_docs)] // criterion_group! generates an undocumented fn
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 

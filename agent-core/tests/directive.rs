@@ -32,10 +32,11 @@ type Pre = PreDirective<(), ()>;
 
 /// A patch from a `json!({...})` literal.
 fn patch(v: Value) -> Patch {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("test bug: patch literal must be an object, got {other}"),
-    }
+    assert!(
+        v.is_object(),
+        "test bug: patch literal must be an object, got {v}"
+    );
+    v.as_object().cloned().unwrap_or_default()
 }
 
 /// A tool whose description identifies which definition it is.
@@ -137,21 +138,18 @@ fn winner(d: &Directive) -> Option<(Kind, String)> {
 /// Reject through serde; returns serde's message (the `DirectiveError` display) and
 /// asserts `from_json` rejects too.
 fn rejected(v: Value) -> String {
-    if let Ok(d) = Directive::from_json(v.clone()) {
-        panic!("from_json accepted {v}: {d:?}");
-    }
-    match serde_json::from_value::<Directive>(v.clone()) {
-        Ok(d) => panic!("serde accepted {v}: {d:?}"),
-        Err(e) => e.to_string(),
-    }
+    let typed = Directive::from_json(v.clone());
+    assert!(typed.is_err(), "from_json accepted {v}: {typed:?}");
+    let via_serde = serde_json::from_value::<Directive>(v.clone());
+    assert!(via_serde.is_err(), "serde accepted {v}: {via_serde:?}");
+    via_serde.err().map(|e| e.to_string()).unwrap_or_default()
 }
 
 /// Parse through `from_json`, failing the test with the error when rejected.
 fn parsed(v: Value) -> Directive {
-    match Directive::from_json(v.clone()) {
-        Ok(d) => d,
-        Err(e) => panic!("{v} should parse, got {e:?}"),
-    }
+    let d = Directive::from_json(v.clone());
+    assert!(d.is_ok(), "{v} should parse, got {d:?}");
+    d.unwrap_or_default()
 }
 
 /// Whether a type implements `Serialize`, decided at compile time (an inherent method
@@ -442,8 +440,7 @@ proptest! {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, k)| k.map(|k| (i, k)))
-                .filter(|(_, k)| spec_tier(*k) == top)
-                .last()
+                .rfind(|(_, k)| spec_tier(*k) == top)
                 .map(|(i, k)| (k, i.to_string()))
         });
         prop_assert_eq!(winner(&fold(bus)), expect);

@@ -3,13 +3,6 @@
 //! entries name the flow, the step, the bad value and the valid choices, and report
 //! every problem of a definition at once.
 
-// The shared fixtures unwrap outside test functions; that is theirs to fix, not a
-// reason to fail this file's lint run.
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "shared fixture code, checked where it is defined"
-)]
 mod common;
 
 use agent_core::AgentBuilder;

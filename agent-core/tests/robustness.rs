@@ -3,9 +3,6 @@
 //! oversized and hostile user messages; concurrent turns and save conflicts; the
 //! streaming contract; history compaction.
 
-// The shared fixture's helpers use `expect`/`unwrap` outside test functions, which the
-// workspace's clippy lints reject; allow them for the included module only.
-#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod common;
 
 use std::sync::Arc;

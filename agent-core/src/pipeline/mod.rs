@@ -213,6 +213,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
 
         if let Some(p) = self.s.pending.take() {
+            self.record(&DirectiveSource::Pending, &p, &[], &[], false);
             self.apply(DirectiveSource::Pending, p, Phase::Pre).await?;
         } else {
             self.pre_phase().await?;

@@ -215,17 +215,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut questions_of = Vec::with_capacity(candidates.len());
         for &i in &candidates {
             let sig = &self.a.signals[i];
-            let already = sig.when.as_ref().and_then(|w| self.judged.get(w.as_str()));
-            questions_of.push(match (&sig.when, already) {
-                (Some(w), None) => {
-                    questions.push(Question {
-                        condition: w.clone(),
-                        extract: sig.extract.clone(),
-                    });
-                    Some(questions.len() - 1)
-                }
-                _ => None,
-            });
+            // Judged again even if the pre phase judged the same text: the post phase
+            // sees the reply.
+            questions_of.push(sig.when.as_ref().map(|w| {
+                questions.push(Question {
+                    condition: w.clone(),
+                    extract: sig.extract.clone(),
+                });
+                questions.len() - 1
+            }));
         }
         let verdicts = if questions.is_empty() {
             Verdicts::default()

@@ -1,0 +1,138 @@
+//! Prompt composition: persona, goal, scoped instructions (must / should / never, with
+//! `when` and `if`), glossary, knowledge, step prompt and collected data reach the
+//! model; conditional pieces appear only when they apply.
+
+mod common;
+
+use agent_core::prelude::*;
+use agent_core::provider::CallKind;
+use agent_core::testing::{Answer, Conversation, ScriptedProvider};
+use common::*;
+use serde_json::json;
+
+fn agent_with_prompt_parts(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .description("Book one hotel room.")
+        .instruction(Instruction::must("confirm the city before booking"))
+        .instruction(
+            Instruction::should("mention the gold lounge")
+                .if_(|cx: &Cx<'_, Booking, Concierge>| cx.context().tier == "gold"),
+        )
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city the user wants to stay in.")
+                .collect(["city"])
+                .instruction(Instruction::never("suggest a city yourself").when("the user is undecided")),
+        )
+        .step(Step::model("ask_date").prompt("Ask for the check-in date.").collect(["check_in"]))
+        .build()
+        .unwrap();
+    Agent::builder()
+        .name("Concierge")
+        .persona("A friendly hotel concierge.")
+        .goal("Book hotel rooms.")
+        .instruction(Instruction::never("invent prices"))
+        .term("BK", "a booking confirmation number")
+        .knowledge("Check-in is from 3 pm.")
+        .provider(p.clone())
+        .context(Concierge { tier: "silver".into() })
+        .flow(flow)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_system_prompt_carries_every_static_section_and_the_step_prompt() {
+    let p = ScriptedProvider::new();
+    let a = agent_with_prompt_parts(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let sys = p.last_request().unwrap().system;
+    for needle in [
+        "You are Concierge. A friendly hotel concierge.",
+        "Goal: Book hotel rooms.",
+        "- NEVER invent prices",
+        "- BK: a booking confirmation number",
+        "- Check-in is from 3 pm.",
+        "Current task: Hotel booking. Book one hotel room.",
+        "- MUST confirm the city before booking",
+        "Step `ask_city`: Ask which city the user wants to stay in. (collects: city)",
+        "- When the user is undecided: NEVER suggest a city yourself",
+    ] {
+        assert!(sys.contains(needle), "missing {needle:?} in:\n{sys}");
+    }
+}
+
+#[tokio::test]
+async fn an_if_instruction_appears_only_while_its_predicate_holds() {
+    let p = ScriptedProvider::new();
+    let a = agent_with_prompt_parts(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    assert!(!p.last_request().unwrap().system.contains("gold lounge"));
+
+    a.dispatch("s", Directive::new().context(json!({"tier": "gold"}).as_object().cloned().unwrap()))
+        .await
+        .unwrap();
+    // The user did not answer: the model re-asks and claims the awaiting step.
+    p.respond(Answer::message("Which city?").claiming("ask_city"));
+    let r = a.respond("s", "hello again").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
+    assert!(p.last_request().unwrap().system.contains("- SHOULD mention the gold lounge"));
+}
+
+#[tokio::test]
+async fn collected_data_and_history_reach_the_model() {
+    let p = ScriptedProvider::new();
+    let a = agent_with_prompt_parts(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    p.respond(Answer::message("Which date?").with_data(json!({"city": "Lisbon"})).claiming("ask_date"));
+    a.respond("s", "Lisbon").await.unwrap();
+    p.respond(Answer::message("Noted").with_data(json!({"check_in": "2026-07-01"})));
+    a.respond("s", "July 1").await.unwrap();
+    let req = p.last_request().unwrap();
+    assert!(req.system.contains(r#""city":"Lisbon""#), "{}", req.system);
+    let texts: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["hi", "Which city?", "Lisbon", "Which date?", "July 1"]);
+}
+
+#[tokio::test]
+async fn the_respond_call_sends_a_schema_with_only_the_fields_the_flow_collects() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let req = p.last_request().unwrap();
+    assert_eq!(req.kind, CallKind::Respond);
+    let schema = &req.output.unwrap().schema;
+    let data_props = schema["properties"]["data"]["properties"].as_object().unwrap();
+    let mut keys: Vec<&str> = data_props.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["check_in", "city", "guests"]);
+    assert_eq!(
+        data_props["city"]["description"], "City the guest wants to stay in",
+        "field docs become extraction hints"
+    );
+    assert!(schema["properties"]["message"]["maxLength"].is_number());
+}
+
+#[tokio::test]
+async fn the_conversation_helper_asserts_steps_calls_and_data() {
+    let p = ScriptedProvider::new();
+    let conv = Conversation::new(agent(&p, vec![booking_flow(false)]), p.clone());
+    conv.provider().respond(Answer::message("Which city?"));
+    conv.say("I need a room").await.unwrap().expect_step("ask_city").expect_calls(1);
+    conv.provider().respond(
+        Answer::message("When?").with_data(json!({"city": "Porto"})).claiming("ask_date"),
+    );
+    conv.say("Porto")
+        .await
+        .unwrap()
+        .expect_step("ask_date")
+        .expect_calls(1)
+        .expect_stopped(StoppedReason::NeedsInput)
+        .expect_data(|d| d.city.as_deref() == Some("Porto"))
+        .expect_message("When?");
+}
