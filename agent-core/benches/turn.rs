@@ -44,7 +44,10 @@ impl Provider for Instant {
             CallKind::Route => r#"{"flow":"booking"}"#,
             CallKind::Classify => r#"{"conditions":{"c0":false},"flow":"booking"}"#,
             CallKind::Summarize => "summary",
-            _ => r#"{"data":{},"switch_flow":null,"message":"Which city would you like?"}"#,
+            // The user keeps not answering: the model re-asks and claims the awaiting step.
+            _ => {
+                r#"{"data":{},"step":"ask_city","switch_flow":null,"message":"Which city would you like?"}"#
+            }
         };
         Ok(ModelResponse {
             content: content.to_owned(),
@@ -60,20 +63,36 @@ fn booking() -> Flow<Booking, ()> {
         .title("Hotel booking")
         .when("the user wants to book a hotel room")
         .required(["city", "check_in", "guests"])
-        .step(Step::model("ask_city").prompt("Ask which city.").collect(["city"]))
-        .step(Step::model("ask_date").prompt("Ask for the check-in date.").collect(["check_in"]))
-        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"]),
+        )
         .step(Step::model("confirm").prompt("Confirm the booking.").end())
         .build()
-        .unwrap_or_else(|e| unreachable_config(e))
+        .unwrap_or_else(unreachable_config)
 }
 
 fn feedback() -> Flow<Booking, ()> {
     Flow::builder("feedback")
         .when("the user wants to leave feedback")
-        .step(Step::model("ask").prompt("Ask for feedback.").collect(["feedback"]))
+        .step(
+            Step::model("ask")
+                .prompt("Ask for feedback.")
+                .collect(["feedback"]),
+        )
         .build()
-        .unwrap_or_else(|e| unreachable_config(e))
+        .unwrap_or_else(unreachable_config)
 }
 
 fn unreachable_config<T>(e: ConfigErrors) -> T {
@@ -82,7 +101,10 @@ fn unreachable_config<T>(e: ConfigErrors) -> T {
 }
 
 fn agent(flows: usize, signal: bool) -> Agent<Booking, ()> {
-    let mut b = Agent::builder().name("Concierge").provider(Instant).flow(booking());
+    let mut b = Agent::builder()
+        .name("Concierge")
+        .provider(Instant)
+        .flow(booking());
     if flows > 1 {
         b = b.flow(feedback());
     }
@@ -95,7 +117,7 @@ fn agent(flows: usize, signal: bool) -> Agent<Booking, ()> {
                 }),
         );
     }
-    b.build().unwrap_or_else(|e| unreachable_config(e))
+    b.build().unwrap_or_else(unreachable_config)
 }
 
 const TURNS: u64 = 4;
@@ -141,7 +163,7 @@ fn report_idle_session_size() {
             .flow(booking())
             .store_arc(store.clone())
             .build()
-            .unwrap_or_else(|e| unreachable_config(e));
+            .unwrap_or_else(unreachable_config);
         for _ in 0..TURNS {
             let _ = a.respond("idle", "I'd like to book a room").await;
         }
@@ -161,7 +183,29 @@ fn report_idle_session_size() {
 
 criterion_group!(benches, bench_turns);
 
+/// `TURN_PROFILE=N`: run N turns of the 1-flow script and exit (for instruction
+/// counting under callgrind, which needs a fixed amount of work).
+fn profile_run(n: u64) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+        return;
+    };
+    let a = agent(1, false);
+    rt.block_on(async {
+        for i in 0..n {
+            let id = format!("s{}", i / TURNS);
+            black_box(a.respond(&id, "I'd like to book a room").await.ok());
+        }
+    });
+}
+
 fn main() {
+    if let Some(n) = std::env::var("TURN_PROFILE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        profile_run(n);
+        return;
+    }
     report_idle_session_size();
     benches();
     Criterion::default().configure_from_args().final_summary();

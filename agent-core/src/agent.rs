@@ -6,8 +6,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::Stream;
-use tracing::Instrument;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::data::{AgentContext, AgentData, DataSchema};
@@ -283,11 +283,14 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             let turn = Turn::new(inner, session, message, sink);
             let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
             match turn.run().instrument(span).await {
-                Err(AgentError::Store(StoreError::Conflict { .. }))
-                    if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                Err(AgentError::Store(StoreError::Conflict { .. })) if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
                 {
                     attempt += 1;
-                    tracing::debug!(session = session_id, attempt, "save conflict; re-running the turn on fresh state");
+                    tracing::debug!(
+                        session = session_id,
+                        attempt,
+                        "save conflict; re-running the turn on fresh state"
+                    );
                     continue;
                 }
                 other => return other,
@@ -465,7 +468,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         let Some(provider) = self.provider else {
             return Err(ConfigErrors(vec![agent_err(
                 "no provider".into(),
-                "call `.provider(..)`; `agent_core::testing::ScriptedProvider` works offline".into(),
+                "call `.provider(..)`; `agent_core::testing::ScriptedProvider` works offline"
+                    .into(),
             )]));
         };
         let mut flow_index = HashMap::new();
@@ -486,7 +490,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                     None => errs.push(FlowConfigurationError {
                         flow: f.id.to_string(),
                         step: step.clone(),
-                        problem: format!("target `{target}` is neither a step of this flow nor a registered flow"),
+                        problem: format!(
+                            "target `{target}` is neither a step of this flow nor a registered flow"
+                        ),
                         help: match &step {
                             Some(_) => format!(
                                 "{}; steps of `{}`: {}",
@@ -504,7 +510,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                             errs.push(FlowConfigurationError {
                                 flow: f.id.to_string(),
                                 step,
-                                problem: format!("target step `{ts}` does not exist in flow `{target}`"),
+                                problem: format!(
+                                    "target step `{ts}` does not exist in flow `{target}`"
+                                ),
                                 help: suggest(&ts, &g.step_ids(), "steps"),
                             });
                         }

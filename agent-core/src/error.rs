@@ -99,7 +99,9 @@ pub enum DirectiveError {
         known: Vec<String>,
     },
     /// A step-relative position with no active flow.
-    #[error("`{field}` needs an active flow, but none is active; use `goTo` or `goToStep` with a flow")]
+    #[error(
+        "`{field}` needs an active flow, but none is active; use `goTo` or `goToStep` with a flow"
+    )]
     NoActiveFlow {
         /// Field name.
         field: &'static str,
@@ -175,7 +177,9 @@ pub enum ProviderError {
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum StoreError {
     /// Compare-and-swap failed: someone saved the session since it was loaded.
-    #[error("session `{session_id}` was changed concurrently (expected version {expected}, found {found}); reload and retry the turn")]
+    #[error(
+        "session `{session_id}` was changed concurrently (expected version {expected}, found {found}); reload and retry the turn"
+    )]
     Conflict {
         /// Session id.
         session_id: String,
@@ -185,7 +189,9 @@ pub enum StoreError {
         found: u64,
     },
     /// The stored bytes could not be read.
-    #[error("session `{session_id}` could not be decoded: {message}; the stored data does not match the agent's types")]
+    #[error(
+        "session `{session_id}` could not be decoded: {message}; the stored data does not match the agent's types"
+    )]
     Corrupt {
         /// Session id.
         session_id: String,
@@ -248,7 +254,9 @@ pub enum AgentError {
         message: String,
     },
     /// The user message exceeds the configured limit.
-    #[error("user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it")]
+    #[error(
+        "user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it"
+    )]
     MessageTooLarge {
         /// Its size.
         len: usize,

@@ -296,7 +296,11 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             help,
         };
         if self.id.trim().is_empty() {
-            errs.push(err(None, "flow id is empty".into(), "give the flow an id".into()));
+            errs.push(err(
+                None,
+                "flow id is empty".into(),
+                "give the flow an id".into(),
+            ));
         }
         if self.steps.is_empty() {
             errs.push(err(
@@ -343,7 +347,11 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         let step_ids: Vec<String> = steps.iter().map(|s| s.id.to_string()).collect();
         for (i, s) in steps.iter().enumerate() {
             if s.id.trim().is_empty() {
-                errs.push(err(None, format!("step #{i} has an empty id"), "give every step an id".into()));
+                errs.push(err(
+                    None,
+                    format!("step #{i} has an empty id"),
+                    "give every step an id".into(),
+                ));
             }
             if step_index.insert(s.id.clone(), i).is_some() {
                 errs.push(err(
@@ -388,7 +396,8 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                         errs.push(err(
                             Some(&sid),
                             "an `auto` step cannot have `when` branches".into(),
-                            "auto steps have no model call to judge them; use `if` predicates".into(),
+                            "auto steps have no model call to judge them; use `if` predicates"
+                                .into(),
                         ));
                     }
                 }
@@ -441,7 +450,11 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                         }
                         Target::Directive(d) => {
                             if let Err(e) = d.validate() {
-                                errs.push(err(Some(&sid), format!("branch directive: {e}"), String::new()));
+                                errs.push(err(
+                                    Some(&sid),
+                                    format!("branch directive: {e}"),
+                                    String::new(),
+                                ));
                             }
                             if let Some(Position::GoToStep(g)) = &d.position
                                 && g.flow.is_none()
@@ -462,7 +475,11 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         if let Some(d) = &self.on_complete
             && let Err(e) = d.validate()
         {
-            errs.push(err(None, format!("on_complete directive: {e}"), String::new()));
+            errs.push(err(
+                None,
+                format!("on_complete directive: {e}"),
+                String::new(),
+            ));
         }
         let mut seen = HashSet::new();
         for t in &self.tools {
@@ -518,8 +535,16 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             description: self.description,
             when: self.when,
             if_: self.if_,
-            required: self.required.iter().map(|s| Arc::from(s.as_str())).collect(),
-            optional: self.optional.iter().map(|s| Arc::from(s.as_str())).collect(),
+            required: self
+                .required
+                .iter()
+                .map(|s| Arc::from(s.as_str()))
+                .collect(),
+            optional: self
+                .optional
+                .iter()
+                .map(|s| Arc::from(s.as_str()))
+                .collect(),
             required_idx,
             collectable,
             collectable_idx,
@@ -548,7 +573,11 @@ pub(crate) fn suggest(bad: &str, known: &[String], what: &str) -> String {
     let list = if known.is_empty() {
         "none".to_string()
     } else {
-        known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        known
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     match best {
         Some((_, k)) => format!("did you mean `{k}`? known {what}: {list}"),

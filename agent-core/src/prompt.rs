@@ -70,7 +70,11 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>) {
                     (Some(p), _) => p.clone(),
                     (None, false) => format!(
                         "Ask the user for: {}.",
-                        step.collect.iter().map(|f| f.as_ref()).collect::<Vec<_>>().join(", ")
+                        step.collect
+                            .iter()
+                            .map(|f| f.as_ref())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     (None, true) => "Continue the conversation.".to_owned(),
                 };
@@ -79,7 +83,11 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>) {
                     let _ = write!(
                         s,
                         " (collects: {})",
-                        step.collect.iter().map(|f| f.as_ref()).collect::<Vec<_>>().join(", ")
+                        step.collect
+                            .iter()
+                            .map(|f| f.as_ref())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     );
                 }
                 s.push('\n');

@@ -13,7 +13,10 @@ use crate::store::StoredSession;
 
 /// The persisted state of one conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(bound(serialize = "D: Serialize, C: Serialize", deserialize = "D: AgentData, C: AgentContext"))]
+#[serde(bound(
+    serialize = "D: Serialize, C: Serialize",
+    deserialize = "D: AgentData, C: AgentContext"
+))]
 pub struct Session<D, C> {
     /// Session id.
     pub id: String,

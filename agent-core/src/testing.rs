@@ -220,7 +220,10 @@ impl Answer {
                     );
                 }
                 if schema_has(req, "conditions") {
-                    m.insert("conditions".into(), Value::Object(condition_map(req, verdicts)));
+                    m.insert(
+                        "conditions".into(),
+                        Value::Object(condition_map(req, verdicts)),
+                    );
                 }
                 if schema_has(req, "message") {
                     m.insert("message".into(), Value::String(message.clone()));
@@ -245,7 +248,10 @@ impl Answer {
                 if !ex.is_empty() {
                     m.insert("extracted".into(), Value::Object(ex));
                 }
-                m.insert("flow".into(), flow.clone().map_or(Value::Null, Value::String));
+                m.insert(
+                    "flow".into(),
+                    flow.clone().map_or(Value::Null, Value::String),
+                );
                 ok(Value::Object(m).to_string(), FinishReason::Stop)
             }
             AnswerKind::Raw(c, finish) => ok(c.clone(), *finish),
@@ -330,7 +336,11 @@ impl ScriptedProvider {
 
     /// Queue an answer for the next call of `kind`.
     pub fn push(&self, kind: CallKind, answer: Answer) -> &Self {
-        self.lock().queues.entry(kind).or_default().push_back(answer);
+        self.lock()
+            .queues
+            .entry(kind)
+            .or_default()
+            .push_back(answer);
         self
     }
     /// Answer every call of `kind` with this when nothing is queued.
@@ -373,7 +383,11 @@ impl ScriptedProvider {
     }
     /// How many calls of a kind so far.
     pub fn calls_of(&self, kind: CallKind) -> usize {
-        self.lock().requests.iter().filter(|r| r.kind == kind).count()
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| r.kind == kind)
+            .count()
     }
     /// The last request.
     pub fn last_request(&self) -> Option<ModelRequest> {
@@ -400,7 +414,11 @@ impl Provider for ScriptedProvider {
             let mut s = self.lock();
             s.requests.push(request.clone());
             let n = s.requests.len();
-            match s.queues.get_mut(&request.kind).and_then(VecDeque::pop_front) {
+            match s
+                .queues
+                .get_mut(&request.kind)
+                .and_then(VecDeque::pop_front)
+            {
                 Some(a) => a,
                 None => match s.defaults.get(&request.kind) {
                     Some(a) => a.clone(),

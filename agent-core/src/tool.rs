@@ -217,8 +217,9 @@ pub trait Tool<D, C>: Send + Sync {
     }
 }
 
-type Handler<D, C> =
-    Arc<dyn Fn(ToolCx<D, C>, Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+type Handler<D, C> = Arc<
+    dyn Fn(ToolCx<D, C>, Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync,
+>;
 type Validator = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 type Permission<D, C> = Arc<dyn Fn(&ToolCx<D, C>) -> Result<(), String> + Send + Sync>;
 

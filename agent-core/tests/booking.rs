@@ -18,45 +18,72 @@ async fn one_field_per_turn_costs_exactly_one_model_call_per_turn() {
     assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
 
-    p.respond(Answer::message("Check-in date?").with_data(json!({"city": "Lisbon"})).claiming("ask_date"));
+    p.respond(
+        Answer::message("Check-in date?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
     let r = a.respond("s", "Lisbon").await.unwrap();
     assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 1));
     assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
     assert_eq!(r.message, "Check-in date?");
 
-    p.respond(Answer::message("How many guests?").with_data(json!({"check_in": "2026-07-01"})).claiming("ask_guests"));
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({"check_in": "2026-07-01"}))
+            .claiming("ask_guests"),
+    );
     let r = a.respond("s", "July 1").await.unwrap();
     assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_guests"), 1));
 
-    p.respond(Answer::message("Shall I book?").with_data(json!({"guests": 2})).claiming("confirm"));
+    p.respond(
+        Answer::message("Shall I book?")
+            .with_data(json!({"guests": 2}))
+            .claiming("confirm"),
+    );
     let r = a.respond("s", "two of us").await.unwrap();
     assert_eq!((r.step.as_deref(), r.model_calls), (Some("confirm"), 1));
     let steps: Vec<&str> = r.executed_steps.iter().map(|s| s.step.as_str()).collect();
     assert_eq!(steps, ["route", "confirm"]);
-    assert_eq!(p.calls_of(CallKind::Classify) + p.calls_of(CallKind::Route), 0);
+    assert_eq!(
+        p.calls_of(CallKind::Classify) + p.calls_of(CallKind::Route),
+        0
+    );
 }
 
 #[tokio::test]
 async fn all_data_in_one_message_lands_on_confirm_in_at_most_two_calls() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("Which city?").with_data(json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2})));
+    p.respond(
+        Answer::message("Which city?")
+            .with_data(json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2})),
+    );
     p.respond(Answer::message("Lisbon, July 1, 2 guests. Shall I book?"));
     let r = a.respond("s", "Lisbon, July 1, two of us").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("confirm"));
     assert!(r.model_calls <= 2, "{} calls", r.model_calls);
     assert_eq!(r.message, "Lisbon, July 1, 2 guests. Shall I book?");
     let steps: Vec<&str> = r.executed_steps.iter().map(|s| s.step.as_str()).collect();
-    assert_eq!(steps, ["ask_city", "ask_date", "ask_guests", "route", "confirm"]);
+    assert_eq!(
+        steps,
+        ["ask_city", "ask_date", "ask_guests", "route", "confirm"]
+    );
 }
 
 #[tokio::test]
 async fn confirm_turn_books_through_the_tool_and_completes_the_flow() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(true), feedback_flow()]);
-    a.dispatch("s", Directive::go_to_step_in("booking", "confirm").data(
-        json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2}).as_object().cloned().unwrap(),
-    ))
+    a.dispatch(
+        "s",
+        Directive::go_to_step_in("booking", "confirm").data(
+            json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        ),
+    )
     .await
     .unwrap();
     p.respond(Answer::message("Shall I book?"));
@@ -68,7 +95,12 @@ async fn confirm_turn_books_through_the_tool_and_completes_the_flow() {
     p.respond(Answer::tool("book_room", json!({"hotel": "Grand"})));
     p.tool_round(Answer::message("Booked! Your id is BK-5."));
     let r = a.respond("s", "yes please").await.unwrap();
-    assert_eq!(r.stopped, StoppedReason::FlowCompleted { flow: "booking".into() });
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "booking".into()
+        }
+    );
     assert_eq!(r.flow, None);
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
     assert_eq!(r.message, "Booked! Your id is BK-5.");
@@ -81,9 +113,15 @@ async fn confirm_turn_books_through_the_tool_and_completes_the_flow() {
 async fn a_when_branch_judged_true_redirects_and_rerenders() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(true), feedback_flow()]);
-    a.dispatch("s", Directive::go_to_step_in("booking", "confirm").data(
-        json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2}).as_object().cloned().unwrap(),
-    ))
+    a.dispatch(
+        "s",
+        Directive::go_to_step_in("booking", "confirm").data(
+            json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        ),
+    )
     .await
     .unwrap();
     p.respond(Answer::message("Shall I book?"));
@@ -101,7 +139,10 @@ async fn a_when_branch_judged_true_redirects_and_rerenders() {
 async fn large_groups_get_the_verbatim_reply_with_no_extra_call() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("?").with_data(json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 10})));
+    p.respond(
+        Answer::message("?")
+            .with_data(json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 10})),
+    );
     let r = a.respond("s", "Lisbon July 1 for 10").await.unwrap();
     assert_eq!(r.message, "A specialist will call you about groups.");
     assert_eq!(r.stopped, StoppedReason::Reply);

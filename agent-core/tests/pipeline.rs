@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use agent_core::AgentBuilder;
 use agent_core::error::DirectiveError;
@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 type Ctx<'a> = Cx<'a, Booking, Concierge>;
 type Pre = PreDirective<Booking, Concierge>;
+/// What a helper that builds a flow or an agent returns.
+type Built<T> = Result<T, ConfigErrors>;
 type BookingFlow = agent_core::flow::FlowBuilder<Booking, Concierge>;
 
 fn patch(v: Value) -> Patch {
@@ -27,11 +29,13 @@ fn patch(v: Value) -> Patch {
 }
 
 fn push(l: &Log, entry: impl Into<String>) {
-    l.lock().unwrap().push(entry.into());
+    l.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(entry.into());
 }
 
 fn drain(l: &Log) -> Vec<String> {
-    std::mem::take(&mut *l.lock().unwrap())
+    std::mem::take(&mut *l.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// Every entry of `order` is in `log` (as a prefix of an entry), first occurrences in
@@ -111,8 +115,9 @@ fn hops(r: &AgentResponse<Booking>, from: &str, to: &str) -> usize {
         .count()
 }
 
-async fn stored(a: &Agent<Booking, Concierge>, id: &str) -> Session<Booking, Concierge> {
-    a.session(id).await.unwrap().expect("session is stored")
+/// The stored session (`None` when missing or unreadable).
+async fn stored(a: &Agent<Booking, Concierge>, id: &str) -> Option<Session<Booking, Concierge>> {
+    a.session(id).await.ok().flatten()
 }
 
 // ---------------------------------------------------------------------------------
@@ -120,7 +125,7 @@ async fn stored(a: &Agent<Booking, Concierge>, id: &str) -> Session<Booking, Con
 // ---------------------------------------------------------------------------------
 
 /// A two-step flow whose every hook writes to `l`.
-fn hooked_flow(l: &Log) -> Flow<Booking, Concierge> {
+fn hooked_flow(l: &Log) -> Built<Flow<Booking, Concierge>> {
     let (l1, l2, l3, l4, l5) = (l.clone(), l.clone(), l.clone(), l.clone(), l.clone());
     let (s1, s2, s3, s4, s5, s6) = (
         l.clone(),
@@ -208,7 +213,6 @@ fn hooked_flow(l: &Log) -> Flow<Booking, Concierge> {
                 }),
         )
         .build()
-        .unwrap()
 }
 
 #[tokio::test]
@@ -229,7 +233,7 @@ async fn hooks_run_at_their_moments_with_the_real_session() {
             );
             Pre::new()
         })
-        .flow(hooked_flow(&l))
+        .flow(hooked_flow(&l).unwrap())
         .build()
         .unwrap();
 
@@ -262,18 +266,16 @@ async fn hooks_run_at_their_moments_with_the_real_session() {
     );
     assert!(!reqs[0].system.contains("PREPARE-GUESTS"));
     assert_eq!(
-        stored(&a, "s").await.context.tier,
+        stored(&a, "s").await.unwrap().context.tier,
         "vip",
         "finalize's context write"
     );
 
-    // Turn 2: no agent/flow on_enter again; model data then finalize's data write,
-    // each followed by on_data_update.
-    p.respond(logged_answer(
-        &l,
-        "How many guests?",
-        json!({ "city": "Lisbon" }),
-    ));
+    // Turn 2: no agent/flow on_enter again. The next step has an on_enter hook, so it
+    // is not rendered speculatively: extraction first, then the step is entered (its
+    // on_enter before its prepare), then the call; finalize's data write follows.
+    p.extract(logged_answer(&l, "", json!({ "city": "Lisbon" })));
+    p.respond(logged_answer(&l, "How many guests?", json!({})));
     let r = a.respond("s", "Lisbon").await.unwrap();
     let t2 = drain(&l);
     assert_eq!(r.step.as_deref(), Some("ask_guests"));
@@ -290,9 +292,11 @@ async fn hooks_run_at_their_moments_with_the_real_session() {
     assert_order(
         &t2,
         &[
+            "model:Extract",
+            "flow.on_data_update city=Some(\"Lisbon\") guests=None booking_id=None",
+            "ask_guests.on_enter step=Some(\"ask_guests\")",
             "ask_guests.prepare",
             "model:Respond",
-            "flow.on_data_update city=Some(\"Lisbon\") guests=None booking_id=None",
             "ask_guests.finalize",
             "flow.on_data_update city=Some(\"Lisbon\") guests=None booking_id=Some(\"BK-1\")",
         ],
@@ -394,7 +398,7 @@ async fn pending_directive_is_applied_first_without_routing() {
     a.dispatch("s", Directive::go_to_step_in("booking", "ask_guests"))
         .await
         .unwrap();
-    assert!(stored(&a, "s").await.pending.is_some());
+    assert!(stored(&a, "s").await.unwrap().pending.is_some());
 
     p.respond(Answer::message("How many guests?"));
     let r = a.respond("s", "hello").await.unwrap();
@@ -403,7 +407,11 @@ async fn pending_directive_is_applied_first_without_routing() {
     assert_eq!(r.message, "How many guests?");
     assert_eq!(routing_calls(&p), 0, "a pending directive skips routing");
     assert_eq!(r.model_calls, 1);
-    assert_eq!(stored(&a, "s").await.pending, None, "consumed once");
+    assert_eq!(
+        stored(&a, "s").await.unwrap().pending,
+        None,
+        "consumed once"
+    );
     assert_eq!(
         r.directive_chain.first().map(|e| &e.source),
         Some(&DirectiveSource::Pending),
@@ -426,7 +434,7 @@ async fn dispatch_json_accepts_the_flat_shape() {
     .await
     .unwrap();
     assert_eq!(
-        stored(&a, "s").await.pending,
+        stored(&a, "s").await.unwrap().pending,
         Some(
             Directive::go_to_step_in("booking", "ask_date")
                 .data(patch(json!({ "city": "Lisbon" })))
@@ -472,14 +480,14 @@ async fn dispatch_json_with_an_unknown_flow_is_rejected_and_leaves_the_session_u
     }
     let after = store.load("s").await.unwrap().expect("still stored");
     assert_eq!(after, before, "stored bytes unchanged");
-    assert_eq!(stored(&a, "s").await.pending, None);
+    assert_eq!(stored(&a, "s").await.unwrap().pending, None);
 }
 
 // ---------------------------------------------------------------------------------
 // Halt
 // ---------------------------------------------------------------------------------
 
-fn halting_flow(reply: Option<&'static str>) -> Flow<Booking, Concierge> {
+fn halting_flow(reply: Option<&'static str>) -> Built<Flow<Booking, Concierge>> {
     flow("booking")
         .step(
             Step::model("ask_city")
@@ -493,7 +501,6 @@ fn halting_flow(reply: Option<&'static str>) -> Flow<Booking, Concierge> {
                 }),
         )
         .build()
-        .unwrap()
 }
 
 #[tokio::test]
@@ -501,7 +508,10 @@ async fn pre_llm_halt_skips_the_model_call() {
     let p = ScriptedProvider::new();
     p.default_answer(CallKind::Extract, Answer::data(json!({})));
     p.default_answer(CallKind::Respond, Answer::message("should not be said"));
-    let a = builder(&p).flow(halting_flow(None)).build().unwrap();
+    let a = builder(&p)
+        .flow(halting_flow(None).unwrap())
+        .build()
+        .unwrap();
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(r.stopped, StoppedReason::Halt);
     assert_eq!(r.message, "");
@@ -519,7 +529,7 @@ async fn pre_llm_halt_with_a_reply_delivers_the_reply() {
     p.default_answer(CallKind::Extract, Answer::data(json!({})));
     p.default_answer(CallKind::Respond, Answer::message("should not be said"));
     let a = builder(&p)
-        .flow(halting_flow(Some("We are closed today.")))
+        .flow(halting_flow(Some("We are closed today.")).unwrap())
         .build()
         .unwrap();
     let r = a.respond("s", "hi").await.unwrap();
@@ -566,12 +576,11 @@ async fn auto_steps_and_code_only_branches_cost_zero_model_calls() {
     assert_eq!(p.calls(), 0, "no model call at all");
 }
 
-fn cycle_agent(p: &ScriptedProvider, max: u32) -> Agent<Booking, Concierge> {
+fn cycle_agent(p: &ScriptedProvider, max: u32) -> Built<Agent<Booking, Concierge>> {
     let f = flow("loop")
         .step(Step::auto("a").branch(Branch::to_step("b")))
         .step(Step::auto("b").branch(Branch::to_step("a")))
-        .build()
-        .unwrap();
+        .build()?;
     builder(p)
         .config(AgentConfig {
             max_auto_steps_per_turn: max,
@@ -579,13 +588,16 @@ fn cycle_agent(p: &ScriptedProvider, max: u32) -> Agent<Booking, Concierge> {
         })
         .flow(f)
         .build()
-        .unwrap()
 }
 
 #[tokio::test]
 async fn auto_step_cycle_stops_at_the_auto_step_cap() {
     let p = ScriptedProvider::new();
-    let r3 = cycle_agent(&p, 3).respond("s", "hi").await.unwrap();
+    let r3 = cycle_agent(&p, 3)
+        .unwrap()
+        .respond("s", "hi")
+        .await
+        .unwrap();
     assert!(
         matches!(r3.stopped, StoppedReason::AutoStepCap { .. }),
         "{:?}",
@@ -593,7 +605,7 @@ async fn auto_step_cycle_stops_at_the_auto_step_cap() {
     );
     assert_eq!(r3.model_calls, 0);
 
-    let a5 = cycle_agent(&p, 5);
+    let a5 = cycle_agent(&p, 5).unwrap();
     let r5 = a5.respond("s", "hi").await.unwrap();
     assert!(matches!(r5.stopped, StoppedReason::AutoStepCap { .. }));
     assert!(r3.executed_steps.len() <= 4, "{:?}", step_ids(&r3));
@@ -602,12 +614,16 @@ async fn auto_step_cycle_stops_at_the_auto_step_cap() {
         2,
         "the cap follows max_auto_steps_per_turn"
     );
-    assert_eq!(stored(&a5, "s").await.turns, 1, "the turn was saved");
+    assert_eq!(
+        stored(&a5, "s").await.unwrap().turns,
+        1,
+        "the turn was saved"
+    );
     assert_eq!(p.calls(), 0);
 }
 
 /// `intro` is skipped for VIP sessions; the answer names the step it rendered.
-fn skip_agent(p: &ScriptedProvider, tier: &str, l: &Log) -> Agent<Booking, Concierge> {
+fn skip_agent(p: &ScriptedProvider, tier: &str, l: &Log) -> Built<Agent<Booking, Concierge>> {
     let l = l.clone();
     let f = flow("welcome")
         .step(
@@ -624,8 +640,7 @@ fn skip_agent(p: &ScriptedProvider, tier: &str, l: &Log) -> Agent<Booking, Conci
                 .prompt("Ask which city.")
                 .collect(["city"]),
         )
-        .build()
-        .unwrap();
+        .build()?;
     p.default_answer(
         CallKind::Respond,
         Answer::from_fn(|req: &ModelRequest| {
@@ -644,19 +659,23 @@ fn skip_agent(p: &ScriptedProvider, tier: &str, l: &Log) -> Agent<Booking, Conci
         .context(Concierge { tier: tier.into() })
         .flow(f)
         .build()
-        .unwrap()
 }
 
 #[tokio::test]
 async fn skip_predicate_skips_a_step() {
     let l = log();
     let p = ScriptedProvider::new();
-    let r = skip_agent(&p, "vip", &l).respond("s", "hi").await.unwrap();
+    let r = skip_agent(&p, "vip", &l)
+        .unwrap()
+        .respond("s", "hi")
+        .await
+        .unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_city"));
     assert_eq!(r.message, "Which city?");
 
     let p = ScriptedProvider::new();
     let r = skip_agent(&p, "regular", &l)
+        .unwrap()
         .respond("s", "hi")
         .await
         .unwrap();
@@ -672,7 +691,11 @@ async fn skip_predicate_skips_a_step() {
 async fn a_skipped_step_is_never_prepared_or_rendered() {
     let l = log();
     let p = ScriptedProvider::new();
-    let r = skip_agent(&p, "vip", &l).respond("s", "hi").await.unwrap();
+    let r = skip_agent(&p, "vip", &l)
+        .unwrap()
+        .respond("s", "hi")
+        .await
+        .unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_city"));
     let rendered_intro = respond_requests(&p)
         .iter()
@@ -749,7 +772,7 @@ async fn model_writes_to_fields_the_flow_does_not_collect_are_dropped() {
         "collected fields still land"
     );
     assert_eq!(r.data.feedback, None);
-    assert_eq!(stored(&a, "s").await.data.feedback, None);
+    assert_eq!(stored(&a, "s").await.unwrap().data.feedback, None);
     assert_eq!(r.step.as_deref(), Some("ask_date"));
 }
 
@@ -771,7 +794,7 @@ async fn a_model_value_of_the_wrong_type_rejects_the_whole_patch_and_the_turn_su
     assert_eq!(r.data.city, None, "nothing of the patch is written");
     assert_eq!(r.data.guests, None);
     assert_eq!(r.step.as_deref(), Some("ask_city"));
-    let s = stored(&a, "s").await;
+    let s = stored(&a, "s").await.unwrap();
     assert_eq!((s.data.city, s.data.guests), (None, None));
 }
 
@@ -804,7 +827,7 @@ async fn a_flow_never_completes_with_required_fields_missing() {
     assert_eq!(r.step.as_deref(), Some("ask_guests"));
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
     assert_eq!(r.message, "How many guests?");
-    let s = stored(&a, "s").await;
+    let s = stored(&a, "s").await.unwrap();
     assert!(s.completed_flows.is_empty(), "{:?}", s.completed_flows);
     assert_eq!(s.flow.as_deref(), Some("booking"));
 }
@@ -835,7 +858,7 @@ async fn a_terminal_step_answered_with_all_required_fields_completes_the_flow() 
     );
     assert_eq!(r.flow, None);
     assert_eq!(r.message, "Enjoy your stay.");
-    let s = stored(&a, "s").await;
+    let s = stored(&a, "s").await.unwrap();
     assert_eq!(s.completed_flows, ["booking"]);
     assert_eq!((s.flow, s.step), (None, None));
 }
@@ -845,7 +868,7 @@ fn confirm_agent(
     p: &ScriptedProvider,
     confirm: Step<Booking, Concierge>,
     f: BookingFlow,
-) -> Agent<Booking, Concierge> {
+) -> Built<Agent<Booking, Concierge>> {
     builder(p)
         .flow(
             f.required(["city"])
@@ -855,21 +878,18 @@ fn confirm_agent(
                         .collect(["city"]),
                 )
                 .step(confirm.prompt("Confirm the booking.").end())
-                .build()
-                .unwrap(),
+                .build()?,
         )
         .flow(feedback_flow())
         .build()
-        .unwrap()
 }
 
-async fn start_at_confirm(a: &Agent<Booking, Concierge>, id: &str) {
+async fn start_at_confirm(a: &Agent<Booking, Concierge>, id: &str) -> Result<(), AgentError> {
     a.dispatch(
         id,
         Directive::go_to_step_in("booking", "confirm").data(patch(json!({ "city": "Lisbon" }))),
     )
     .await
-    .unwrap();
 }
 
 #[tokio::test]
@@ -879,8 +899,8 @@ async fn complete_then_from_a_tool_arms_the_next_turn() {
         "finish",
         ToolOutput::text("done").directive(Directive::complete_then(Directive::go_to("feedback"))),
     );
-    let a = confirm_agent(&p, Step::model("confirm").tool(finish), flow("booking"));
-    start_at_confirm(&a, "s").await;
+    let a = confirm_agent(&p, Step::model("confirm").tool(finish), flow("booking")).unwrap();
+    start_at_confirm(&a, "s").await.unwrap();
     p.respond(Answer::tool("finish", json!({})));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "book it").await.unwrap();
@@ -893,7 +913,7 @@ async fn complete_then_from_a_tool_arms_the_next_turn() {
     assert_eq!(r.flow, None, "the follow-up waits for the next turn");
     assert_eq!(r.message, "Booked.");
     assert_eq!(
-        stored(&a, "s").await.pending,
+        stored(&a, "s").await.unwrap().pending,
         Some(Directive::go_to("feedback"))
     );
 
@@ -949,7 +969,7 @@ async fn flow_on_complete_directive_arms_the_next_turn() {
         r.directive_chain
     );
     assert_eq!(
-        stored(&a, "s").await.pending,
+        stored(&a, "s").await.unwrap().pending,
         Some(Directive::go_to("feedback"))
     );
 
@@ -972,8 +992,8 @@ async fn go_to_after_the_model_answered_renders_the_new_flow_in_the_same_turn() 
         "handoff",
         ToolOutput::text("ok").directive(Directive::go_to("feedback")),
     );
-    let a = confirm_agent(&p, Step::model("confirm").tool(handoff), flow("booking"));
-    start_at_confirm(&a, "s").await;
+    let a = confirm_agent(&p, Step::model("confirm").tool(handoff), flow("booking")).unwrap();
+    start_at_confirm(&a, "s").await.unwrap();
     p.respond(Answer::tool("handoff", json!({})));
     p.tool_round(Answer::message("Let me hand you over to feedback."));
     p.respond(Answer::message("How was your stay?"));
@@ -998,8 +1018,8 @@ async fn respond_stream_emits_a_transition_event() {
     let p = ScriptedProvider::new();
     let confirm = Step::model("confirm")
         .finalize(|_cx: &Ctx<'_>| -> Directive { Directive::go_to("feedback") });
-    let a = confirm_agent(&p, confirm, flow("booking"));
-    start_at_confirm(&a, "s").await;
+    let a = confirm_agent(&p, confirm, flow("booking")).unwrap();
+    start_at_confirm(&a, "s").await.unwrap();
     p.respond(Answer::message("Your booking is confirmed."));
     p.respond(Answer::message("How was your stay?"));
     let events: Vec<Event<Booking>> = a.respond_stream("s", "thanks").collect().await;
@@ -1025,23 +1045,21 @@ async fn respond_stream_emits_a_transition_event() {
     );
 }
 
-fn ping_pong(p: &ScriptedProvider, max: u32) -> Agent<Booking, Concierge> {
+fn ping_pong(p: &ScriptedProvider, max: u32) -> Built<Agent<Booking, Concierge>> {
     let ping = flow("ping")
         .step(
             Step::model("p")
                 .prompt("Ping.")
                 .finalize(|_cx: &Ctx<'_>| -> Directive { Directive::go_to("pong") }),
         )
-        .build()
-        .unwrap();
+        .build()?;
     let pong = flow("pong")
         .step(
             Step::model("q")
                 .prompt("Pong.")
                 .finalize(|_cx: &Ctx<'_>| -> Directive { Directive::go_to("ping") }),
         )
-        .build()
-        .unwrap();
+        .build()?;
     p.default_answer(CallKind::Respond, Answer::message("bounce"));
     builder(p)
         .config(AgentConfig {
@@ -1051,13 +1069,12 @@ fn ping_pong(p: &ScriptedProvider, max: u32) -> Agent<Booking, Concierge> {
         .flow(ping)
         .flow(pong)
         .build()
-        .unwrap()
 }
 
 #[tokio::test]
 async fn go_to_ping_pong_is_capped_by_max_transitions_per_turn() {
     let p = ScriptedProvider::new();
-    let a = ping_pong(&p, 3);
+    let a = ping_pong(&p, 3).unwrap();
     a.dispatch("s", Directive::go_to("ping")).await.unwrap();
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(
@@ -1114,7 +1131,7 @@ async fn transition_cap_counts_only_hops_to_a_different_flow() {
 
     // One real hop fits a cap of 1.
     let p = ScriptedProvider::new();
-    let a = ping_pong(&p, 1);
+    let a = ping_pong(&p, 1).unwrap();
     a.dispatch("s", Directive::go_to("ping")).await.unwrap();
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(hops(&r, "ping", "pong"), 1);
@@ -1238,7 +1255,7 @@ async fn directive_chain_lists_emissions_in_order_with_sources() {
         }
     );
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-9"));
-    assert_eq!(stored(&a, "s").await.context.tier, "gold");
+    assert_eq!(stored(&a, "s").await.unwrap().context.tier, "gold");
 }
 
 // ---------------------------------------------------------------------------------
@@ -1307,7 +1324,7 @@ async fn abort_ends_the_conversation() {
     assert_eq!(r.message, "");
     assert_eq!(r.flow, None);
     assert_eq!(p.calls(), calls, "no model call after an abort");
-    let s = stored(&a, "s").await;
+    let s = stored(&a, "s").await.unwrap();
     assert_eq!((s.flow, s.step, s.pending), (None, None, None));
 }
 
@@ -1397,5 +1414,5 @@ async fn a_failed_turn_leaves_the_stored_bytes_unchanged() {
         "{err:?}"
     );
     assert_eq!(store.load("s").await.unwrap(), Some(before));
-    assert_eq!(stored(&a, "s").await.data.city, None);
+    assert_eq!(stored(&a, "s").await.unwrap().data.city, None);
 }

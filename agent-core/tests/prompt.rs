@@ -2,6 +2,8 @@
 //! `when` and `if`), glossary, knowledge, step prompt and collected data reach the
 //! model; conditional pieces appear only when they apply.
 
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
 mod common;
 
 use agent_core::prelude::*;
@@ -23,9 +25,15 @@ fn agent_with_prompt_parts(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
             Step::model("ask_city")
                 .prompt("Ask which city the user wants to stay in.")
                 .collect(["city"])
-                .instruction(Instruction::never("suggest a city yourself").when("the user is undecided")),
+                .instruction(
+                    Instruction::never("suggest a city yourself").when("the user is undecided"),
+                ),
         )
-        .step(Step::model("ask_date").prompt("Ask for the check-in date.").collect(["check_in"]))
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"]),
+        )
         .build()
         .unwrap();
     Agent::builder()
@@ -36,7 +44,9 @@ fn agent_with_prompt_parts(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
         .term("BK", "a booking confirmation number")
         .knowledge("Check-in is from 3 pm.")
         .provider(p.clone())
-        .context(Concierge { tier: "silver".into() })
+        .context(Concierge {
+            tier: "silver".into(),
+        })
         .flow(flow)
         .build()
         .unwrap()
@@ -72,14 +82,22 @@ async fn an_if_instruction_appears_only_while_its_predicate_holds() {
     a.respond("s", "hi").await.unwrap();
     assert!(!p.last_request().unwrap().system.contains("gold lounge"));
 
-    a.dispatch("s", Directive::new().context(json!({"tier": "gold"}).as_object().cloned().unwrap()))
-        .await
-        .unwrap();
+    a.dispatch(
+        "s",
+        Directive::new().context(json!({"tier": "gold"}).as_object().cloned().unwrap()),
+    )
+    .await
+    .unwrap();
     // The user did not answer: the model re-asks and claims the awaiting step.
     p.respond(Answer::message("Which city?").claiming("ask_city"));
     let r = a.respond("s", "hello again").await.unwrap();
     assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
-    assert!(p.last_request().unwrap().system.contains("- SHOULD mention the gold lounge"));
+    assert!(
+        p.last_request()
+            .unwrap()
+            .system
+            .contains("- SHOULD mention the gold lounge")
+    );
 }
 
 #[tokio::test]
@@ -88,14 +106,21 @@ async fn collected_data_and_history_reach_the_model() {
     let a = agent_with_prompt_parts(&p);
     p.respond(Answer::message("Which city?"));
     a.respond("s", "hi").await.unwrap();
-    p.respond(Answer::message("Which date?").with_data(json!({"city": "Lisbon"})).claiming("ask_date"));
+    p.respond(
+        Answer::message("Which date?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
     a.respond("s", "Lisbon").await.unwrap();
     p.respond(Answer::message("Noted").with_data(json!({"check_in": "2026-07-01"})));
     a.respond("s", "July 1").await.unwrap();
     let req = p.last_request().unwrap();
     assert!(req.system.contains(r#""city":"Lisbon""#), "{}", req.system);
     let texts: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(texts, ["hi", "Which city?", "Lisbon", "Which date?", "July 1"]);
+    assert_eq!(
+        texts,
+        ["hi", "Which city?", "Lisbon", "Which date?", "July 1"]
+    );
 }
 
 #[tokio::test]
@@ -107,7 +132,9 @@ async fn the_respond_call_sends_a_schema_with_only_the_fields_the_flow_collects(
     let req = p.last_request().unwrap();
     assert_eq!(req.kind, CallKind::Respond);
     let schema = &req.output.unwrap().schema;
-    let data_props = schema["properties"]["data"]["properties"].as_object().unwrap();
+    let data_props = schema["properties"]["data"]["properties"]
+        .as_object()
+        .unwrap();
     let mut keys: Vec<&str> = data_props.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["check_in", "city", "guests"]);
@@ -123,9 +150,15 @@ async fn the_conversation_helper_asserts_steps_calls_and_data() {
     let p = ScriptedProvider::new();
     let conv = Conversation::new(agent(&p, vec![booking_flow(false)]), p.clone());
     conv.provider().respond(Answer::message("Which city?"));
-    conv.say("I need a room").await.unwrap().expect_step("ask_city").expect_calls(1);
+    conv.say("I need a room")
+        .await
+        .unwrap()
+        .expect_step("ask_city")
+        .expect_calls(1);
     conv.provider().respond(
-        Answer::message("When?").with_data(json!({"city": "Porto"})).claiming("ask_date"),
+        Answer::message("When?")
+            .with_data(json!({"city": "Porto"}))
+            .claiming("ask_date"),
     );
     conv.say("Porto")
         .await

@@ -42,7 +42,11 @@ fn booking_flow() -> Result<Flow<Booking, Concierge>, ConfigErrors> {
         "book_room",
         "Book the room once the guest confirmed.",
         |cx: ToolCx<Booking, Concierge>, a: BookArgs| async move {
-            let id = format!("{}-{}", a.hotel.to_uppercase(), cx.data().guests.unwrap_or(1));
+            let id = format!(
+                "{}-{}",
+                a.hotel.to_uppercase(),
+                cx.data().guests.unwrap_or(1)
+            );
             Ok(ToolOutput::text(format!("booked {id}"))
                 .data(patch_of(&json!({ "booking_id": id })).map_err(ToolError::msg)?)
                 .directive(Directive::complete()))
@@ -54,16 +58,31 @@ fn booking_flow() -> Result<Flow<Booking, Concierge>, ConfigErrors> {
         .title("Hotel booking")
         .when("the user wants to book a hotel room")
         .required(["city", "check_in", "guests"])
-        .step(Step::model("ask_city").prompt("Ask which city the user wants to stay in.").collect(["city"]))
-        .step(Step::model("ask_date").prompt("Ask for the check-in date.").collect(["check_in"]).requires(["city"]))
-        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city the user wants to stay in.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"])
+                .requires(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"]),
+        )
         // An auto step: code-only branches, no model call.
         .step(
             Step::auto("route")
                 .requires(["city", "check_in", "guests"])
-                .branch(Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
-                    cx.data().guests.is_some_and(|g| g > 8)
-                }))
+                .branch(
+                    Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
+                        cx.data().guests.is_some_and(|g| g > 8)
+                    }),
+                )
                 .branch(Branch::to_step("confirm")),
         )
         .step(
@@ -89,7 +108,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .persona("A friendly hotel concierge.")
         .instruction(Instruction::never("invent prices"))
         .provider(model.clone())
-        .context(Concierge { tier: "gold".into() })
+        .context(Concierge {
+            tier: "gold".into(),
+        })
         .flow(booking_flow()?)
         .build()?;
 

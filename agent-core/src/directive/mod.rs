@@ -303,12 +303,12 @@ pub fn validate(d: &Directive) -> Result<(), DirectiveError> {
                 what: "step id",
             })
         }
-        Some(Position::GoToStep(GoToStep {
-            flow: Some(f), ..
-        })) if f.trim().is_empty() => Err(DirectiveError::EmptyTarget {
-            field: "goToStep.flow",
-            what: "flow id",
-        }),
+        Some(Position::GoToStep(GoToStep { flow: Some(f), .. })) if f.trim().is_empty() => {
+            Err(DirectiveError::EmptyTarget {
+                field: "goToStep.flow",
+                what: "flow id",
+            })
+        }
         Some(Position::Complete(Complete {
             next: Some(next), ..
         })) => validate(next),

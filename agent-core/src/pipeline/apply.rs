@@ -229,11 +229,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(missing) = flow.required_idx.iter().find(|&&i| !self.is_present(i)) {
             let field = self.a.schema.fields()[*missing].clone();
             tracing::warn!(flow = %flow.id, %field, "completion refused: required field missing");
-            if let Some(step) = flow
-                .steps
-                .iter()
-                .find(|s| s.collect.contains(&field))
-            {
+            if let Some(step) = flow.steps.iter().find(|s| s.collect.contains(&field)) {
                 self.s.step = Some(step.id.to_string());
                 self.awaiting = false;
                 self.pos_gen += 1;

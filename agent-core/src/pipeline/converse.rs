@@ -89,11 +89,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut spec = None;
         match predicted {
             Some(Stop::Render(f, j)) => {
+                // Hooks run in the documented order (step on_enter, then prepare, then
+                // the model call). Entering the current position is certain; entering a
+                // predicted later step is not, so a step with an on_enter hook is not
+                // rendered speculatively: extraction first, then the walk enters it.
+                let current =
+                    !self.awaiting && self.s.step.as_deref() == Some(flow.steps[j].id.as_ref());
                 let before = self.pos_gen;
-                let moved = self.prepare(&flow, j).await?;
-                if moved || self.pos_gen != before || self.turn_over() {
-                    let data = self.extract_call(&flow).await?;
-                    self.absorb_model_data(&flow, data).await?;
+                let moved = if current {
+                    self.enter_hooks(&flow, j).await? || self.prepare(&flow, j).await?
+                } else if flow.steps[j].on_enter.is_some() {
+                    true
+                } else {
+                    self.prepare(&flow, j).await?
+                };
+                if self.turn_over() {
+                    return Ok((None, alt));
+                }
+                if moved || self.pos_gen != before {
+                    if self.needs_extraction(&flow) {
+                        let data = self.extract_call(&flow).await?;
+                        self.absorb_model_data(&flow, data).await?;
+                    }
                     return Ok((None, alt));
                 }
                 let out = self
@@ -235,7 +252,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     if let Some(st) = self.stopped.clone() {
                         let msg = match &st {
                             StoppedReason::Aborted { .. } => String::new(),
-                            _ => self.reply.take().or_else(|| self.carried.take()).unwrap_or_default(),
+                            _ => self
+                                .reply
+                                .take()
+                                .or_else(|| self.carried.take())
+                                .unwrap_or_default(),
                         };
                         (msg, st, Vec::new())
                     } else if self.aug.halt {
@@ -279,8 +300,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if let Some(flow) = closing
                 && self.s.flow.as_deref() == Some(flow.id.as_ref())
             {
-                self.complete_flow(Phase::Post, &DirectiveSource::OnComplete(flow.id.to_string()))
-                    .await?;
+                self.complete_flow(
+                    Phase::Post,
+                    &DirectiveSource::OnComplete(flow.id.to_string()),
+                )
+                .await?;
             }
             if let Some(r) = self.post_reply.take() {
                 message = r;
@@ -290,8 +314,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let st = self.stopped.clone().unwrap_or(StoppedReason::Halt);
                 return Ok((String::new(), st, Vec::new()));
             }
-            let moved = self.s.flow.is_some() && (self.s.flow.clone(), self.s.step.clone()) != rendered;
-            if moved && rounds <= self.a.config.max_transitions_per_turn + 2 && self.stopped.is_none() {
+            let moved =
+                self.s.flow.is_some() && (self.s.flow.clone(), self.s.step.clone()) != rendered;
+            if moved && self.stopped.is_none() {
+                let cfg = &self.a.config;
+                if rounds > cfg.max_transitions_per_turn + cfg.max_auto_steps_per_turn {
+                    // Redirected after every rendering: stop instead of calling forever.
+                    self.stopped = Some(StoppedReason::TransitionCap {
+                        blocked: self.s.step.clone().unwrap_or_default(),
+                    });
+                    return Ok((message, self.stopped.clone().unwrap_or(stopped), deltas));
+                }
                 // Redirected after the message existed: render the new position, with
                 // this message carried as unsent context.
                 if !message.is_empty() {

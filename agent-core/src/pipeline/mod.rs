@@ -243,10 +243,24 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             let cx = self.cx();
             flow.is_eligible(&cx)
         };
-        let done_before = self.s.completed_flows.iter().any(|f| f.as_str() == flow.id.as_ref());
-        if eligible && (!done_before || flow.reentrant) && !self.completed.iter().any(|f| f.as_str() == flow.id.as_ref()) {
-            self.enter_flow(flow.id.as_ref(), None, DirectiveSource::Routing(flow.id.to_string()))
-                .await?;
+        let done_before = self
+            .s
+            .completed_flows
+            .iter()
+            .any(|f| f.as_str() == flow.id.as_ref());
+        if eligible
+            && (!done_before || flow.reentrant)
+            && !self
+                .completed
+                .iter()
+                .any(|f| f.as_str() == flow.id.as_ref())
+        {
+            self.enter_flow(
+                flow.id.as_ref(),
+                None,
+                DirectiveSource::Routing(flow.id.to_string()),
+            )
+            .await?;
         }
         Ok(())
     }

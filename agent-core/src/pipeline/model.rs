@@ -65,7 +65,10 @@ fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
         .trim();
     match serde_json::from_str::<Value>(t) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(other) => Err(format!("expected a JSON object, got {}", crate::data::json_kind(&other))),
+        Ok(other) => Err(format!(
+            "expected a JSON object, got {}",
+            crate::data::json_kind(&other)
+        )),
         Err(e) => Err(format!("not valid JSON ({e})")),
     }
 }
@@ -88,7 +91,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// One provider call, streamed when a sink is attached; counts calls and usage.
-    async fn call(&mut self, req: &ModelRequest) -> Result<(ModelResponse, Vec<String>), AgentError> {
+    async fn call(
+        &mut self,
+        req: &ModelRequest,
+    ) -> Result<(ModelResponse, Vec<String>), AgentError> {
         let kind = req.kind;
         self.calls += 1;
         let span = tracing::debug_span!("model_call", kind = ?kind, session = %self.s.id);
@@ -116,11 +122,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             }
             let resp = done.ok_or_else(|| {
-                err(ProviderError::InvalidResponse("stream ended without a final answer".into()))
+                err(ProviderError::InvalidResponse(
+                    "stream ended without a final answer".into(),
+                ))
             })?;
             (resp, deltas)
         } else {
-            (self.a.provider.generate(req).await.map_err(err)?, Vec::new())
+            (
+                self.a.provider.generate(req).await.map_err(err)?,
+                Vec::new(),
+            )
         };
         self.usage.add(resp.usage);
         Ok((resp, deltas))
@@ -177,10 +188,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let _ = writeln!(
                             sys,
                             "But if the user's latest message does not answer the pending question ({}), instead {}Set `step` to \"{}\" in that case, otherwise to \"{}\".",
-                            s.id,
-                            s.section,
-                            s.id,
-                            step.id
+                            s.id, s.section, s.id, step.id
                         );
                         tools.extend(s.tools.iter().cloned());
                         claims = vec![step.id.to_string(), s.id.to_string()];
@@ -208,14 +216,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .and_then(|p| p.get("description"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let _ = writeln!(sys, "- {field}{}{desc}", if desc.is_empty() { "" } else { ": " });
+                let _ = writeln!(
+                    sys,
+                    "- {field}{}{desc}",
+                    if desc.is_empty() { "" } else { ": " }
+                );
             }
         }
-        let conditions: Vec<String> = if extract || alt.is_some() || matches!(target, Target::Closing(..)) {
-            std::mem::take(&mut self.deferred)
-        } else {
-            Vec::new()
-        };
+        let conditions: Vec<String> =
+            if extract || alt.is_some() || matches!(target, Target::Closing(..)) {
+                std::mem::take(&mut self.deferred)
+            } else {
+                Vec::new()
+            };
         if !conditions.is_empty() {
             sys.push_str("Also judge whether each condition holds for the user's latest message, true or false, in `conditions`:\n");
             for (i, c) in conditions.iter().enumerate() {
@@ -245,7 +258,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .flows
                 .iter()
                 .filter(|g| g.id != f.id)
-                .map(|g| (g.id.to_string(), g.when.clone().unwrap_or_else(|| g.title.clone())))
+                .map(|g| {
+                    (
+                        g.id.to_string(),
+                        g.when.clone().unwrap_or_else(|| g.title.clone()),
+                    )
+                })
                 .collect(),
             _ => Vec::new(),
         };
@@ -259,7 +277,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let structured = flow.is_some();
         let output = match &flow {
             Some(f) => {
-                let _ = writeln!(sys, "Answer with JSON only; write the reply to the user in `message`.");
+                let _ = writeln!(
+                    sys,
+                    "Answer with JSON only; write the reply to the user in `message`."
+                );
                 let key = format!(
                     "respond|{}|{extract}|{}|{}|{}",
                     f.id,
@@ -307,7 +328,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         Some(_) => return Err("`data` is not an object".into()),
                     };
                     let claimed = m.remove("step").and_then(|v| v.as_str().map(str::to_owned));
-                    let switch_flow = m.remove("switch_flow").and_then(|v| v.as_str().map(str::to_owned));
+                    let switch_flow = m
+                        .remove("switch_flow")
+                        .and_then(|v| v.as_str().map(str::to_owned));
                     let judged = m.remove("conditions");
                     let verdicts = conditions
                         .iter()
@@ -388,7 +411,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Execute one round of tool calls: concurrency-safe ones in parallel, the others in
     /// order. Failures and panics become failed results the model sees.
-    async fn run_tools(&mut self, tools: &[Arc<dyn Tool<D, C>>], calls: &[ToolCall]) -> Vec<String> {
+    async fn run_tools(
+        &mut self,
+        tools: &[Arc<dyn Tool<D, C>>],
+        calls: &[ToolCall],
+    ) -> Vec<String> {
         let parts = ToolCxParts {
             session_id: Arc::from(self.s.id.as_str()),
             flow: self.s.flow.as_deref().map(Arc::from),
@@ -397,8 +424,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             context: Arc::new(self.s.context.clone()),
         };
         let available: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
-        let mut results: Vec<Option<(Result<crate::tool::ToolOutput, ToolError>, crate::hook::Dispatcher)>> =
-            (0..calls.len()).map(|_| None).collect();
+        let mut results: Vec<
+            Option<(
+                Result<crate::tool::ToolOutput, ToolError>,
+                crate::hook::Dispatcher,
+            )>,
+        > = (0..calls.len()).map(|_| None).collect();
         for c in calls {
             self.emit(Event::ToolCall {
                 name: c.name.clone(),
@@ -466,7 +497,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             };
             for d in dispatcher.drain() {
-                self.post_bus.push((DirectiveSource::ToolDispatch(c.name.clone()), d));
+                self.post_bus
+                    .push((DirectiveSource::ToolDispatch(c.name.clone()), d));
             }
             let rec = ToolCallRecord {
                 name: c.name.clone(),
@@ -482,8 +514,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Extraction only (no message is needed this turn).
-    pub(crate) async fn extract_call(&mut self, flow: &Arc<Flow<D, C>>) -> Result<Option<Map<String, Value>>, AgentError> {
-        let mut sys = String::from("Extract structured data from the user's latest message. Put in `data` every value it states for these fields, and leave out the others:\n");
+    pub(crate) async fn extract_call(
+        &mut self,
+        flow: &Arc<Flow<D, C>>,
+    ) -> Result<Option<Map<String, Value>>, AgentError> {
+        let mut sys = String::from(
+            "Extract structured data from the user's latest message. Put in `data` every value it states for these fields, and leave out the others:\n",
+        );
         for field in &flow.collectable {
             let _ = writeln!(sys, "- {field}");
         }
@@ -505,9 +542,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             schema,
         });
         let (resp, _) = self.call(&req).await?;
-        let mut m = parse_json_object(&resp.content).map_err(|message| AgentError::MalformedModelOutput {
-            kind: CallKind::Extract,
-            message,
+        let mut m = parse_json_object(&resp.content).map_err(|message| {
+            AgentError::MalformedModelOutput {
+                kind: CallKind::Extract,
+                message,
+            }
         })?;
         match m.remove("data") {
             Some(Value::Object(d)) => Ok(Some(d)),
@@ -547,8 +586,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if chunk.is_empty() && !routing {
                 continue;
             }
-            let kind = if chunk.is_empty() { CallKind::Route } else { CallKind::Classify };
-            let mut sys = String::from("You judge the user's latest message in the context of the conversation.\n");
+            let kind = if chunk.is_empty() {
+                CallKind::Route
+            } else {
+                CallKind::Classify
+            };
+            let mut sys = String::from(
+                "You judge the user's latest message in the context of the conversation.\n",
+            );
             let mut props = Map::new();
             let mut required: Vec<String> = Vec::new();
             if !chunk.is_empty() {
@@ -571,7 +616,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 required.push("conditions".into());
                 if !eprops.is_empty() {
                     sys.push_str("For conditions that are true and listed in `extracted`, also extract the value.\n");
-                    props.insert("extracted".into(), json!({ "type": "object", "properties": eprops }));
+                    props.insert(
+                        "extracted".into(),
+                        json!({ "type": "object", "properties": eprops }),
+                    );
                 }
             }
             if routing {
@@ -582,14 +630,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     ids.push(Value::String(id.clone()));
                 }
                 ids.push(Value::Null);
-                props.insert("flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
+                props.insert(
+                    "flow".into(),
+                    json!({ "type": ["string", "null"], "enum": ids }),
+                );
                 required.push("flow".into());
             }
             sys.push_str("Answer with JSON only.");
             let mut req = self.request(kind, sys, self.history_messages());
             req.output = Some(OutputSchema {
                 name: "classification".into(),
-                schema: Arc::new(json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })),
+                schema: Arc::new(
+                    json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false }),
+                ),
             });
             let (resp, _) = self.call(&req).await?;
             let mut m = parse_json_object(&resp.content)
@@ -645,7 +698,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let cut = self.s.history.len() - keep;
         let old: Vec<Message> = self.s.history[..cut].to_vec();
-        let mut sys = String::from("Summarise the conversation so far in a few sentences. Keep every fact, value and decision the user gave.");
+        let mut sys = String::from(
+            "Summarise the conversation so far in a few sentences. Keep every fact, value and decision the user gave.",
+        );
         if let Some(prev) = &self.s.summary {
             let _ = write!(sys, " Earlier summary to fold in: {prev}");
         }
@@ -697,7 +752,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .map(|(id, _)| Value::String(id.clone()))
                 .collect();
             ids.push(Value::Null);
-            props.insert("switch_flow".into(), json!({ "type": ["string", "null"], "enum": ids }));
+            props.insert(
+                "switch_flow".into(),
+                json!({ "type": ["string", "null"], "enum": ids }),
+            );
             required.push("switch_flow");
         }
         props.insert(

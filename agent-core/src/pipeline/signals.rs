@@ -19,7 +19,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .signals
             .iter()
             .enumerate()
-            .filter(|(_, s)| if post { s.phase.runs_post() } else { s.phase.runs_pre() })
+            .filter(|(_, s)| {
+                if post {
+                    s.phase.runs_post()
+                } else {
+                    s.phase.runs_pre()
+                }
+            })
             .filter(|(_, s)| s.allowed(self.s.signals.get(&s.id), now))
             .filter(|(_, s)| s.if_.as_ref().is_none_or(|p| p(&cx)))
             .map(|(i, _)| i)
@@ -138,7 +144,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                 }
             }
-            let classifier_due = !questions.is_empty() || (self.s.flow.is_none() && self.a.flows.len() > 1);
+            let classifier_due =
+                !questions.is_empty() || (self.s.flow.is_none() && self.a.flows.len() > 1);
             if classifier_due {
                 for c in conds {
                     if !questions.iter().any(|q| q.condition == c) {
@@ -159,7 +166,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .flows
                 .iter()
                 .filter(|f| f.is_eligible(&cx))
-                .filter(|f| f.reentrant || !self.s.completed_flows.iter().any(|c| c.as_str() == f.id.as_ref()))
+                .filter(|f| {
+                    f.reentrant
+                        || !self
+                            .s
+                            .completed_flows
+                            .iter()
+                            .any(|c| c.as_str() == f.id.as_ref())
+                })
                 .map(|f| {
                     let mut desc = f.title.clone();
                     if let Some(w) = &f.when {
@@ -180,7 +194,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             self.classify(&questions, &routes).await?
         };
         let merged = self
-            .fire_signals(&candidates, &questions_of, &verdicts, SignalPhase::Pre, None)
+            .fire_signals(
+                &candidates,
+                &questions_of,
+                &verdicts,
+                SignalPhase::Pre,
+                None,
+            )
             .await?;
         let signal_position = merged.as_ref().is_some_and(|m| m.base.position.is_some());
         if let Some(m) = merged {

@@ -71,9 +71,9 @@ impl MessageExtractor {
                 self.pending_high = Some(acc);
                 None
             } else if (0xDC00..0xE000).contains(&acc) {
-                self.pending_high.take().and_then(|hi| {
-                    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00))
-                })
+                self.pending_high
+                    .take()
+                    .and_then(|hi| char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00)))
             } else {
                 char::from_u32(acc)
             };

@@ -66,7 +66,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Run a step's `on_enter` once per turn; true when it moved the position.
-    async fn enter_hooks(&mut self, flow: &Arc<Flow<D, C>>, idx: usize) -> Result<bool, AgentError> {
+    pub(crate) async fn enter_hooks(
+        &mut self,
+        flow: &Arc<Flow<D, C>>,
+        idx: usize,
+    ) -> Result<bool, AgentError> {
         let step = &flow.steps[idx];
         let key = (flow.id.clone(), step.id.clone());
         if !self.entered.insert(key) {
@@ -85,7 +89,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Run a step's `prepare` once per turn; true when it moved the position.
-    pub(crate) async fn prepare(&mut self, flow: &Arc<Flow<D, C>>, idx: usize) -> Result<bool, AgentError> {
+    pub(crate) async fn prepare(
+        &mut self,
+        flow: &Arc<Flow<D, C>>,
+        idx: usize,
+    ) -> Result<bool, AgentError> {
         let step = &flow.steps[idx];
         let key = (flow.id.clone(), step.id.clone());
         if !self.prepared.insert(key) {
@@ -212,15 +220,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let landed = self.landed.as_ref().is_some_and(|(f, s)| {
                         f.as_str() == flow.id.as_ref() && s.as_str() == step.id.as_ref()
                     });
-                    if !landed && !step.collect_idx.is_empty() && !needs_input(step, &self.present) {
+                    if !landed && !step.collect_idx.is_empty() && !needs_input(step, &self.present)
+                    {
                         // Satisfied by data already given: executed without asking.
                         match self.advance(&flow, idx, true, false).await? {
                             Next::Step(j) => self.s.step = Some(flow.steps[j].id.to_string()),
                             Next::End => {
-                        if let Some(stop) = self.end_of_flow(&flow, idx) {
-                            return Ok(stop);
-                        }
-                    }
+                                if let Some(stop) = self.end_of_flow(&flow, idx) {
+                                    return Ok(stop);
+                                }
+                            }
                             Next::Moved | Next::Unknown => {}
                         }
                         continue;
@@ -235,7 +244,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// missing, in which case go back to the first step that collects it.
     fn end_of_flow(&mut self, flow: &Arc<Flow<D, C>>, idx: usize) -> Option<Stop> {
         if let Some(&missing) = flow.required_idx.iter().find(|&&i| !self.is_present(i))
-            && let Some(j) = flow.steps.iter().position(|s| s.collect_idx.contains(&missing))
+            && let Some(j) = flow
+                .steps
+                .iter()
+                .position(|s| s.collect_idx.contains(&missing))
         {
             self.s.step = Some(flow.steps[j].id.to_string());
             self.awaiting = false;
@@ -283,7 +295,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let rest = self.due_branch_conditions(step, n);
                         self.judge(rest).await?;
                     }
-                    if !b.when.iter().all(|w| self.judged.get(w.as_str()) == Some(&true)) {
+                    if !b
+                        .when
+                        .iter()
+                        .all(|w| self.judged.get(w.as_str()) == Some(&true))
+                    {
                         continue;
                     }
                 }
@@ -367,8 +383,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let cx = self.cx();
         let passes = |s: &Step<D, C>, cx: &Cx<'_, D, C>| {
             s.if_.as_ref().is_none_or(|p| p(cx))
-                && s
-                    .when
+                && s.when
                     .as_ref()
                     .is_none_or(|w| self.judged.get(w.as_str()) == Some(&true))
         };
@@ -402,26 +417,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut out = None;
         for _ in 0..(flow.steps.len() * 2 + 2) {
             let step = &flow.steps[idx];
+            let skipped = !awaiting && {
+                let cx = self.cx();
+                step.skip.as_ref().is_some_and(|p| p(&cx))
+            };
             let next = if awaiting {
                 awaiting = false;
                 self.advance(&flow, idx, true, true).await
+            } else if skipped {
+                self.advance(&flow, idx, false, true).await
             } else {
                 match &step.kind {
                     StepKind::Reply(_) => {
                         out = Some(Stop::ReplyStep(flow.id.clone(), idx));
                         break;
                     }
-                    StepKind::Model if needs_input(step, &self.present) || step.collect_idx.is_empty() => {
+                    StepKind::Model
+                        if needs_input(step, &self.present) || step.collect_idx.is_empty() =>
+                    {
                         out = Some(Stop::Render(flow.id.clone(), idx));
                         break;
                     }
-                    _ => {
-                        let skipped = {
-                            let cx = self.cx();
-                            step.skip.as_ref().is_some_and(|p| p(&cx))
-                        };
-                        self.advance(&flow, idx, !skipped, true).await
-                    }
+                    _ => self.advance(&flow, idx, true, true).await,
                 }
             };
             match next {
