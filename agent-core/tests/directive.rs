@@ -1146,22 +1146,36 @@ fn wrong_typed_values_inside_object_forms_are_rejected_not_silently_ignored() {
 }
 
 #[test]
-fn non_object_input_is_malformed() {
-    for v in [
-        json!(null),
-        json!("goTo"),
-        json!(["goTo", "A"]),
-        json!(42),
-        json!(true),
-    ] {
+fn non_object_scalars_are_malformed() {
+    for v in [json!(null), json!("goTo"), json!(42), json!(true)] {
+        let got = Directive::from_json(v.clone());
         assert!(
-            matches!(
-                Directive::from_json(v.clone()),
-                Err(DirectiveError::Malformed(_))
-            ),
-            "{v}"
+            matches!(got, Err(DirectiveError::Malformed(_))),
+            "{v}: {got:?}"
         );
     }
+}
+
+#[test]
+fn json_arrays_are_not_accepted_as_positional_directives() {
+    // serde's derived struct visitor also takes sequences (fields by position); an array
+    // is still not the spec's flat directive object, whatever its elements.
+    let mut accepted = Vec::new();
+    for v in [
+        json!([]),
+        json!(["Booking"]),
+        json!([null, "confirm"]),
+        json!([null, null, true]),
+    ] {
+        if let Ok(d) = Directive::from_json(v.clone()) {
+            accepted.push(format!("{v} -> {d:?}"));
+        }
+    }
+    assert!(
+        accepted.is_empty(),
+        "arrays accepted as directives: {accepted:#?}"
+    );
+    assert!(Directive::from_json(json!(["goTo", "A"])).is_err());
 }
 
 #[test]

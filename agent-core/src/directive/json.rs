@@ -37,8 +37,51 @@ fn shape(field: &'static str, expected: &'static str, found: &Value) -> Directiv
     }
 }
 
-fn obj_str(o: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    o.get(key).and_then(Value::as_str).map(str::to_owned)
+/// An optional string key of an object form; present with another type is an error.
+fn obj_str(
+    o: &serde_json::Map<String, Value>,
+    field: &'static str,
+    key: &'static str,
+) -> Result<Option<String>, DirectiveError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(DirectiveError::Shape {
+            field,
+            expected: "a string",
+            found: json_kind(other),
+        }),
+    }
+}
+
+/// An optional boolean key of an object form; present with another type is an error.
+fn obj_bool(
+    o: &serde_json::Map<String, Value>,
+    field: &'static str,
+    key: &'static str,
+) -> Result<bool, DirectiveError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(DirectiveError::Shape {
+            field,
+            expected: "a boolean",
+            found: json_kind(other),
+        }),
+    }
+}
+
+/// Parse the flat JSON shape, keeping the typed error.
+pub(super) fn from_value(v: Value) -> Result<Directive, DirectiveError> {
+    if !v.is_object() {
+        return Err(DirectiveError::Malformed(format!(
+            "a directive is a JSON object, found {}",
+            json_kind(&v)
+        )));
+    }
+    let raw: Raw =
+        serde_json::from_value(v).map_err(|e| DirectiveError::Malformed(e.to_string()))?;
+    Directive::try_from(raw)
 }
 
 fn obj_patch(
@@ -82,14 +125,14 @@ impl TryFrom<Raw> for Directive {
                 },
                 Value::Object(o) => {
                     check_keys(o, "goTo", &["flow", "data", "reason"])?;
-                    let flow = obj_str(o, "flow").ok_or(DirectiveError::EmptyTarget {
+                    let flow = obj_str(o, "goTo", "flow")?.ok_or(DirectiveError::EmptyTarget {
                         field: "goTo",
                         what: "flow id",
                     })?;
                     GoTo {
                         flow,
                         data: obj_patch(o, "goTo")?,
-                        reason: obj_str(o, "reason"),
+                        reason: obj_str(o, "goTo", "reason")?,
                     }
                 }
                 other => return Err(shape("goTo", "a flow id or an object", other)),
@@ -104,15 +147,16 @@ impl TryFrom<Raw> for Directive {
                 },
                 Value::Object(o) => {
                     check_keys(o, "goToStep", &["step", "flow", "data", "reason"])?;
-                    let step = obj_str(o, "step").ok_or(DirectiveError::EmptyTarget {
-                        field: "goToStep",
-                        what: "step id",
-                    })?;
+                    let step =
+                        obj_str(o, "goToStep", "step")?.ok_or(DirectiveError::EmptyTarget {
+                            field: "goToStep",
+                            what: "step id",
+                        })?;
                     GoToStep {
                         step,
-                        flow: obj_str(o, "flow"),
+                        flow: obj_str(o, "goToStep", "flow")?,
                         data: obj_patch(o, "goToStep")?,
-                        reason: obj_str(o, "reason"),
+                        reason: obj_str(o, "goToStep", "reason")?,
                     }
                 }
                 other => return Err(shape("goToStep", "a step id or an object", other)),
@@ -130,14 +174,11 @@ impl TryFrom<Raw> for Directive {
                     names.push("complete");
                     let next = match o.get("next") {
                         None | Some(Value::Null) => None,
-                        Some(n) => Some(Box::new(
-                            serde_json::from_value::<Directive>(n.clone())
-                                .map_err(|e| DirectiveError::Malformed(e.to_string()))?,
-                        )),
+                        Some(n) => Some(Box::new(from_value(n.clone())?)),
                     };
                     positions.push(Position::Complete(Complete {
                         next,
-                        reason: obj_str(o, "reason"),
+                        reason: obj_str(o, "complete", "reason")?,
                     }));
                 }
                 other => return Err(shape("complete", "true or an object", other)),
@@ -161,11 +202,8 @@ impl TryFrom<Raw> for Directive {
                     check_keys(o, "abort", &["reason", "clearSession"])?;
                     names.push("abort");
                     positions.push(Position::Abort(Abort {
-                        reason: obj_str(o, "reason"),
-                        clear_session: o
-                            .get("clearSession")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false),
+                        reason: obj_str(o, "abort", "reason")?,
+                        clear_session: obj_bool(o, "abort", "clearSession")?,
                     }));
                 }
                 other => return Err(shape("abort", "true, a reason or an object", other)),
@@ -182,8 +220,8 @@ impl TryFrom<Raw> for Directive {
                     check_keys(o, "reset", &["clearData", "reason"])?;
                     names.push("reset");
                     positions.push(Position::Reset(Reset {
-                        clear_data: o.get("clearData").and_then(Value::as_bool).unwrap_or(false),
-                        reason: obj_str(o, "reason"),
+                        clear_data: obj_bool(o, "reset", "clearData")?,
+                        reason: obj_str(o, "reset", "reason")?,
                     }));
                 }
                 other => return Err(shape("reset", "true or an object", other)),
@@ -275,7 +313,7 @@ impl Serialize for Directive {
 
 impl<'de> Deserialize<'de> for Directive {
     fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
-        let raw = Raw::deserialize(d)?;
-        Directive::try_from(raw).map_err(serde::de::Error::custom)
+        let v = Value::deserialize(d)?;
+        from_value(v).map_err(serde::de::Error::custom)
     }
 }

@@ -44,9 +44,11 @@ fn merge_patch(a: Option<Patch>, b: Option<Patch>) -> Option<Patch> {
 pub fn merge_pre<D, C>(a: PreDirective<D, C>, b: PreDirective<D, C>) -> PreDirective<D, C> {
     let mut append_prompt = a.append_prompt;
     append_prompt.extend(b.append_prompt);
-    let mut tools = a.inject_tools;
-    for t in b.inject_tools {
-        tools.retain(|existing| existing.name() != t.name());
+    let mut tools: Vec<_> = Vec::with_capacity(a.inject_tools.len() + b.inject_tools.len());
+    for t in a.inject_tools.into_iter().chain(b.inject_tools) {
+        tools.retain(|existing: &std::sync::Arc<dyn crate::tool::Tool<D, C>>| {
+            existing.name() != t.name()
+        });
         tools.push(t);
     }
     PreDirective {

@@ -277,8 +277,7 @@ impl Directive {
     /// Parse a directive that arrived as data (the flat JSON shape of the spec) and
     /// validate it.
     pub fn from_json(value: serde_json::Value) -> Result<Self, DirectiveError> {
-        serde_json::from_value::<Directive>(value)
-            .map_err(|e| DirectiveError::Malformed(e.to_string()))
+        json::from_value(value)
     }
 
     /// The flat JSON shape.
