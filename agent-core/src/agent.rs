@@ -56,6 +56,9 @@ pub struct AgentConfig {
     pub classifier_batch_size: usize,
     /// Concurrent-save behaviour.
     pub conflict: ConflictPolicy,
+    /// Recently saved sessions kept decoded, so the next turn skips decoding when the
+    /// stored bytes are unchanged (0 disables).
+    pub session_cache: usize,
     /// Sampling temperature sent with every call.
     pub temperature: Option<f32>,
     /// Token limit sent with every call.
@@ -75,6 +78,7 @@ impl Default for AgentConfig {
             repair_attempts: 1,
             classifier_batch_size: 32,
             conflict: ConflictPolicy::Retry(3),
+            session_cache: 256,
             temperature: None,
             max_tokens: None,
         }
@@ -100,10 +104,16 @@ pub(crate) struct AgentInner<D, C> {
     locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Output schemas are the same for every turn at the same place: built once.
     schema_cache: Mutex<HashMap<String, Arc<Value>>>,
+    /// Sessions as last saved by this process, with their bytes.
+    decoded: Mutex<HashMap<String, Arc<(Vec<u8>, Session<D, C>)>>>,
 }
 
 impl<D, C> AgentInner<D, C> {
     pub(crate) fn flow(&self, id: &str) -> Option<&Arc<Flow<D, C>>> {
+        if self.flows.len() <= 8 {
+            // A few string compares beat hashing the id.
+            return self.flows.iter().find(|f| f.id.as_ref() == id);
+        }
         self.flow_index.get(id).map(|&i| &self.flows[i])
     }
     pub(crate) fn flow_ids(&self) -> Vec<String> {
@@ -122,6 +132,45 @@ impl<D, C> AgentInner<D, C> {
         let s = Arc::new(make());
         cache.insert(key, s.clone());
         s
+    }
+
+    /// Remember a session just saved (bytes and value).
+    pub(crate) fn remember(&self, bytes: Vec<u8>, session: Session<D, C>) {
+        let cap = self.config.session_cache;
+        if cap == 0 {
+            return;
+        }
+        let mut map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= cap && !map.contains_key(&session.id) {
+            // Evict an arbitrary entry: the cache is a shortcut, never the truth.
+            if let Some(k) = map.keys().next().cloned() {
+                map.remove(&k);
+            }
+        }
+        map.insert(session.id.clone(), Arc::new((bytes, session)));
+    }
+
+    pub(crate) fn forget(&self, id: &str) {
+        let mut map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(id);
+    }
+
+    /// The remembered session if the store still holds exactly the bytes we saved.
+    fn recall(&self, stored: &crate::store::StoredSession) -> Option<Session<D, C>>
+    where
+        D: Clone,
+        C: Clone,
+    {
+        let hit = {
+            let map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+            map.get(&stored.id).cloned()
+        }?;
+        if hit.0 != stored.bytes {
+            return None;
+        }
+        let mut s = hit.1.clone();
+        s.version = stored.version;
+        Some(s)
     }
 
     fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -300,7 +349,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
 
     async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {
         match self.inner.store.load(id).await? {
-            Some(stored) => Ok(Session::decode(&stored)?),
+            Some(stored) => match self.inner.recall(&stored) {
+                Some(s) => Ok(s),
+                None => Ok(Session::decode(&stored)?),
+            },
             None => Ok(Session::new(
                 id,
                 self.inner.context.clone(),
@@ -319,6 +371,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
 
     /// Delete a session.
     pub async fn delete_session(&self, id: &str) -> Result<bool, AgentError> {
+        self.inner.forget(id);
         Ok(self.inner.store.delete(id).await?)
     }
 
@@ -577,6 +630,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 section,
                 locks: Mutex::new(HashMap::new()),
                 schema_cache: Mutex::new(HashMap::new()),
+                decoded: Mutex::new(HashMap::new()),
             }),
         })
     }

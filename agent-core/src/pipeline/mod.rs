@@ -338,11 +338,15 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.s.turns += 1;
         self.s.updated_ms = self.a.clock.now_ms();
         self.s.version = self.expected_version + 1;
+        let mut saved_bytes = None;
         if self.clear_session {
+            self.a.forget(&self.s.id);
             self.a.store.delete(&self.s.id).await?;
         } else {
             let stored = self.s.encode()?;
+            let bytes = (self.a.config.session_cache > 0).then(|| stored.bytes.clone());
             self.a.store.save(stored, self.expected_version).await?;
+            saved_bytes = bytes;
         }
         // Text reaches the consumer only once the turn is durable: deltas concatenate to
         // the final message, and a failed save streams no text.
@@ -355,15 +359,15 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 self.emit(Event::TextDelta(message.clone()));
             }
         }
-        Ok(AgentResponse {
+        let response = AgentResponse {
             session_id: self.s.id.clone(),
             message,
             stopped,
             executed_steps: self.executed,
             directive_chain: self.chain,
-            data: self.s.data,
-            flow: self.s.flow,
-            step: self.s.step,
+            data: self.s.data.clone(),
+            flow: self.s.flow.clone(),
+            step: self.s.step.clone(),
             signals: self.signals_fired,
             tool_calls: self.tool_calls,
             transitions: self.transitions,
@@ -372,6 +376,10 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             dropped_fields: self.dropped,
             rejected_data: self.rejected,
             version: self.s.version,
-        })
+        };
+        if let Some(bytes) = saved_bytes {
+            self.a.remember(bytes, self.s);
+        }
+        Ok(response)
     }
 }

@@ -56,14 +56,31 @@ pub(crate) struct Question {
     pub(crate) extract: Option<Value>,
 }
 
-fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
+/// The respond call's answer, parsed straight into its fields (unknown keys ignored:
+/// compatible servers add some).
+#[derive(serde::Deserialize)]
+struct RespondOut {
+    message: Option<String>,
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    step: Option<String>,
+    #[serde(default)]
+    switch_flow: Option<String>,
+    #[serde(default)]
+    conditions: Option<Map<String, Value>>,
+}
+
+fn strip_fences(content: &str) -> &str {
     let t = content.trim();
-    let t = t
-        .strip_prefix("```json")
+    t.strip_prefix("```json")
         .or_else(|| t.strip_prefix("```"))
         .map_or(t, |r| r.trim_end().trim_end_matches("```"))
-        .trim();
-    match serde_json::from_str::<Value>(t) {
+        .trim()
+}
+
+fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(strip_fences(content)) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(format!(
             "expected a JSON object, got {}",
@@ -317,42 +334,41 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let parsed = if resp.finish == FinishReason::Length {
                 Err("the answer was cut by the token limit".to_string())
             } else {
-                parse_json_object(&resp.content).and_then(|mut m| {
-                    let message = match m.remove("message") {
-                        Some(Value::String(s)) => s,
-                        _ => return Err("`message` is missing or not a string".into()),
-                    };
-                    let data = match m.remove("data") {
-                        None | Some(Value::Null) => None,
-                        Some(Value::Object(d)) => Some(d),
-                        Some(_) => return Err("`data` is not an object".into()),
-                    };
-                    let claimed = m.remove("step").and_then(|v| v.as_str().map(str::to_owned));
-                    let switch_flow = m
-                        .remove("switch_flow")
-                        .and_then(|v| v.as_str().map(str::to_owned));
-                    let judged = m.remove("conditions");
-                    let verdicts = conditions
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            let v = judged
-                                .as_ref()
-                                .and_then(|j| j.get(format!("c{i}")))
-                                .and_then(Value::as_bool)
-                                .unwrap_or(false);
-                            (c.clone(), v)
+                serde_json::from_str::<RespondOut>(strip_fences(&resp.content))
+                    .map_err(|e| format!("not valid JSON for the expected object ({e})"))
+                    .and_then(|out| {
+                        let Some(message) = out.message else {
+                            return Err("`message` is missing".into());
+                        };
+                        let data = match out.data {
+                            None | Some(Value::Null) => None,
+                            Some(Value::Object(d)) => Some(d),
+                            Some(_) => return Err("`data` is not an object".into()),
+                        };
+                        let claimed = out.step;
+                        let switch_flow = out.switch_flow;
+                        let judged = out.conditions;
+                        let verdicts = conditions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                let v = judged
+                                    .as_ref()
+                                    .and_then(|j| j.get(&format!("c{i}")))
+                                    .and_then(Value::as_bool)
+                                    .unwrap_or(false);
+                                (c.clone(), v)
+                            })
+                            .collect();
+                        Ok(CallOutcome {
+                            message,
+                            deltas: Vec::new(),
+                            data,
+                            claimed,
+                            switch_flow,
+                            verdicts,
                         })
-                        .collect();
-                    Ok(CallOutcome {
-                        message,
-                        deltas: Vec::new(),
-                        data,
-                        claimed,
-                        switch_flow,
-                        verdicts,
                     })
-                })
             };
             match parsed {
                 Ok(mut out) => {
