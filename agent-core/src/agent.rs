@@ -10,10 +10,11 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
-use crate::data::{AgentContext, AgentData, DataSchema};
+use crate::data::{AgentContext, AgentData, DataSchema, FieldSet};
 use crate::directive::{Directive, Position};
 use crate::error::{AgentError, ConfigErrors, DirectiveError, FlowConfigurationError, StoreError};
 use crate::flow::{Flow, suggest};
+use crate::fxhash::FxHashMap;
 use crate::hook::PreHook;
 use crate::instruction::Instruction;
 use crate::pipeline::{Sink, Turn};
@@ -101,11 +102,11 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) schema: Arc<DataSchema>,
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
     pub(crate) section: String,
-    locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<FxHashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Output schemas are the same for every turn at the same place: built once.
-    schema_cache: Mutex<HashMap<String, Arc<Value>>>,
+    schema_cache: Mutex<FxHashMap<String, Arc<Value>>>,
     /// Sessions as last saved by this process, with their bytes.
-    decoded: Mutex<HashMap<String, Arc<(Vec<u8>, Session<D, C>)>>>,
+    decoded: Mutex<FxHashMap<String, Arc<(Vec<u8>, Session<D, C>, FieldSet)>>>,
 }
 
 impl<D, C> AgentInner<D, C> {
@@ -135,7 +136,7 @@ impl<D, C> AgentInner<D, C> {
     }
 
     /// Remember a session just saved (bytes and value).
-    pub(crate) fn remember(&self, bytes: Vec<u8>, session: Session<D, C>) {
+    pub(crate) fn remember(&self, bytes: Vec<u8>, session: Session<D, C>, present: FieldSet) {
         let cap = self.config.session_cache;
         if cap == 0 {
             return;
@@ -147,7 +148,7 @@ impl<D, C> AgentInner<D, C> {
                 map.remove(&k);
             }
         }
-        map.insert(session.id.clone(), Arc::new((bytes, session)));
+        map.insert(session.id.clone(), Arc::new((bytes, session, present)));
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -156,7 +157,7 @@ impl<D, C> AgentInner<D, C> {
     }
 
     /// The remembered session if the store still holds exactly the bytes we saved.
-    fn recall(&self, stored: &crate::store::StoredSession) -> Option<Session<D, C>>
+    fn recall(&self, stored: &crate::store::StoredSession) -> Option<(Session<D, C>, FieldSet)>
     where
         D: Clone,
         C: Clone,
@@ -170,7 +171,7 @@ impl<D, C> AgentInner<D, C> {
         }
         let mut s = hit.1.clone();
         s.version = stored.version;
-        Some(s)
+        Some((s, hit.2.clone()))
     }
 
     fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -328,8 +329,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         let _guard = lock.lock().await;
         let mut attempt = 0;
         loop {
-            let session = self.load_or_new(session_id).await?;
-            let turn = Turn::new(inner, session, message, sink);
+            let (session, present) = self.load_for_turn(session_id).await?;
+            let turn = Turn::new(inner, session, present, message, sink);
             let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
             match turn.run().instrument(span).await {
                 Err(AgentError::Store(StoreError::Conflict { .. })) if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
@@ -347,12 +348,27 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         }
     }
 
-    async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {
+    /// Load for a turn: from the decoded cache when the stored bytes are the ones this
+    /// process saved last (with the presence set), else decoded.
+    async fn load_for_turn(
+        &self,
+        id: &str,
+    ) -> Result<(Session<D, C>, Option<FieldSet>), AgentError> {
         match self.inner.store.load(id).await? {
             Some(stored) => match self.inner.recall(&stored) {
-                Some(s) => Ok(s),
-                None => Ok(Session::decode(&stored)?),
+                Some((s, p)) => Ok((s, Some(p))),
+                None => Ok((Session::decode(&stored)?, None)),
             },
+            None => Ok((
+                Session::new(id, self.inner.context.clone(), self.inner.clock.now_ms()),
+                None,
+            )),
+        }
+    }
+
+    async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {
+        match self.inner.store.load(id).await? {
+            Some(stored) => Ok(Session::decode(&stored)?),
             None => Ok(Session::new(
                 id,
                 self.inner.context.clone(),
@@ -628,9 +644,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 schema: Arc::new(DataSchema::of::<D>()),
                 section,
-                locks: Mutex::new(HashMap::new()),
-                schema_cache: Mutex::new(HashMap::new()),
-                decoded: Mutex::new(HashMap::new()),
+                locks: Mutex::new(FxHashMap::default()),
+                schema_cache: Mutex::new(FxHashMap::default()),
+                decoded: Mutex::new(FxHashMap::default()),
             }),
         })
     }

@@ -43,6 +43,7 @@ pub mod data;
 pub mod directive;
 pub mod error;
 pub mod flow;
+mod fxhash;
 pub mod hook;
 pub mod instruction;
 mod pipeline;

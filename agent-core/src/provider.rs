@@ -45,13 +45,75 @@ pub enum Role {
     Tool,
 }
 
+/// Immutable shared text: history messages are sent on every call, so cloning the
+/// history must not copy the text.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Text(Arc<str>);
+
+impl Text {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Self {
+        Text(Arc::from(s))
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Self {
+        Text(Arc::from(s))
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Text {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Author.
     pub role: Role,
     /// Text content (for tool messages: the tool's output).
-    pub content: String,
+    pub content: Text,
     /// Tool calls requested by an assistant message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
@@ -62,7 +124,7 @@ pub struct Message {
 
 impl Message {
     /// A user message.
-    pub fn user(content: impl Into<String>) -> Self {
+    pub fn user(content: impl Into<Text>) -> Self {
         Self {
             role: Role::User,
             content: content.into(),
@@ -71,7 +133,7 @@ impl Message {
         }
     }
     /// An assistant message.
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub fn assistant(content: impl Into<Text>) -> Self {
         Self {
             role: Role::Assistant,
             content: content.into(),
@@ -80,7 +142,7 @@ impl Message {
         }
     }
     /// A tool result message.
-    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn tool(call_id: impl Into<String>, content: impl Into<Text>) -> Self {
         Self {
             role: Role::Tool,
             content: content.into(),

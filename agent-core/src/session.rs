@@ -79,7 +79,15 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
 
     /// Encode for a store (JSON).
     pub fn encode(&self) -> Result<StoredSession, StoreError> {
-        let bytes = serde_json::to_vec(self).map_err(|e| StoreError::Corrupt {
+        // Sized for the history so the buffer does not regrow while writing.
+        let hint = 256
+            + self
+                .history
+                .iter()
+                .map(|m| m.content.len() + 48)
+                .sum::<usize>();
+        let mut bytes = Vec::with_capacity(hint);
+        serde_json::to_writer(&mut bytes, self).map_err(|e| StoreError::Corrupt {
             session_id: self.id.clone(),
             message: e.to_string(),
         })?;

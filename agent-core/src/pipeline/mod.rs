@@ -11,7 +11,6 @@ mod signals;
 pub(crate) mod stream;
 mod walk;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::agent::AgentInner;
@@ -19,6 +18,7 @@ use crate::data::{AgentContext, AgentData, FieldSet};
 use crate::directive::{Directive, PreDirective};
 use crate::error::AgentError;
 use crate::flow::Flow;
+use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::hook::{Cx, Dispatcher};
 use crate::provider::{Message, Usage};
 use crate::response::{
@@ -86,7 +86,7 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) dropped: Vec<String>,
     pub(crate) rejected: Vec<String>,
     /// Verdicts of `when` conditions judged this turn, by condition text.
-    pub(crate) judged: HashMap<String, bool>,
+    pub(crate) judged: FxHashMap<String, bool>,
     /// Conditions of the awaiting step left for the speculative respond call to judge
     /// (when no classifier call is due anyway); predicted as false.
     pub(crate) deferred: Vec<String>,
@@ -106,21 +106,22 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) post_bus: Vec<(DirectiveSource, Directive)>,
     /// What becomes `s.pending` at the end.
     pub(crate) next_pending: Option<Directive>,
-    pub(crate) entered: HashSet<(Arc<str>, Arc<str>)>,
+    pub(crate) entered: FxHashSet<(Arc<str>, Arc<str>)>,
     /// A step an explicit jump (`go_to_step`, branch target) landed on: it speaks even
     /// when its fields are already collected.
     pub(crate) landed: Option<(String, String)>,
-    pub(crate) prepared: HashSet<(Arc<str>, Arc<str>)>,
+    pub(crate) prepared: FxHashSet<(Arc<str>, Arc<str>)>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
     pub(crate) fn new(
         a: &'a AgentInner<D, C>,
         s: Session<D, C>,
+        present: Option<FieldSet>,
         msg: &'a str,
         sink: Option<&'a Sink<D>>,
     ) -> Self {
-        let present = a.schema.present(&s.data);
+        let present = present.unwrap_or_else(|| a.schema.present(&s.data));
         let awaiting = s.step.is_some();
         Self {
             a,
@@ -141,7 +142,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             usage: Usage::default(),
             dropped: Vec::new(),
             rejected: Vec::new(),
-            judged: HashMap::new(),
+            judged: FxHashMap::default(),
             deferred: Vec::new(),
             hops: 0,
             carried: None,
@@ -158,9 +159,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             completed: Vec::new(),
             post_bus: Vec::new(),
             next_pending: None,
-            entered: HashSet::new(),
+            entered: FxHashSet::default(),
             landed: None,
-            prepared: HashSet::new(),
+            prepared: FxHashSet::default(),
         }
     }
 
@@ -378,7 +379,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             version: self.s.version,
         };
         if let Some(bytes) = saved_bytes {
-            self.a.remember(bytes, self.s);
+            self.a.remember(bytes, self.s, self.present);
         }
         Ok(response)
     }
