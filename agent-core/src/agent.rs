@@ -86,6 +86,9 @@ impl Default for AgentConfig {
     }
 }
 
+/// A session as this process saved it: its bytes, its value, its present fields.
+type Remembered<D, C> = (Vec<u8>, Session<D, C>, FieldSet);
+
 pub(crate) struct AgentInner<D, C> {
     pub(crate) name: String,
     pub(crate) flows: Vec<Arc<Flow<D, C>>>,
@@ -106,7 +109,7 @@ pub(crate) struct AgentInner<D, C> {
     /// Output schemas are the same for every turn at the same place: built once.
     schema_cache: Mutex<FxHashMap<String, Arc<Value>>>,
     /// Sessions as last saved by this process, with their bytes.
-    decoded: Mutex<FxHashMap<String, Arc<(Vec<u8>, Session<D, C>, FieldSet)>>>,
+    decoded: Mutex<FxHashMap<String, Arc<Remembered<D, C>>>>,
 }
 
 impl<D, C> AgentInner<D, C> {

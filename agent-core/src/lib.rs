@@ -58,6 +58,11 @@ pub mod testing;
 pub mod tool;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy};
+
+/// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
 pub use agent_macros;
 
 /// Everything a typical agent file needs.

@@ -106,3 +106,55 @@ impl SessionStore for MemoryStore {
         Ok(before - map.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(id: &str, version: u64, at: u64, body: &str) -> StoredSession {
+        StoredSession {
+            id: id.into(),
+            version,
+            updated_ms: at,
+            bytes: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[tokio::test]
+    async fn save_is_a_compare_and_swap_on_the_version() {
+        let store = MemoryStore::new();
+        store.save(s("a", 1, 0, "one"), 0).await.unwrap();
+        let err = store.save(s("a", 1, 0, "other"), 0).await.unwrap_err();
+        assert_eq!(
+            err,
+            StoreError::Conflict {
+                session_id: "a".into(),
+                expected: 0,
+                found: 1
+            }
+        );
+        assert_eq!(store.load("a").await.unwrap().unwrap().bytes, b"one");
+        store.save(s("a", 2, 0, "two"), 1).await.unwrap();
+        assert_eq!(store.load("a").await.unwrap().unwrap().version, 2);
+    }
+
+    #[tokio::test]
+    async fn list_delete_and_prune() {
+        let store = MemoryStore::new();
+        store.save(s("old", 1, 10, "x"), 0).await.unwrap();
+        store.save(s("new", 1, 100, "y"), 0).await.unwrap();
+        let ids: Vec<String> = store
+            .list()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(ids, ["new", "old"]);
+        assert_eq!(store.prune(50).await.unwrap(), 1);
+        assert!(store.load("old").await.unwrap().is_none());
+        assert!(store.delete("new").await.unwrap());
+        assert!(!store.delete("new").await.unwrap());
+        assert!(store.list().await.unwrap().is_empty());
+    }
+}

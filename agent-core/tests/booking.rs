@@ -149,3 +149,80 @@ async fn large_groups_get_the_verbatim_reply_with_no_extra_call() {
     assert_eq!(r.model_calls, 1);
     assert_eq!(r.flow, None, "a terminal reply step completes the flow");
 }
+
+#[tokio::test]
+async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.route(Answer::route("feedback"));
+    p.respond(Answer::message("How did it go?"));
+    let r = a.respond("s", "I want to leave feedback").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("feedback"), Some("ask_feedback"))
+    );
+    assert_eq!(r.model_calls, 2, "route + respond");
+    let route = &p.requests()[0];
+    assert_eq!(route.kind, CallKind::Route);
+    assert!(route.system.contains("booking") && route.system.contains("feedback"));
+
+    // Inside a flow no routing call is made; the respond call offers a switch instead.
+    p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
+    let r = a.respond("s", "it was great").await.unwrap();
+    assert_eq!(r.model_calls, 1);
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    let schema = &p.last_request().unwrap().output.unwrap().schema;
+    assert!(
+        schema["properties"]["switch_flow"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("booking"))
+    );
+}
+
+#[tokio::test]
+async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speaks() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(Answer::message("Which date?").switching_to("feedback"));
+    p.respond(Answer::message("How was your last stay?"));
+    let r = a
+        .respond("s", "actually I want to leave feedback")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert_eq!(r.message, "How was your last stay?");
+    assert_eq!(
+        r.transitions.last().map(|t| t.to.as_str()),
+        Some("feedback")
+    );
+    assert!(
+        r.directive_chain
+            .iter()
+            .any(|e| e.source
+                == agent_core::response::DirectiveSource::ModelSwitch("feedback".into()))
+    );
+}
+
+#[tokio::test]
+async fn when_routing_finds_no_flow_the_agent_replies_without_one() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.push(
+        CallKind::Route,
+        Answer::verdicts(Vec::<(String, bool)>::new()),
+    );
+    p.respond(Answer::message("I can book hotels or take feedback."));
+    let r = a.respond("s", "what's the weather?").await.unwrap();
+    assert_eq!(r.flow, None);
+    assert_eq!(r.stopped, StoppedReason::Responded);
+    assert_eq!(r.message, "I can book hotels or take feedback.");
+    assert!(
+        p.last_request().unwrap().output.is_none(),
+        "a plain reply, no schema"
+    );
+}

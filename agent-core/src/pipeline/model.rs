@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use super::Turn;
 use super::stream::MessageExtractor;
@@ -114,15 +115,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(ModelResponse, Vec<String>), AgentError> {
         let kind = req.kind;
         self.calls += 1;
-        let span = tracing::debug_span!("model_call", kind = ?kind, session = %self.s.id);
-        let _e = span.enter();
-        drop(_e);
+        let span = tracing::debug_span!(
+            "model_call",
+            kind = ?kind,
+            session = %self.s.id,
+            flow = self.s.flow.as_deref().unwrap_or(""),
+            provider = self.a.provider.name(),
+        );
         let err = |source: ProviderError| AgentError::Provider { kind, source };
-        let (resp, deltas) = if self.sink.is_some() {
+        let streaming = self.sink.is_some();
+        let provider = &self.a.provider;
+        let (resp, deltas) = async move {
+            if !streaming {
+                return Ok::<_, AgentError>((
+                    provider.generate(req).await.map_err(err)?,
+                    Vec::new(),
+                ));
+            }
             let structured = req.output.is_some();
             let mut extractor = MessageExtractor::new();
             let mut deltas = Vec::new();
-            let mut stream = self.a.provider.generate_stream(req);
+            let mut stream = provider.generate_stream(req);
             let mut done = None;
             while let Some(chunk) = stream.next().await {
                 match chunk.map_err(err)? {
@@ -143,13 +156,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     "stream ended without a final answer".into(),
                 ))
             })?;
-            (resp, deltas)
-        } else {
-            (
-                self.a.provider.generate(req).await.map_err(err)?,
-                Vec::new(),
-            )
-        };
+            Ok((resp, deltas))
+        }
+        .instrument(span)
+        .await?;
         self.usage.add(resp.usage);
         Ok((resp, deltas))
     }
@@ -465,6 +475,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let cx: ToolCx<D, C> = parts.cx();
             let dispatcher = cx.dispatcher.clone();
             let args = calls[i].arguments.clone();
+            let span = tracing::info_span!("tool_call", tool = %calls[i].name, parallel = true);
             async move {
                 let r = match tool {
                     Some(t) => execute(t.as_ref(), cx, args).await,
@@ -472,6 +483,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 };
                 (i, r, dispatcher)
             }
+            .instrument(span)
         });
         for (i, r, d) in futures::future::join_all(futs).await {
             results[i] = Some((r, d));
@@ -484,7 +496,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Some(t) => {
                     let cx = parts.cx();
                     let d = cx.dispatcher.clone();
-                    (execute(t.as_ref(), cx, c.arguments.clone()).await, d)
+                    let span = tracing::info_span!("tool_call", tool = %c.name, parallel = false);
+                    let r = execute(t.as_ref(), cx, c.arguments.clone())
+                        .instrument(span)
+                        .await;
+                    (r, d)
                 }
                 None => (
                     Err(ToolError::Unknown {
