@@ -107,7 +107,10 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) section: String,
     locks: Mutex<FxHashMap<String, Weak<tokio::sync::Mutex<()>>>>,
     /// Output schemas are the same for every turn at the same place: built once.
-    schema_cache: Mutex<FxHashMap<String, Arc<Value>>>,
+    schema_cache: Mutex<FxHashMap<u64, Arc<Value>>>,
+    /// Per flow: the prompt lines offering a switch to the other flows, and their ids.
+    pub(crate) switch_sections: Vec<String>,
+    pub(crate) switch_ids: Vec<Vec<String>>,
     /// Sessions as last saved by this process, with their bytes.
     decoded: Mutex<FxHashMap<String, Arc<Remembered<D, C>>>>,
 }
@@ -125,7 +128,7 @@ impl<D, C> AgentInner<D, C> {
     }
 
     /// The cached schema for `key`, built by `make` on first use.
-    pub(crate) fn cached_schema(&self, key: String, make: impl FnOnce() -> Value) -> Arc<Value> {
+    pub(crate) fn cached_schema(&self, key: u64, make: impl FnOnce() -> Value) -> Arc<Value> {
         let mut cache = self.schema_cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = cache.get(&key) {
             return s.clone();
@@ -623,6 +626,11 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         let mut signals = self.signals;
         // Higher priority first; stable, so ties keep declaration order.
         signals.sort_by_key(|s| std::cmp::Reverse(s.priority));
+        let mut flows = self.flows;
+        for (i, f) in flows.iter_mut().enumerate() {
+            f.index = i;
+        }
+        let (switch_sections, switch_ids) = crate::prompt::render_switch_sections(&flows);
         let section = crate::prompt::render_agent_section(
             &self.name,
             self.persona.as_deref(),
@@ -634,7 +642,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 name: self.name,
-                flows: self.flows.into_iter().map(Arc::new).collect(),
+                flows: flows.into_iter().map(Arc::new).collect(),
+                switch_sections,
+                switch_ids,
                 flow_index,
                 tools: self.tools,
                 signals,

@@ -59,6 +59,10 @@ pub struct Flow<D, C> {
     pub(crate) step_index: HashMap<Arc<str>, usize>,
     /// Rendered once at build: the flow's prompt section.
     pub(crate) section: String,
+    /// Rendered once at build: the extraction instructions (fields and their docs).
+    pub(crate) extract_section: String,
+    /// Position in the agent's registry (set by the agent builder).
+    pub(crate) index: usize,
 }
 
 impl<D, C> fmt::Debug for Flow<D, C> {
@@ -557,8 +561,10 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             steps,
             step_index,
             section: String::new(),
+            extract_section: String::new(),
+            index: 0,
         };
-        crate::prompt::render_flow_sections(&mut flow);
+        crate::prompt::render_flow_sections(&mut flow, &schema);
         Ok(flow)
     }
 }

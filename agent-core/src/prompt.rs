@@ -53,7 +53,23 @@ fn render_static_instructions<D, C>(out: &mut String, title: &str, list: &[Instr
     }
 }
 
-pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>) {
+pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::data::DataSchema) {
+    let mut x = String::from(
+        "Before replying, put in `data` every value the user's latest message states for these fields, and leave out the others:\n",
+    );
+    for field in &flow.collectable {
+        let desc = schema
+            .property(field)
+            .and_then(|p| p.get("description"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        let _ = writeln!(
+            x,
+            "- {field}{}{desc}",
+            if desc.is_empty() { "" } else { ": " }
+        );
+    }
+    flow.extract_section = x;
     let mut s = format!("Current task: {}.", flow.title);
     if !flow.description.is_empty() {
         s.push(' ');
@@ -97,6 +113,32 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>) {
         render_static_instructions(&mut s, "Step rules", &step.instructions);
         step.section = s;
     }
+}
+
+/// Per flow: the lines offering the model a switch to each other flow (empty for
+/// single-flow agents), and the ids it may name.
+pub(crate) fn render_switch_sections<D, C>(
+    flows: &[Flow<D, C>],
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut sections = Vec::with_capacity(flows.len());
+    let mut ids = Vec::with_capacity(flows.len());
+    for f in flows {
+        let others: Vec<&Flow<D, C>> = flows.iter().filter(|g| g.id != f.id).collect();
+        if others.is_empty() {
+            sections.push(String::new());
+            ids.push(Vec::new());
+            continue;
+        }
+        let mut s = String::from(
+            "If the user clearly wants something that one of these other tasks covers, set `switch_flow` to its id; otherwise null:\n",
+        );
+        for g in &others {
+            let _ = writeln!(s, "- {}: {}", g.id, g.when.as_deref().unwrap_or(&g.title));
+        }
+        sections.push(s);
+        ids.push(others.iter().map(|g| g.id.to_string()).collect());
+    }
+    (sections, ids)
 }
 
 /// Append the `if` instructions that hold this turn.

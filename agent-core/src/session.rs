@@ -27,23 +27,25 @@ pub struct Session<D, C> {
     /// Session context.
     pub context: C,
     /// Active flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<String>,
     /// The step that spoke last and awaits the user's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     /// Flows that completed in this session (order of completion).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_flows: Vec<String>,
     /// Conversation history (after compaction: the recent part).
     #[serde(default)]
     pub history: Vec<Message>,
     /// Summary of compacted history.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     /// Directive applied at the start of the next turn.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Directive>,
     /// Signal trigger bookkeeping.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub signals: BTreeMap<String, SignalState>,
     /// Completed turns.
     #[serde(default)]

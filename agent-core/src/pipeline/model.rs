@@ -234,21 +234,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         if extract && let Some(f) = &flow {
-            sys.push_str("Before replying, put in `data` every value the user's latest message states for these fields, and leave out the others:\n");
-            for field in &f.collectable {
-                let desc = self
-                    .a
-                    .schema
-                    .property(field)
-                    .and_then(|p| p.get("description"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let _ = writeln!(
-                    sys,
-                    "- {field}{}{desc}",
-                    if desc.is_empty() { "" } else { ": " }
-                );
-            }
+            sys.push_str(&f.extract_section);
         }
         let conditions: Vec<String> =
             if extract || alt.is_some() || matches!(target, Target::Closing(..)) {
@@ -279,45 +265,36 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             tools.push(t.clone());
         }
         dedupe_tools(&mut tools);
-        let switch_options: Vec<(String, String)> = match &flow {
-            Some(f) if self.a.flows.len() > 1 => self
-                .a
-                .flows
-                .iter()
-                .filter(|g| g.id != f.id)
-                .map(|g| {
-                    (
-                        g.id.to_string(),
-                        g.when.clone().unwrap_or_else(|| g.title.clone()),
-                    )
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        if !switch_options.is_empty() {
-            sys.push_str("If the user clearly wants something that one of these other tasks covers, set `switch_flow` to its id; otherwise null:\n");
-            for (id, when) in &switch_options {
-                let _ = writeln!(sys, "- {id}: {when}");
-            }
+        if let Some(f) = &flow {
+            sys.push_str(&self.a.switch_sections[f.index]);
         }
 
         let structured = flow.is_some();
         let output = match &flow {
             Some(f) => {
-                let _ = writeln!(
-                    sys,
-                    "Answer with JSON only; write the reply to the user in `message`."
-                );
-                let key = format!(
-                    "respond|{}|{extract}|{}|{}|{}",
-                    f.id,
-                    claims.join(","),
-                    conditions.len(),
-                    switch_options.len()
-                );
-                let schema = self.a.cached_schema(key, || {
-                    self.respond_schema(f, extract, &claims, conditions.len(), &switch_options)
-                });
+                sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
+                let n_cond = conditions.len();
+                let (j, a) = match &target {
+                    Target::Step(_, j) => (Some(*j), alt.filter(|a| a != j)),
+                    _ => (None, None),
+                };
+                let make = || {
+                    let switch_ids = &self.a.switch_ids[f.index];
+                    self.respond_schema(f, extract, &claims, n_cond, switch_ids)
+                };
+                // One schema per place in the graph: flow, extraction, claimed steps and
+                // the number of judged conditions decide it.
+                let schema = if n_cond < 64 {
+                    let key = 1u64
+                        | (f.index as u64 & 0xffff) << 4
+                        | u64::from(extract) << 20
+                        | (j.map_or(0, |j| j as u64 + 1) & 0xffff) << 21
+                        | (a.map_or(0, |a| a as u64 + 1) & 0xffff) << 37
+                        | (n_cond as u64) << 53;
+                    self.a.cached_schema(key, make)
+                } else {
+                    Arc::new(make())
+                };
                 Some(OutputSchema {
                     name: "turn".into(),
                     schema,
@@ -556,7 +533,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         for field in &flow.collectable {
             let _ = writeln!(sys, "- {field}");
         }
-        let schema = self.a.cached_schema(format!("extract|{}", flow.id), || {
+        let schema = self.a.cached_schema(2 | (flow.index as u64) << 4, || {
             let mut schema = json!({
                 "type": "object",
                 "properties": { "data": self.a.schema.object_schema(&flow.collectable) },
@@ -754,7 +731,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         extract: bool,
         claims: &[String],
         n_conditions: usize,
-        switch_options: &[(String, String)],
+        switch_ids: &[String],
     ) -> Value {
         let mut props = Map::new();
         let mut required = Vec::new();
@@ -778,10 +755,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             props.insert("step".into(), json!({ "type": "string", "enum": claims }));
             required.push("step");
         }
-        if !switch_options.is_empty() {
-            let mut ids: Vec<Value> = switch_options
+        if !switch_ids.is_empty() {
+            let mut ids: Vec<Value> = switch_ids
                 .iter()
-                .map(|(id, _)| Value::String(id.clone()))
+                .map(|id| Value::String(id.clone()))
                 .collect();
             ids.push(Value::Null);
             props.insert(

@@ -13,6 +13,9 @@ use crate::step::StepKind;
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Indices of signals that may fire in this phase: frequency allows and `if` holds.
     fn candidate_signals(&self, post: bool) -> Vec<usize> {
+        if self.a.signals.is_empty() {
+            return Vec::new();
+        }
         let now = self.a.clock.now_ms();
         let cx = self.cx();
         self.a
