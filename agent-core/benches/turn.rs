@@ -183,13 +183,18 @@ fn report_idle_session_size() {
 
 criterion_group!(benches, bench_turns);
 
-/// `TURN_PROFILE=N`: run N turns of the 1-flow script and exit (for instruction
-/// counting under callgrind, which needs a fixed amount of work).
+/// `TURN_PROFILE=N` (and `TURN_PROFILE_SCRIPT=1|2|3`): run N turns of a script and
+/// exit, for instruction counting under callgrind, which needs a fixed amount of work.
 fn profile_run(n: u64) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
         return;
     };
-    let a = agent(1, false);
+    let script = std::env::var("TURN_PROFILE_SCRIPT").unwrap_or_default();
+    let a = match script.as_str() {
+        "2" => agent(2, false),
+        "3" => agent(2, true),
+        _ => agent(1, false),
+    };
     rt.block_on(async {
         for i in 0..n {
             let id = format!("s{}", i / TURNS);

@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use std::hash::{Hash, Hasher};
+
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -14,6 +16,7 @@ use super::stream::MessageExtractor;
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, ProviderError};
 use crate::flow::Flow;
+use crate::fxhash::FxHasher;
 use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
     CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, StreamChunk,
@@ -603,75 +606,70 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let mut sys = String::from(
                 "You judge the user's latest message in the context of the conversation.\n",
             );
-            let mut props = Map::new();
-            let mut required: Vec<String> = Vec::new();
             if !chunk.is_empty() {
                 sys.push_str("For each condition, answer true or false in `conditions`:\n");
-                let mut cprops = Map::new();
-                let mut eprops = Map::new();
                 for (i, q) in chunk.iter().enumerate() {
-                    let key = format!("c{}", base + i);
-                    let _ = writeln!(sys, "- {key}: {}", q.condition);
-                    cprops.insert(key.clone(), json!({ "type": "boolean" }));
-                    if let Some(s) = &q.extract {
-                        eprops.insert(key, s.clone());
-                    }
+                    let _ = writeln!(sys, "- c{}: {}", base + i, q.condition);
                 }
-                let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
-                props.insert(
-                    "conditions".into(),
-                    json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
-                );
-                required.push("conditions".into());
-                if !eprops.is_empty() {
+                if chunk.iter().any(|q| q.extract.is_some()) {
                     sys.push_str("For conditions that are true and listed in `extracted`, also extract the value.\n");
-                    props.insert(
-                        "extracted".into(),
-                        json!({ "type": "object", "properties": eprops }),
-                    );
                 }
             }
             if routing {
                 sys.push_str("Pick the task the user wants in `flow` (null if none fits):\n");
-                let mut ids: Vec<Value> = Vec::new();
                 for (id, when) in flows {
                     let _ = writeln!(sys, "- {id}: {when}");
-                    ids.push(Value::String(id.clone()));
                 }
-                ids.push(Value::Null);
-                props.insert(
-                    "flow".into(),
-                    json!({ "type": ["string", "null"], "enum": ids }),
-                );
-                required.push("flow".into());
             }
             sys.push_str("Answer with JSON only.");
+            // The schema depends on the keys, the extraction schemas and the flow ids,
+            // never on the condition texts: cache it by those.
+            let key = {
+                let mut h = FxHasher::default();
+                (base, chunk.len(), routing).hash(&mut h);
+                for (i, q) in chunk.iter().enumerate() {
+                    if q.extract.is_some() {
+                        (i, &q.condition).hash(&mut h);
+                    }
+                }
+                if routing {
+                    for (id, _) in flows {
+                        id.hash(&mut h);
+                    }
+                }
+                (h.finish() & !0xf) | 3
+            };
+            let schema = self
+                .a
+                .cached_schema(key, || classify_schema(chunk, base, routing, flows));
             let mut req = self.request(kind, sys, self.history_messages());
             req.output = Some(OutputSchema {
                 name: "classification".into(),
-                schema: Arc::new(
-                    json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false }),
-                ),
+                schema,
             });
             let (resp, _) = self.call(&req).await?;
-            let mut m = parse_json_object(&resp.content)
-                .map_err(|message| AgentError::MalformedModelOutput { kind, message })?;
-            let conds = match m.remove("conditions") {
-                Some(Value::Object(c)) => c,
-                _ if chunk.is_empty() => Map::new(),
-                _ => {
+            let out: ClassifyOut =
+                serde_json::from_str(strip_fences(&resp.content)).map_err(|e| {
+                    AgentError::MalformedModelOutput {
+                        kind,
+                        message: format!("not valid JSON for the expected object ({e})"),
+                    }
+                })?;
+            let conds = match out.conditions {
+                Some(c) => c,
+                None if chunk.is_empty() => Map::new(),
+                None => {
                     return Err(AgentError::MalformedModelOutput {
                         kind,
                         message: "`conditions` is missing".into(),
                     });
                 }
             };
-            let extracted = match m.remove("extracted") {
-                Some(Value::Object(e)) => e,
-                _ => Map::new(),
-            };
+            let extracted = out.extracted.unwrap_or_default();
+            let mut key = String::with_capacity(4);
             for (i, q) in chunk.iter().enumerate() {
-                let key = format!("c{}", base + i);
+                key.clear();
+                let _ = write!(key, "c{}", base + i);
                 let v = conds.get(&key).and_then(Value::as_bool).unwrap_or(false);
                 self.judged.insert(q.condition.clone(), v);
                 if let Some(e) = extracted.get(&key).filter(|e| !e.is_null()) {
@@ -679,10 +677,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             }
             if routing {
-                verdicts.flow = m
-                    .remove("flow")
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .filter(|f| flows.iter().any(|(id, _)| id == f));
+                verdicts.flow = out.flow.filter(|f| flows.iter().any(|(id, _)| id == f));
             }
         }
         Ok(verdicts)
@@ -783,6 +778,65 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         schema
     }
+}
+
+/// The classifier's answer.
+#[derive(serde::Deserialize)]
+struct ClassifyOut {
+    #[serde(default)]
+    conditions: Option<Map<String, Value>>,
+    #[serde(default)]
+    extracted: Option<Map<String, Value>>,
+    #[serde(default)]
+    flow: Option<String>,
+}
+
+/// Schema of a classifier call: `conditions` (one boolean per key), `extracted` (per key
+/// with an extraction schema) and, when routing, `flow`.
+fn classify_schema(
+    chunk: &[Question],
+    base: usize,
+    routing: bool,
+    flows: &[(String, String)],
+) -> Value {
+    let mut props = Map::new();
+    let mut required: Vec<&str> = Vec::new();
+    if !chunk.is_empty() {
+        let mut cprops = Map::new();
+        let mut eprops = Map::new();
+        for (i, q) in chunk.iter().enumerate() {
+            let key = format!("c{}", base + i);
+            cprops.insert(key.clone(), json!({ "type": "boolean" }));
+            if let Some(s) = &q.extract {
+                eprops.insert(key, s.clone());
+            }
+        }
+        let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
+        props.insert(
+            "conditions".into(),
+            json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+        );
+        required.push("conditions");
+        if !eprops.is_empty() {
+            props.insert(
+                "extracted".into(),
+                json!({ "type": "object", "properties": eprops }),
+            );
+        }
+    }
+    if routing {
+        let mut ids: Vec<Value> = flows
+            .iter()
+            .map(|(id, _)| Value::String(id.clone()))
+            .collect();
+        ids.push(Value::Null);
+        props.insert(
+            "flow".into(),
+            json!({ "type": ["string", "null"], "enum": ids }),
+        );
+        required.push("flow");
+    }
+    json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
 }
 
 fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
