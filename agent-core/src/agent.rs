@@ -25,6 +25,61 @@ use crate::signal::Signal;
 use crate::store::{MemoryStore, SessionStore};
 use crate::tool::{Tool, valid_tool_name};
 
+/// Options of one turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// The inbound event's id (a webhook delivery id, a message id). A repeated id
+    /// returns the stored response and does not advance the session.
+    pub event_id: Option<String>,
+}
+
+impl TurnOptions {
+    /// Options carrying an inbound event id.
+    pub fn event(id: impl Into<String>) -> Self {
+        Self {
+            event_id: Some(id.into()),
+        }
+    }
+}
+
+/// A flow whose definition changed under a stored session, as the migration hook
+/// sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowVersionChange {
+    /// The session's active flow.
+    pub flow: String,
+    /// Version recorded in the session.
+    pub stored: Option<String>,
+    /// Version of the registered flow (`None` if it is gone).
+    pub current: Option<String>,
+    /// Why the session cannot continue as is.
+    pub problem: String,
+}
+
+/// Upgrades a session whose flow changed incompatibly (move it to an existing step,
+/// another flow, or clear the position).
+pub type Migration<D, C> =
+    Arc<dyn Fn(&mut Session<D, C>, &FlowVersionChange) -> Result<(), String> + Send + Sync>;
+
+/// The stored answer to an event already processed.
+fn replayed<D: AgentData>(
+    done: &serde_json::Value,
+    sink: Option<&Sink<D>>,
+) -> Result<AgentResponse<D>, AgentError> {
+    let mut r: AgentResponse<D> =
+        serde_json::from_value(done.clone()).map_err(|e| StoreError::Corrupt {
+            session_id: String::new(),
+            message: format!("stored response of a processed event: {e}"),
+        })?;
+    r.duplicate = true;
+    if let Some(s) = sink
+        && !r.message.is_empty()
+    {
+        s.send(Event::TextDelta(r.message.clone()));
+    }
+    Ok(r)
+}
+
 /// What to do when another writer saved the session during a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictPolicy {
@@ -60,6 +115,9 @@ pub struct AgentConfig {
     /// Recently saved sessions kept decoded, so the next turn skips decoding when the
     /// stored bytes are unchanged (0 disables).
     pub session_cache: usize,
+    /// Responses kept per session for turns that carried an event id (duplicates within
+    /// this window are answered from the store).
+    pub remembered_events: usize,
     /// Sampling temperature sent with every call.
     pub temperature: Option<f32>,
     /// Token limit sent with every call.
@@ -80,6 +138,7 @@ impl Default for AgentConfig {
             classifier_batch_size: 32,
             conflict: ConflictPolicy::Retry(3),
             session_cache: 256,
+            remembered_events: 32,
             temperature: None,
             max_tokens: None,
         }
@@ -97,6 +156,7 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) signals: Vec<Signal<D, C>>,
     pub(crate) instructions: Vec<Instruction<D, C>>,
     pub(crate) on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    pub(crate) migrate: Option<Migration<D, C>>,
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) context: C,
@@ -262,6 +322,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             tools: Vec::new(),
             signals: Vec::new(),
             on_enter: None,
+            migrate: None,
             provider: None,
             store: None,
             context: None,
@@ -286,15 +347,39 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         session_id: &str,
         message: &str,
     ) -> Result<AgentResponse<D>, AgentError> {
-        self.run_turn(session_id, message, None).await
+        self.run_turn(session_id, message, &TurnOptions::default(), None)
+            .await
     }
 
-    /// Answer one user message as a stream of events: text deltas that concatenate to
-    /// the final message, tool and transition events, then exactly one `Done` or `Error`.
+    /// [`Agent::respond`] with options, e.g. the inbound event id that makes the turn
+    /// exactly-once: a repeated id returns the stored response (with `duplicate` set)
+    /// and does not advance the session, even when both copies arrive at once.
+    pub async fn respond_with(
+        &self,
+        session_id: &str,
+        message: &str,
+        options: &TurnOptions,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.run_turn(session_id, message, options, None).await
+    }
+
+    /// Answer one user message as a stream of events: tool, step and transition events
+    /// as they happen, then the text deltas (released once the turn is saved, so they
+    /// always concatenate to the final message), then exactly one `Done` or `Error`.
     pub fn respond_stream(
         &self,
         session_id: &str,
         message: &str,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        self.respond_stream_with(session_id, message, TurnOptions::default())
+    }
+
+    /// [`Agent::respond_stream`] with options.
+    pub fn respond_stream_with(
+        &self,
+        session_id: &str,
+        message: &str,
+        options: TurnOptions,
     ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event<D>>();
         let agent = self.clone();
@@ -302,7 +387,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         let message = message.to_owned();
         let mut fut = Some(Box::pin(async move {
             let sink = Sink::new(tx.clone());
-            let event = match agent.run_turn(&session_id, &message, Some(&sink)).await {
+            let event = match agent
+                .run_turn(&session_id, &message, &options, Some(&sink))
+                .await
+            {
                 Ok(r) => Event::Done(Box::new(r)),
                 Err(e) => Event::Error(e),
             };
@@ -322,6 +410,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         &self,
         session_id: &str,
         message: &str,
+        options: &TurnOptions,
         sink: Option<&Sink<D>>,
     ) -> Result<AgentResponse<D>, AgentError> {
         let inner = &self.inner;
@@ -335,10 +424,40 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         let _guard = lock.lock().await;
         let mut attempt = 0;
         loop {
-            let (session, present) = self.load_for_turn(session_id).await?;
-            let turn = Turn::new(inner, session, present, message, sink);
+            let (mut session, present) = self.load_for_turn(session_id).await?;
+            if let Some(id) = options.event_id.as_deref()
+                && let Some(done) = session.processed_event(id)
+            {
+                return replayed(done, sink);
+            }
+            self.check_flow_version(&mut session)?;
+            let turn = Turn::new(inner, session, present, message, sink)
+                .with_event(options.event_id.clone());
             let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
             match turn.run().instrument(span).await {
+                Err(AgentError::Store(StoreError::Conflict { .. }))
+                    if options.event_id.is_some() && attempt == 0 =>
+                {
+                    // A concurrent writer may have processed this very event: reload and
+                    // answer from the store if so, otherwise apply the policy.
+                    attempt += 1;
+                    let (fresh, _) = self.load_for_turn(session_id).await?;
+                    if let Some(done) = options
+                        .event_id
+                        .as_deref()
+                        .and_then(|id| fresh.processed_event(id))
+                    {
+                        return replayed(done, sink);
+                    }
+                    if !matches!(inner.config.conflict, ConflictPolicy::Retry(n) if n > 0) {
+                        return Err(AgentError::Store(StoreError::Conflict {
+                            session_id: session_id.to_owned(),
+                            expected: 0,
+                            found: fresh.version,
+                        }));
+                    }
+                    continue;
+                }
                 Err(AgentError::Store(StoreError::Conflict { .. })) if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
                 {
                     attempt += 1;
@@ -352,6 +471,65 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 other => return other,
             }
         }
+    }
+
+    /// Detect a session whose active flow changed incompatibly since it was saved; let
+    /// the migration hook upgrade it, or report it.
+    fn check_flow_version(&self, session: &mut Session<D, C>) -> Result<(), AgentError> {
+        let Some(fid) = session.flow.clone() else {
+            return Ok(());
+        };
+        let current = self.inner.flow(&fid).map(|f| f.version.clone());
+        if current.is_some() && current == session.flow_version {
+            return Ok(());
+        }
+        let problem = match self.inner.flow(&fid) {
+            None => Some(format!("flow `{fid}` is no longer registered")),
+            Some(f) => session
+                .step
+                .as_deref()
+                .filter(|s| f.step(s).is_none())
+                .map(|s| format!("step `{s}` no longer exists in flow `{fid}`")),
+        };
+        let Some(problem) = problem else {
+            // Changed, but the session's position still exists: carry on.
+            session.flow_version = current;
+            return Ok(());
+        };
+        let change = FlowVersionChange {
+            flow: fid.clone(),
+            stored: session.flow_version.clone(),
+            current: current.clone(),
+            problem: problem.clone(),
+        };
+        if let Some(m) = &self.inner.migrate {
+            m(session, &change).map_err(|reason| AgentError::IncompatibleSession {
+                session_id: session.id.clone(),
+                problem: format!("{problem}; migration failed: {reason}"),
+            })?;
+            let still_broken = match session.flow.as_deref() {
+                None => false,
+                Some(f) => match self.inner.flow(f) {
+                    None => true,
+                    Some(flow) => session
+                        .step
+                        .as_deref()
+                        .is_some_and(|s| flow.step(s).is_none()),
+                },
+            };
+            if !still_broken {
+                session.flow_version = session
+                    .flow
+                    .as_deref()
+                    .and_then(|f| self.inner.flow(f))
+                    .map(|f| f.version.clone());
+                return Ok(());
+            }
+        }
+        Err(AgentError::IncompatibleSession {
+            session_id: session.id.clone(),
+            problem,
+        })
     }
 
     /// Load for a turn: from the decoded cache when the stored bytes are the ones this
@@ -437,6 +615,7 @@ pub struct AgentBuilder<D, C> {
     tools: Vec<Arc<dyn Tool<D, C>>>,
     signals: Vec<Signal<D, C>>,
     on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    migrate: Option<Migration<D, C>>,
     provider: Option<Arc<dyn Provider>>,
     store: Option<Arc<dyn SessionStore>>,
     context: Option<C>,
@@ -493,6 +672,15 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     /// Hook run on a session's first turn.
     pub fn on_enter(mut self, h: impl PreHook<D, C> + 'static) -> Self {
         self.on_enter = Some(Arc::new(h));
+        self
+    }
+    /// Upgrade sessions whose active flow changed incompatibly (its step is gone, or
+    /// the flow is). Without it such sessions fail with `IncompatibleSession`.
+    pub fn migrate(
+        mut self,
+        f: impl Fn(&mut Session<D, C>, &FlowVersionChange) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.migrate = Some(Arc::new(f));
         self
     }
     /// The model.
@@ -650,6 +838,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 signals,
                 instructions: self.instructions,
                 on_enter: self.on_enter,
+                migrate: self.migrate,
                 provider,
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 context: self.context.unwrap_or_default(),

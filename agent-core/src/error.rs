@@ -253,6 +253,16 @@ pub enum AgentError {
         /// Panic payload, when it was a string.
         message: String,
     },
+    /// The stored session cannot continue with the current flow definitions.
+    #[error(
+        "session `{session_id}` cannot continue: {problem}; register a migration with `AgentBuilder::migrate` or reset the session"
+    )]
+    IncompatibleSession {
+        /// Session id.
+        session_id: String,
+        /// What changed.
+        problem: String,
+    },
     /// The user message exceeds the configured limit.
     #[error(
         "user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it"

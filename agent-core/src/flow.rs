@@ -63,6 +63,9 @@ pub struct Flow<D, C> {
     pub(crate) extract_section: String,
     /// Position in the agent's registry (set by the agent builder).
     pub(crate) index: usize,
+    /// Structural hash of the definition (steps, shapes, fields, targets): sessions
+    /// record it to detect flows that changed under them.
+    pub(crate) version: String,
 }
 
 impl<D, C> fmt::Debug for Flow<D, C> {
@@ -103,6 +106,10 @@ impl<D, C> Flow<D, C> {
     /// Title.
     pub fn title(&self) -> &str {
         &self.title
+    }
+    /// Structural version (a hash of steps, shapes, fields and targets).
+    pub fn version(&self) -> &str {
+        &self.version
     }
     /// Fields required for completion.
     pub fn required(&self) -> &[Arc<str>] {
@@ -563,10 +570,35 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             section: String::new(),
             extract_section: String::new(),
             index: 0,
+            version: String::new(),
         };
+        flow.version = structural_version(&flow);
         crate::prompt::render_flow_sections(&mut flow, &schema);
         Ok(flow)
     }
+}
+
+/// A stable hash of what a stored session depends on: step ids and order, shapes,
+/// collected and required fields, terminal markers and branch targets.
+fn structural_version<D, C>(flow: &Flow<D, C>) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = crate::fxhash::FxHasher::default();
+    flow.id.hash(&mut h);
+    for f in flow.required.iter().chain(flow.optional.iter()) {
+        f.hash(&mut h);
+    }
+    for s in &flow.steps {
+        s.id.hash(&mut h);
+        format!("{:?}", s.kind).hash(&mut h);
+        s.end.hash(&mut h);
+        for f in s.collect.iter().chain(s.requires.iter()) {
+            f.hash(&mut h);
+        }
+        for b in s.branch_table() {
+            format!("{:?}", b.then).hash(&mut h);
+        }
+    }
+    format!("{:016x}", h.finish())
 }
 
 /// "did you mean `x`?" plus the list of valid choices.

@@ -57,7 +57,7 @@ pub mod store;
 pub mod testing;
 pub mod tool;
 
-pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy};
+pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, FlowVersionChange, TurnOptions};
 
 /// The README's examples are compiled and run as doctests.
 #[cfg(doctest)]
@@ -67,7 +67,7 @@ pub use agent_macros;
 
 /// Everything a typical agent file needs.
 pub mod prelude {
-    pub use crate::agent::{Agent, AgentConfig, ConflictPolicy};
+    pub use crate::agent::{Agent, AgentConfig, ConflictPolicy, TurnOptions};
     pub use crate::branch::{Branch, Target};
     pub use crate::data::{AgentContext, AgentData, Patch, patch_of};
     pub use crate::directive::{Directive, PreDirective, SignalDirective};

@@ -185,6 +185,9 @@ pub struct AgentResponse<D> {
     pub rejected_data: Vec<String>,
     /// Session version after the save.
     pub version: u64,
+    /// True when this is the stored answer to an inbound event already processed.
+    #[serde(default)]
+    pub duplicate: bool,
 }
 
 /// A streamed event. Text deltas concatenate to the final message; the stream ends with

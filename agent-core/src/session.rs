@@ -11,6 +11,15 @@ use crate::provider::Message;
 use crate::signal::SignalState;
 use crate::store::StoredSession;
 
+/// A processed inbound event and the response it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessedEvent {
+    /// The event id.
+    pub id: String,
+    /// The response, as JSON.
+    pub response: serde_json::Value,
+}
+
 /// The persisted state of one conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(bound(
@@ -50,6 +59,12 @@ pub struct Session<D, C> {
     /// Completed turns.
     #[serde(default)]
     pub turns: u64,
+    /// Version (structural hash) of the active flow's definition when last saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_version: Option<String>,
+    /// Recent turns that carried an inbound event id, with their responses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<ProcessedEvent>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -74,9 +89,16 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             pending: None,
             signals: BTreeMap::new(),
             turns: 0,
+            flow_version: None,
+            events: Vec::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
         }
+    }
+
+    /// The stored response of an inbound event already processed.
+    pub fn processed_event(&self, id: &str) -> Option<&serde_json::Value> {
+        self.events.iter().find(|e| e.id == id).map(|e| &e.response)
     }
 
     /// Encode for a store (JSON).

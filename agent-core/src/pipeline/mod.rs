@@ -111,6 +111,8 @@ pub(crate) struct Turn<'a, D, C> {
     /// when its fields are already collected.
     pub(crate) landed: Option<(String, String)>,
     pub(crate) prepared: FxHashSet<(Arc<str>, Arc<str>)>,
+    /// The inbound event this turn answers (exactly-once).
+    pub(crate) event_id: Option<String>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -161,8 +163,15 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             next_pending: None,
             entered: FxHashSet::default(),
             landed: None,
+            event_id: None,
             prepared: FxHashSet::default(),
         }
+    }
+
+    /// Mark the turn as the answer to an inbound event.
+    pub(crate) fn with_event(mut self, event_id: Option<String>) -> Self {
+        self.event_id = event_id;
+        self
     }
 
     /// The read-only view hooks and predicates get.
@@ -337,8 +346,47 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.compact_history().await?;
         self.s.pending = self.next_pending.take();
         self.s.turns += 1;
+        self.s.flow_version = self.flow().map(|f| f.version.clone());
         self.s.updated_ms = self.a.clock.now_ms();
         self.s.version = self.expected_version + 1;
+        let mut response = AgentResponse {
+            session_id: self.s.id.clone(),
+            message,
+            stopped,
+            executed_steps: std::mem::take(&mut self.executed),
+            directive_chain: std::mem::take(&mut self.chain),
+            data: self.s.data.clone(),
+            flow: self.s.flow.clone(),
+            step: self.s.step.clone(),
+            signals: std::mem::take(&mut self.signals_fired),
+            tool_calls: std::mem::take(&mut self.tool_calls),
+            transitions: std::mem::take(&mut self.transitions),
+            model_calls: self.calls,
+            usage: self.usage,
+            dropped_fields: std::mem::take(&mut self.dropped),
+            rejected_data: std::mem::take(&mut self.rejected),
+            version: self.s.version,
+            duplicate: false,
+        };
+        if let Some(id) = self.event_id.take() {
+            // The response is stored with the session, atomically: a duplicate of this
+            // event gets it back instead of advancing the conversation again.
+            let keep = self.a.config.remembered_events.max(1);
+            if self.s.events.len() >= keep {
+                let excess = self.s.events.len() + 1 - keep;
+                self.s.events.drain(..excess);
+            }
+            let stored = serde_json::to_value(&response).map_err(|e| {
+                AgentError::Store(crate::error::StoreError::Corrupt {
+                    session_id: self.s.id.clone(),
+                    message: e.to_string(),
+                })
+            })?;
+            self.s.events.push(crate::session::ProcessedEvent {
+                id,
+                response: stored,
+            });
+        }
         let mut saved_bytes = None;
         if self.clear_session {
             self.a.forget(&self.s.id);
@@ -351,33 +399,17 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         // Text reaches the consumer only once the turn is durable: deltas concatenate to
         // the final message, and a failed save streams no text.
+        let message = response.message.clone();
         if self.sink.is_some() && !message.is_empty() {
             if deltas.concat() == message {
                 for d in deltas {
                     self.emit(Event::TextDelta(d));
                 }
             } else {
-                self.emit(Event::TextDelta(message.clone()));
+                self.emit(Event::TextDelta(message));
             }
         }
-        let response = AgentResponse {
-            session_id: self.s.id.clone(),
-            message,
-            stopped,
-            executed_steps: self.executed,
-            directive_chain: self.chain,
-            data: self.s.data.clone(),
-            flow: self.s.flow.clone(),
-            step: self.s.step.clone(),
-            signals: self.signals_fired,
-            tool_calls: self.tool_calls,
-            transitions: self.transitions,
-            model_calls: self.calls,
-            usage: self.usage,
-            dropped_fields: self.dropped,
-            rejected_data: self.rejected,
-            version: self.s.version,
-        };
+        response.version = self.s.version;
         if let Some(bytes) = saved_bytes {
             self.a.remember(bytes, self.s, self.present);
         }
