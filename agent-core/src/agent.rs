@@ -436,7 +436,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
             match turn.run().instrument(span).await {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
-                    if options.event_id.is_some() && attempt == 0 =>
+                    if options.event_id.is_some()
+                        && attempt == 0
+                        && sink.is_none_or(|s| !s.text_sent()) =>
                 {
                     // A concurrent writer may have processed this very event: reload and
                     // answer from the store if so, otherwise apply the policy.
@@ -458,7 +460,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     }
                     continue;
                 }
-                Err(AgentError::Store(StoreError::Conflict { .. })) if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                Err(AgentError::Store(StoreError::Conflict { .. }))
+                    if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n)
+                        && sink.is_none_or(|s| !s.text_sent()) =>
                 {
                     attempt += 1;
                     tracing::debug!(

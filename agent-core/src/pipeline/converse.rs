@@ -85,7 +85,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if self.turn_over() || (!self.needs_extraction(&flow) && self.deferred.is_empty()) {
             return Ok((None, alt));
         }
-        let predicted = self.predict().await;
+        let (predicted, _) = self.predict(true).await;
         let mut spec = None;
         match predicted {
             Some(Stop::Render(f, j)) => {
@@ -113,9 +113,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     return Ok((None, alt));
                 }
+                self.speculating = true;
                 let out = self
                     .render_call(Target::Step(flow.clone(), j), true, alt)
-                    .await?;
+                    .await;
+                self.speculating = false;
+                let out = out?;
                 spec = Some(Speculation {
                     predicted: Stop::Render(f, j),
                     out,
@@ -123,9 +126,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 });
             }
             Some(Stop::Closing(f, j)) => {
+                self.speculating = true;
                 let out = self
                     .render_call(Target::Closing(flow.clone(), j), true, None)
-                    .await?;
+                    .await;
+                self.speculating = false;
+                let out = out?;
                 spec = Some(Speculation {
                     predicted: Stop::Closing(f, j),
                     out,
@@ -198,7 +204,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         return Ok((String::new(), StoppedReason::Responded, Vec::new()));
                     };
                     let is_closing = matches!(stop, Stop::Closing(..));
-                    let reuse = spec.take().filter(|sp| self.accepts(sp, &stop, alt));
+                    // A reply already streamed live was checked to be final; it is used
+                    // even if the walk disagreed (a bug would show in the log, not as
+                    // text the user saw and then lost).
+                    let reuse = spec.take().filter(|sp| {
+                        let ok = self.accepts(sp, &stop, alt);
+                        if !ok && self.streamed {
+                            tracing::error!(
+                                "a live-streamed speculative reply was not accepted by the walk"
+                            );
+                        }
+                        ok || self.streamed
+                    });
                     let out = match reuse {
                         Some(sp) => sp.out,
                         None => {

@@ -33,14 +33,26 @@ pub(crate) use walk::Stop;
 /// Where streamed events go.
 pub(crate) struct Sink<D> {
     tx: tokio::sync::mpsc::UnboundedSender<Event<D>>,
+    text_sent: std::sync::atomic::AtomicBool,
 }
 
 impl<D> Sink<D> {
     pub(crate) fn new(tx: tokio::sync::mpsc::UnboundedSender<Event<D>>) -> Self {
-        Self { tx }
+        Self {
+            tx,
+            text_sent: std::sync::atomic::AtomicBool::new(false),
+        }
     }
     pub(crate) fn send(&self, e: Event<D>) {
+        if matches!(e, Event::TextDelta(_)) {
+            self.text_sent
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let _ = self.tx.send(e);
+    }
+    /// Whether reply text already reached the consumer (a re-run would repeat it).
+    pub(crate) fn text_sent(&self) -> bool {
+        self.text_sent.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -113,6 +125,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) prepared: FxHashSet<(Arc<str>, Arc<str>)>,
     /// The inbound event this turn answers (exactly-once).
     pub(crate) event_id: Option<String>,
+    /// A speculative rendering call is under way (made before the walk).
+    pub(crate) speculating: bool,
+    /// Reply text already reached the consumer (live streaming).
+    pub(crate) streamed: bool,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -164,6 +180,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             entered: FxHashSet::default(),
             landed: None,
             event_id: None,
+            speculating: false,
+            streamed: false,
             prepared: FxHashSet::default(),
         }
     }
@@ -400,7 +418,13 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         // Text reaches the consumer only once the turn is durable: deltas concatenate to
         // the final message, and a failed save streams no text.
         let message = response.message.clone();
-        if self.sink.is_some() && !message.is_empty() {
+        if self.streamed {
+            if deltas.concat() != message {
+                // Unreachable by construction (live text is only released when nothing
+                // can replace it); never send a second copy.
+                tracing::error!("streamed text differs from the final message");
+            }
+        } else if self.sink.is_some() && !message.is_empty() {
             if deltas.concat() == message {
                 for d in deltas {
                     self.emit(Event::TextDelta(d));

@@ -11,8 +11,8 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
-use super::Turn;
 use super::stream::MessageExtractor;
+use super::{Stop, Turn};
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, ProviderError};
 use crate::flow::Flow;
@@ -112,9 +112,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// One provider call, streamed when a sink is attached; counts calls and usage.
+    /// With `live`, the reply's text goes to the consumer as it arrives once
+    /// [`Turn::live_ok`] decides (when the message starts) that it is final.
     async fn call(
         &mut self,
         req: &ModelRequest,
+        live: Option<&LiveTarget>,
     ) -> Result<(ModelResponse, Vec<String>), AgentError> {
         let kind = req.kind;
         self.calls += 1;
@@ -125,45 +128,65 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             flow = self.s.flow.as_deref().unwrap_or(""),
             provider = self.a.provider.name(),
         );
+        let (resp, deltas) = self.call_inner(req, live).instrument(span).await?;
+        self.usage.add(resp.usage);
+        Ok((resp, deltas))
+    }
+
+    async fn call_inner(
+        &mut self,
+        req: &ModelRequest,
+        live: Option<&LiveTarget>,
+    ) -> Result<(ModelResponse, Vec<String>), AgentError> {
+        let kind = req.kind;
         let err = |source: ProviderError| AgentError::Provider { kind, source };
-        let streaming = self.sink.is_some();
-        let provider = &self.a.provider;
-        let (resp, deltas) = async move {
-            if !streaming {
-                return Ok::<_, AgentError>((
-                    provider.generate(req).await.map_err(err)?,
-                    Vec::new(),
-                ));
-            }
-            let structured = req.output.is_some();
-            let mut extractor = MessageExtractor::new();
-            let mut deltas = Vec::new();
-            let mut stream = provider.generate_stream(req);
-            let mut done = None;
-            while let Some(chunk) = stream.next().await {
-                match chunk.map_err(err)? {
-                    StreamChunk::Text(t) => {
-                        let piece = if structured { extractor.push(&t) } else { t };
-                        if !piece.is_empty() {
-                            deltas.push(piece);
+        let a = self.a;
+        let Some(sink) = self.sink else {
+            return Ok((a.provider.generate(req).await.map_err(err)?, Vec::new()));
+        };
+        let structured = req.output.is_some();
+        // Text of a round that also offers tools may turn out not to be the reply.
+        let mut undecided = live.is_some() && req.tools.is_empty();
+        let mut is_live = false;
+        let mut extractor = MessageExtractor::new();
+        let mut deltas: Vec<String> = Vec::new();
+        let mut stream = a.provider.generate_stream(req);
+        let mut done = None;
+        while let Some(chunk) = stream.next().await {
+            match chunk.map_err(err)? {
+                StreamChunk::Text(t) => {
+                    let piece = if structured { extractor.push(&t) } else { t };
+                    if undecided && let Some(lt) = live {
+                        let head = if structured {
+                            extractor.take_head()
+                        } else {
+                            None
+                        };
+                        if head.is_some() || (!structured && !piece.is_empty()) {
+                            undecided = false;
+                            // Boxed: the dry walk can reach the classifier, which calls back here.
+                            is_live = Box::pin(self.live_ok(lt, head.as_deref())).await;
                         }
                     }
-                    StreamChunk::Done(r) => {
-                        done = Some(r);
-                        break;
+                    if !piece.is_empty() {
+                        if is_live {
+                            sink.send(Event::TextDelta(piece.clone()));
+                            self.streamed = true;
+                        }
+                        deltas.push(piece);
                     }
                 }
+                StreamChunk::Done(r) => {
+                    done = Some(r);
+                    break;
+                }
             }
-            let resp = done.ok_or_else(|| {
-                err(ProviderError::InvalidResponse(
-                    "stream ended without a final answer".into(),
-                ))
-            })?;
-            Ok((resp, deltas))
         }
-        .instrument(span)
-        .await?;
-        self.usage.add(resp.usage);
+        let resp = done.ok_or_else(|| {
+            err(ProviderError::InvalidResponse(
+                "stream ended without a final answer".into(),
+            ))
+        })?;
         Ok((resp, deltas))
     }
 
@@ -309,7 +332,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut req = self.request(CallKind::Respond, sys, self.history_messages());
         req.tools = tools.iter().map(|t| t.spec()).collect();
         req.output = output;
-        let (resp, deltas) = self.tool_loop(&mut req, &tools).await?;
+        let live = LiveTarget {
+            target: match &target {
+                Target::Step(f, j) => Stop::Render(f.id.clone(), *j),
+                Target::Closing(f, j) => Stop::Closing(f.id.clone(), *j),
+                Target::Classic => Stop::Done,
+            },
+            alt,
+            speculative: self.speculating,
+            conditions: conditions.clone(),
+        };
+        let (resp, deltas) = self.tool_loop(&mut req, &tools, &live).await?;
         if !structured {
             return Ok(CallOutcome {
                 message: resp.content,
@@ -365,7 +398,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     out.deltas = std::mem::take(&mut deltas);
                     return Ok(out);
                 }
-                Err(problem) if attempts < self.a.config.repair_attempts => {
+                Err(problem) if attempts < self.a.config.repair_attempts && !self.streamed => {
                     attempts += 1;
                     tracing::warn!(%problem, "malformed structured answer; asking for a repair");
                     req.messages.push(Message::assistant(resp.content.clone()));
@@ -373,7 +406,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
                     )));
                     req.tools.clear();
-                    let (r, d) = self.call(&req).await?;
+                    let (r, d) = self.call(&req, None).await?;
                     resp = r;
                     deltas = d;
                 }
@@ -392,10 +425,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         &mut self,
         req: &mut ModelRequest,
         tools: &[Arc<dyn Tool<D, C>>],
+        live: &LiveTarget,
     ) -> Result<(ModelResponse, Vec<String>), AgentError> {
         let mut round = 0u32;
         loop {
-            let (resp, deltas) = self.call(req).await?;
+            let (resp, deltas) = self.call(req, Some(live)).await?;
             if resp.tool_calls.is_empty() || req.tools.is_empty() {
                 return Ok((resp, deltas));
             }
@@ -553,7 +587,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             name: "extraction".into(),
             schema,
         });
-        let (resp, _) = self.call(&req).await?;
+        let (resp, _) = self.call(&req, None).await?;
         let mut m = parse_json_object(&resp.content).map_err(|message| {
             AgentError::MalformedModelOutput {
                 kind: CallKind::Extract,
@@ -647,7 +681,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 name: "classification".into(),
                 schema,
             });
-            let (resp, _) = self.call(&req).await?;
+            let (resp, _) = self.call(&req, None).await?;
             let out: ClassifyOut =
                 serde_json::from_str(strip_fences(&resp.content)).map_err(|e| {
                     AgentError::MalformedModelOutput {
@@ -709,7 +743,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let _ = write!(sys, " Earlier summary to fold in: {prev}");
         }
         let req = self.request(CallKind::Summarize, sys, old);
-        let (resp, _) = self.call(&req).await?;
+        let (resp, _) = self.call(&req, None).await?;
         self.s.summary = Some(resp.content.trim().to_owned());
         self.s.history.drain(..cut);
         Ok(())
@@ -777,6 +811,94 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             o.insert("$defs".into(), defs.clone());
         }
         schema
+    }
+}
+
+/// What a rendering call renders, for deciding mid-stream whether its reply is final.
+pub(crate) struct LiveTarget {
+    target: Stop,
+    alt: Option<usize>,
+    speculative: bool,
+    conditions: Vec<String>,
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Whether the reply now starting to stream is certainly the turn's message, so its
+    /// text can reach the consumer as it arrives. Only when nothing that runs after the
+    /// call can replace or redirect it (no tool directive so far, no `finalize` on the
+    /// step, no `on_complete` on a closing flow, no post-phase signal), and, for a
+    /// speculative call, when a dry walk with the decisions already streamed (`head`:
+    /// data, verdicts, claimed step) lands on the rendered step through hook-free steps.
+    async fn live_ok(&mut self, lt: &LiveTarget, head: Option<&str>) -> bool {
+        if !self.post_bus.is_empty() || self.a.signals.iter().any(|s| s.phase.runs_post()) {
+            return false;
+        }
+        let flow = match &lt.target {
+            Stop::Render(f, j) | Stop::Closing(f, j) => match self.a.flow(f) {
+                Some(flow) if flow.steps[*j].finalize.is_none() => Some(flow.clone()),
+                _ => return false,
+            },
+            Stop::Done => None,
+            Stop::ReplyStep(..) => return false,
+        };
+        if let (Stop::Closing(..), Some(f)) = (&lt.target, &flow)
+            && (f.hooks.on_complete.is_some() || f.on_complete.is_some())
+        {
+            return false;
+        }
+        let Some(head) = head else {
+            return !lt.speculative;
+        };
+        let Ok(out) = serde_json::from_str::<RespondOut>(head) else {
+            return false;
+        };
+        if out.switch_flow.is_some() {
+            return false;
+        }
+        if !lt.speculative {
+            return true;
+        }
+        let Some(flow) = flow else { return false };
+        // Simulate what the turn will do with these decisions, on copies.
+        let mut patch = Map::new();
+        if let Some(Value::Object(d)) = out.data {
+            for (k, v) in d {
+                if !v.is_null() && flow.collectable.iter().any(|f| f.as_ref() == k) {
+                    patch.insert(k, v);
+                }
+            }
+        }
+        let data = match self.a.schema.apply(&self.s.data, &patch) {
+            Ok(d) => d,
+            Err(_) => self.s.data.clone(),
+        };
+        let present = self.a.schema.present(&data);
+        let saved_data = std::mem::replace(&mut self.s.data, data);
+        let saved_present = std::mem::replace(&mut self.present, present);
+        let saved_judged = self.judged.clone();
+        let conds = out.conditions.unwrap_or_default();
+        for (i, c) in lt.conditions.iter().enumerate() {
+            let v = conds
+                .get(&format!("c{i}"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            self.judged.insert(c.clone(), v);
+        }
+        let (dry, clean) = self.predict(false).await;
+        self.s.data = saved_data;
+        self.present = saved_present;
+        self.judged = saved_judged;
+        let claimed = out.step.as_deref();
+        let id = |j: usize| flow.steps[j].id.as_ref();
+        clean
+            && match (&lt.target, dry) {
+                (Stop::Render(f1, j1), Some(Stop::Render(f2, j2))) if *f1 == f2 => {
+                    (*j1 == j2 && claimed.is_none_or(|c| c == id(*j1)))
+                        || (lt.alt == Some(j2) && claimed == Some(id(j2)))
+                }
+                (Stop::Closing(f1, _), Some(Stop::Closing(f2, _))) => *f1 == f2,
+                _ => false,
+            }
     }
 }
 

@@ -17,6 +17,11 @@ pub(crate) struct MessageExtractor {
     last_key: Option<String>,
     in_message: bool,
     done: bool,
+    /// Raw text before the message value (the decisions: data, step, ...), kept until
+    /// the message starts.
+    head: String,
+    /// Set once when the message value opens; taken by `take_head`.
+    head_ready: bool,
 }
 
 impl MessageExtractor {
@@ -30,6 +35,9 @@ impl MessageExtractor {
         for ch in chunk.chars() {
             if self.done {
                 break;
+            }
+            if !self.in_message && !self.head_ready {
+                self.head.push(ch);
             }
             if self.in_string {
                 self.string_char(ch, &mut out);
@@ -45,6 +53,7 @@ impl MessageExtractor {
                         self.key.clear();
                     } else if self.depth == 1 && self.last_key.as_deref() == Some("message") {
                         self.in_message = true;
+                        self.head_ready = true;
                     }
                 }
                 ':' if self.depth == 1 => {}
@@ -53,6 +62,17 @@ impl MessageExtractor {
             }
         }
         out
+    }
+
+    /// Once the message value has started: the document before it, closed so that it
+    /// parses (`{…,"message":""}`). Returned once.
+    pub(crate) fn take_head(&mut self) -> Option<String> {
+        if !self.head_ready || self.head.is_empty() {
+            return None;
+        }
+        let mut h = std::mem::take(&mut self.head);
+        h.push_str("\"}");
+        Some(h)
     }
 
     fn string_char(&mut self, ch: char, out: &mut String) {
@@ -146,6 +166,23 @@ mod tests {
         for chunk in 1..12 {
             assert_eq!(run(doc, chunk), want, "chunk size {chunk}");
         }
+    }
+
+    #[test]
+    fn the_head_before_the_message_parses_as_the_decisions() {
+        let doc = r#"{"data":{"city":"Lisbon"},"step":"ask_date","message":"When?"}"#;
+        let mut x = MessageExtractor::new();
+        let mut head = None;
+        for c in doc.chars() {
+            x.push(&c.to_string());
+            if head.is_none() {
+                head = x.take_head();
+            }
+        }
+        let v: serde_json::Value = serde_json::from_str(&head.unwrap()).unwrap();
+        assert_eq!(v["step"], "ask_date");
+        assert_eq!(v["data"]["city"], "Lisbon");
+        assert_eq!(v["message"], "");
     }
 
     #[test]

@@ -36,6 +36,8 @@ enum Next {
     Moved,
     /// A `when` condition is not judged yet (dry walk only).
     Unknown,
+    /// A branch jumped to this step (dry walk only): it speaks even if satisfied.
+    Landed(usize),
 }
 
 /// Whether a step can run with the data present (`requires`), and whether its
@@ -144,7 +146,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             return Ok(stop);
                         }
                     }
-                    Next::Moved | Next::Unknown => {}
+                    Next::Moved | Next::Unknown | Next::Landed(_) => {}
                 }
                 continue;
             }
@@ -162,7 +164,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             return Ok(stop);
                         }
                     }
-                    Next::Moved | Next::Unknown => {}
+                    Next::Moved | Next::Unknown | Next::Landed(_) => {}
                 }
                 continue;
             }
@@ -185,7 +187,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 return Ok(stop);
                             }
                         }
-                        Next::Moved | Next::Unknown => {}
+                        Next::Moved | Next::Unknown | Next::Landed(_) => {}
                     }
                 }
                 StepKind::Reply(_) => {
@@ -230,7 +232,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                     return Ok(stop);
                                 }
                             }
-                            Next::Moved | Next::Unknown => {}
+                            Next::Moved | Next::Unknown | Next::Landed(_) => {}
                         }
                         continue;
                     }
@@ -305,7 +307,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 if dry {
                     return Ok(match &b.then {
-                        Target::Step(s) => flow.step_pos(s).map_or(Next::Moved, Next::Step),
+                        Target::Step(s) => flow.step_pos(s).map_or(Next::Unknown, Next::Landed),
                         _ => Next::Unknown,
                     });
                 }
@@ -400,31 +402,60 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(chosen.map_or(Next::End, Next::Step))
     }
 
-    /// Predict, without running hooks, which step will speak if the awaiting step's
-    /// `collect` fields get filled by this message. `None` when it cannot be known
-    /// (an unjudged condition, a directive target).
-    pub(crate) async fn predict(&mut self) -> Option<Stop> {
-        let flow = self.flow()?;
+    /// Predict, without running hooks, which step will speak. With `assume_answer`,
+    /// the awaiting step's `collect` fields count as given (the prediction made before
+    /// the model call); without, the data as it is now (the check made while a reply
+    /// streams). Returns `None` when the walk cannot be known without running code
+    /// (an unjudged condition, a directive target, a missing required field), and
+    /// whether every step passed on the way is free of hooks (so nothing can redirect).
+    pub(crate) async fn predict(&mut self, assume_answer: bool) -> (Option<Stop>, bool) {
+        let Some(flow) = self.flow() else {
+            return (None, false);
+        };
         let mut present = self.present.clone();
         let mut idx = self.step_idx(&flow);
         let mut awaiting = self.awaiting;
-        if awaiting {
+        if awaiting && assume_answer {
             for &i in &flow.steps[idx].collect_idx {
                 present.insert(i);
             }
         }
         let saved = std::mem::replace(&mut self.present, present);
         let mut out = None;
+        let mut clean = true;
+        let mut landed = self.landed.as_ref().and_then(|(f, s)| {
+            (f.as_str() == flow.id.as_ref())
+                .then(|| flow.step_pos(s))
+                .flatten()
+        });
+        let mut autos = 0u32;
         for _ in 0..(flow.steps.len() * 2 + 2) {
             let step = &flow.steps[idx];
-            let skipped = !awaiting && {
+            if awaiting {
+                awaiting = false;
+                if matches!(step.kind, StepKind::Model) && needs_input(step, &self.present) {
+                    out = Some(Stop::Render(flow.id.clone(), idx));
+                    break;
+                }
+                let next = self.advance(&flow, idx, true, true).await;
+                match predicted_next(next, &mut landed) {
+                    Ok(Some(j)) => idx = j,
+                    Ok(None) => {
+                        out = self.predicted_end(&flow, idx);
+                        break;
+                    }
+                    Err(()) => break,
+                }
+                continue;
+            }
+            if step.on_enter.is_some() || step.prepare.is_some() {
+                clean = false;
+            }
+            let skipped = {
                 let cx = self.cx();
                 step.skip.as_ref().is_some_and(|p| p(&cx))
             };
-            let next = if awaiting {
-                awaiting = false;
-                self.advance(&flow, idx, true, true).await
-            } else if skipped {
+            let next = if skipped {
                 self.advance(&flow, idx, false, true).await
             } else {
                 match &step.kind {
@@ -433,25 +464,66 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         break;
                     }
                     StepKind::Model
-                        if needs_input(step, &self.present) || step.collect_idx.is_empty() =>
+                        if step.requires_idx.iter().any(|&i| !self.present.contains(i)) =>
+                    {
+                        break;
+                    }
+                    StepKind::Model
+                        if landed == Some(idx)
+                            || needs_input(step, &self.present)
+                            || step.collect_idx.is_empty() =>
                     {
                         out = Some(Stop::Render(flow.id.clone(), idx));
                         break;
                     }
+                    StepKind::Auto => {
+                        autos += 1;
+                        if autos > self.a.config.max_auto_steps_per_turn {
+                            break;
+                        }
+                        self.advance(&flow, idx, true, true).await
+                    }
                     _ => self.advance(&flow, idx, true, true).await,
                 }
             };
-            match next {
-                Ok(Next::Step(j)) => idx = j,
-                Ok(Next::End) => {
-                    out = Some(Stop::Closing(flow.id.clone(), idx));
+            match predicted_next(next, &mut landed) {
+                Ok(Some(j)) => idx = j,
+                Ok(None) => {
+                    out = self.predicted_end(&flow, idx);
                     break;
                 }
-                _ => break,
+                Err(()) => break,
             }
         }
         self.present = saved;
-        out
+        // The step that speaks is not "passed on the way": its hooks ran or will run
+        // before the call that renders it.
+        (out, clean)
+    }
+
+    /// A dry walk reached the end: a closing, unless a required field is missing (the
+    /// real walk would jump back; not predicted).
+    fn predicted_end(&self, flow: &Flow<D, C>, idx: usize) -> Option<Stop> {
+        if flow.required_idx.iter().any(|&i| !self.present.contains(i)) {
+            return None;
+        }
+        Some(Stop::Closing(flow.id.clone(), idx))
+    }
+}
+
+/// The next index of a dry walk: `Ok(None)` at the flow's end, `Err` when unknown.
+fn predicted_next(
+    next: Result<Next, AgentError>,
+    landed: &mut Option<usize>,
+) -> Result<Option<usize>, ()> {
+    match next {
+        Ok(Next::Step(j)) => Ok(Some(j)),
+        Ok(Next::Landed(j)) => {
+            *landed = Some(j);
+            Ok(Some(j))
+        }
+        Ok(Next::End) => Ok(None),
+        _ => Err(()),
     }
 }
 
