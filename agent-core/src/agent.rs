@@ -145,8 +145,14 @@ impl Default for AgentConfig {
     }
 }
 
-/// A session as this process saved it: its bytes, its value, its present fields.
-type Remembered<D, C> = (Vec<u8>, Session<D, C>, FieldSet);
+/// A session as this process saved it: its bytes, its value, its present fields, and
+/// where its history sits in the bytes.
+pub(crate) struct Remembered<D, C> {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) session: Session<D, C>,
+    pub(crate) present: FieldSet,
+    pub(crate) span: crate::session::HistorySpan,
+}
 
 pub(crate) struct AgentInner<D, C> {
     pub(crate) name: String,
@@ -202,19 +208,28 @@ impl<D, C> AgentInner<D, C> {
     }
 
     /// Remember a session just saved (bytes and value).
-    pub(crate) fn remember(&self, bytes: Vec<u8>, session: Session<D, C>, present: FieldSet) {
+    pub(crate) fn remember(&self, entry: Remembered<D, C>) {
         let cap = self.config.session_cache;
         if cap == 0 {
             return;
         }
         let mut map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= cap && !map.contains_key(&session.id) {
+        if map.len() >= cap && !map.contains_key(&entry.session.id) {
             // Evict an arbitrary entry: the cache is a shortcut, never the truth.
             if let Some(k) = map.keys().next().cloned() {
                 map.remove(&k);
             }
         }
-        map.insert(session.id.clone(), Arc::new((bytes, session, present)));
+        map.insert(entry.session.id.clone(), Arc::new(entry));
+    }
+
+    /// The last save of a session by this process.
+    pub(crate) fn remembered(&self, id: &str) -> Option<Arc<Remembered<D, C>>> {
+        if self.config.session_cache == 0 {
+            return None;
+        }
+        let map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(id).cloned()
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -232,12 +247,12 @@ impl<D, C> AgentInner<D, C> {
             let map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
             map.get(&stored.id).cloned()
         }?;
-        if hit.0 != stored.bytes {
+        if hit.bytes != stored.bytes {
             return None;
         }
-        let mut s = hit.1.clone();
+        let mut s = hit.session.clone();
         s.version = stored.version;
-        Some((s, hit.2.clone()))
+        Some((s, hit.present.clone()))
     }
 
     fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {

@@ -56,6 +56,10 @@ impl Text {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+    /// The very same allocation (not merely equal text).
+    pub(crate) fn same(&self, other: &Text) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl std::ops::Deref for Text {

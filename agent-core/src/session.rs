@@ -7,9 +7,89 @@ use serde::{Deserialize, Serialize};
 use crate::data::{AgentContext, AgentData};
 use crate::directive::Directive;
 use crate::error::StoreError;
-use crate::provider::Message;
+use crate::provider::{Message, Text};
 use crate::signal::SignalState;
 use crate::store::StoredSession;
+
+/// Where the encoded history sits in a session's bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HistorySpan {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) count: usize,
+}
+
+/// The previous save of a session, for incremental encoding.
+#[derive(Clone, Copy)]
+pub(crate) struct Previous<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) span: HistorySpan,
+    pub(crate) first: Option<&'a Text>,
+    pub(crate) last: Option<&'a Text>,
+}
+
+/// Every field of [`Session`] but the history, by reference (the history is written
+/// after it, possibly from the previous encoding). Kept in sync with `Session` by the
+/// round-trip tests below.
+#[derive(Serialize)]
+#[serde(bound(serialize = "D: Serialize, C: Serialize"))]
+struct Header<'a, D, C> {
+    id: &'a str,
+    version: u64,
+    data: &'a D,
+    context: &'a C,
+    #[serde(skip_serializing_if = "is_none")]
+    flow: &'a Option<String>,
+    #[serde(skip_serializing_if = "is_none")]
+    step: &'a Option<String>,
+    #[serde(skip_serializing_if = "is_empty")]
+    completed_flows: &'a Vec<String>,
+    #[serde(skip_serializing_if = "is_none")]
+    summary: &'a Option<String>,
+    #[serde(skip_serializing_if = "is_none")]
+    pending: &'a Option<Directive>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    signals: &'a BTreeMap<String, SignalState>,
+    turns: u64,
+    #[serde(skip_serializing_if = "is_none")]
+    flow_version: &'a Option<String>,
+    #[serde(skip_serializing_if = "is_empty")]
+    events: &'a Vec<ProcessedEvent>,
+    created_ms: u64,
+    updated_ms: u64,
+}
+
+impl<'a, D, C> Header<'a, D, C> {
+    fn of(s: &'a Session<D, C>) -> Self {
+        Header {
+            id: &s.id,
+            version: s.version,
+            data: &s.data,
+            context: &s.context,
+            flow: &s.flow,
+            step: &s.step,
+            completed_flows: &s.completed_flows,
+            summary: &s.summary,
+            pending: &s.pending,
+            signals: &s.signals,
+            turns: s.turns,
+            flow_version: &s.flow_version,
+            events: &s.events,
+            created_ms: s.created_ms,
+            updated_ms: s.updated_ms,
+        }
+    }
+}
+
+#[allow(clippy::ref_option)] // serde passes `&&Option<T>` for a reference field
+fn is_none<T>(o: &&Option<T>) -> bool {
+    o.is_none()
+}
+
+#[allow(clippy::ptr_arg)] // serde passes `&&Vec<T>` for a reference field
+fn is_empty<T>(v: &&Vec<T>) -> bool {
+    v.is_empty()
+}
 
 /// A processed inbound event and the response it got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,24 +183,63 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
 
     /// Encode for a store (JSON).
     pub fn encode(&self) -> Result<StoredSession, StoreError> {
-        // Sized for the history so the buffer does not regrow while writing.
+        self.encode_after(None).map(|(s, _)| s)
+    }
+
+    /// Encode, reusing the already-encoded history of the previous save when this
+    /// session's history extends it (history is append-only between compactions), so a
+    /// save costs what changed, not the length of the conversation.
+    pub(crate) fn encode_after(
+        &self,
+        prev: Option<Previous<'_>>,
+    ) -> Result<(StoredSession, HistorySpan), StoreError> {
+        let corrupt = |e: serde_json::Error| StoreError::Corrupt {
+            session_id: self.id.clone(),
+            message: e.to_string(),
+        };
+        let reuse = prev.filter(|p| {
+            let n = p.span.count;
+            n > 0
+                && n <= self.history.len()
+                && p.first.is_some_and(|f| f.same(&self.history[0].content))
+                && p.last.is_some_and(|l| l.same(&self.history[n - 1].content))
+        });
+        let fresh_from = reuse.as_ref().map_or(0, |p| p.span.count);
         let hint = 256
-            + self
-                .history
+            + reuse.as_ref().map_or(0, |p| p.span.end - p.span.start)
+            + self.history[fresh_from..]
                 .iter()
                 .map(|m| m.content.len() + 48)
                 .sum::<usize>();
         let mut bytes = Vec::with_capacity(hint);
-        serde_json::to_writer(&mut bytes, self).map_err(|e| StoreError::Corrupt {
-            session_id: self.id.clone(),
-            message: e.to_string(),
-        })?;
-        Ok(StoredSession {
-            id: self.id.clone(),
-            version: self.version,
-            updated_ms: self.updated_ms,
-            bytes,
-        })
+        serde_json::to_writer(&mut bytes, &Header::of(self)).map_err(corrupt)?;
+        bytes.pop(); // the closing brace: history goes last
+        bytes.extend_from_slice(b",\"history\":[");
+        let start = bytes.len();
+        if let Some(p) = &reuse {
+            bytes.extend_from_slice(&p.bytes[p.span.start..p.span.end]);
+        }
+        for (i, m) in self.history.iter().enumerate().skip(fresh_from) {
+            if i > 0 {
+                bytes.push(b',');
+            }
+            serde_json::to_writer(&mut bytes, m).map_err(corrupt)?;
+        }
+        let end = bytes.len();
+        bytes.extend_from_slice(b"]}");
+        Ok((
+            StoredSession {
+                id: self.id.clone(),
+                version: self.version,
+                updated_ms: self.updated_ms,
+                bytes,
+            },
+            HistorySpan {
+                start,
+                end,
+                count: self.history.len(),
+            },
+        ))
     }
 
     /// Decode from a store.
@@ -132,5 +251,78 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             })?;
         s.version = stored.version;
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    struct D {
+        city: Option<String>,
+    }
+
+    fn decoded(s: &StoredSession) -> Session<D, ()> {
+        Session::decode(s).unwrap()
+    }
+
+    #[test]
+    fn incremental_encoding_decodes_to_the_same_session_as_a_full_encoding() {
+        let mut s: Session<D, ()> = Session::new("s", (), 1);
+        s.pending = Some(Directive::go_to("x"));
+        s.signals.insert(
+            "sig".into(),
+            SignalState {
+                fired: 2,
+                last_fired_ms: 9,
+            },
+        );
+        s.events.push(ProcessedEvent {
+            id: "e".into(),
+            response: serde_json::json!({"a": 1}),
+        });
+        s.history.push(Message::user("hi \"there\""));
+        s.history.push(Message::assistant("Which city?"));
+        let (first, span) = s.encode_after(None).unwrap();
+        assert_eq!(decoded(&first), s);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&first.bytes).unwrap(),
+            serde_json::to_value(&s).unwrap(),
+            "same JSON as the derived Serialize"
+        );
+
+        // The next turn's session is a clone (shares the history text) plus new messages.
+        let mut next = s.clone();
+        next.turns += 1;
+        next.history.push(Message::user("Lisbon"));
+        next.history.push(Message::assistant("When?"));
+        let prev = Previous {
+            bytes: &first.bytes,
+            span,
+            first: s.history.first().map(|m| &m.content),
+            last: s.history.last().map(|m| &m.content),
+        };
+        let (second, span2) = next.encode_after(Some(prev)).unwrap();
+        assert_eq!(decoded(&second), next);
+        assert_eq!(
+            second.bytes,
+            next.encode().unwrap().bytes,
+            "identical bytes either way"
+        );
+        assert_eq!(span2.count, 4);
+
+        // After compaction the previous encoding no longer applies: full encode.
+        let mut compacted = next.clone();
+        compacted.history.drain(..3);
+        compacted.summary = Some("earlier: hi".into());
+        let prev = Previous {
+            bytes: &second.bytes,
+            span: span2,
+            first: next.history.first().map(|m| &m.content),
+            last: next.history.last().map(|m| &m.content),
+        };
+        let (third, _) = compacted.encode_after(Some(prev)).unwrap();
+        assert_eq!(decoded(&third), compacted);
     }
 }

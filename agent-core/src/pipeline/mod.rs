@@ -410,8 +410,16 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             self.a.forget(&self.s.id);
             self.a.store.delete(&self.s.id).await?;
         } else {
-            let stored = self.s.encode()?;
-            let bytes = (self.a.config.session_cache > 0).then(|| stored.bytes.clone());
+            let last = self.a.remembered(&self.s.id);
+            let prev = last.as_ref().map(|r| crate::session::Previous {
+                bytes: &r.bytes,
+                span: r.span,
+                first: r.session.history.first().map(|m| &m.content),
+                last: r.session.history.last().map(|m| &m.content),
+            });
+            let (stored, span) = self.s.encode_after(prev)?;
+            drop(last);
+            let bytes = (self.a.config.session_cache > 0).then(|| (stored.bytes.clone(), span));
             self.a.store.save(stored, self.expected_version).await?;
             saved_bytes = bytes;
         }
@@ -434,8 +442,13 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             }
         }
         response.version = self.s.version;
-        if let Some(bytes) = saved_bytes {
-            self.a.remember(bytes, self.s, self.present);
+        if let Some((bytes, span)) = saved_bytes {
+            self.a.remember(crate::agent::Remembered {
+                bytes,
+                session: self.s,
+                present: self.present,
+                span,
+            });
         }
         Ok(response)
     }
