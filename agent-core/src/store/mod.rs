@@ -1,5 +1,20 @@
 //! Session stores: load, save with compare-and-swap on a version, delete, list, prune.
-//! The in-memory store is built in; durable stores implement the same trait.
+//! The in-memory store is built in; durable stores implement the same trait, each
+//! behind a cargo feature of `agent-core`:
+//!
+//! | store | feature | for |
+//! | --- | --- | --- |
+//! | [`MemoryStore`] | (built in) | tests, single-process agents that may lose sessions |
+//! | `sqlite::SqliteStore` | `sqlite` | the embedded durable default: one file, WAL mode |
+//! | `postgres::PostgresStore` | `postgres` | agent processes on many machines |
+//! | `redis::RedisStore` | `redis` | agent processes on many machines |
+//!
+//! Every store's `save` is one atomic compare-and-swap in the backend (an `UPDATE …
+//! WHERE version = ?`, an `INSERT` that fails on an existing key, a Lua script), never a
+//! read-compare-write from the client, so several processes can share one store: the
+//! engine re-runs a turn that lost the race on fresh state or reports a typed
+//! conflict ([`crate::ConflictPolicy`]). A save either happened completely or not at
+//! all: a process that dies during a save leaves the previous version.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -7,6 +22,20 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub use self::postgres::PostgresStore;
+#[cfg(feature = "redis")]
+pub use self::redis::RedisStore;
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::SqliteStore;
 
 /// A session as bytes, as stores keep it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,396 @@
+//! The PostgreSQL session store (feature `postgres`): sessions shared by agent
+//! processes on many machines.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), agent_core::error::StoreError> {
+//! use agent_core::store::PostgresStore;
+//! let store = PostgresStore::connect("postgres://agent@127.0.0.1:5432/agent").await?;
+//! // Agent::builder().store(store) …
+//! # drop(store);
+//! # Ok(()) }
+//! ```
+//!
+//! # Guarantees
+//!
+//! - `save` is one statement, so one atomic compare-and-swap inside the server: a
+//!   conditional `UPDATE … WHERE id = $1 AND version = $5` for an existing session, an
+//!   `INSERT … ON CONFLICT (id) DO NOTHING` for a new one; zero rows affected is a
+//!   [`StoreError::Conflict`].
+//! - A client that dies or is cancelled during a save leaves the previous version (the
+//!   statement commits whole or not at all); a committed save is as durable as the
+//!   server's `synchronous_commit` makes it.
+//! - Plain TCP (no TLS): keep the server on a private network or a local socket
+//!   proxy.
+//!
+//! Calls are spread over a few connections (each pipelines concurrent queries); a
+//! connection that broke is replaced on the next call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::{SessionInfo, SessionStore, StoredSession};
+use crate::error::StoreError;
+
+/// Tuning of a [`PostgresStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// Table holding the sessions (created if missing). ASCII letters, digits and `_`,
+    /// not starting with a digit, at most 63 bytes. Default `agent_sessions`.
+    pub table: String,
+    /// Connections to the server (each pipelines concurrent calls). Default 4.
+    pub connections: usize,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            table: "agent_sessions".into(),
+            connections: 4,
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// Use this table.
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+    /// Use this many connections.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n;
+        self
+    }
+}
+
+/// Sessions in a PostgreSQL table. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    table: String,
+    slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    next: AtomicUsize,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The config may hold a password: show only where it points.
+        f.debug_struct("PostgresStore")
+            .field("hosts", &self.inner.config.get_hosts())
+            .field("ports", &self.inner.config.get_ports())
+            .field("dbname", &self.inner.config.get_dbname())
+            .field("table", &self.inner.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One connection with its prepared statements.
+struct Conn {
+    client: Client,
+    load: Statement,
+    insert: Statement,
+    update: Statement,
+    version: Statement,
+    delete: Statement,
+    list: Statement,
+    prune: Statement,
+}
+
+fn backend(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("PostgreSQL store: {what} failed: {e}"))
+}
+
+fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| backend(what, format!("{v} does not fit a BIGINT")))
+}
+
+fn to_u64(what: &str, v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| backend(what, format!("negative value {v} in the table")))
+}
+
+fn valid_table(t: &str) -> bool {
+    !t.is_empty()
+        && t.len() <= 63
+        && !t.as_bytes()[0].is_ascii_digit()
+        && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl PostgresStore {
+    /// Connect with default options (table `agent_sessions`, 4 connections) to a
+    /// `postgres://user:password@host:port/dbname` URL (or a `key=value` string), and
+    /// create the table if it is missing.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`PostgresStore::connect`] with options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        if !valid_table(&options.table) {
+            return Err(StoreError::Backend(format!(
+                "PostgreSQL store: invalid table name `{}`; use ASCII letters, digits and `_`, not starting with a digit, at most 63 bytes",
+                options.table
+            )));
+        }
+        let config: Config = url.parse().map_err(|e| {
+            backend(
+                "parsing the URL (expected postgres://user:password@host:port/dbname)",
+                e,
+            )
+        })?;
+        let slots = (0..options.connections.max(1))
+            .map(|_| tokio::sync::Mutex::new(None))
+            .collect();
+        let store = Self {
+            inner: Arc::new(Inner {
+                config,
+                table: options.table,
+                slots,
+                next: AtomicUsize::new(0),
+            }),
+        };
+        let client = store.raw_connect().await?;
+        // Concurrent first starts (many processes) must not race on CREATE TABLE.
+        let t = &store.inner.table;
+        client
+            .batch_execute(&format!(
+                "BEGIN;
+                 SELECT pg_advisory_xact_lock(hashtext('agent_core.store.{t}'));
+                 CREATE TABLE IF NOT EXISTS {t} (
+                     id         TEXT PRIMARY KEY,
+                     version    BIGINT NOT NULL,
+                     updated_ms BIGINT NOT NULL,
+                     bytes      BYTEA NOT NULL
+                 );
+                 CREATE INDEX IF NOT EXISTS {t}_updated_ms ON {t} (updated_ms);
+                 COMMIT;"
+            ))
+            .await
+            .map_err(|e| backend(&format!("creating table `{t}`"), e))?;
+        let conn = store.prepare(client).await?;
+        if let Some(slot) = store.inner.slots.first() {
+            *slot.lock().await = Some(Arc::new(conn));
+        }
+        Ok(store)
+    }
+
+    /// The table this store writes.
+    pub fn table(&self) -> &str {
+        &self.inner.table
+    }
+
+    async fn raw_connect(&self) -> Result<Client, StoreError> {
+        let (client, connection) = self.inner.config.connect(NoTls).await.map_err(|e| {
+            backend(
+                "connecting (check the URL, that the server runs and accepts TCP connections without TLS)",
+                e,
+            )
+        })?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "PostgreSQL session store connection closed");
+            }
+        });
+        Ok(client)
+    }
+
+    async fn prepare(&self, client: Client) -> Result<Conn, StoreError> {
+        let t = &self.inner.table;
+        let p = |sql: String| {
+            let client = &client;
+            async move {
+                client
+                    .prepare(&sql)
+                    .await
+                    .map_err(|e| backend(&format!("preparing `{sql}`"), e))
+            }
+        };
+        let load = p(format!(
+            "SELECT version, updated_ms, bytes FROM {t} WHERE id = $1"
+        ))
+        .await?;
+        let insert = p(format!(
+            "INSERT INTO {t} (id, version, updated_ms, bytes) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (id) DO NOTHING"
+        ))
+        .await?;
+        let update = p(format!(
+            "UPDATE {t} SET version = $2, updated_ms = $3, bytes = $4 \
+             WHERE id = $1 AND version = $5"
+        ))
+        .await?;
+        let version = p(format!("SELECT version FROM {t} WHERE id = $1")).await?;
+        let delete = p(format!("DELETE FROM {t} WHERE id = $1")).await?;
+        let list = p(format!(
+            "SELECT id, version, updated_ms FROM {t} ORDER BY id"
+        ))
+        .await?;
+        let prune = p(format!("DELETE FROM {t} WHERE updated_ms < $1")).await?;
+        Ok(Conn {
+            client,
+            load,
+            insert,
+            update,
+            version,
+            delete,
+            list,
+            prune,
+        })
+    }
+
+    /// A live connection, round robin; a broken one is replaced.
+    async fn conn(&self) -> Result<Arc<Conn>, StoreError> {
+        let n = self.inner.slots.len();
+        let i = self.inner.next.fetch_add(1, Ordering::Relaxed) % n;
+        let Some(slot) = self.inner.slots.get(i) else {
+            return Err(backend("picking a connection", "no connection slots"));
+        };
+        let mut slot = slot.lock().await;
+        if let Some(c) = slot.as_ref()
+            && !c.client.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        let client = self.raw_connect().await?;
+        let c = Arc::new(self.prepare(client).await?);
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+}
+
+#[async_trait]
+impl SessionStore for PostgresStore {
+    async fn load(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let c = self.conn().await?;
+        let row = c
+            .client
+            .query_opt(&c.load, &[&id])
+            .await
+            .map_err(|e| backend("loading a session", e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let version: i64 = row.try_get(0).map_err(|e| backend("reading version", e))?;
+        let updated_ms: i64 = row
+            .try_get(1)
+            .map_err(|e| backend("reading updated_ms", e))?;
+        let bytes: Vec<u8> = row.try_get(2).map_err(|e| backend("reading bytes", e))?;
+        Ok(Some(StoredSession {
+            id: id.to_owned(),
+            version: to_u64("loading a session", version)?,
+            updated_ms: to_u64("loading a session", updated_ms)?,
+            bytes,
+        }))
+    }
+
+    async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
+        let c = self.conn().await?;
+        let version = to_i64("saving a session", session.version)?;
+        let updated_ms = to_i64("saving a session", session.updated_ms)?;
+        let changed = if expected == 0 {
+            c.client
+                .execute(
+                    &c.insert,
+                    &[&session.id, &version, &updated_ms, &session.bytes],
+                )
+                .await
+        } else {
+            let expected_i = to_i64("saving a session", expected)?;
+            c.client
+                .execute(
+                    &c.update,
+                    &[
+                        &session.id,
+                        &version,
+                        &updated_ms,
+                        &session.bytes,
+                        &expected_i,
+                    ],
+                )
+                .await
+        }
+        .map_err(|e| backend("saving a session", e))?;
+        if changed == 1 {
+            return Ok(());
+        }
+        let found = c
+            .client
+            .query_opt(&c.version, &[&session.id])
+            .await
+            .map_err(|e| backend("reading the conflicting version", e))?
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()
+            .map_err(|e| backend("reading the conflicting version", e))?
+            .unwrap_or(0);
+        Err(StoreError::Conflict {
+            session_id: session.id,
+            expected,
+            found: to_u64("reading the conflicting version", found)?,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let c = self.conn().await?;
+        let n = c
+            .client
+            .execute(&c.delete, &[&id])
+            .await
+            .map_err(|e| backend("deleting a session", e))?;
+        Ok(n > 0)
+    }
+
+    async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let c = self.conn().await?;
+        let rows = c
+            .client
+            .query(&c.list, &[])
+            .await
+            .map_err(|e| backend("listing sessions", e))?;
+        rows.iter()
+            .map(|r| {
+                let id: String = r.try_get(0).map_err(|e| backend("reading id", e))?;
+                let version: i64 = r.try_get(1).map_err(|e| backend("reading version", e))?;
+                let updated_ms: i64 = r.try_get(2).map_err(|e| backend("reading updated_ms", e))?;
+                Ok(SessionInfo {
+                    id,
+                    version: to_u64("listing sessions", version)?,
+                    updated_ms: to_u64("listing sessions", updated_ms)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError> {
+        let c = self.conn().await?;
+        // A cutoff beyond BIGINT deletes everything, like any cutoff above every time.
+        let cutoff = i64::try_from(cutoff_ms).unwrap_or(i64::MAX);
+        let n = c
+            .client
+            .execute(&c.prune, &[&cutoff])
+            .await
+            .map_err(|e| backend("pruning sessions", e))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_table;
+
+    #[test]
+    fn table_names_are_plain_identifiers() {
+        assert!(valid_table("agent_sessions"));
+        assert!(valid_table("_t1"));
+        assert!(!valid_table(""));
+        assert!(!valid_table("1t"));
+        assert!(!valid_table("t; DROP TABLE x"));
+        assert!(!valid_table("t-1"));
+        assert!(!valid_table(&"t".repeat(64)));
+    }
+}

@@ -1,0 +1,340 @@
+//! The Redis session store (feature `redis`): sessions shared by agent processes on
+//! many machines.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), agent_core::error::StoreError> {
+//! use agent_core::store::RedisStore;
+//! let store = RedisStore::connect("redis://127.0.0.1:6379/0").await?;
+//! // Agent::builder().store(store) …
+//! # drop(store);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! A session is a hash `{prefix}session:{id}` with fields `v` (version), `u` (last
+//! save, ms) and `b` (the encoded session); the sorted set `{prefix}sessions` indexes
+//! the ids by last save time, for `list` and `prune`. The default prefix is `agent:`.
+//!
+//! # Guarantees
+//!
+//! - `save` is one Lua script, so one atomic compare-and-swap inside the server: it
+//!   compares `v` with the expected version and only then writes the hash and the
+//!   index entry; no other command runs in between.
+//! - A client that dies or is cancelled during a save leaves the previous version:
+//!   Redis runs a script whole or not at all. How durable an acknowledged save is
+//!   depends on the server's persistence (`appendonly yes` with `appendfsync
+//!   everysec` or `always` for durable sessions; a truncated AOF tail is dropped on
+//!   restart, never half applied).
+//! - `prune` deletes in batches, each one script: a session saved after its cutoff is
+//!   never deleted.
+//! - Standalone Redis (or a primary with replicas); scripts touch keys outside their
+//!   declared ones in `prune`, so Redis Cluster is not supported.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError, Script};
+
+use super::{SessionInfo, SessionStore, StoredSession};
+use crate::error::StoreError;
+
+/// Tuning of a [`RedisStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// Prefix of every key this store writes. Default `agent:`.
+    pub prefix: String,
+    /// How long a call waits for the server's answer. Default 10 s.
+    pub response_timeout: std::time::Duration,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            prefix: "agent:".into(),
+            response_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl RedisOptions {
+    /// Use this key prefix.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+}
+
+/// Sessions in Redis. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    config: AsyncConnectionConfig,
+    prefix: String,
+    index: String,
+    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    save: Script,
+    delete: Script,
+    prune: Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The connection info may hold a password: show only the prefix.
+        f.debug_struct("RedisStore")
+            .field("prefix", &self.inner.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// KEYS: session hash, index. ARGV: expected, version, updated_ms, bytes, id.
+/// Returns {1, found} when saved, {0, found} on a version mismatch.
+const SAVE: &str = r"
+local cur = redis.call('HGET', KEYS[1], 'v')
+if not cur then cur = '0' end
+if cur ~= ARGV[1] then return {0, cur} end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'u', ARGV[3], 'b', ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+return {1, cur}
+";
+
+/// KEYS: session hash, index. ARGV: id. Returns whether the session existed.
+const DELETE: &str = r"
+local n = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return n
+";
+
+/// KEYS: index. ARGV: cutoff (exclusive), session key prefix, batch size.
+/// Returns {ids examined, sessions deleted}.
+const PRUNE: &str = r"
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+local n = 0
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  n = n + redis.call('DEL', ARGV[2] .. id)
+end
+return {#ids, n}
+";
+
+const PRUNE_BATCH: usize = 500;
+const LIST_BATCH: usize = 1000;
+
+fn backend(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("Redis store: {what} failed: {e}"))
+}
+
+fn parse_u64(what: &str, s: &str) -> Result<u64, StoreError> {
+    s.parse()
+        .map_err(|_| backend(what, format!("`{s}` is not a version or time")))
+}
+
+impl RedisStore {
+    /// Connect with default options (prefix `agent:`) to a `redis://[:password@]host:port/db`
+    /// URL.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, RedisOptions::default()).await
+    }
+
+    /// [`RedisStore::connect`] with options.
+    pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, StoreError> {
+        let client = Client::open(url)
+            .map_err(|e| backend("parsing the URL (expected redis://host:port/db)", e))?;
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(Some(options.response_timeout))
+            .set_connection_timeout(Some(std::time::Duration::from_secs(5)));
+        let store = Self {
+            inner: Arc::new(Inner {
+                client,
+                config,
+                index: format!("{}sessions", options.prefix),
+                prefix: options.prefix,
+                conn: tokio::sync::Mutex::new(None),
+                save: Script::new(SAVE),
+                delete: Script::new(DELETE),
+                prune: Script::new(PRUNE),
+            }),
+        };
+        // Fail now, not on the first turn, if the server cannot be reached.
+        store.conn().await?;
+        Ok(store)
+    }
+
+    /// The prefix of every key this store writes.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    fn key(&self, id: &str) -> String {
+        format!("{}session:{id}", self.inner.prefix)
+    }
+
+    async fn conn(&self) -> Result<MultiplexedConnection, StoreError> {
+        let mut slot = self.inner.conn.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = self
+            .inner
+            .client
+            .get_multiplexed_async_connection_with_config(&self.inner.config)
+            .await
+            .map_err(|e| backend("connecting (check the URL and that the server runs)", e))?;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Map an error; a broken connection is dropped so the next call reconnects.
+    async fn fail(&self, what: &str, e: RedisError) -> StoreError {
+        if e.is_unrecoverable_error() || e.is_connection_dropped() || e.is_io_error() {
+            *self.inner.conn.lock().await = None;
+        }
+        backend(what, e)
+    }
+}
+
+#[async_trait]
+impl SessionStore for RedisStore {
+    async fn load(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<(Option<String>, Option<String>, Option<Vec<u8>>)> =
+            redis::cmd("HMGET")
+                .arg(self.key(id))
+                .arg("v")
+                .arg("u")
+                .arg("b")
+                .query_async(&mut c)
+                .await;
+        let (v, u, b) = match got {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail("loading a session", e).await),
+        };
+        match (v, u, b) {
+            (None, None, None) => Ok(None),
+            (Some(v), Some(u), Some(bytes)) => Ok(Some(StoredSession {
+                id: id.to_owned(),
+                version: parse_u64("loading a session", &v)?,
+                updated_ms: parse_u64("loading a session", &u)?,
+                bytes,
+            })),
+            _ => Err(StoreError::Corrupt {
+                session_id: id.to_owned(),
+                message: format!(
+                    "Redis hash `{}` lacks one of the fields v, u, b (written by something else?)",
+                    self.key(id)
+                ),
+            }),
+        }
+    }
+
+    async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<(i64, String)> = self
+            .inner
+            .save
+            .key(self.key(&session.id))
+            .key(&self.inner.index)
+            .arg(expected.to_string())
+            .arg(session.version.to_string())
+            .arg(session.updated_ms.to_string())
+            .arg(&session.bytes[..])
+            .arg(&session.id)
+            .invoke_async(&mut c)
+            .await;
+        let (saved, found) = match got {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail("saving a session", e).await),
+        };
+        if saved == 1 {
+            return Ok(());
+        }
+        Err(StoreError::Conflict {
+            found: parse_u64("reading the conflicting version", &found)?,
+            session_id: session.id,
+            expected,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<i64> = self
+            .inner
+            .delete
+            .key(self.key(id))
+            .key(&self.inner.index)
+            .arg(id)
+            .invoke_async(&mut c)
+            .await;
+        match got {
+            Ok(n) => Ok(n > 0),
+            Err(e) => Err(self.fail("deleting a session", e).await),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let mut c = self.conn().await?;
+        let ids: Vec<String> = match redis::cmd("ZRANGE")
+            .arg(&self.inner.index)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut c)
+            .await
+        {
+            Ok(ids) => ids,
+            Err(e) => return Err(self.fail("listing sessions", e).await),
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(LIST_BATCH) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.cmd("HMGET").arg(self.key(id)).arg("v").arg("u");
+            }
+            let rows: Vec<(Option<String>, Option<String>)> = match pipe.query_async(&mut c).await {
+                Ok(r) => r,
+                Err(e) => return Err(self.fail("listing sessions", e).await),
+            };
+            for (id, row) in chunk.iter().zip(rows) {
+                // Deleted between the two reads: not listed.
+                if let (Some(v), Some(u)) = row {
+                    out.push(SessionInfo {
+                        id: id.clone(),
+                        version: parse_u64("listing sessions", &v)?,
+                        updated_ms: parse_u64("listing sessions", &u)?,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError> {
+        let mut c = self.conn().await?;
+        let session_prefix = format!("{}session:", self.inner.prefix);
+        let mut deleted = 0usize;
+        loop {
+            let got: redis::RedisResult<(usize, usize)> = self
+                .inner
+                .prune
+                .key(&self.inner.index)
+                .arg(cutoff_ms.to_string())
+                .arg(&session_prefix)
+                .arg(PRUNE_BATCH)
+                .invoke_async(&mut c)
+                .await;
+            let (examined, n) = match got {
+                Ok(t) => t,
+                Err(e) => return Err(self.fail("pruning sessions", e).await),
+            };
+            deleted += n;
+            if examined < PRUNE_BATCH {
+                return Ok(deleted);
+            }
+        }
+    }
+}

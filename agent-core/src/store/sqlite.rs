@@ -1,0 +1,359 @@
+//! The SQLite session store (feature `sqlite`): the embedded default for durable
+//! sessions. One file, WAL mode, SQLite compiled in (no system library needed).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), agent_core::error::StoreError> {
+//! use agent_core::store::SqliteStore;
+//! let store = SqliteStore::open("sessions.db")?;
+//! // Agent::builder().store(store) …
+//! # drop(store);
+//! # Ok(()) }
+//! ```
+//!
+//! # Guarantees
+//!
+//! - `save` is one `BEGIN IMMEDIATE` transaction holding a conditional
+//!   `UPDATE … WHERE id = ? AND version = ?` (or, for a new session, an `INSERT` that does
+//!   nothing when the id exists): the compare-and-swap happens inside SQLite, so several
+//!   processes (and several [`crate::Agent`]s) may share one file.
+//! - A process killed during a save leaves the previous version: an uncommitted WAL
+//!   transaction is discarded on the next open.
+//! - `synchronous = NORMAL` (the default here) survives process crashes; a power loss
+//!   may lose the last saves but never corrupts the file. [`SqliteOptions::full_sync`]
+//!   makes every save survive power loss too, at the cost of an fsync per save.
+//!
+//! SQLite calls are blocking: they run on tokio's blocking pool
+//! (`tokio::task::spawn_blocking`). Loads and lists use a small pool of reading
+//! connections and proceed while a save runs (WAL); saves, deletes and prunes of one
+//! process queue for one writing connection, and wait for other processes' writers up
+//! to [`SqliteOptions::busy_timeout`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::{SessionInfo, SessionStore, StoredSession};
+use crate::error::StoreError;
+
+/// Tuning of a [`SqliteStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// Reading connections kept open between calls (more are opened under load and
+    /// closed afterwards). Writes go through one more, dedicated connection. Default 4.
+    pub max_idle_connections: usize,
+    /// How long a save waits for another writer (this or another process) to release
+    /// the write lock before failing with a backend error. Default 5 s.
+    pub busy_timeout: Duration,
+    /// `PRAGMA synchronous = FULL`: every save is flushed to disk before it returns
+    /// (survives power loss). Default `false` (`NORMAL`: survives process crashes).
+    pub full_sync: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            max_idle_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+            full_sync: false,
+        }
+    }
+}
+
+/// Sessions in one SQLite file (WAL mode). Cheap to clone (shared).
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    options: SqliteOptions,
+    /// Reading connections.
+    idle: Mutex<Vec<Connection>>,
+    /// The writing connection: writers of this process queue here instead of
+    /// sleeping in SQLite's busy handler; other processes are waited for up to
+    /// `busy_timeout`.
+    writer: Mutex<Option<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS agent_sessions (
+    id         TEXT PRIMARY KEY NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    bytes      BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_sessions_updated_ms ON agent_sessions (updated_ms);";
+
+/// SQLite integers are signed: versions and times are stored as `i64`.
+fn get_u64(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    let v: i64 = r.get(i)?;
+    u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(i, v))
+}
+
+fn to_i64(path: &Path, v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| {
+        backend(
+            path,
+            "saving a session",
+            format!("{v} does not fit an INTEGER"),
+        )
+    })
+}
+
+fn backend(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!(
+        "SQLite store `{}`: {what} failed: {e}",
+        path.display()
+    ))
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the session file at `path` with default options.
+    /// Switches the file to WAL mode and creates the `agent_sessions` table.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    /// [`SqliteStore::open`] with options.
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let writer = connect(&path, &options)?;
+        writer
+            .execute_batch(SCHEMA)
+            .map_err(|e| backend(&path, "creating the sessions table", e))?;
+        let reader = connect(&path, &options)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path,
+                options,
+                idle: Mutex::new(vec![reader]),
+                writer: Mutex::new(Some(writer)),
+            }),
+        })
+    }
+
+    /// The file this store writes.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Run `f` on the writing connection on tokio's blocking pool. The work runs to
+    /// completion even if the caller's future is dropped, so a save is never cut in
+    /// half by a cancelled turn.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Path) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut slot = inner.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let mut conn = match slot.take() {
+                Some(c) => c,
+                None => connect(&inner.path, &inner.options)?,
+            };
+            let out = f(&mut conn, &inner.path);
+            // A connection left inside a transaction (an error mid-way) is replaced.
+            if conn.is_autocommit() {
+                *slot = Some(conn);
+            }
+            out
+        })
+        .await
+        .map_err(|e| backend(&self.inner.path, "a blocking store task", e))?
+    }
+
+    /// Run `f` on a pooled reading connection on tokio's blocking pool.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Path) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let pooled = inner.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => connect(&inner.path, &inner.options)?,
+            };
+            let out = f(&mut conn, &inner.path);
+            // A connection left inside a transaction (an error mid-way) is not reused.
+            if conn.is_autocommit() {
+                let mut idle = inner.idle.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < inner.options.max_idle_connections.max(1) {
+                    idle.push(conn);
+                }
+            }
+            out
+        })
+        .await
+        .map_err(|e| backend(&self.inner.path, "a blocking store task", e))?
+    }
+}
+
+fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| {
+        backend(
+            path,
+            "opening the file (check that its directory exists and is writable)",
+            e,
+        )
+    })?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(|e| backend(path, "setting busy_timeout", e))?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(|e| backend(path, "switching to WAL mode", e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(backend(
+            path,
+            "switching to WAL mode",
+            format!("SQLite kept journal mode `{mode}` (in-memory databases cannot use WAL)"),
+        ));
+    }
+    let sync = if options.full_sync { "FULL" } else { "NORMAL" };
+    conn.pragma_update(None, "synchronous", sync)
+        .map_err(|e| backend(path, "setting synchronous", e))?;
+    Ok(conn)
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn load(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT version, updated_ms, bytes FROM agent_sessions WHERE id = ?1",
+                )
+                .map_err(|e| backend(path, "preparing load", e))?;
+            let row = stmt
+                .query_row(params![id], |r| {
+                    Ok((get_u64(r, 0)?, get_u64(r, 1)?, r.get(2)?))
+                })
+                .optional()
+                .map_err(|e| backend(path, "loading a session", e))?;
+            Ok(row.map(|(version, updated_ms, bytes)| StoredSession {
+                id,
+                version,
+                updated_ms,
+                bytes,
+            }))
+        })
+        .await
+    }
+
+    async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
+        self.write(move |conn, path| {
+            let version = to_i64(path, session.version)?;
+            let updated_ms = to_i64(path, session.updated_ms)?;
+            let expected_i = to_i64(path, expected)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| backend(path, "starting a save", e))?;
+            let changed = if expected == 0 {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "INSERT INTO agent_sessions (id, version, updated_ms, bytes) \
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
+                    )
+                    .map_err(|e| backend(path, "preparing insert", e))?;
+                stmt.execute(params![session.id, version, updated_ms, session.bytes])
+            } else {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "UPDATE agent_sessions SET version = ?2, updated_ms = ?3, bytes = ?4 \
+                         WHERE id = ?1 AND version = ?5",
+                    )
+                    .map_err(|e| backend(path, "preparing update", e))?;
+                stmt.execute(params![
+                    session.id,
+                    version,
+                    updated_ms,
+                    session.bytes,
+                    expected_i
+                ])
+            }
+            .map_err(|e| backend(path, "saving a session", e))?;
+            if changed == 0 {
+                let found: Option<u64> = tx
+                    .query_row(
+                        "SELECT version FROM agent_sessions WHERE id = ?1",
+                        params![session.id],
+                        |r| get_u64(r, 0),
+                    )
+                    .optional()
+                    .map_err(|e| backend(path, "reading the conflicting version", e))?;
+                // Dropping the transaction rolls it back (nothing was written).
+                drop(tx);
+                return Err(StoreError::Conflict {
+                    session_id: session.id,
+                    expected,
+                    found: found.unwrap_or(0),
+                });
+            }
+            tx.commit()
+                .map_err(|e| backend(path, "committing a save", e))
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        self.write(move |conn, path| {
+            let n = conn
+                .prepare_cached("DELETE FROM agent_sessions WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(|e| backend(path, "deleting a session", e))?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.read(move |conn, path| {
+            let mut stmt = conn
+                .prepare_cached("SELECT id, version, updated_ms FROM agent_sessions ORDER BY id")
+                .map_err(|e| backend(path, "preparing list", e))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(SessionInfo {
+                        id: r.get(0)?,
+                        version: get_u64(r, 1)?,
+                        updated_ms: get_u64(r, 2)?,
+                    })
+                })
+                .map_err(|e| backend(path, "listing sessions", e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| backend(path, "listing sessions", e))
+        })
+        .await
+    }
+
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError> {
+        // A cutoff beyond INTEGER deletes everything, like any cutoff above every time.
+        let cutoff = i64::try_from(cutoff_ms).unwrap_or(i64::MAX);
+        self.write(move |conn, path| {
+            conn.prepare_cached("DELETE FROM agent_sessions WHERE updated_ms < ?1")
+                .and_then(|mut s| s.execute(params![cutoff]))
+                .map_err(|e| backend(path, "pruning sessions", e))
+        })
+        .await
+    }
+}
