@@ -56,6 +56,7 @@ pub mod step;
 pub mod store;
 pub mod testing;
 pub mod tool;
+pub mod typed;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, FlowVersionChange, TurnOptions};
 
@@ -81,6 +82,9 @@ pub mod prelude {
     pub use crate::step::Step;
     pub use crate::store::{MemoryStore, SessionStore};
     pub use crate::tool::{FnTool, Tool, ToolCx, ToolError, ToolOutput};
+    pub use crate::typed::data::{ContextType, DataType};
+    pub use crate::typed::flow::{FlowDef, StepId};
+    pub use agent_macros::{context, data, flow, step, tool};
 }
 
 /// Re-exports for macro-generated code, so user crates need no direct dependency on
@@ -91,4 +95,7 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+
+    pub use crate::typed::rt::*;
+    pub use agent_macros::__data_callback as data_callback;
 }

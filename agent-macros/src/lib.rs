@@ -1,6 +1,63 @@
-//! Attribute macros for `agent-core`.
+//! Attribute macros for `agent-core`: `#[data]`, `#[context]`, `#[flow]`, `#[step]` and
+//! `#[tool]` turn plain Rust items into the runtime's objects, and the compiler rejects
+//! broken flows. The reference with examples is `agent_core::typed::reference`.
 //!
-//! The macros (`#[flow]`, `#[step]`, `#[tool]`) expand into the runtime builders of
-//! `agent-core`; they are specified in the project's design document and land in a
-//! later milestone. This crate is part of the workspace now so that `agent-core` can pin
-//! it with `=x.y.z` from the start.
+//! Every macro is written as parse → validate → expand (one module each), collects all
+//! errors of an item and reports them together with spans on the user's tokens, never
+//! panics, and still emits the item on error so that rustc adds no follow-on noise.
+//! Generated code names only `::agent_core::__private::…`.
+
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proc_macro::TokenStream;
+
+mod data;
+mod diag;
+mod flow;
+mod tool;
+
+#[cfg(test)]
+mod snapshots;
+
+/// The agent's data type (`TData`). Fields are written plain (`city: String`); at run
+/// time every field is optional (data is collected over turns). Generates the field enum
+/// (`BookingField`), the patch builder (`Booking::patch().city("Lisbon")`), the JSON
+/// schema (doc comments are the field descriptions), and the step views `#[flow]` uses.
+#[proc_macro_attribute]
+pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
+    data::expand(data::Kind::Data, attr.into(), item.into()).into()
+}
+
+/// The agent's context type (`TContext`): fields stay as written; generates the field
+/// enum and the patch builder (`Concierge::patch().tier("gold")`).
+#[proc_macro_attribute]
+pub fn context(attr: TokenStream, item: TokenStream) -> TokenStream {
+    data::expand(data::Kind::Context, attr.into(), item.into()).into()
+}
+
+/// A flow: an inline module whose `#[step(..)]` fns are its steps, in order.
+#[proc_macro_attribute]
+pub fn flow(attr: TokenStream, item: TokenStream) -> TokenStream {
+    flow::expand(attr.into(), item.into()).into()
+}
+
+/// A step of a `#[flow]` module (read by `#[flow]`; an error anywhere else).
+#[proc_macro_attribute]
+pub fn step(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    flow::stray_step(item.into()).into()
+}
+
+/// A tool the model may call: an (async) fn whose parameters (except a `ToolCx`) are the
+/// arguments; its doc comment is the description, parameter doc comments describe the
+/// arguments.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand(attr.into(), item.into()).into()
+}
+
+/// The callback `#[data]` generates for `#[flow]` (views and field checks). Not an API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __data_callback(input: TokenStream) -> TokenStream {
+    data::callback::expand(input.into()).into()
+}

@@ -1,0 +1,11 @@
+//! Everything a file with typed flows needs: [`crate::prelude`] with the typed
+//! [`Directive`], [`PreDirective`] and [`ToolOutput`] in place of the runtime ones, and
+//! the attribute macros.
+
+pub use crate::prelude::*;
+
+pub use super::data::{ContextType, DataType, IntoContextPatch, IntoDataPatch};
+pub use super::directive::{Directive, IntoDirective, PreDirective, TypedDirective};
+pub use super::flow::{FlowDef, StepId};
+pub use super::tool::ToolOutput;
+pub use agent_macros::{context, data, flow, step, tool};

@@ -1,0 +1,160 @@
+//! The second half of the `#[data]`/`#[flow]` handshake.
+//!
+//! `#[flow]` cannot see the fields of its data type, so it invokes the macro that
+//! `#[data]` generated next to the type (same name, macro namespace). That macro calls
+//! [`expand`] with the field list followed by the flow's request:
+//!
+//! ```text
+//! [city check_in guests]            // from #[data]
+//! data_name = "Booking";            // from #[flow] ...
+//! view = Booking View path;
+//! context = Concierge;
+//! prefix = __agent_flow_booking;
+//! vis = (pub(crate));
+//! views { confirm [city guests] __flow [] }
+//! checks { collect [city] requires [citty] }
+//! ```
+//!
+//! It implements `StepView` for the marker of each entry of `views` and a spanned error for every name in
+//! `checks` that is not a field.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::parse::{Parse, ParseStream};
+
+use crate::diag::{Errors, suggest};
+
+struct Entry {
+    name: syn::Ident,
+    idents: Vec<syn::Ident>,
+}
+
+fn entries(input: ParseStream) -> syn::Result<Vec<Entry>> {
+    let content;
+    syn::braced!(content in input);
+    let mut out = Vec::new();
+    while !content.is_empty() {
+        let name: syn::Ident = content.parse()?;
+        let list;
+        syn::bracketed!(list in content);
+        let mut idents = Vec::new();
+        while !list.is_empty() {
+            idents.push(list.parse()?);
+        }
+        out.push(Entry { name, idents });
+    }
+    Ok(out)
+}
+
+struct Request {
+    fields: Vec<syn::Ident>,
+    data_name: syn::LitStr,
+    view: syn::Path,
+    context: syn::Type,
+    prefix: syn::Ident,
+    vis: syn::Visibility,
+    views: Vec<Entry>,
+    checks: Vec<Entry>,
+}
+
+fn key(input: ParseStream, name: &str) -> syn::Result<()> {
+    let k: syn::Ident = input.parse()?;
+    if k != name {
+        return Err(syn::Error::new(k.span(), format!("expected `{name}`")));
+    }
+    Ok(())
+}
+
+impl Parse for Request {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let list;
+        syn::bracketed!(list in input);
+        let mut fields = Vec::new();
+        while !list.is_empty() {
+            fields.push(list.parse()?);
+        }
+        key(input, "data_name")?;
+        input.parse::<syn::Token![=]>()?;
+        let data_name = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        key(input, "view")?;
+        input.parse::<syn::Token![=]>()?;
+        let view = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        key(input, "context")?;
+        input.parse::<syn::Token![=]>()?;
+        let context = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        key(input, "prefix")?;
+        input.parse::<syn::Token![=]>()?;
+        let prefix = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        key(input, "vis")?;
+        input.parse::<syn::Token![=]>()?;
+        let v;
+        syn::parenthesized!(v in input);
+        let vis = v.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        key(input, "views")?;
+        let views = entries(input)?;
+        key(input, "checks")?;
+        let checks = entries(input)?;
+        Ok(Request {
+            fields,
+            data_name,
+            view,
+            context,
+            prefix,
+            vis,
+            views,
+            checks,
+        })
+    }
+}
+
+/// Expand a callback invocation.
+pub fn expand(input: TokenStream) -> TokenStream {
+    let req: Request = match syn::parse2(input) {
+        Ok(r) => r,
+        Err(e) => return e.to_compile_error(),
+    };
+    let known: Vec<String> = req.fields.iter().map(ToString::to_string).collect();
+    let mut errors = Errors::default();
+    let data_name = req.data_name.value();
+    for check in &req.checks {
+        for id in &check.idents {
+            let s = id.to_string();
+            if !known.contains(&s) {
+                errors.push(
+                    id.span(),
+                    format!(
+                        "`{}` names `{s}`, which is not a field of `{data_name}`; {}",
+                        check.name,
+                        suggest(&s, &known, "fields")
+                    ),
+                );
+            }
+        }
+    }
+    let view = &req.view;
+    let ctx = &req.context;
+    let vis = &req.vis;
+    let _ = vis;
+    let impls = req.views.iter().map(|v| {
+        let marker = format_ident!("{}_step_{}", req.prefix, v.name);
+        let modes = req.fields.iter().map(|f| {
+            if v.idents.iter().any(|r| r == f) {
+                quote!(::agent_core::__private::Req)
+            } else {
+                quote!(::agent_core::__private::Opt)
+            }
+        });
+        quote! {
+            impl<'a> ::agent_core::__private::StepView<'a> for #marker {
+                type View = #view<'a, #ctx, #(#modes),*>;
+            }
+        }
+    });
+    let ce = errors.to_compile_errors();
+    quote! { #ce #(#impls)* }
+}

@@ -1,0 +1,314 @@
+//! Code generation for `#[data]` / `#[context]`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::Kind;
+use super::parse::{DataDef, FieldDef};
+
+/// Derives the runtime needs, minus the ones the user already wrote.
+fn derives(def: &DataDef) -> (Vec<TokenStream>, Vec<syn::Attribute>) {
+    let mut have: Vec<String> = Vec::new();
+    for a in &def.item.attrs {
+        if a.path().is_ident("derive") {
+            let _ = a.parse_nested_meta(|m| {
+                if let Some(last) = m.path.segments.last() {
+                    have.push(last.ident.to_string());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut wanted: Vec<(&str, TokenStream)> = vec![
+        ("Debug", quote!(::core::fmt::Debug)),
+        ("Clone", quote!(::core::clone::Clone)),
+        ("Default", quote!(::core::default::Default)),
+        (
+            "Serialize",
+            quote!(::agent_core::__private::serde::Serialize),
+        ),
+        (
+            "Deserialize",
+            quote!(::agent_core::__private::serde::Deserialize),
+        ),
+    ];
+    if def.kind == Kind::Data {
+        wanted.push((
+            "JsonSchema",
+            quote!(::agent_core::__private::schemars::JsonSchema),
+        ));
+    }
+    let out = wanted
+        .into_iter()
+        .filter(|(n, _)| !have.iter().any(|h| h == n))
+        .map(|(_, p)| p)
+        .collect();
+    (out, def.item.attrs.clone())
+}
+
+fn is_string(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("String"))
+}
+
+fn setter(f: &FieldDef, kind: Kind) -> TokenStream {
+    let ident = &f.ident;
+    let key = ident.to_string();
+    let clear = format_ident!("clear_{}", ident);
+    let doc = format!("Set `{key}`.");
+    let (ty, conv) = match kind {
+        Kind::Data => (f.value_ty(), true),
+        Kind::Context => (&f.ty, true),
+    };
+    let _ = conv;
+    let setter = if is_string(ty) {
+        quote! {
+            #[doc = #doc]
+            pub fn #ident(mut self, value: impl ::core::convert::Into<::std::string::String>) -> Self {
+                let value: ::std::string::String = value.into();
+                self.map.insert(#key.into(), ::agent_core::__private::to_json(&value));
+                self
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #doc]
+            pub fn #ident(mut self, value: #ty) -> Self {
+                self.map.insert(#key.into(), ::agent_core::__private::to_json(&value));
+                self
+            }
+        }
+    };
+    let clear_doc = format!("Clear `{key}` (write `null`).");
+    let clear = if kind == Kind::Data {
+        quote! {
+            #[doc = #clear_doc]
+            pub fn #clear(mut self) -> Self {
+                self.map.insert(#key.into(), ::agent_core::__private::serde_json::Value::Null);
+                self
+            }
+        }
+    } else {
+        quote! {}
+    };
+    quote! { #setter #clear }
+}
+
+/// The whole expansion.
+pub fn expand(def: &DataDef) -> TokenStream {
+    let item = &def.item;
+    let name = &item.ident;
+    let vis = &item.vis;
+    let kind = def.kind;
+    let (derive_paths, attrs) = derives(def);
+    let field_decls = def.fields.iter().map(|f| {
+        let FieldDef {
+            ident, attrs, vis, ..
+        } = f;
+        let ty = match kind {
+            Kind::Data => {
+                let v = f.value_ty();
+                quote!(::core::option::Option<#v>)
+            }
+            Kind::Context => {
+                let t = &f.ty;
+                quote!(#t)
+            }
+        };
+        quote! { #(#attrs)* #vis #ident: #ty }
+    });
+    let schemars_attr = if kind == Kind::Data {
+        quote!(#[schemars(crate = "::agent_core::__private::schemars")])
+    } else {
+        quote!()
+    };
+    let generics = &item.generics;
+    let strukt = quote! {
+        #(#attrs)*
+        #[derive(#(#derive_paths),*)]
+        #[serde(crate = "::agent_core::__private::serde")]
+        #schemars_attr
+        #vis struct #name #generics {
+            #(#field_decls,)*
+        }
+    };
+
+    let field_enum = format_ident!("{}Field", name);
+    let patch = format_ident!("{}Patch", name);
+    let idents: Vec<&syn::Ident> = def.fields.iter().map(|f| &f.ident).collect();
+    let keys: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
+    let field_docs = def.fields.iter().map(|f| {
+        crate::diag::doc_text(&f.attrs).unwrap_or_else(|| format!("The `{}` field.", f.ident))
+    });
+    let what = match kind {
+        Kind::Data => "data",
+        Kind::Context => "context",
+    };
+    let enum_doc = format!("The fields of the {what} type [`{name}`].");
+    let patch_doc =
+        format!("A typed write to [`{name}`]: every field optional, set with the fluent methods.");
+    let setters = def.fields.iter().map(|f| setter(f, kind));
+    let (patch_trait, patch_fn, type_trait) = match kind {
+        Kind::Data => (
+            quote!(IntoDataPatch),
+            quote!(into_data_patch),
+            quote!(DataType),
+        ),
+        Kind::Context => (
+            quote!(IntoContextPatch),
+            quote!(into_context_patch),
+            quote!(ContextType),
+        ),
+    };
+    let schema_fn = if kind == Kind::Data {
+        quote! {
+            /// The JSON schema of the data (field doc comments are the descriptions).
+            pub fn json_schema() -> ::agent_core::__private::serde_json::Value {
+                ::agent_core::__private::schemars::schema_for!(#name).to_value()
+            }
+        }
+    } else {
+        quote!()
+    };
+    let n = def.fields.len();
+    let common = quote! {
+        #[doc = #enum_doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+        #vis enum #field_enum {
+            #(#[doc = #field_docs] #idents,)*
+        }
+
+        #[allow(dead_code)]
+        impl #field_enum {
+            /// Every field, in declaration order.
+            pub const ALL: [Self; #n] = [#(Self::#idents),*];
+            /// The field's name (its JSON key).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    #(Self::#idents => #keys,)*
+                }
+            }
+        }
+
+        #[doc = #patch_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::default::Default, ::core::cmp::PartialEq)]
+        #[must_use]
+        #[allow(dead_code)]
+        #vis struct #patch {
+            map: ::agent_core::__private::Patch,
+        }
+
+        #[allow(dead_code)]
+        impl #patch {
+            #(#setters)*
+            /// Whether nothing is set.
+            pub fn is_empty(&self) -> bool {
+                self.map.is_empty()
+            }
+            /// The JSON object.
+            pub fn into_patch(self) -> ::agent_core::__private::Patch {
+                self.map
+            }
+        }
+
+        impl ::core::convert::From<#patch> for ::agent_core::__private::Patch {
+            fn from(p: #patch) -> Self {
+                p.map
+            }
+        }
+
+        impl ::agent_core::__private::#patch_trait for #patch {
+            fn #patch_fn(self) -> ::agent_core::__private::Patch {
+                self.map
+            }
+        }
+
+        #[allow(dead_code)]
+        impl #name {
+            /// Start a typed write.
+            pub fn patch() -> #patch {
+                #patch::default()
+            }
+            /// Field names in declaration order.
+            pub const FIELDS: &'static [&'static str] = &[#(#keys),*];
+            #schema_fn
+        }
+
+        impl ::agent_core::__private::#type_trait for #name {
+            type Field = #field_enum;
+            type Patch = #patch;
+            const FIELDS: &'static [&'static str] = &[#(#keys),*];
+        }
+    };
+    let data_only = if kind == Kind::Data {
+        data_view_and_callback(def)
+    } else {
+        quote!()
+    };
+    quote! { #strukt #common #data_only }
+}
+
+fn data_view_and_callback(def: &DataDef) -> TokenStream {
+    let name = &def.item.ident;
+    let vis = &def.item.vis;
+    let view = format_ident!("{}View", name);
+    let modes: Vec<syn::Ident> = (0..def.fields.len())
+        .map(|i| format_ident!("M{}", i))
+        .collect();
+    let idents: Vec<&syn::Ident> = def.fields.iter().map(|f| &f.ident).collect();
+    let tys: Vec<&syn::Type> = def.fields.iter().map(FieldDef::value_ty).collect();
+    let fvis: Vec<&syn::Visibility> = def.fields.iter().map(|f| &f.vis).collect();
+    let docs = def.fields.iter().map(|f| {
+        let d = crate::diag::doc_text(&f.attrs).unwrap_or_default();
+        format!("{d} (a plain value when the step `requires` it, else an `Option`)")
+    });
+    let view_doc = format!(
+        "What hooks and predicates of a step see of [`{name}`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`."
+    );
+    let mac = format_ident!("__agent_data_{}", name);
+    let keys: Vec<syn::Ident> = idents.iter().map(|i| (*i).clone()).collect();
+    let _ = Span::call_site();
+    quote! {
+        #[doc = #view_doc]
+        #[allow(dead_code)]
+        #vis struct #view<'a, C, #(#modes: ::agent_core::__private::Mode = ::agent_core::__private::Opt),*> {
+            #(#[doc = #docs] #fvis #idents: <#modes as ::agent_core::__private::Mode>::Of<'a, #tys>,)*
+            __cx: &'a ::agent_core::__private::Cx<'a, #name, C>,
+        }
+
+        #[allow(dead_code)]
+        impl<'a, C, #(#modes: ::agent_core::__private::Mode),*> #view<'a, C, #(#modes),*> {
+            /// The view of the turn, or `None` when a field the step requires is missing.
+            #[doc(hidden)]
+            pub fn __new(cx: &'a ::agent_core::__private::Cx<'a, #name, C>) -> ::core::option::Option<Self> {
+                let data = cx.data();
+                ::core::option::Option::Some(Self {
+                    #(#idents: <#modes as ::agent_core::__private::Mode>::get(&data.#idents)?,)*
+                    __cx: cx,
+                })
+            }
+            /// The turn's view (data, context, message, history, dispatch).
+            pub fn cx(&self) -> &'a ::agent_core::__private::Cx<'a, #name, C> {
+                self.__cx
+            }
+        }
+
+        impl<'a, C, #(#modes: ::agent_core::__private::Mode),*> ::core::ops::Deref for #view<'a, C, #(#modes),*> {
+            type Target = ::agent_core::__private::Cx<'a, #name, C>;
+            fn deref(&self) -> &Self::Target {
+                self.__cx
+            }
+        }
+
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #mac {
+            ($($t:tt)*) => {
+                ::agent_core::__private::data_callback! { [#(#keys)*] $($t)* }
+            };
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #mac as #name;
+    }
+}

@@ -1,0 +1,118 @@
+//! Reading a `#[data]` / `#[context]` struct.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+
+use super::Kind;
+use crate::diag::Errors;
+
+/// One field.
+pub struct FieldDef {
+    /// Field name.
+    pub ident: syn::Ident,
+    /// Attributes (doc comments included) as written.
+    pub attrs: Vec<syn::Attribute>,
+    /// Visibility as written.
+    pub vis: syn::Visibility,
+    /// The type as written.
+    pub ty: syn::Type,
+    /// `T` for a field written `Option<T>`.
+    pub inner: Option<syn::Type>,
+}
+
+impl FieldDef {
+    /// The value type: `T` for `Option<T>` fields, else the type as written.
+    pub fn value_ty(&self) -> &syn::Type {
+        self.inner.as_ref().unwrap_or(&self.ty)
+    }
+}
+
+/// A parsed struct.
+pub struct DataDef {
+    /// Data or context.
+    pub kind: Kind,
+    /// The struct as written.
+    pub item: syn::ItemStruct,
+    /// Its named fields.
+    pub fields: Vec<FieldDef>,
+}
+
+/// `T` when `ty` is `Option<T>`.
+pub fn option_inner(ty: &syn::Type) -> Option<syn::Type> {
+    let syn::Type::Path(p) = ty else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    if args.args.len() != 1 {
+        return None;
+    }
+    match args.args.first() {
+        Some(syn::GenericArgument::Type(t)) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// Parse the attribute arguments (none are accepted) and the struct.
+pub fn parse(
+    kind: Kind,
+    attr: TokenStream,
+    item: TokenStream,
+    errors: &mut Errors,
+) -> Option<DataDef> {
+    let name = match kind {
+        Kind::Data => "data",
+        Kind::Context => "context",
+    };
+    if !attr.is_empty() {
+        let r = syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated
+            .parse2(attr.clone());
+        let span = match &r {
+            Ok(list) => list
+                .first()
+                .map(syn::spanned::Spanned::span)
+                .unwrap_or_else(Span::call_site),
+            Err(e) => e.span(),
+        };
+        errors.push(
+            span,
+            format!("`#[{name}]` takes no arguments; write `#[{name}]` on the struct"),
+        );
+    }
+    let item: syn::ItemStruct = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => {
+            errors.push(
+                e.span(),
+                format!("`#[{name}]` goes on a struct with named fields"),
+            );
+            return None;
+        }
+    };
+    let mut fields = Vec::new();
+    if let syn::Fields::Named(named) = &item.fields {
+        for f in &named.named {
+            let Some(ident) = f.ident.clone() else {
+                continue;
+            };
+            let inner = match kind {
+                Kind::Data => option_inner(&f.ty),
+                Kind::Context => None,
+            };
+            fields.push(FieldDef {
+                ident,
+                attrs: f.attrs.clone(),
+                vis: f.vis.clone(),
+                ty: f.ty.clone(),
+                inner,
+            });
+        }
+    }
+    Some(DataDef { kind, item, fields })
+}

@@ -1,0 +1,165 @@
+//! The Mermaid diagram of a flow, rendered at compile time.
+
+use quote::ToTokens;
+
+use super::graph::{Node, successors};
+use super::model::*;
+
+fn esc(s: &str) -> String {
+    s.replace('"', "#quot;").replace('\n', " ")
+}
+
+fn tokens_text(t: &impl ToTokens) -> String {
+    t.to_token_stream()
+        .to_string()
+        .replace(" . ", ".")
+        .replace(" :: ", "::")
+        .replace(" (", "(")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" ,", ",")
+}
+
+/// A predicate as written: `|b| b.guests > 8`.
+fn expr_text(e: &syn::Expr) -> String {
+    if let syn::Expr::Closure(c) = e {
+        let params: Vec<String> = c.inputs.iter().map(tokens_text).collect();
+        return format!("|{}| {}", params.join(", "), tokens_text(&c.body));
+    }
+    tokens_text(e)
+}
+
+fn cond_text(c: &Cond) -> String {
+    match c {
+        Cond::If(e) => format!("if {}", expr_text(e)),
+        Cond::When(w) => w.value(),
+    }
+}
+
+fn path_text(p: &syn::Path) -> String {
+    p.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// `flowchart TD` source for the flow.
+pub fn render(def: &FlowDef) -> String {
+    let mut out = String::from("flowchart TD\n");
+    let title = def
+        .flow
+        .title
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_else(|| def.ident.to_string());
+    out.push_str(&format!("    %% flow `{}`: {}\n", def.ident, esc(&title)));
+    for s in &def.steps {
+        let id = &s.ident;
+        let mut label = id.to_string();
+        if !s.collect.idents.is_empty() {
+            let f: Vec<String> = s.collect.idents.iter().map(ToString::to_string).collect();
+            label.push_str(&format!(" · collect {}", f.join(", ")));
+        }
+        let node = match &s.shape {
+            Shape::Model => format!("    {id}[\"{}\"]\n", esc(&label)),
+            Shape::Auto(_) => format!("    {id}{{{{\"{} (auto)\"}}}}\n", esc(&label)),
+            Shape::Reply(r) => format!("    {id}>\"{}: {}\"]\n", esc(&label), esc(&r.value())),
+        };
+        out.push_str(&node);
+    }
+    let mut extra = Vec::new();
+    let mut uses_end = false;
+    let mut directive_n = 0;
+    for (i, s) in def.steps.iter().enumerate() {
+        let from = &s.ident;
+        let mut falls_through = true;
+        if let Some(b) = &s.branches {
+            for e in &b.entries {
+                let label = match &e.label {
+                    Some(l) => l.value(),
+                    None if e.conds.is_empty() => "else".to_string(),
+                    None => e
+                        .conds
+                        .iter()
+                        .map(cond_text)
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                };
+                let to = match &e.target {
+                    Target::Step(t) => t.to_string(),
+                    Target::Flow(p) => {
+                        let name = path_text(p);
+                        let id = format!("flow_{}", name.replace("::", "_"));
+                        extra.push(format!("    {id}[[\"{}\"]]\n", esc(&name)));
+                        id
+                    }
+                    Target::CrossStep(p) => {
+                        let name = path_text(p);
+                        let id = format!("step_{}", name.replace("::", "_"));
+                        extra.push(format!("    {id}[[\"{}\"]]\n", esc(&name)));
+                        id
+                    }
+                    Target::Directive(d) => {
+                        directive_n += 1;
+                        let id = format!("directive_{directive_n}");
+                        extra.push(format!("    {id}([\"{}\"])\n", esc(&tokens_text(d))));
+                        id
+                    }
+                };
+                out.push_str(&format!("    {from} -->|\"{}\"| {to}\n", esc(&label)));
+                if e.conds.is_empty() && !matches!(e.target, Target::Directive(_)) {
+                    falls_through = false;
+                }
+            }
+        }
+        if falls_through {
+            for n in successors(def, i) {
+                match n {
+                    Node::Step(j) => {
+                        let t = &def.steps[j];
+                        let cond: Vec<String> = t
+                            .if_
+                            .iter()
+                            .map(|e| format!("if {}", expr_text(e)))
+                            .chain(t.when.iter().map(syn::LitStr::value))
+                            .collect();
+                        if cond.is_empty() {
+                            out.push_str(&format!("    {from} --> {}\n", t.ident));
+                        } else {
+                            out.push_str(&format!(
+                                "    {from} -->|\"{}\"| {}\n",
+                                esc(&cond.join(" and ")),
+                                t.ident
+                            ));
+                        }
+                    }
+                    Node::Exit => {
+                        uses_end = true;
+                        out.push_str(&format!("    {from} --> END\n"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(t) = &def.flow.on_complete {
+        let name = match t {
+            Target::Flow(p) | Target::CrossStep(p) => path_text(p),
+            Target::Step(i) => i.to_string(),
+            Target::Directive(d) => tokens_text(d),
+        };
+        uses_end = true;
+        extra.push(format!(
+            "    on_complete[[\"{}\"]]\n    END -.->|on_complete| on_complete\n",
+            esc(&name)
+        ));
+    }
+    extra.dedup();
+    for e in extra {
+        out.push_str(&e);
+    }
+    if uses_end {
+        out.push_str("    END(((end)))\n");
+    }
+    out
+}

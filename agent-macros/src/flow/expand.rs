@@ -1,0 +1,588 @@
+//! Code generation for `#[flow]`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::model::*;
+
+const RT: &str = "::agent_core::__private";
+
+fn rt() -> TokenStream {
+    // `::agent_core::__private`
+    quote!(::agent_core::__private)
+}
+
+fn camel(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The flow type's name: `mod booking` → `BookingFlow`.
+pub fn flow_type_ident(module: &syn::Ident) -> syn::Ident {
+    format_ident!("{}Flow", camel(&module.to_string()), span = module.span())
+}
+
+struct Names {
+    d: syn::Ident,
+    c: syn::Ident,
+    prefix: syn::Ident,
+}
+
+fn view_alias(n: &Names, view: &str) -> syn::Ident {
+    format_ident!("{}_view_{}", n.prefix, view)
+}
+
+/// A predicate closure over the view `view` (a path to a `View` type).
+fn predicate(e: &syn::Expr, view: &TokenStream) -> TokenStream {
+    let rt = rt();
+    let user = quote_spanned!(e.span()=> &#e);
+    quote! {
+        |__cx: &#rt::Cx<'_, __D, __C>| -> bool {
+            let __p: #rt::ViewPredicate<'_, #view<'_>> = #user;
+            match <#view<'_>>::__new(__cx) {
+                ::core::option::Option::Some(__v) => __p(&__v),
+                ::core::option::Option::None => false,
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum HookKind {
+    Pre,
+    Post,
+    Notify,
+}
+
+/// A wrapper struct implementing the runtime hook trait by calling `f` with the view.
+fn hook_wrapper(
+    name: &syn::Ident,
+    kind: HookKind,
+    path: &syn::Path,
+    is_async: bool,
+    view: &TokenStream,
+) -> TokenStream {
+    let rt = rt();
+    let call = if is_async {
+        quote_spanned!(path.span()=> #path(__v).await)
+    } else {
+        quote_spanned!(path.span()=> #path(__v))
+    };
+    let (tr, out, conv, none) = match kind {
+        HookKind::Pre => (
+            quote!(PreHook),
+            quote!(#rt::RtPreDirective<__D, __C>),
+            quote_spanned!(path.span()=> #rt::into_pre(#call)),
+            quote!(::core::default::Default::default()),
+        ),
+        HookKind::Post => (
+            quote!(PostHook),
+            quote!(#rt::RtDirective),
+            quote_spanned!(path.span()=> #rt::into_directive(#call)),
+            quote!(::core::default::Default::default()),
+        ),
+        HookKind::Notify => (
+            quote!(NotifyHook),
+            quote!(()),
+            quote_spanned!(path.span()=> #rt::notified(#call)),
+            quote!(()),
+        ),
+    };
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        struct #name;
+        #[#rt::async_trait::async_trait]
+        impl #rt::#tr<__D, __C> for #name {
+            async fn call(&self, __cx: &#rt::Cx<'_, __D, __C>) -> #out {
+                match <#view<'_>>::__new(__cx) {
+                    ::core::option::Option::Some(__v) => #conv,
+                    ::core::option::Option::None => #none,
+                }
+            }
+        }
+    }
+}
+
+fn target_directive(t: &Target, span: Span) -> Option<TokenStream> {
+    let rt = rt();
+    Some(match t {
+        Target::Step(id) => {
+            let s = id.to_string();
+            quote!(#rt::RtDirective::go_to_step(#s))
+        }
+        Target::Flow(p) => {
+            let f = quote_spanned!(p.span()=> #rt::flow_id::<#p>());
+            quote!(#rt::RtDirective::go_to(#f))
+        }
+        Target::CrossStep(p) => quote_spanned!(p.span()=> #rt::step_directive(#p)),
+        Target::Directive(e) => quote_spanned!(span=> #rt::into_directive(#e)),
+    })
+}
+
+fn strs(l: &FieldList) -> Vec<String> {
+    l.idents.iter().map(ToString::to_string).collect()
+}
+
+/// The whole expansion.
+pub fn expand(def: &FlowDef) -> TokenStream {
+    let rt = rt();
+    let _ = RT;
+    let module = &def.ident;
+    let id = module.to_string();
+    let vis = &def.vis;
+    let flow_ty = flow_type_ident(module);
+    let names = Names {
+        d: format_ident!("__agent_flow_{}_Data", module),
+        c: format_ident!("__agent_flow_{}_Context", module),
+        prefix: format_ident!("__agent_flow_{}", module),
+    };
+    let (alias_d, alias_c) = (&names.d, &names.c);
+    let step_names: Vec<String> = def.steps.iter().map(|s| s.ident.to_string()).collect();
+    // Steps that survive (duplicates dropped so rustc reports nothing twice).
+    let mut unique: Vec<&StepDef> = Vec::new();
+    for s in &def.steps {
+        if !unique.iter().any(|u| u.ident == s.ident) {
+            unique.push(s);
+        }
+    }
+
+    // ---- parent level ------------------------------------------------------------------
+    let data_alias = match &def.flow.data {
+        Some(p) => quote!(#vis type #alias_d = #p;),
+        None => quote!(#vis type #alias_d = ();),
+    };
+    let ctx_alias = match &def.flow.context {
+        Some(t) => quote!(#vis type #alias_c = #t;),
+        None => quote!(#vis type #alias_c = ();),
+    };
+    let callback = match &def.flow.data {
+        Some(p) => {
+            let data_name = p
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let mut view_path = p.clone();
+            if let Some(last) = view_path.segments.last_mut() {
+                last.ident = format_ident!("{}View", last.ident, span = last.ident.span());
+            }
+            let prefix = &names.prefix;
+            let views = unique.iter().map(|s| {
+                let n = &s.ident;
+                let r = &s.requires.idents;
+                quote!(#n [#(#r)*])
+            });
+            let req = &def.flow.required.idents;
+            let collect = def.steps.iter().flat_map(|s| s.collect.idents.iter());
+            let requires = def.steps.iter().flat_map(|s| s.requires.idents.iter());
+            let optional = &def.flow.optional.idents;
+            quote! {
+                #p! {
+                    data_name = #data_name;
+                    view = #view_path;
+                    context = #alias_c;
+                    prefix = #prefix;
+                    vis = (#vis);
+                    views { #(#views)* __flow [] __completed [#(#req)*] }
+                    checks {
+                        collect [#(#collect)*]
+                        requires [#(#requires)*]
+                        required [#(#req)*]
+                        optional [#(#optional)*]
+                    }
+                }
+            }
+        }
+        None => quote!(),
+    };
+    let title = def
+        .flow
+        .title
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_else(|| id.clone());
+    let flow_doc = format!(
+        "The `{id}` flow ({title}): name it in branch targets, `on_complete` and `Directive::go_to::<{flow_ty}>()`."
+    );
+    let view_names: Vec<String> = unique
+        .iter()
+        .map(|s| s.ident.to_string())
+        .chain(["__flow".to_string(), "__completed".to_string()])
+        .collect();
+    let markers = view_names.iter().map(|v| {
+        let marker = format_ident!("{}_step_{}", names.prefix, v);
+        let alias = view_alias(&names, v);
+        let target = if def.flow.data.is_some() {
+            quote!(<#marker as #rt::StepView<'a>>::View)
+        } else {
+            // No data type: nothing to view (the missing `data` is reported).
+            quote!(::core::marker::PhantomData<&'a ()>)
+        };
+        quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code)]
+            #vis struct #marker;
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code)]
+            #vis type #alias<'a> = #target;
+        }
+    });
+    let parent = quote! {
+        #(#markers)*
+
+        #[doc = #flow_doc]
+        #[allow(dead_code)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #flow_ty;
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #data_alias
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #ctx_alias
+
+        impl #rt::FlowDef for #flow_ty {
+            const ID: &'static str = #id;
+            type Data = #alias_d;
+            type Context = #alias_c;
+            fn flow() -> ::core::result::Result<#rt::Flow<#alias_d, #alias_c>, #rt::ConfigErrors> {
+                #module::flow()
+            }
+            fn diagram() -> &'static str {
+                #module::DIAGRAM
+            }
+        }
+
+        #callback
+    };
+
+    // ---- module level ------------------------------------------------------------------
+    let mut emitted: Vec<String> = Vec::new();
+    let items: Vec<TokenStream> = def
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) if step_names.contains(&f.sig.ident.to_string()) => {
+                let n = f.sig.ident.to_string();
+                if emitted.contains(&n) {
+                    // A duplicate step (reported): dropped so rustc does not report it again.
+                    return None;
+                }
+                emitted.push(n);
+                Some(quote!(#[allow(dead_code)] #f))
+            }
+            other => Some(quote!(#other)),
+        })
+        .collect();
+    let step_idents: Vec<&syn::Ident> = unique.iter().map(|s| &s.ident).collect();
+    let step_strs: Vec<String> = step_idents.iter().map(|i| i.to_string()).collect();
+    let n_steps = unique.len();
+    let view_mods = unique.iter().map(|s| {
+        let n = &s.ident;
+        let alias = view_alias(&names, &n.to_string());
+        let doc = format!(
+            "The typed view of step `{n}`: the fields it `requires` are plain values, the others `Option`s."
+        );
+        quote! {
+            #[doc = concat!("Step `", stringify!(#n), "`.")]
+            #[allow(non_snake_case)]
+            pub mod #n {
+                #[doc = #doc]
+                #[allow(dead_code)]
+                pub type View<'a> = super::super::#alias<'a>;
+            }
+        }
+    });
+    let flow_view = view_alias(&names, "__flow");
+    let completed_view = view_alias(&names, "__completed");
+
+    let mut hooks = Vec::new();
+    let mut builder = Vec::new();
+    let f = &def.flow;
+    if let Some(t) = &f.title {
+        builder.push(quote!(.title(#t)));
+    }
+    if let Some(t) = &f.description {
+        builder.push(quote!(.description(#t)));
+    }
+    if let Some(t) = &f.when {
+        builder.push(quote!(.when(#t)));
+    }
+    if let Some(p) = &f.if_ {
+        let pred = predicate(p, &quote!(View));
+        builder.push(quote!(.if_(#pred)));
+    }
+    let required = strs(&f.required);
+    if !required.is_empty() {
+        builder.push(quote!(.required([#(#required),*])));
+    }
+    let optional = strs(&f.optional);
+    if !optional.is_empty() {
+        builder.push(quote!(.optional([#(#optional),*])));
+    }
+    if let Some(e) = &f.initial_data {
+        let p = quote_spanned!(e.span()=> #rt::data_patch(#e));
+        builder.push(quote!(.initial_data(#p)));
+    }
+    if f.reentrant {
+        builder.push(quote!(.reentrant()));
+    }
+    if let Some(t) = &f.on_complete {
+        let span = match t {
+            Target::Directive(e) => e.span(),
+            _ => Span::call_site(),
+        };
+        if let Some(d) = target_directive(t, span) {
+            builder.push(quote!(.on_complete(#d)));
+        }
+    }
+    let flow_hooks: [(&Option<HookRef>, &str, HookKind, &syn::Ident); 5] = [
+        (&f.on_enter, "on_enter", HookKind::Pre, &flow_view),
+        (&f.on_exit, "on_exit", HookKind::Notify, &flow_view),
+        (
+            &f.on_data_update,
+            "on_data_update",
+            HookKind::Notify,
+            &flow_view,
+        ),
+        (
+            &f.on_context_update,
+            "on_context_update",
+            HookKind::Notify,
+            &flow_view,
+        ),
+        (
+            &f.on_complete_hook,
+            "on_complete_hook",
+            HookKind::Post,
+            &completed_view,
+        ),
+    ];
+    for (h, key, kind, _) in flow_hooks {
+        if let Some(h) = h {
+            let name = format_ident!("__agent_flow_{}", key);
+            let view = if key == "on_complete_hook" {
+                quote!(Completed)
+            } else {
+                quote!(View)
+            };
+            hooks.push(hook_wrapper(&name, kind, &h.path, h.is_async, &view));
+            let method = format_ident!("{}", key);
+            builder.push(quote!(.#method(#name)));
+        }
+    }
+    for t in &f.tools {
+        let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
+        builder.push(quote!(.tool(#t)));
+    }
+
+    for s in &unique {
+        let n = &s.ident;
+        let sid = n.to_string();
+        let view = quote!(#n::View);
+        let mut sb = Vec::new();
+        let ctor = match &s.shape {
+            Shape::Model => quote!(#rt::RtStep::<__D, __C>::model(#sid)),
+            Shape::Auto(_) => quote!(#rt::RtStep::<__D, __C>::auto(#sid)),
+            Shape::Reply(r) => quote!(#rt::RtStep::<__D, __C>::reply(#sid, #r)),
+        };
+        if let Some((_, p)) = &s.prompt {
+            sb.push(quote!(.prompt(#p)));
+        }
+        let c = strs(&s.collect);
+        if !c.is_empty() {
+            sb.push(quote!(.collect([#(#c),*])));
+        }
+        let r = strs(&s.requires);
+        if !r.is_empty() {
+            sb.push(quote!(.requires([#(#r),*])));
+        }
+        if let Some((_, tools)) = &s.tools {
+            for t in tools {
+                let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
+                sb.push(quote!(.tool(#t)));
+            }
+        }
+        if let Some(p) = &s.skip {
+            let p = predicate(p, &view);
+            sb.push(quote!(.skip(#p)));
+        }
+        if let Some(p) = &s.if_ {
+            let p = predicate(p, &view);
+            sb.push(quote!(.if_(#p)));
+        }
+        if let Some(w) = &s.when {
+            sb.push(quote!(.when(#w)));
+        }
+        if let Some(h) = &s.on_enter {
+            let name = format_ident!("__agent_on_enter_{}", n);
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Pre,
+                &h.path,
+                h.is_async,
+                &view,
+            ));
+            sb.push(quote!(.on_enter(#name)));
+        }
+        if s.prepare {
+            let name = format_ident!("__agent_prepare_{}", n);
+            let path: syn::Path = n.clone().into();
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Pre,
+                &path,
+                s.func.sig.asyncness.is_some(),
+                &view,
+            ));
+            sb.push(quote!(.prepare(#name)));
+        }
+        if let Some(h) = &s.finalize {
+            let name = format_ident!("__agent_finalize_{}", n);
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Post,
+                &h.path,
+                h.is_async,
+                &view,
+            ));
+            sb.push(quote!(.finalize(#name)));
+        }
+        if let Some(b) = &s.branches {
+            let entries = b.entries.iter().filter_map(|e| {
+                let base = match &e.target {
+                    Target::Step(t) => {
+                        if !step_names.contains(&t.to_string()) {
+                            return None;
+                        }
+                        let t = t.to_string();
+                        quote!(#rt::Branch::<__D, __C>::to_step(#t))
+                    }
+                    Target::Flow(p) => {
+                        let f = quote_spanned!(p.span()=> #rt::flow_id::<#p>());
+                        quote!(#rt::Branch::<__D, __C>::to_flow(#f))
+                    }
+                    other => {
+                        let d = target_directive(other, e.target_span)?;
+                        quote!(#rt::Branch::<__D, __C>::to_directive(#d))
+                    }
+                };
+                let conds = e.conds.iter().map(|c| match c {
+                    Cond::If(p) => {
+                        let p = predicate(p, &view);
+                        quote!(.if_(#p))
+                    }
+                    Cond::When(w) => quote!(.when(#w)),
+                });
+                let label = e.label.as_ref().map(|l| quote!(.label(#l)));
+                Some(quote!(#base #(#conds)* #label))
+            });
+            sb.push(quote!(.branches(::std::vec::Vec::from([#(#entries),*]))));
+        }
+        if s.end {
+            sb.push(quote!(.end()));
+        }
+        builder.push(quote!(.step(#ctor #(#sb)*)));
+    }
+
+    let diagram = super::diagram::render(def);
+    let mod_attrs = &def.attrs;
+    let step_docs = unique.iter().map(|s| {
+        let shape = match &s.shape {
+            Shape::Model => "A model step.".to_string(),
+            Shape::Auto(_) => "An `auto` step (no model call).".to_string(),
+            Shape::Reply(r) => format!("A `reply` step: \"{}\"", r.value()),
+        };
+        let prompt = s
+            .prompt
+            .as_ref()
+            .map(|(_, p)| format!(" {}", p.value()))
+            .unwrap_or_default();
+        format!("{shape}{prompt}")
+    });
+    quote! {
+        #parent
+
+        #(#mod_attrs)*
+        #vis mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #(#items)*
+
+            #[doc(hidden)]
+            type __D = super::#alias_d;
+            #[doc(hidden)]
+            type __C = super::#alias_c;
+
+            /// The steps of this flow (typed step ids).
+            #[allow(non_camel_case_types, dead_code)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+            pub enum Step {
+                #(#[doc = #step_docs] #step_idents,)*
+            }
+
+            #[allow(dead_code)]
+            impl Step {
+                /// Every step, in declaration order.
+                pub const ALL: [Step; #n_steps] = [#(Step::#step_idents),*];
+                /// The step id.
+                pub const fn id(self) -> &'static str {
+                    match self {
+                        #(Step::#step_idents => #step_strs,)*
+                    }
+                }
+            }
+
+            impl #rt::StepId for Step {
+                const FLOW_ID: &'static str = #id;
+                fn id(self) -> &'static str {
+                    Step::id(self)
+                }
+            }
+
+            #(#view_mods)*
+
+            /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+            #[allow(dead_code)]
+            pub type View<'a> = super::#flow_view<'a>;
+            /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
+            #[allow(dead_code)]
+            pub type Completed<'a> = super::#completed_view<'a>;
+
+            /// The flow id.
+            #[allow(dead_code)]
+            pub const ID: &str = #id;
+            /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
+            #[allow(dead_code)]
+            pub const DIAGRAM: &str = #diagram;
+
+            /// The Mermaid diagram of the flow.
+            #[allow(dead_code)]
+            pub fn diagram() -> &'static str {
+                DIAGRAM
+            }
+
+            #(#hooks)*
+
+            /// Build the runtime flow (the runtime validates it again).
+            #[allow(dead_code)]
+            pub fn flow() -> ::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors> {
+                #rt::Flow::<__D, __C>::builder(#id)
+                    #(#builder)*
+                    .build()
+            }
+        }
+    }
+}

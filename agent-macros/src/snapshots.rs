@@ -1,0 +1,168 @@
+//! Expansion snapshots (expect-test + prettyplease): what each macro generates for a
+//! typical input, and that an input with errors still expands to the item plus every
+//! error. Refresh with `UPDATE_EXPECT=1 cargo test -p agent-macros`.
+
+use expect_test::expect_file;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn pretty(ts: TokenStream) -> String {
+    match syn::parse2::<syn::File>(ts.clone()) {
+        Ok(f) => prettyplease::unparse(&f),
+        Err(e) => format!("// not a file ({e}):\n{ts}\n"),
+    }
+}
+
+#[test]
+fn data_expands_to_optional_fields_field_enum_patch_view_and_callback() {
+    let out = crate::data::expand(
+        crate::data::Kind::Data,
+        quote!(),
+        quote! {
+            /// What the concierge collects.
+            #[derive(PartialEq)]
+            pub struct Booking {
+                /// City the guest wants to stay in
+                pub city: String,
+                /// Number of guests
+                pub guests: u8,
+                pub notes: Option<String>,
+            }
+        },
+    );
+    expect_file!["snapshots/data.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn context_expands_to_field_enum_and_patch() {
+    let out = crate::data::expand(
+        crate::data::Kind::Context,
+        quote!(),
+        quote! {
+            pub struct Concierge {
+                /// Loyalty tier
+                pub tier: String,
+            }
+        },
+    );
+    expect_file!["snapshots/context.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn tool_expands_to_a_unit_struct_implementing_tool() {
+    let out = crate::tool::expand(
+        quote!(),
+        quote! {
+            /// Book the room.
+            async fn book_room(
+                cx: ToolCx<Booking, Concierge>,
+                /// Hotel name
+                hotel: String,
+                /// Special requests
+                notes: Option<String>,
+            ) -> Result<ToolOutput, ToolError> {
+                Ok(ToolOutput::text(hotel))
+            }
+        },
+    );
+    expect_file!["snapshots/tool.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn tool_without_context_is_generic_over_the_agent() {
+    let out = crate::tool::expand(
+        quote!(name = "clock", concurrency_safe),
+        quote! {
+            /// The time.
+            fn now() -> Result<ToolOutput, ToolError> {
+                Ok(ToolOutput::text("12:00"))
+            }
+        },
+    );
+    expect_file!["snapshots/tool_generic.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
+    let out = crate::flow::expand(
+        quote!(
+            title = "Hotel booking",
+            data = Booking,
+            context = Concierge,
+            required(city, guests),
+            on_complete = FeedbackFlow
+        ),
+        quote! {
+            mod booking {
+                #[step(prompt = "Ask the city.", collect(city))]
+                fn ask_city() {}
+
+                #[step(auto, requires(guests), branches(
+                    if |b| b.guests > 8 => large_group,
+                    else => confirm,
+                ))]
+                fn route() {}
+
+                #[step(end, prompt = "Confirm.", tools(book_room), finalize = done, branches(
+                    when "the user asks about pets" => PetsFlow,
+                    when "the user wants to leave feedback" => feedback::Step::ask,
+                    when "the user gives up" => Directive::abort("gave up"),
+                ))]
+                async fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
+                    PreDirective::new().append_prompt(v.context().tier.clone())
+                }
+
+                fn done(_v: confirm::View<'_>) -> impl IntoDirective {
+                    Directive::complete()
+                }
+
+                #[step(end, reply = "A specialist will call you.")]
+                fn large_group() {}
+            }
+        },
+    );
+    expect_file!["snapshots/flow.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn flow_with_errors_reports_them_all_and_still_expands() {
+    let out = crate::flow::expand(
+        quote!(data = Booking),
+        quote! {
+            mod booking {
+                #[step(auto, prompt = "Route.", branches(
+                    else => confrim,
+                    when "never" => confirm,
+                ))]
+                fn route() {}
+
+                #[step(end, prompt = "Confirm.", branches())]
+                fn confirm() {}
+            }
+        },
+    );
+    expect_file!["snapshots/flow_errors.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn data_callback_implements_step_views_and_checks_fields() {
+    let out = crate::data::callback::expand(quote! {
+        [city guests]
+        data_name = "Booking";
+        view = BookingView;
+        context = Concierge;
+        prefix = __agent_flow_booking;
+        vis = ();
+        views { route [guests] __flow [] }
+        checks { collect [city] requires [gusts] }
+    });
+    expect_file!["snapshots/callback.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn step_outside_a_flow_is_an_error_that_keeps_the_fn() {
+    let out = crate::flow::stray_step(quote! {
+        fn ask_city() {}
+    });
+    expect_file!["snapshots/stray_step.expanded.rs"].assert_eq(&pretty(out));
+}

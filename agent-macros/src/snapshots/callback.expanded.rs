@@ -1,0 +1,19 @@
+::core::compile_error! {
+    "`requires` names `gusts`, which is not a field of `Booking`; did you mean `guests`? known fields: `city`, `guests`"
+}
+impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_route {
+    type View = BookingView<
+        'a,
+        Concierge,
+        ::agent_core::__private::Opt,
+        ::agent_core::__private::Req,
+    >;
+}
+impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step___flow {
+    type View = BookingView<
+        'a,
+        Concierge,
+        ::agent_core::__private::Opt,
+        ::agent_core::__private::Opt,
+    >;
+}

@@ -1,0 +1,320 @@
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step_ask_city;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view_ask_city<'a> = <__agent_flow_booking_step_ask_city as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step_route;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view_route<'a> = <__agent_flow_booking_step_route as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step_confirm;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view_confirm<'a> = <__agent_flow_booking_step_confirm as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step_large_group;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view_large_group<'a> = <__agent_flow_booking_step_large_group as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step___flow;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view___flow<'a> = <__agent_flow_booking_step___flow as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step___completed;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view___completed<'a> = <__agent_flow_booking_step___completed as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+///The `booking` flow (Hotel booking): name it in branch targets, `on_complete` and `Directive::go_to::<BookingFlow>()`.
+#[allow(dead_code)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::default::Default
+)]
+struct BookingFlow;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_Data = Booking;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_Context = Concierge;
+impl ::agent_core::__private::FlowDef for BookingFlow {
+    const ID: &'static str = "booking";
+    type Data = __agent_flow_booking_Data;
+    type Context = __agent_flow_booking_Context;
+    fn flow() -> ::core::result::Result<
+        ::agent_core::__private::Flow<
+            __agent_flow_booking_Data,
+            __agent_flow_booking_Context,
+        >,
+        ::agent_core::__private::ConfigErrors,
+    > {
+        booking::flow()
+    }
+    fn diagram() -> &'static str {
+        booking::DIAGRAM
+    }
+}
+Booking! {
+    data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
+    prefix = __agent_flow_booking; vis = (); views { ask_city[] route[guests] confirm[]
+    large_group[] __flow[] __completed[city guests] } checks { collect[city]
+    requires[guests] required[city guests] optional[] }
+}
+mod booking {
+    #[allow(unused_imports)]
+    use super::*;
+    #[allow(dead_code)]
+    fn ask_city() {}
+    #[allow(dead_code)]
+    fn route() {}
+    #[allow(dead_code)]
+    async fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
+        PreDirective::new().append_prompt(v.context().tier.clone())
+    }
+    fn done(_v: confirm::View<'_>) -> impl IntoDirective {
+        Directive::complete()
+    }
+    #[allow(dead_code)]
+    fn large_group() {}
+    #[doc(hidden)]
+    type __D = super::__agent_flow_booking_Data;
+    #[doc(hidden)]
+    type __C = super::__agent_flow_booking_Context;
+    /// The steps of this flow (typed step ids).
+    #[allow(non_camel_case_types, dead_code)]
+    #[derive(
+        ::core::fmt::Debug,
+        ::core::clone::Clone,
+        ::core::marker::Copy,
+        ::core::cmp::PartialEq,
+        ::core::cmp::Eq,
+        ::core::hash::Hash
+    )]
+    pub enum Step {
+        ///A model step. Ask the city.
+        ask_city,
+        ///An `auto` step (no model call).
+        route,
+        ///A model step. Confirm.
+        confirm,
+        ///A `reply` step: "A specialist will call you."
+        large_group,
+    }
+    #[allow(dead_code)]
+    impl Step {
+        /// Every step, in declaration order.
+        pub const ALL: [Step; 4usize] = [
+            Step::ask_city,
+            Step::route,
+            Step::confirm,
+            Step::large_group,
+        ];
+        /// The step id.
+        pub const fn id(self) -> &'static str {
+            match self {
+                Step::ask_city => "ask_city",
+                Step::route => "route",
+                Step::confirm => "confirm",
+                Step::large_group => "large_group",
+            }
+        }
+    }
+    impl ::agent_core::__private::StepId for Step {
+        const FLOW_ID: &'static str = "booking";
+        fn id(self) -> &'static str {
+            Step::id(self)
+        }
+    }
+    #[doc = concat!("Step `", stringify!(ask_city), "`.")]
+    #[allow(non_snake_case)]
+    pub mod ask_city {
+        ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Option`s.
+        #[allow(dead_code)]
+        pub type View<'a> = super::super::__agent_flow_booking_view_ask_city<'a>;
+    }
+    #[doc = concat!("Step `", stringify!(route), "`.")]
+    #[allow(non_snake_case)]
+    pub mod route {
+        ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
+        #[allow(dead_code)]
+        pub type View<'a> = super::super::__agent_flow_booking_view_route<'a>;
+    }
+    #[doc = concat!("Step `", stringify!(confirm), "`.")]
+    #[allow(non_snake_case)]
+    pub mod confirm {
+        ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
+        #[allow(dead_code)]
+        pub type View<'a> = super::super::__agent_flow_booking_view_confirm<'a>;
+    }
+    #[doc = concat!("Step `", stringify!(large_group), "`.")]
+    #[allow(non_snake_case)]
+    pub mod large_group {
+        ///The typed view of step `large_group`: the fields it `requires` are plain values, the others `Option`s.
+        #[allow(dead_code)]
+        pub type View<'a> = super::super::__agent_flow_booking_view_large_group<'a>;
+    }
+    /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+    #[allow(dead_code)]
+    pub type View<'a> = super::__agent_flow_booking_view___flow<'a>;
+    /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
+    #[allow(dead_code)]
+    pub type Completed<'a> = super::__agent_flow_booking_view___completed<'a>;
+    /// The flow id.
+    #[allow(dead_code)]
+    pub const ID: &str = "booking";
+    /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
+    #[allow(dead_code)]
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: Hotel booking\n    ask_city[\"ask_city · collect city\"]\n    route{{\"route (auto)\"}}\n    confirm[\"confirm\"]\n    large_group>\"large_group: A specialist will call you.\"]\n    ask_city --> route\n    route -->|\"if |b| b.guests > 8\"| large_group\n    route -->|\"else\"| confirm\n    confirm -->|\"the user asks about pets\"| flow_PetsFlow\n    confirm -->|\"the user wants to leave feedback\"| step_feedback_Step_ask\n    confirm -->|\"the user gives up\"| directive_1\n    confirm --> END\n    large_group --> END\n    flow_PetsFlow[[\"PetsFlow\"]]\n    step_feedback_Step_ask[[\"feedback::Step::ask\"]]\n    directive_1([\"Directive::abort(#quot;gave up#quot;)\"])\n    on_complete[[\"FeedbackFlow\"]]\n    END -.->|on_complete| on_complete\n    END(((end)))\n";
+    /// The Mermaid diagram of the flow.
+    #[allow(dead_code)]
+    pub fn diagram() -> &'static str {
+        DIAGRAM
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __agent_prepare_confirm;
+    #[::agent_core::__private::async_trait::async_trait]
+    impl ::agent_core::__private::PreHook<__D, __C> for __agent_prepare_confirm {
+        async fn call(
+            &self,
+            __cx: &::agent_core::__private::Cx<'_, __D, __C>,
+        ) -> ::agent_core::__private::RtPreDirective<__D, __C> {
+            match <confirm::View<'_>>::__new(__cx) {
+                ::core::option::Option::Some(__v) => {
+                    ::agent_core::__private::into_pre(confirm(__v).await)
+                }
+                ::core::option::Option::None => ::core::default::Default::default(),
+            }
+        }
+    }
+    #[doc(hidden)]
+    #[allow(non_camel_case_types)]
+    struct __agent_finalize_confirm;
+    #[::agent_core::__private::async_trait::async_trait]
+    impl ::agent_core::__private::PostHook<__D, __C> for __agent_finalize_confirm {
+        async fn call(
+            &self,
+            __cx: &::agent_core::__private::Cx<'_, __D, __C>,
+        ) -> ::agent_core::__private::RtDirective {
+            match <confirm::View<'_>>::__new(__cx) {
+                ::core::option::Option::Some(__v) => {
+                    ::agent_core::__private::into_directive(done(__v))
+                }
+                ::core::option::Option::None => ::core::default::Default::default(),
+            }
+        }
+    }
+    /// Build the runtime flow (the runtime validates it again).
+    #[allow(dead_code)]
+    pub fn flow() -> ::core::result::Result<
+        ::agent_core::__private::Flow<__D, __C>,
+        ::agent_core::__private::ConfigErrors,
+    > {
+        ::agent_core::__private::Flow::<__D, __C>::builder("booking")
+            .title("Hotel booking")
+            .required(["city", "guests"])
+            .on_complete(
+                ::agent_core::__private::RtDirective::go_to(
+                    ::agent_core::__private::flow_id::<FeedbackFlow>(),
+                ),
+            )
+            .step(
+                ::agent_core::__private::RtStep::<__D, __C>::model("ask_city")
+                    .prompt("Ask the city.")
+                    .collect(["city"]),
+            )
+            .step(
+                ::agent_core::__private::RtStep::<__D, __C>::auto("route")
+                    .requires(["guests"])
+                    .branches(
+                        ::std::vec::Vec::from([
+                            ::agent_core::__private::Branch::<
+                                __D,
+                                __C,
+                            >::to_step("large_group")
+                                .if_(|
+                                    __cx: &::agent_core::__private::Cx<'_, __D, __C>,
+                                | -> bool {
+                                    let __p: ::agent_core::__private::ViewPredicate<
+                                        '_,
+                                        route::View<'_>,
+                                    > = &|b| b.guests > 8;
+                                    match <route::View<'_>>::__new(__cx) {
+                                        ::core::option::Option::Some(__v) => __p(&__v),
+                                        ::core::option::Option::None => false,
+                                    }
+                                }),
+                            ::agent_core::__private::Branch::<
+                                __D,
+                                __C,
+                            >::to_step("confirm"),
+                        ]),
+                    ),
+            )
+            .step(
+                ::agent_core::__private::RtStep::<__D, __C>::model("confirm")
+                    .prompt("Confirm.")
+                    .tool(::agent_core::__private::tool_arc::<__D, __C, _>(book_room))
+                    .prepare(__agent_prepare_confirm)
+                    .finalize(__agent_finalize_confirm)
+                    .branches(
+                        ::std::vec::Vec::from([
+                            ::agent_core::__private::Branch::<
+                                __D,
+                                __C,
+                            >::to_flow(::agent_core::__private::flow_id::<PetsFlow>())
+                                .when("the user asks about pets"),
+                            ::agent_core::__private::Branch::<
+                                __D,
+                                __C,
+                            >::to_directive(
+                                    ::agent_core::__private::step_directive(feedback::Step::ask),
+                                )
+                                .when("the user wants to leave feedback"),
+                            ::agent_core::__private::Branch::<
+                                __D,
+                                __C,
+                            >::to_directive(
+                                    ::agent_core::__private::into_directive(
+                                        Directive::abort("gave up"),
+                                    ),
+                                )
+                                .when("the user gives up"),
+                        ]),
+                    )
+                    .end(),
+            )
+            .step(
+                ::agent_core::__private::RtStep::<
+                    __D,
+                    __C,
+                >::reply("large_group", "A specialist will call you.")
+                    .end(),
+            )
+            .build()
+    }
+}

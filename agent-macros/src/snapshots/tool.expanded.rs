@@ -1,0 +1,79 @@
+/// Book the room.
+#[allow(non_camel_case_types)]
+#[derive(
+    ::core::fmt::Debug,
+    ::core::clone::Clone,
+    ::core::marker::Copy,
+    ::core::default::Default
+)]
+struct book_room;
+const _: () = {
+    const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = ::agent_core::__private::ToolArgSpec::<
+        String,
+    >::new();
+    const __AGENT_ARG_1: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
+        Option<String>,
+    >::new();
+    impl book_room {
+        #[allow(clippy::too_many_arguments, clippy::unused_async)]
+        async fn __run(
+            cx: ToolCx<Booking, Concierge>,
+            hotel: String,
+            notes: Option<String>,
+        ) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text(hotel))
+        }
+        /// Share the tool (`Arc<dyn Tool<D, C>>`), as the agent builder takes it.
+        #[allow(dead_code)]
+        pub fn arc<__D2: 'static, __C2: 'static>(
+            self,
+        ) -> ::std::sync::Arc<dyn ::agent_core::__private::Tool<__D2, __C2>>
+        where
+            Self: ::agent_core::__private::Tool<__D2, __C2>,
+        {
+            ::std::sync::Arc::new(self)
+        }
+    }
+    #[::agent_core::__private::async_trait::async_trait]
+    impl ::agent_core::__private::Tool<Booking, Concierge> for book_room {
+        fn name(&self) -> &str {
+            "book_room"
+        }
+        fn description(&self) -> &str {
+            "Book the room."
+        }
+        fn parameters(&self) -> ::agent_core::__private::serde_json::Value {
+            static SCHEMA: ::std::sync::OnceLock<
+                ::agent_core::__private::serde_json::Value,
+            > = ::std::sync::OnceLock::new();
+            SCHEMA
+                .get_or_init(|| {
+                    ::agent_core::__private::ToolSchema::default()
+                        .pipe(|s| __AGENT_ARG_0.describe(s, "hotel", "Hotel name", true))
+                        .pipe(|s| {
+                            __AGENT_ARG_1.describe(s, "notes", "Special requests", false)
+                        })
+                        .finish()
+                })
+                .clone()
+        }
+        fn concurrency_safe(&self) -> bool {
+            false
+        }
+        async fn call(
+            &self,
+            __cx: ::agent_core::__private::ToolCx<Booking, Concierge>,
+            __args: ::agent_core::__private::serde_json::Value,
+        ) -> ::core::result::Result<
+            ::agent_core::__private::RtToolOutput,
+            ::agent_core::__private::ToolError,
+        > {
+            #[allow(unused_variables)]
+            let __obj = ::agent_core::__private::tool_args_object(__args)?;
+            let hotel: String = __AGENT_ARG_0.decode(&__obj, "hotel", true)?;
+            let notes: Option<String> = __AGENT_ARG_1.decode(&__obj, "notes", false)?;
+            let __result = Self::__run(__cx, hotel, notes).await;
+            ::agent_core::__private::IntoToolResult::into_tool_result(__result)
+        }
+    }
+};

@@ -1,0 +1,160 @@
+//! Code generation for `#[tool]`.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::parse::ToolDef;
+
+/// `(D, C)` of a `ToolCx<D, C>` type.
+fn cx_params(ty: &syn::Type) -> Option<(syn::Type, syn::Type)> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+        return None;
+    };
+    let tys: Vec<&syn::Type> = a
+        .args
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    match tys.as_slice() {
+        [d, c] => Some(((*d).clone(), (*c).clone())),
+        _ => None,
+    }
+}
+
+/// The whole expansion.
+pub fn expand(def: &ToolDef) -> TokenStream {
+    let item = &def.item;
+    let ident = &item.sig.ident;
+    let vis = &item.vis;
+    let attrs: Vec<&syn::Attribute> = item.attrs.iter().collect();
+    let name = &def.name;
+    let description = def.description.clone().unwrap_or_default();
+    let asyncness = &item.sig.asyncness;
+    let output = &item.sig.output;
+    let block = &item.block;
+    let concurrency_safe = def.concurrency_safe;
+
+    let (impl_generics, d_ty, c_ty) = match def.cx.as_ref().and_then(|(_, t)| cx_params(t)) {
+        Some((d, c)) => (quote!(), quote!(#d), quote!(#c)),
+        None => (
+            quote!(<__D: ::core::marker::Send + ::core::marker::Sync + 'static, __C: ::core::marker::Send + ::core::marker::Sync + 'static>),
+            quote!(__D),
+            quote!(__C),
+        ),
+    };
+    let cx_param = match &def.cx {
+        Some((pat, ty)) => quote!(#pat: #ty,),
+        None => quote!(),
+    };
+    let cx_arg = match &def.cx {
+        Some(_) => quote!(__cx,),
+        None => quote!(),
+    };
+    let arg_params = def.args.iter().map(|a| {
+        let (pat, ty, attrs) = (&a.pat, &a.ty, &a.attrs);
+        quote!(#(#attrs)* #pat: #ty)
+    });
+    let arg_names: Vec<&syn::Ident> = def.args.iter().map(|a| &a.ident).collect();
+    let arg_keys: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
+    let arg_tys: Vec<&syn::Type> = def.args.iter().map(|a| &a.ty).collect();
+    let arg_docs: Vec<String> = def
+        .args
+        .iter()
+        .map(|a| a.doc.clone().unwrap_or_default())
+        .collect();
+    let arg_required: Vec<bool> = def.args.iter().map(|a| !a.optional).collect();
+    let spec_names: Vec<syn::Ident> = (0..def.args.len())
+        .map(|i| quote::format_ident!("__AGENT_ARG_{}", i))
+        .collect();
+    let arg_specs = def.args.iter().zip(&spec_names).map(|(a, n)| {
+        let ty = &a.ty;
+        let ctor = quote_spanned! {ty.span()=> ::agent_core::__private::ToolArgSpec::<#ty>::new() };
+        quote! {
+            const #n: ::agent_core::__private::ToolArgSpec<#ty> = #ctor;
+        }
+    });
+    let call = if asyncness.is_some() {
+        quote!(Self::__run(#cx_arg #(#arg_names),*).await)
+    } else {
+        quote!(Self::__run(#cx_arg #(#arg_names),*))
+    };
+    let ret_span = match output {
+        syn::ReturnType::Type(_, t) => t.span(),
+        syn::ReturnType::Default => ident.span(),
+    };
+    let into_result = quote_spanned! {ret_span=>
+        ::agent_core::__private::IntoToolResult::into_tool_result(__result)
+    };
+    let run_cx = if def.cx.is_some() {
+        quote!(__cx)
+    } else {
+        quote!(_cx)
+    };
+    quote! {
+        #(#attrs)*
+        #[allow(non_camel_case_types)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #ident;
+
+        const _: () = {
+            #(#arg_specs)*
+
+            impl #ident {
+                #[allow(clippy::too_many_arguments, clippy::unused_async)]
+                #asyncness fn __run(#cx_param #(#arg_params),*) #output #block
+
+                /// Share the tool (`Arc<dyn Tool<D, C>>`), as the agent builder takes it.
+                #[allow(dead_code)]
+                pub fn arc<__D2: 'static, __C2: 'static>(self) -> ::std::sync::Arc<dyn ::agent_core::__private::Tool<__D2, __C2>>
+                where
+                    Self: ::agent_core::__private::Tool<__D2, __C2>,
+                {
+                    ::std::sync::Arc::new(self)
+                }
+            }
+
+            #[::agent_core::__private::async_trait::async_trait]
+            impl #impl_generics ::agent_core::__private::Tool<#d_ty, #c_ty> for #ident {
+                fn name(&self) -> &str {
+                    #name
+                }
+                fn description(&self) -> &str {
+                    #description
+                }
+                fn parameters(&self) -> ::agent_core::__private::serde_json::Value {
+                    static SCHEMA: ::std::sync::OnceLock<::agent_core::__private::serde_json::Value> =
+                        ::std::sync::OnceLock::new();
+                    SCHEMA
+                        .get_or_init(|| {
+                            ::agent_core::__private::ToolSchema::default()
+                                #(.pipe(|s| #spec_names.describe(s, #arg_keys, #arg_docs, #arg_required)))*
+                                .finish()
+                        })
+                        .clone()
+                }
+                fn concurrency_safe(&self) -> bool {
+                    #concurrency_safe
+                }
+                async fn call(
+                    &self,
+                    #run_cx: ::agent_core::__private::ToolCx<#d_ty, #c_ty>,
+                    __args: ::agent_core::__private::serde_json::Value,
+                ) -> ::core::result::Result<::agent_core::__private::RtToolOutput, ::agent_core::__private::ToolError> {
+                    #[allow(unused_variables)]
+                    let __obj = ::agent_core::__private::tool_args_object(__args)?;
+                    #(
+                        let #arg_names: #arg_tys = #spec_names.decode(&__obj, #arg_keys, #arg_required)?;
+                    )*
+                    let __result = #call;
+                    #into_result
+                }
+            }
+        };
+    }
+}

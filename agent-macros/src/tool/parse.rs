@@ -1,0 +1,149 @@
+//! Reading `#[tool(..)]` and its fn.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+
+use crate::diag::{Errors, doc_text};
+
+/// A parameter the model fills.
+pub struct Arg {
+    /// Parameter name (the JSON key).
+    pub ident: syn::Ident,
+    /// The pattern as written (`mut hotel`).
+    pub pat: syn::Pat,
+    /// Its type.
+    pub ty: syn::Type,
+    /// From the parameter's doc comment.
+    pub doc: Option<String>,
+    /// `Option<T>` parameters are not required.
+    pub optional: bool,
+    /// Other attributes on the parameter (kept on the generated fn).
+    pub attrs: Vec<syn::Attribute>,
+}
+
+/// A parsed tool.
+pub struct ToolDef {
+    /// The fn as written.
+    pub item: syn::ItemFn,
+    /// `name = ".."` or the fn name.
+    pub name: String,
+    /// Where the name came from (for errors).
+    pub name_span: Span,
+    /// `description = ".."` or the doc comment.
+    pub description: Option<String>,
+    /// `concurrency_safe`.
+    pub concurrency_safe: bool,
+    /// The `ToolCx<D, C>` parameter: its pattern and type.
+    pub cx: Option<(syn::Pat, syn::Type)>,
+    /// The model-filled parameters.
+    pub args: Vec<Arg>,
+    /// Parameters that are neither (`self`, destructuring patterns): reported.
+    pub bad_params: Vec<(Span, String)>,
+}
+
+/// Whether `ty` is `ToolCx<..>` (by its last path segment).
+pub fn is_tool_cx(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "ToolCx"),
+        _ => false,
+    }
+}
+
+/// Parse the attribute and the fn.
+pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Option<ToolDef> {
+    let item: syn::ItemFn = match syn::parse2(item) {
+        Ok(i) => i,
+        Err(e) => {
+            errors.push(e.span(), "`#[tool]` goes on a fn (`async fn name(cx: ToolCx<D, C>, arg: T) -> Result<ToolOutput, ToolError>`)");
+            return None;
+        }
+    };
+    let mut name = item.sig.ident.to_string();
+    let mut name_span = item.sig.ident.span();
+    let mut description = doc_text(&item.attrs);
+    let mut concurrency_safe = false;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("name") {
+            let s: syn::LitStr = meta.value()?.parse()?;
+            name = s.value();
+            name_span = s.span();
+            Ok(())
+        } else if meta.path.is_ident("description") {
+            let s: syn::LitStr = meta.value()?.parse()?;
+            description = Some(s.value());
+            Ok(())
+        } else if meta.path.is_ident("concurrency_safe") {
+            concurrency_safe = true;
+            Ok(())
+        } else {
+            Err(meta.error(format!(
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`",
+                meta.path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            )))
+        }
+    });
+    if let Err(e) = parser.parse2(attr) {
+        errors.add(e);
+    }
+    let mut cx = None;
+    let mut args = Vec::new();
+    let mut bad_params = Vec::new();
+    for input in &item.sig.inputs {
+        match input {
+            syn::FnArg::Receiver(r) => bad_params.push((
+                syn::spanned::Spanned::span(r),
+                "a `#[tool]` is a free fn; it cannot take `self`".to_string(),
+            )),
+            syn::FnArg::Typed(pt) => {
+                if is_tool_cx(&pt.ty) {
+                    if cx.is_some() {
+                        bad_params.push((
+                            syn::spanned::Spanned::span(&pt.ty),
+                            "a tool takes at most one `ToolCx` parameter".to_string(),
+                        ));
+                    } else {
+                        cx = Some(((*pt.pat).clone(), (*pt.ty).clone()));
+                    }
+                    continue;
+                }
+                let ident = match &*pt.pat {
+                    syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
+                    other => {
+                        bad_params.push((
+                            syn::spanned::Spanned::span(other),
+                            "tool parameters must be plain names: the name is the JSON key the model fills".to_string(),
+                        ));
+                        continue;
+                    }
+                };
+                let attrs = pt
+                    .attrs
+                    .iter()
+                    .filter(|a| !a.path().is_ident("doc"))
+                    .cloned()
+                    .collect();
+                args.push(Arg {
+                    ident,
+                    pat: (*pt.pat).clone(),
+                    ty: (*pt.ty).clone(),
+                    doc: doc_text(&pt.attrs),
+                    optional: crate::data::parse::option_inner(&pt.ty).is_some(),
+                    attrs,
+                });
+            }
+        }
+    }
+    Some(ToolDef {
+        item,
+        name,
+        name_span,
+        description,
+        concurrency_safe,
+        cx,
+        args,
+        bad_params,
+    })
+}

@@ -1,0 +1,13 @@
+//! The macros' compile-time guarantees (DESIGN §3), one program per guarantee.
+
+#[test]
+fn compile_fail_cases_are_rejected_with_their_reviewed_messages() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/fail/*.rs");
+}
+
+#[test]
+fn pass_cases_compile_and_run() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+}

@@ -1,0 +1,18 @@
+//! `requires` naming a field the data type lacks.
+use agent_core::typed::prelude::*;
+
+#[data]
+pub struct Booking {
+    /// City
+    pub city: String,
+    /// Guests
+    pub guests: u8,
+}
+
+#[flow(data = Booking)]
+mod booking {
+    #[step(prompt = "Confirm.", requires(city, guest))]
+    fn confirm() {}
+}
+
+fn main() {}

@@ -1,0 +1,83 @@
+//! `#[tool]` forms: with and without a context, sync and async, optional arguments,
+//! doc comments as descriptions, `name`, `description` and `concurrency_safe`.
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use agent_core::typed::prelude::*;
+use agent_core::__private::serde_json::json;
+
+#[data]
+pub struct Booking {
+    /// City
+    pub city: String,
+    /// Booking id
+    pub booking_id: String,
+}
+
+/// Book a room in a hotel.
+#[tool]
+async fn book_room(
+    cx: ToolCx<Booking, ()>,
+    /// Hotel name
+    hotel: String,
+    /// Nights, 1 to 30
+    nights: u8,
+    /// Special requests, if any
+    notes: Option<String>,
+) -> Result<ToolOutput, ToolError> {
+    let city = cx.data().city.clone().unwrap_or_default();
+    let id = format!("{hotel}-{city}-{nights}-{}", notes.unwrap_or_default());
+    Ok(ToolOutput::text(format!("booked {id}"))
+        .data(Booking::patch().booking_id(id))
+        .directive(Directive::complete()))
+}
+
+/// Current time (works in any agent: no context parameter).
+#[tool(name = "clock", concurrency_safe)]
+fn now() -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text("12:00"))
+}
+
+#[tool(description = "Say hello.")]
+async fn hello(name: String) -> Result<agent_core::tool::ToolOutput, String> {
+    Ok(agent_core::tool::ToolOutput::text(format!("hello {name}")))
+}
+
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+fn main() {
+    let t: &dyn Tool<Booking, ()> = &book_room;
+    assert_eq!(t.name(), "book_room");
+    assert_eq!(t.description(), "Book a room in a hotel.");
+    let p = t.parameters();
+    assert_eq!(p["required"], json!(["hotel", "nights"]));
+    assert_eq!(p["properties"]["hotel"]["description"], "Hotel name");
+    assert_eq!(p["properties"]["notes"]["description"], "Special requests, if any");
+    assert!(p["properties"].get("cx").is_none(), "the context is not an argument");
+
+    let data = Booking { city: Some("Lisbon".into()), booking_id: None };
+    let cx = ToolCx::detached("s", data, ());
+    let out = block_on(t.call(cx.clone(), json!({"hotel": "Grand", "nights": 2}))).expect("ok");
+    assert_eq!(out.content, "booked Grand-Lisbon-2-");
+    assert!(out.directive.position.is_some());
+    let err = block_on(t.call(cx.clone(), json!({"nights": 2}))).expect_err("missing hotel");
+    assert!(err.to_string().contains("hotel"), "{err}");
+
+    let c: &dyn Tool<Booking, ()> = &now;
+    assert_eq!((c.name(), c.concurrency_safe()), ("clock", true));
+    assert_eq!(block_on(c.call(cx.clone(), json!({}))).expect("ok").content, "12:00");
+
+    let h = hello.arc::<Booking, ()>();
+    assert_eq!(h.description(), "Say hello.");
+    let err = block_on(h.call(cx, json!({"name": 3}))).expect_err("wrong type");
+    assert!(matches!(err, ToolError::InvalidArguments(_)), "{err}");
+}
