@@ -440,6 +440,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         let mut attempt = 0;
         loop {
             let (mut session, present) = self.load_for_turn(session_id).await?;
+            let loaded = session.version;
             if let Some(id) = options.event_id.as_deref()
                 && let Some(done) = session.processed_event(id)
             {
@@ -469,7 +470,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     if !matches!(inner.config.conflict, ConflictPolicy::Retry(n) if n > 0) {
                         return Err(AgentError::Store(StoreError::Conflict {
                             session_id: session_id.to_owned(),
-                            expected: 0,
+                            expected: loaded,
                             found: fresh.version,
                         }));
                     }
@@ -600,19 +601,28 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
         let lock = self.inner.session_lock(session_id);
         let _guard = lock.lock().await;
-        let mut session = self.load_or_new(session_id).await?;
-        self.inner
-            .check_targets(&directive, session.flow.as_deref())
-            .map_err(|e| AgentError::directive("dispatch", e))?;
-        let expected = session.version;
-        session.pending = Some(match session.pending.take() {
-            Some(p) => crate::directive::merge(p, directive),
-            None => directive,
-        });
-        session.version += 1;
-        session.updated_ms = self.inner.clock.now_ms();
-        self.inner.store.save(session.encode()?, expected).await?;
-        Ok(())
+        let mut attempt = 0;
+        loop {
+            let mut session = self.load_or_new(session_id).await?;
+            self.inner
+                .check_targets(&directive, session.flow.as_deref())
+                .map_err(|e| AgentError::directive("dispatch", e))?;
+            let expected = session.version;
+            session.pending = Some(match session.pending.take() {
+                Some(p) => crate::directive::merge(p, directive.clone()),
+                None => directive.clone(),
+            });
+            session.version += 1;
+            session.updated_ms = self.inner.clock.now_ms();
+            match self.inner.store.save(session.encode()?, expected).await {
+                Err(StoreError::Conflict { .. })
+                    if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                {
+                    attempt += 1;
+                }
+                other => return Ok(other?),
+            }
+        }
     }
 
     /// [`Agent::dispatch`] for a directive that arrived as JSON (the spec's flat shape).
