@@ -615,8 +615,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             session.version += 1;
             session.updated_ms = self.inner.clock.now_ms();
             match self.inner.store.save(session.encode()?, expected).await {
-                Err(StoreError::Conflict { .. })
-                    if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                Err(StoreError::Conflict { .. }) if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
                 {
                     attempt += 1;
                 }

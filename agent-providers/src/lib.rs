@@ -1,8 +1,83 @@
-//! Model providers for `agent-core`.
+//! Model providers for `agent-core`, and the resilience layer around them.
 //!
-//! Every provider implements [`agent_core::provider::Provider`]. The vendor clients
-//! (OpenAI, Anthropic, Gemini, OpenAI-compatible endpoints) and the resilience layer
-//! are a later milestone; until then `agent_core::testing::ScriptedProvider` is the
-//! provider to use.
+//! Every client implements [`agent_core::provider::Provider`]:
+//!
+//! | module | API | structured output | streaming |
+//! |---|---|---|---|
+//! | [`openai`] | OpenAI Chat Completions | native `response_format: json_schema` | SSE, text and tool-call argument deltas |
+//! | [`compatible`] | any OpenAI-compatible endpoint (Ollama, llama.cpp server, vLLM, OpenRouter) by base URL | the same, tolerant of missing and extra fields | the same |
+//! | [`anthropic`] | Anthropic Messages | an answer tool (default) or native `output_config` | SSE events, text and `input_json_delta` |
+//! | [`gemini`] | Google Gemini `generateContent` / `streamGenerateContent` | `responseJsonSchema` | SSE |
+//!
+//! Every request carries the whole history, the tools and the output schema. API keys
+//! are held in [`ApiKey`], which never prints: not in `Debug`, not in logs, not in errors.
+//!
+//! [`resilience::Resilient`] wraps any providers with retries, backoff, timeouts and ordered
+//! model fallback, exactly as the A3 resilience spec documents, on an injectable
+//! [`resilience::Clock`] so tests never sleep.
+//!
+//! ```no_run
+//! use agent_providers::{OpenAi, resilience::Resilient};
+//! # fn demo() -> Result<(), agent_providers::ConfigError> {
+//! let openai = OpenAi::from_env()?;
+//! // gpt-4o first, gpt-4o-mini if it keeps failing; 2 retries each, exponential backoff.
+//! let provider = Resilient::models(&openai, ["gpt-4o", "gpt-4o-mini"]);
+//! # let _ = provider; Ok(()) }
+//! ```
+
+pub mod anthropic;
+pub mod compatible;
+pub mod gemini;
+mod http;
+pub mod openai;
+pub mod resilience;
+mod secret;
+pub mod stream;
 
 pub use agent_core::provider::Provider;
+pub use anthropic::{Anthropic, StructuredMode};
+pub use compatible::OpenAiCompatible;
+pub use gemini::Gemini;
+pub use openai::OpenAi;
+pub use resilience::{ResilienceError, Resilient, TimeoutError};
+pub use secret::ApiKey;
+pub use stream::StreamDelta;
+
+/// A provider could not be configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A required environment variable is not set.
+    #[error("environment variable {var} is not set: {hint}")]
+    MissingEnv {
+        /// The variable.
+        var: &'static str,
+        /// What to set it to.
+        hint: &'static str,
+    },
+    /// The base URL is not an http(s) URL.
+    #[error("base URL `{0}` is not an http:// or https:// URL; pass e.g. http://127.0.0.1:8080/v1")]
+    InvalidBaseUrl(String),
+}
+
+/// Choose the model of a client: implemented by every vendor client, so
+/// [`Resilient::models`] can build an ordered fallback list from one configured client.
+pub trait WithModel: Provider + Sized + 'static {
+    /// The same client (key, base URL, options) for another model.
+    fn with_model(&self, model: &str) -> Self;
+    /// The model this client calls.
+    fn model_id(&self) -> &str;
+}
+
+/// Environment lookup: `std::env` in `from_env()`, a map in tests.
+pub(crate) fn env_lookup(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Checks and normalises a base URL (no trailing slash).
+pub(crate) fn normalise_base_url(url: &str) -> Result<String, ConfigError> {
+    let u = url.trim();
+    if !(u.starts_with("http://") || u.starts_with("https://")) {
+        return Err(ConfigError::InvalidBaseUrl(u.to_owned()));
+    }
+    Ok(u.trim_end_matches('/').to_owned())
+}

@@ -1,0 +1,296 @@
+//! The HTTP plumbing shared by every vendor: one pooled client, JSON POSTs, error
+//! mapping (status, `Retry-After`, vendor error bodies), SSE decoding. Nothing here ever
+//! puts an API key in an error: messages go through [`ApiKey::redact`].
+
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use agent_core::error::ProviderError;
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::secret::ApiKey;
+
+/// Longest error body kept in an error message.
+const MAX_ERROR_BODY: usize = 600;
+
+/// The process-wide client: clones share one connection pool.
+pub(crate) fn shared_client() -> reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .build()
+                .unwrap_or_default()
+        })
+        .clone()
+}
+
+/// A header value that is a secret: marked sensitive so `Debug` of the header map hides it.
+pub(crate) fn secret_header(value: &str) -> Option<HeaderValue> {
+    let mut v = HeaderValue::from_str(value).ok()?;
+    v.set_sensitive(true);
+    Some(v)
+}
+
+/// Headers every JSON call sends, plus the vendor's.
+pub(crate) fn json_headers(extra: Vec<(HeaderName, HeaderValue)>) -> HeaderMap {
+    let mut h = HeaderMap::with_capacity(extra.len() + 2);
+    h.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    for (k, v) in extra {
+        h.insert(k, v);
+    }
+    h
+}
+
+/// POST a JSON body; a non-2xx answer becomes [`ProviderError::Http`].
+pub(crate) async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &HeaderMap,
+    body: Vec<u8>,
+    key: Option<&ApiKey>,
+) -> Result<reqwest::Response, ProviderError> {
+    let resp = client
+        .post(url)
+        .headers(headers.clone())
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| network_error(e, key))?;
+    if resp.status().is_success() {
+        Ok(resp)
+    } else {
+        Err(status_error(resp, key).await)
+    }
+}
+
+/// The whole body of a successful answer.
+pub(crate) async fn body(
+    resp: reqwest::Response,
+    key: Option<&ApiKey>,
+) -> Result<Bytes, ProviderError> {
+    resp.bytes().await.map_err(|e| network_error(e, key))
+}
+
+/// Parse a JSON answer into its wire type.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+) -> Result<T, ProviderError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ProviderError::InvalidResponse(format!(
+            "{what} is not the documented JSON ({e}): {}",
+            snippet(&String::from_utf8_lossy(bytes))
+        ))
+    })
+}
+
+/// A transport failure, with its causes, without the URL and without the key.
+pub(crate) fn network_error(e: reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
+    let timed_out = e.is_timeout();
+    let e = e.without_url();
+    let mut msg = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    if timed_out && !msg.contains("timed out") {
+        msg.push_str(" (timed out)");
+    }
+    ProviderError::Network(redact(key, msg))
+}
+
+fn redact(key: Option<&ApiKey>, msg: String) -> String {
+    match key {
+        Some(k) => k.redact(msg),
+        None => msg,
+    }
+}
+
+/// A non-2xx answer: status, the vendor's error message, and how long to wait.
+pub(crate) async fn status_error(resp: reqwest::Response, key: Option<&ApiKey>) -> ProviderError {
+    let status = resp.status().as_u16();
+    let header_wait = retry_after(resp.headers());
+    let text = resp.text().await.unwrap_or_default();
+    let (message, body_wait) = error_details(&text);
+    ProviderError::Http {
+        status,
+        message: redact(key, message),
+        retry_after: header_wait.or(body_wait),
+    }
+}
+
+/// `Retry-After` (seconds or an HTTP date) or OpenAI's `retry-after-ms`.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let v = text("retry-after")?;
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The message of a vendor error body (OpenAI, Anthropic, Gemini shapes, or a bare
+/// string), and Gemini's `RetryInfo.retryDelay` when present.
+pub(crate) fn error_details(body: &str) -> (String, Option<Duration>) {
+    let Ok(v) = serde_json::from_str::<Value>(body) else {
+        return (snippet(body), None);
+    };
+    error_value_details(&v).unwrap_or_else(|| (snippet(body), None))
+}
+
+/// Like [`error_details`], for an already parsed value (also used for in-stream errors).
+pub(crate) fn error_value_details(v: &Value) -> Option<(String, Option<Duration>)> {
+    let e = v.get("error").unwrap_or(v);
+    if let Some(s) = e.as_str() {
+        return Some((s.to_owned(), None));
+    }
+    let message = e.get("message").and_then(Value::as_str)?;
+    let kind = e
+        .get("type")
+        .or_else(|| e.get("status"))
+        .or_else(|| e.get("code"))
+        .and_then(Value::as_str);
+    let wait = e
+        .get("details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.get("retryDelay").and_then(Value::as_str))
+        .find_map(parse_google_duration);
+    let message = match kind {
+        Some(k) => format!("{k}: {message}"),
+        None => message.to_owned(),
+    };
+    Some((message, wait))
+}
+
+/// `"30s"`, `"1.5s"` (protobuf Duration in JSON).
+fn parse_google_duration(s: &str) -> Option<Duration> {
+    let secs = s.trim().strip_suffix('s')?.parse::<f64>().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// At most [`MAX_ERROR_BODY`] bytes of a body, cut at a character boundary.
+pub(crate) fn snippet(s: &str) -> String {
+    let s = s.trim();
+    if s.len() <= MAX_ERROR_BODY {
+        return s.to_owned();
+    }
+    let mut end = MAX_ERROR_BODY;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The server-sent events of a streamed answer.
+pub(crate) fn sse_events(
+    resp: reqwest::Response,
+    key: Option<ApiKey>,
+) -> BoxStream<'static, Result<Event, ProviderError>> {
+    resp.bytes_stream()
+        .eventsource()
+        .map(move |r| {
+            r.map_err(|e| match e {
+                EventStreamError::Transport(t) => match network_error(t, key.as_ref()) {
+                    ProviderError::Network(m) => {
+                        ProviderError::Network(format!("the stream broke: {m}"))
+                    }
+                    other => other,
+                },
+                EventStreamError::Utf8(u) => {
+                    ProviderError::InvalidResponse(format!("the stream is not UTF-8: {u}"))
+                }
+                EventStreamError::Parser(p) => {
+                    ProviderError::InvalidResponse(format!("the stream is not valid SSE: {p}"))
+                }
+            })
+        })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_fractions_ms_and_dates() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert("retry-after", HeaderValue::from_static("0.5"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(500)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+        h.insert("retry-after", HeaderValue::from_str(&later).unwrap());
+        let d = retry_after(&h).unwrap();
+        assert!(
+            d > Duration::from_secs(100) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        h.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn error_bodies_of_each_vendor_give_their_message() {
+        let (m, _) = error_details(
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+        );
+        assert_eq!(m, "requests: Rate limit reached");
+        let (m, _) = error_details(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(m, "overloaded_error: Overloaded");
+        let (m, wait) = error_details(
+            r#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"31s"}]}}"#,
+        );
+        assert_eq!(m, "RESOURCE_EXHAUSTED: Quota exceeded");
+        assert_eq!(wait, Some(Duration::from_secs(31)));
+        assert_eq!(
+            error_details(r#"{"error":"model not found"}"#).0,
+            "model not found"
+        );
+        assert_eq!(
+            error_details("<html>bad gateway</html>").0,
+            "<html>bad gateway</html>"
+        );
+    }
+
+    #[test]
+    fn snippets_cut_long_bodies_at_char_boundaries() {
+        let long = "é".repeat(1000);
+        let s = snippet(&long);
+        assert!(s.len() <= MAX_ERROR_BODY + 3);
+        assert!(s.ends_with('…'));
+    }
+}
