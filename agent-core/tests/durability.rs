@@ -235,3 +235,33 @@ async fn a_compatible_change_keeps_the_conversation_going() {
     let r = a.respond("s", "July 1").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_guests"));
 }
+
+#[tokio::test]
+async fn a_clearing_turn_keeps_its_event_so_a_redelivery_does_not_run_again() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    a.dispatch("s", Directive::abort_and_clear("forget me"))
+        .await
+        .unwrap();
+    let first = a
+        .respond_with("s", "forget me", &TurnOptions::event("gdpr-1"))
+        .await
+        .unwrap();
+    assert!(matches!(first.stopped, StoppedReason::Aborted { .. }));
+    let again = a
+        .respond_with("s", "forget me", &TurnOptions::event("gdpr-1"))
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.history.is_empty(), "erased");
+    assert_eq!(s.turns, 0);
+    assert_eq!(s.events.len(), 1);
+    assert_eq!(
+        p.calls(),
+        1,
+        "the clearing turn made no model call, the redelivery none"
+    );
+}

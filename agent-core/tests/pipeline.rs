@@ -1329,7 +1329,7 @@ async fn abort_ends_the_conversation() {
 }
 
 #[tokio::test]
-async fn abort_and_clear_deletes_the_stored_session() {
+async fn abort_and_clear_erases_the_session_under_compare_and_swap() {
     let p = ScriptedProvider::new();
     let store = Arc::new(MemoryStore::new());
     let forget = tool(
@@ -1361,8 +1361,19 @@ async fn abort_and_clear_deletes_the_stored_session() {
             reason: Some("gdpr".into())
         }
     );
-    assert!(store.load("s").await.unwrap().is_none(), "session deleted");
-    assert!(a.session("s").await.unwrap().is_none());
+    // Erased, not deleted: nothing of the conversation remains, but the record keeps
+    // its version so a concurrent writer's compare-and-swap fails instead of winning.
+    let stored = store.load("s").await.unwrap().unwrap();
+    assert_eq!(stored.version, r.version);
+    let text = String::from_utf8_lossy(&stored.bytes).to_string();
+    assert!(
+        !text.contains("forget me") && !text.contains("Hi!"),
+        "{text}"
+    );
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.history.is_empty());
+    assert_eq!(s.flow, None);
+    assert_eq!(s.data, Booking::default());
 }
 
 // ---------------------------------------------------------------------------------

@@ -190,7 +190,9 @@ impl Directive {
         }))
     }
 
-    /// End the conversation and delete the stored session.
+    /// End the conversation and erase the session: its data, context, history and
+    /// position are gone; only its version and processed event ids remain (so a
+    /// concurrent writer or a redelivered event cannot bring it back), until `prune`.
     pub fn abort_and_clear(reason: impl Into<String>) -> Self {
         Self::at(Position::Abort(Abort {
             reason: Some(reason.into()),

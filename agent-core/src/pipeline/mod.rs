@@ -394,7 +394,34 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 let excess = self.s.events.len() + 1 - keep;
                 self.s.events.drain(..excess);
             }
-            let stored = serde_json::to_value(&response).map_err(|e| {
+            // A clearing turn keeps no trace of the conversation, not even in the
+            // stored answer to its event.
+            let redacted;
+            let kept = if self.clear_session {
+                redacted = AgentResponse {
+                    session_id: response.session_id.clone(),
+                    message: response.message.clone(),
+                    stopped: response.stopped.clone(),
+                    executed_steps: Vec::new(),
+                    directive_chain: Vec::new(),
+                    data: D::default(),
+                    flow: None,
+                    step: None,
+                    signals: Vec::new(),
+                    tool_calls: Vec::new(),
+                    transitions: Vec::new(),
+                    model_calls: response.model_calls,
+                    usage: response.usage,
+                    dropped_fields: Vec::new(),
+                    rejected_data: Vec::new(),
+                    version: response.version,
+                    duplicate: false,
+                };
+                &redacted
+            } else {
+                &response
+            };
+            let stored = serde_json::to_value(kept).map_err(|e| {
                 AgentError::Store(crate::error::StoreError::Corrupt {
                     session_id: self.s.id.clone(),
                     message: e.to_string(),
@@ -407,8 +434,19 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         let mut saved_bytes = None;
         if self.clear_session {
+            // Erase by saving an empty session under compare-and-swap (a plain delete
+            // would let this turn silently win over a concurrent writer, and would let
+            // a redelivered event run again): only the version and the processed event
+            // ids survive; `prune` removes the record later.
             self.a.forget(&self.s.id);
-            self.a.store.delete(&self.s.id).await?;
+            let mut erased =
+                Session::<D, C>::new(self.s.id.clone(), self.a.context.clone(), self.s.updated_ms);
+            erased.version = self.s.version;
+            erased.events = std::mem::take(&mut self.s.events);
+            self.a
+                .store
+                .save(erased.encode()?, self.expected_version)
+                .await?;
         } else {
             let last = self.a.remembered(&self.s.id);
             let prev = last.as_ref().map(|r| crate::session::Previous {
