@@ -271,7 +271,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if !conditions.is_empty() {
             sys.push_str("Also judge whether each condition holds for the user's latest message, true or false, in `conditions`:\n");
             for (i, c) in conditions.iter().enumerate() {
-                let _ = writeln!(sys, "- c{i}: {c}");
+                push_condition(&mut sys, i, c);
             }
         }
         if let Some(c) = &self.carried {
@@ -371,18 +371,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let claimed = out.step;
                         let switch_flow = out.switch_flow;
                         let judged = out.conditions;
-                        let verdicts = conditions
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| {
-                                let v = judged
-                                    .as_ref()
-                                    .and_then(|j| j.get(&format!("c{i}")))
-                                    .and_then(Value::as_bool)
-                                    .unwrap_or(false);
-                                (c.clone(), v)
-                            })
-                            .collect();
+                        let mut answers = vec![false; conditions.len()];
+                        for (k, v) in judged.iter().flatten() {
+                            if let Some(n) = condition_index(k)
+                                && n < answers.len()
+                            {
+                                answers[n] = v.as_bool().unwrap_or(false);
+                            }
+                        }
+                        let verdicts = conditions.iter().cloned().zip(answers).collect();
                         Ok(CallOutcome {
                             message,
                             deltas: Vec::new(),
@@ -637,13 +634,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             } else {
                 CallKind::Classify
             };
-            let mut sys = String::from(
+            let mut sys = String::with_capacity(512);
+            sys.push_str(
                 "You judge the user's latest message in the context of the conversation.\n",
             );
             if !chunk.is_empty() {
                 sys.push_str("For each condition, answer true or false in `conditions`:\n");
                 for (i, q) in chunk.iter().enumerate() {
-                    let _ = writeln!(sys, "- c{}: {}", base + i, q.condition);
+                    push_condition(&mut sys, base + i, &q.condition);
                 }
                 if chunk.iter().any(|q| q.extract.is_some()) {
                     sys.push_str("For conditions that are true and listed in `extracted`, also extract the value.\n");
@@ -691,7 +689,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 })?;
             let conds = match out.conditions {
                 Some(c) => c,
-                None if chunk.is_empty() => Map::new(),
+                None if chunk.is_empty() => Default::default(),
                 None => {
                     return Err(AgentError::MalformedModelOutput {
                         kind,
@@ -699,15 +697,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                 }
             };
-            let extracted = out.extracted.unwrap_or_default();
-            let mut key = String::with_capacity(4);
+            let mut answers = vec![false; chunk.len()];
+            for (k, v) in &conds {
+                if let Some(n) = condition_index(k).and_then(|n| n.checked_sub(base))
+                    && n < answers.len()
+                {
+                    answers[n] = v.as_bool().unwrap_or(false);
+                }
+            }
             for (i, q) in chunk.iter().enumerate() {
-                key.clear();
-                let _ = write!(key, "c{}", base + i);
-                let v = conds.get(&key).and_then(Value::as_bool).unwrap_or(false);
-                self.judged.insert(q.condition.clone(), v);
-                if let Some(e) = extracted.get(&key).filter(|e| !e.is_null()) {
-                    verdicts.extracted.push((base + i, e.clone()));
+                self.judged.insert(q.condition.clone(), answers[i]);
+            }
+            if let Some(extracted) = out.extracted {
+                for (k, e) in extracted {
+                    if let Some(n) = condition_index(&k).and_then(|n| n.checked_sub(base))
+                        && n < chunk.len()
+                        && !e.is_null()
+                    {
+                        verdicts.extracted.push((base + n, e));
+                    }
                 }
             }
             if routing {
@@ -906,11 +914,42 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 #[derive(serde::Deserialize)]
 struct ClassifyOut {
     #[serde(default)]
-    conditions: Option<Map<String, Value>>,
+    conditions: Option<std::collections::BTreeMap<String, Value>>,
     #[serde(default)]
     extracted: Option<Map<String, Value>>,
     #[serde(default)]
     flow: Option<String>,
+}
+
+/// `- cN: condition` (what the model answers by key `cN`), without format machinery.
+fn push_condition(sys: &mut String, n: usize, condition: &str) {
+    sys.push_str("- c");
+    push_number(sys, n);
+    sys.push_str(": ");
+    sys.push_str(condition);
+    sys.push('\n');
+}
+
+fn push_number(s: &mut String, n: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        s.push(char::from(b));
+    }
+}
+
+/// The index `N` of a `cN` key.
+fn condition_index(key: &str) -> Option<usize> {
+    key.strip_prefix('c').and_then(|d| d.parse().ok())
 }
 
 /// Schema of a classifier call: `conditions` (one boolean per key), `extracted` (per key
