@@ -146,7 +146,7 @@ fn bench_turns(c: &mut Criterion) {
                     let start = std::time::Instant::now();
                     for _ in 0..iters {
                         let i = n.fetch_add(1, Ordering::Relaxed);
-                        if i % TURNS == 0 || id.is_empty() {
+                        if i.is_multiple_of(TURNS) || id.is_empty() {
                             id = format!("s{}", i / TURNS);
                         }
                         black_box(a.respond(&id, "I'd like to book a room").await.ok());
