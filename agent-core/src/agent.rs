@@ -13,6 +13,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::data::{AgentContext, AgentData, DataSchema, FieldSet};
 use crate::directive::{Directive, Position};
 use crate::error::{AgentError, ConfigErrors, DirectiveError, FlowConfigurationError, StoreError};
+use crate::flow::IntoFlow;
 use crate::flow::{Flow, suggest};
 use crate::fxhash::FxHashMap;
 use crate::hook::PreHook;
@@ -23,7 +24,7 @@ use crate::response::{AgentResponse, Event};
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::store::{MemoryStore, SessionStore};
-use crate::tool::{Tool, valid_tool_name};
+use crate::tool::{IntoTool, Tool, valid_tool_name};
 
 /// Options of one turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -334,6 +335,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             glossary: Vec::new(),
             knowledge: Vec::new(),
             flows: Vec::new(),
+            flow_errors: Vec::new(),
             tools: Vec::new(),
             signals: Vec::new(),
             on_enter: None,
@@ -640,6 +642,7 @@ pub struct AgentBuilder<D, C> {
     glossary: Vec<(String, String)>,
     knowledge: Vec<String>,
     flows: Vec<Flow<D, C>>,
+    flow_errors: Vec<FlowConfigurationError>,
     tools: Vec<Arc<dyn Tool<D, C>>>,
     signals: Vec<Signal<D, C>>,
     on_enter: Option<Arc<dyn PreHook<D, C>>>,
@@ -683,13 +686,17 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self
     }
     /// Register a flow.
-    pub fn flow(mut self, f: Flow<D, C>) -> Self {
-        self.flows.push(f);
+    pub fn flow(mut self, f: impl IntoFlow<D, C>) -> Self {
+        // A flow that failed its own checks is reported by `build()`, with the rest.
+        match f.into_flow() {
+            Ok(f) => self.flows.push(f),
+            Err(e) => self.flow_errors.extend(e.0),
+        }
         self
     }
     /// Offer a tool everywhere.
-    pub fn tool(mut self, t: Arc<dyn Tool<D, C>>) -> Self {
-        self.tools.push(t);
+    pub fn tool(mut self, t: impl IntoTool<D, C>) -> Self {
+        self.tools.push(t.into_tool());
         self
     }
     /// Register a signal.
@@ -749,7 +756,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
 
     /// Validate the registry and build.
     pub fn build(self) -> Result<Agent<D, C>, ConfigErrors> {
-        let mut errs = Vec::new();
+        let mut errs = self.flow_errors;
         let agent_err = |problem: String, help: String| FlowConfigurationError {
             flow: String::new(),
             step: None,

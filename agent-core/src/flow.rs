@@ -190,6 +190,25 @@ impl<D, C> Flow<D, C> {
     }
 }
 
+/// Anything the agent builder accepts as a flow: a built flow, or the result of
+/// building one (its configuration errors are then reported by `AgentBuilder::build`).
+pub trait IntoFlow<D, C> {
+    /// The flow, or why it is invalid.
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors>;
+}
+
+impl<D, C> IntoFlow<D, C> for Flow<D, C> {
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors> {
+        Ok(self)
+    }
+}
+
+impl<D, C> IntoFlow<D, C> for Result<Flow<D, C>, ConfigErrors> {
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors> {
+        self
+    }
+}
+
 /// Builder for [`Flow`].
 pub struct FlowBuilder<D, C> {
     id: String,
@@ -280,8 +299,8 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         self
     }
     /// Offer a tool in every step of the flow.
-    pub fn tool(mut self, t: Arc<dyn Tool<D, C>>) -> Self {
-        self.tools.push(t);
+    pub fn tool(mut self, t: impl crate::tool::IntoTool<D, C>) -> Self {
+        self.tools.push(t.into_tool());
         self
     }
     /// Add a flow-scoped instruction.

@@ -134,8 +134,8 @@ impl<D, C> Step<D, C> {
         self
     }
     /// Offer a tool at this step.
-    pub fn tool(mut self, tool: Arc<dyn Tool<D, C>>) -> Self {
-        self.tools.push(tool);
+    pub fn tool(mut self, tool: impl crate::tool::IntoTool<D, C>) -> Self {
+        self.tools.push(tool.into_tool());
         self
     }
     /// Add an instruction scoped to this step.

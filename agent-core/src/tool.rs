@@ -161,6 +161,53 @@ impl<D, C> ToolCx<D, C> {
     }
 }
 
+/// Anything builders accept as a tool: a tool value (e.g. one made by `#[tool]`) or an
+/// already shared `Arc<dyn Tool>`.
+pub trait IntoTool<D, C> {
+    /// Share it.
+    fn into_tool(self) -> Arc<dyn Tool<D, C>>;
+}
+
+impl<D, C, T: Tool<D, C> + 'static> IntoTool<D, C> for T {
+    fn into_tool(self) -> Arc<dyn Tool<D, C>> {
+        Arc::new(self)
+    }
+}
+
+/// A shared tool is a tool (so `Arc<dyn Tool>` goes wherever a tool does).
+#[async_trait]
+impl<D, C, T> Tool<D, C> for Arc<T>
+where
+    T: Tool<D, C> + ?Sized,
+    D: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn parameters(&self) -> Value {
+        (**self).parameters()
+    }
+    fn concurrency_safe(&self) -> bool {
+        (**self).concurrency_safe()
+    }
+    fn validate_input(&self, args: &Value) -> Result<(), String> {
+        (**self).validate_input(args)
+    }
+    async fn check_permissions(&self, cx: &ToolCx<D, C>) -> Result<(), String> {
+        (**self).check_permissions(cx).await
+    }
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError> {
+        (**self).call(cx, args).await
+    }
+    fn spec(&self) -> ToolSpec {
+        (**self).spec()
+    }
+}
+
 /// Shared parts of the contexts of one tool round (each call gets its own dispatcher).
 pub(crate) struct ToolCxParts<D, C> {
     pub(crate) session_id: Arc<str>,

@@ -226,3 +226,44 @@ async fn when_routing_finds_no_flow_the_agent_replies_without_one() {
         "a plain reply, no schema"
     );
 }
+
+#[tokio::test]
+async fn builders_take_flow_results_and_tool_values_directly() {
+    let p = ScriptedProvider::new();
+    let tool = FnTool::new(
+        "ping",
+        "Answer pong.",
+        |_cx: ToolCx<Booking, Concierge>, _a: serde_json::Value| async move {
+            Ok(ToolOutput::text("pong"))
+        },
+    );
+    // A `Result` from `Flow::builder(..).build()` and a tool value, no `?` / `Arc` needed.
+    let a: Agent<Booking, Concierge> = Agent::builder()
+        .provider(p.clone())
+        .tool(tool)
+        .flow(
+            Flow::builder("booking")
+                .step(
+                    Step::model("ask_city")
+                        .prompt("Ask the city.")
+                        .collect(["city"]),
+                )
+                .build(),
+        )
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    assert_eq!(p.last_request().unwrap().tools[0].name, "ping");
+
+    // An invalid flow's errors come out of the agent's `build()`, with the others.
+    let err = Agent::<Booking, Concierge>::builder()
+        .provider(p.clone())
+        .flow(Flow::builder("empty").build())
+        .flow(Flow::builder("empty2").build())
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(err.0.len(), 2, "{err}");
+    assert!(err.to_string().contains("flow `empty`: flow has no steps"));
+}
