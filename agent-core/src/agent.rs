@@ -10,6 +10,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
+use crate::codeflow::{CodeFlow, Fallback, IntoCodeFlow, ResponseHook, ResponseMeta, Router};
 use crate::data::{AgentContext, AgentData, DataSchema, FieldSet};
 use crate::directive::{Directive, Position};
 use crate::error::{AgentError, ConfigErrors, DirectiveError, FlowConfigurationError, StoreError};
@@ -123,6 +124,15 @@ pub struct AgentConfig {
     pub temperature: Option<f32>,
     /// Token limit sent with every call.
     pub max_tokens: Option<u32>,
+    /// Test-kit mode for code flows: after every recorded effect, run the flow again
+    /// from scratch against its journal, which must reach the same point (proves the
+    /// flow deterministic; costs a replay per effect).
+    pub always_replay: bool,
+    /// Consecutive failed turns (error or panic in its fn) after which a code flow is
+    /// cleared and the classic reply takes over.
+    pub max_flow_failures: u32,
+    /// The reply of a turn whose code flow step failed (below the limit).
+    pub flow_error_reply: String,
 }
 
 impl Default for AgentConfig {
@@ -142,6 +152,10 @@ impl Default for AgentConfig {
             remembered_events: 32,
             temperature: None,
             max_tokens: None,
+            always_replay: false,
+            max_flow_failures: 2,
+            flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
+                .into(),
         }
     }
 }
@@ -158,6 +172,9 @@ pub(crate) struct Remembered<D, C> {
 pub(crate) struct AgentInner<D, C> {
     pub(crate) name: String,
     pub(crate) flows: Vec<Arc<Flow<D, C>>>,
+    pub(crate) code_flows: Vec<Arc<CodeFlow<D, C>>>,
+    pub(crate) router: Router,
+    pub(crate) on_response: Option<ResponseHook<D>>,
     pub(crate) flow_index: HashMap<String, usize>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) signals: Vec<Signal<D, C>>,
@@ -191,7 +208,18 @@ impl<D, C> AgentInner<D, C> {
         self.flow_index.get(id).map(|&i| &self.flows[i])
     }
     pub(crate) fn flow_ids(&self) -> Vec<String> {
-        self.flows.iter().map(|f| f.id.to_string()).collect()
+        self.flows
+            .iter()
+            .map(|f| f.id.to_string())
+            .chain(self.code_flows.iter().map(|f| f.id.to_string()))
+            .collect()
+    }
+    pub(crate) fn code_flow(&self, id: &str) -> Option<&Arc<CodeFlow<D, C>>> {
+        self.code_flows.iter().find(|f| f.id.as_ref() == id)
+    }
+    /// Declarative and code flows together.
+    pub(crate) fn flow_count(&self) -> usize {
+        self.flows.len() + self.code_flows.len()
     }
 
     /// The cached schema for `key`, built by `make` on first use.
@@ -282,7 +310,7 @@ impl<D, C> AgentInner<D, C> {
             known: self.flow_ids(),
         };
         match &d.position {
-            Some(Position::GoTo(g)) => {
+            Some(Position::GoTo(g)) if self.code_flow(&g.flow).is_none() => {
                 self.flow(&g.flow).ok_or_else(|| unknown_flow(&g.flow))?;
             }
             Some(Position::GoToStep(g)) => {
@@ -335,6 +363,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             glossary: Vec::new(),
             knowledge: Vec::new(),
             flows: Vec::new(),
+            code_flows: Vec::new(),
+            router: Router::default(),
+            on_response: None,
             flow_errors: Vec::new(),
             tools: Vec::new(),
             signals: Vec::new(),
@@ -642,6 +673,9 @@ pub struct AgentBuilder<D, C> {
     glossary: Vec<(String, String)>,
     knowledge: Vec<String>,
     flows: Vec<Flow<D, C>>,
+    code_flows: Vec<CodeFlow<D, C>>,
+    router: Router,
+    on_response: Option<ResponseHook<D>>,
     flow_errors: Vec<FlowConfigurationError>,
     tools: Vec<Arc<dyn Tool<D, C>>>,
     signals: Vec<Signal<D, C>>,
@@ -692,6 +726,27 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             Ok(f) => self.flows.push(f),
             Err(e) => self.flow_errors.extend(e.0),
         }
+        self
+    }
+    /// Register a code flow (an async fn; see [`crate::codeflow`]).
+    pub fn code_flow(mut self, f: impl IntoCodeFlow<D, C>) -> Self {
+        self.code_flows.push(f.into_code_flow());
+        self
+    }
+    /// How a flow is picked when none is active (default: a detector without
+    /// threshold, falling back to the classic reply).
+    pub fn router(mut self, r: Router) -> Self {
+        self.router = r;
+        self
+    }
+    /// Run `f` once per completed turn, on both paths (classic and code flow), with
+    /// the path, the flow and the handoff source. Duplicates answered from the store
+    /// do not run it.
+    pub fn on_response(
+        mut self,
+        f: impl Fn(&AgentResponse<D>, &ResponseMeta) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_response = Some(Arc::new(f));
         self
     }
     /// Offer a tool everywhere.
@@ -781,9 +836,40 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 });
             }
         }
-        let flow_ids: Vec<String> = self.flows.iter().map(|f| f.id.to_string()).collect();
+        for c in &self.code_flows {
+            if flow_index.contains_key(c.id.as_ref())
+                || self.code_flows.iter().filter(|o| o.id == c.id).count() > 1
+            {
+                errs.push(FlowConfigurationError {
+                    flow: c.id.to_string(),
+                    step: None,
+                    problem: format!("duplicate flow id `{}` (code flow)", c.id),
+                    help: "flow ids must be unique within an agent, code flows included".into(),
+                });
+            }
+            if c.id.is_empty() {
+                errs.push(agent_err(
+                    "a code flow has an empty id".into(),
+                    "give it an id: `CodeFlow::new(\"tutor\", tutor)`".into(),
+                ));
+            }
+        }
+        let mut flow_ids: Vec<String> = self.flows.iter().map(|f| f.id.to_string()).collect();
+        flow_ids.extend(self.code_flows.iter().map(|f| f.id.to_string()));
+        if let Fallback::Flow(id) = self.router.fallback()
+            && !flow_ids.contains(id)
+        {
+            errs.push(agent_err(
+                format!("router fallback `{id}` is not a registered flow"),
+                suggest(id, &flow_ids, "flows"),
+            ));
+        }
         for f in &self.flows {
             for (step, target, target_step) in f.flow_targets() {
+                if target_step.is_none() && self.code_flows.iter().any(|c| c.id.as_ref() == target)
+                {
+                    continue;
+                }
                 match self.flows.iter().find(|g| g.id.as_ref() == target) {
                     None => errs.push(FlowConfigurationError {
                         flow: f.id.to_string(),
@@ -866,6 +952,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             inner: Arc::new(AgentInner {
                 name: self.name,
                 flows: flows.into_iter().map(Arc::new).collect(),
+                code_flows: self.code_flows.into_iter().map(Arc::new).collect(),
+                router: self.router,
+                on_response: self.on_response,
                 switch_sections,
                 switch_ids,
                 flow_index,

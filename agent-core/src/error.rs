@@ -263,6 +263,9 @@ pub enum AgentError {
         /// What changed.
         problem: String,
     },
+    /// A code flow broke the replay rules.
+    #[error(transparent)]
+    CodeFlow(#[from] CodeFlowError),
     /// The user message exceeds the configured limit.
     #[error(
         "user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it"
@@ -272,6 +275,64 @@ pub enum AgentError {
         len: usize,
         /// The limit.
         limit: usize,
+    },
+}
+
+/// A code flow that cannot be replayed faithfully. The turn fails and the stored
+/// session is left unchanged: these are bugs in the flow's code, not in the input.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum CodeFlowError {
+    /// The replay called something other than what the journal recorded here.
+    #[error(
+        "code flow `{flow}` is not deterministic: at journal position {position} the replay called {called}, but the recorded run called {recorded}; take time, randomness and ids from `ctx` and keep the order of effects stable"
+    )]
+    NonDeterministic {
+        /// The flow.
+        flow: String,
+        /// Index in the journal.
+        position: usize,
+        /// What was recorded there.
+        recorded: String,
+        /// What the replay called.
+        called: String,
+    },
+    /// The replay finished while the journal still had entries.
+    #[error(
+        "code flow `{flow}` is not deterministic: the replay returned after {position} of {recorded} recorded effects; the fn must take the same path on every run"
+    )]
+    EndedEarly {
+        /// The flow.
+        flow: String,
+        /// Effects replayed.
+        position: usize,
+        /// Effects recorded.
+        recorded: usize,
+    },
+    /// A recorded answer no longer fits the type the flow asks for.
+    #[error(
+        "code flow `{flow}`: the recorded answer to `{key}` (journal position {position}) does not fit the requested type: {message}; keep `ask` types stable or migrate the session"
+    )]
+    JournalType {
+        /// The flow.
+        flow: String,
+        /// Index in the journal.
+        position: usize,
+        /// The ask's key.
+        key: String,
+        /// The deserializer's message.
+        message: String,
+    },
+    /// Always-replay mode: a run from scratch ended differently from the live run.
+    #[error(
+        "code flow `{flow}` is not deterministic: replayed from scratch it ended with {replayed}, the live run with {live}"
+    )]
+    DifferentOutcome {
+        /// The flow.
+        flow: String,
+        /// The live run's outcome.
+        live: String,
+        /// The replay's outcome.
+        replayed: String,
     },
 }
 

@@ -39,6 +39,7 @@
 pub mod agent;
 pub mod branch;
 pub mod clock;
+pub mod codeflow;
 pub mod data;
 pub mod directive;
 pub mod error;
@@ -70,6 +71,10 @@ pub use agent_macros;
 pub mod prelude {
     pub use crate::agent::{Agent, AgentConfig, ConflictPolicy, TurnOptions};
     pub use crate::branch::{Branch, Target};
+    pub use crate::codeflow::{
+        CodeFlow, Fallback, FlowCx, FlowRef, FlowResult, Outcome, ResponseMeta, Router, Source,
+        ToolFailure,
+    };
     pub use crate::data::{AgentContext, AgentData, Patch, patch_of};
     pub use crate::directive::{Directive, PreDirective, SignalDirective};
     pub use crate::error::{AgentError, ConfigErrors, FlowConfigurationError};

@@ -41,6 +41,16 @@ pub enum StoppedReason {
     },
     /// The agent replied with no active flow.
     Responded,
+    /// A code flow's step failed (an error or a panic in its fn); the flow stays at
+    /// its last good position, or is cleared after repeated failures.
+    FlowFailed {
+        /// The flow.
+        flow: String,
+        /// What failed.
+        message: String,
+        /// Whether the flow was cleared.
+        cleared: bool,
+    },
 }
 
 /// A step, qualified by its flow.
@@ -86,6 +96,8 @@ pub enum DirectiveSource {
     Routing(String),
     /// The model switched flows through the respond call.
     ModelSwitch(String),
+    /// A code flow handed off.
+    Handoff(String),
 }
 
 impl fmt::Display for DirectiveSource {
@@ -106,6 +118,7 @@ impl fmt::Display for DirectiveSource {
             DirectiveSource::Branch(s) => write!(f, "branch of `{s}`"),
             DirectiveSource::Routing(s) => write!(f, "routing to `{s}`"),
             DirectiveSource::ModelSwitch(s) => write!(f, "model switch to `{s}`"),
+            DirectiveSource::Handoff(s) => write!(f, "handoff from code flow `{s}`"),
         }
     }
 }
@@ -188,6 +201,10 @@ pub struct AgentResponse<D> {
     /// True when this is the stored answer to an inbound event already processed.
     #[serde(default)]
     pub duplicate: bool,
+    /// Which path produced the reply (classic or a code flow), as the response hook
+    /// sees it.
+    #[serde(default)]
+    pub meta: crate::codeflow::ResponseMeta,
 }
 
 /// A streamed event. Text deltas concatenate to the final message; the stream ends with

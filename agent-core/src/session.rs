@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::codeflow::CodeState;
 use crate::data::{AgentContext, AgentData};
 use crate::directive::Directive;
 use crate::error::StoreError;
@@ -55,6 +56,8 @@ struct Header<'a, D, C> {
     flow_version: &'a Option<String>,
     #[serde(skip_serializing_if = "is_empty")]
     events: &'a Vec<ProcessedEvent>,
+    #[serde(skip_serializing_if = "is_none")]
+    code: &'a Option<CodeState>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -75,6 +78,7 @@ impl<'a, D, C> Header<'a, D, C> {
             turns: s.turns,
             flow_version: &s.flow_version,
             events: &s.events,
+            code: &s.code,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -145,6 +149,9 @@ pub struct Session<D, C> {
     /// Recent turns that carried an inbound event id, with their responses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<ProcessedEvent>,
+    /// The active code flow and its journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeState>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -171,6 +178,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             turns: 0,
             flow_version: None,
             events: Vec::new(),
+            code: None,
             created_ms: now_ms,
             updated_ms: now_ms,
         }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentConfig};
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, ProviderError};
 use crate::provider::{
@@ -139,6 +139,20 @@ impl Answer {
         Self {
             kind: AnswerKind::Raw(content.into(), FinishReason::Stop),
         }
+    }
+    /// The answer to a code flow's open question (`ctx.ask`), as the extraction call
+    /// returns it; `Value::Null` when the message does not answer it.
+    pub fn answering(value: Value) -> Self {
+        Self::raw(json!({ "answer": value }).to_string())
+    }
+    /// A routing answer with the detector's confidence (for `Router::Detector` with
+    /// `min_confidence`).
+    pub fn route_with_confidence(flow: impl Into<String>, confidence: f64) -> Self {
+        Self::raw(json!({ "flow": flow.into(), "confidence": confidence }).to_string())
+    }
+    /// A classic reply carrying a schema intent (`Router::SchemaIntent`).
+    pub fn intent(message: impl Into<String>, flow: Option<&str>) -> Self {
+        Self::raw(json!({ "message": message.into(), "intent": flow }).to_string())
     }
     /// Raw content cut by the token limit.
     pub fn truncated(content: impl Into<String>) -> Self {
@@ -508,5 +522,15 @@ impl<D: AgentData, C: AgentContext> Conversation<D, C> {
     pub async fn say(&self, message: &str) -> Result<Said<D>, AgentError> {
         let response = self.agent.respond(&self.session, message).await?;
         Ok(Said { response })
+    }
+}
+
+/// The test kit's always-replay mode for code flows: after every recorded effect the
+/// flow runs again from scratch against its journal and must reach the same point, so
+/// a flow that is not deterministic fails on its first turn, not in production.
+pub fn always_replay() -> AgentConfig {
+    AgentConfig {
+        always_replay: true,
+        ..AgentConfig::default()
     }
 }

@@ -147,6 +147,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(())
     }
 
+    pub(crate) async fn leave_flow(&mut self) {
+        self.exit_flow().await;
+    }
+
     async fn exit_flow(&mut self) {
         if let Some(h) = self.flow().and_then(|f| f.hooks.on_exit.clone()) {
             let cx = self.cx();
@@ -162,6 +166,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         step: Option<&str>,
         source: DirectiveSource,
     ) -> Result<(), AgentError> {
+        if self.a.code_flow(flow_id).is_some() {
+            return self.start_code(flow_id, None).await;
+        }
         let Some(flow) = self.a.flow(flow_id).cloned() else {
             return Err(AgentError::directive(
                 &source,
@@ -171,7 +178,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 },
             ));
         };
-        let from = self.s.flow.clone();
+        // Entering a declarative flow leaves an active code flow.
+        let from = match &self.s.code {
+            Some(c) => Some(c.flow.clone()),
+            None => self.s.flow.clone(),
+        };
         if from.as_deref() != Some(flow_id) {
             if self.hops >= self.a.config.max_transitions_per_turn {
                 tracing::warn!(blocked = flow_id, "transition cap reached");
@@ -182,7 +193,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if from.is_some() {
                 self.hops += 1;
-                self.exit_flow().await;
+                if self.s.code.take().is_none() {
+                    self.exit_flow().await;
+                }
             }
             let t = Transition {
                 from,

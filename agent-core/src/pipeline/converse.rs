@@ -283,9 +283,38 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         }
                     } else if let Some(r) = self.reply.take() {
                         (r, StoppedReason::Reply, Vec::new())
+                    } else if self.s.code.is_some() {
+                        // A code flow takes over; it speaks after this part of the turn.
+                        let msg = self.carried.take().unwrap_or_default();
+                        (msg, StoppedReason::NeedsInput, Vec::new())
                     } else {
                         let out = self.render_call(Target::Classic, false, None).await?;
-                        (out.message, StoppedReason::Responded, out.deltas)
+                        let picked = out.switch_flow.clone().or_else(|| {
+                            match (&self.a.router, self.a.flow_count()) {
+                                (
+                                    crate::codeflow::Router::SchemaIntent {
+                                        fallback: crate::codeflow::Fallback::Flow(f),
+                                    },
+                                    n,
+                                ) if n > 0 => Some(f.clone()),
+                                _ => None,
+                            }
+                        });
+                        match picked {
+                            Some(f) if rounds < 4 && !self.streamed => {
+                                // The intent replaces the classic reply with the flow's.
+                                let src = DirectiveSource::Routing(f.clone());
+                                let d = Directive::go_to(f);
+                                self.record(&src, &d, &[], &[], false);
+                                self.apply(src, d, Phase::Pre).await?;
+                                if self.s.code.is_some() {
+                                    (String::new(), StoppedReason::NeedsInput, Vec::new())
+                                } else {
+                                    continue;
+                                }
+                            }
+                            _ => (out.message, StoppedReason::Responded, out.deltas),
+                        }
                     }
                 }
             };

@@ -5,6 +5,7 @@
 //! post-phase signals; persistence last. Streaming and non-streaming share this path.
 
 mod apply;
+mod code;
 mod converse;
 mod model;
 mod signals;
@@ -129,6 +130,15 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) speculating: bool,
     /// Reply text already reached the consumer (live streaming).
     pub(crate) streamed: bool,
+    /// The active code flow started this turn (the message started it; it does not
+    /// answer its first question).
+    pub(crate) code_fresh: bool,
+    /// The flow that produced the reply and the one that handed off to it.
+    pub(crate) meta_flow: Option<(String, Option<String>)>,
+    /// A code flow that failed repeatedly was cleared this turn.
+    pub(crate) flow_failed: Option<StoppedReason>,
+    /// The reply came from a code flow.
+    pub(crate) from_code: bool,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -183,6 +193,10 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             speculating: false,
             streamed: false,
             prepared: FxHashSet::default(),
+            code_fresh: false,
+            meta_flow: None,
+            flow_failed: None,
+            from_code: false,
         }
     }
 
@@ -248,7 +262,40 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         self.enter_default_flow().await?;
 
-        let (mut message, mut stopped, deltas) = self.converse().await?;
+        let mut said = String::new();
+        if self.s.code.is_some() && !self.turn_over() {
+            match self.code_turn().await? {
+                code::CodeExit::Reply(message, stopped) => {
+                    self.from_code = true;
+                    return self.finish(message, stopped, Vec::new()).await;
+                }
+                code::CodeExit::Classic { said: s } => said = s,
+            }
+        }
+
+        let (mut message, mut stopped, mut deltas) = self.converse().await?;
+        if self.s.code.is_some() && !matches!(stopped, StoppedReason::Aborted { .. }) {
+            // A declarative flow handed the conversation to a code flow this turn.
+            match self.code_turn().await? {
+                code::CodeExit::Reply(m, st) => {
+                    self.from_code = true;
+                    message = code::join(&[std::mem::take(&mut message), m]);
+                    stopped = st;
+                    deltas.clear();
+                }
+                code::CodeExit::Classic { said: s } => {
+                    message = code::join(&[std::mem::take(&mut message), s]);
+                    deltas.clear();
+                }
+            }
+        }
+        if !said.is_empty() {
+            message = code::join(&[said, message]);
+            deltas.clear();
+        }
+        if let Some(f) = self.flow_failed.take() {
+            stopped = f;
+        }
 
         self.post_signals(&mut message, &mut stopped).await?;
         if let Some(r) = self.post_reply.take() {
@@ -258,12 +305,37 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.finish(message, stopped, deltas).await
     }
 
+    /// Whether the classifier picks a flow this turn: no flow is active, there is a
+    /// choice, and the router is a detector.
+    pub(crate) fn routing_due(&self) -> bool {
+        self.s.flow.is_none()
+            && self.s.code.is_none()
+            && self.a.flow_count() > 1
+            && matches!(self.a.router, crate::codeflow::Router::Detector { .. })
+    }
+
     /// Enter the only flow of a single-flow agent when none is active (no routing call).
     async fn enter_default_flow(&mut self) -> Result<(), AgentError> {
-        if self.s.flow.is_some() || self.stopped.is_some() || self.a.flows.len() != 1 {
+        if self.s.flow.is_some()
+            || self.s.code.is_some()
+            || self.stopped.is_some()
+            || self.a.flow_count() != 1
+        {
             return Ok(());
         }
         if self.aug.halt || self.reply.is_some() {
+            return Ok(());
+        }
+        if let Some(code) = self.a.code_flows.first() {
+            let id = code.id.clone();
+            if !self
+                .s
+                .completed_flows
+                .iter()
+                .any(|f| f.as_str() == id.as_ref())
+            {
+                self.start_code(&id, None).await?;
+            }
             return Ok(());
         }
         let flow = self.a.flows[0].clone();
@@ -351,6 +423,27 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         });
     }
 
+    /// Which path produced the reply, for the response and the response hook.
+    fn response_meta(&self) -> crate::codeflow::ResponseMeta {
+        use crate::codeflow::{ResponseMeta, Source};
+        let (flow, handoff_from) = match &self.meta_flow {
+            Some((f, from)) if self.from_code => (Some(f.clone()), from.clone()),
+            Some((f, from)) if self.s.flow.as_deref() == Some(f.as_str()) => {
+                (Some(f.clone()), from.clone())
+            }
+            _ => (self.s.flow.clone(), None),
+        };
+        ResponseMeta {
+            source: if self.from_code {
+                Source::Flow
+            } else {
+                Source::Classic
+            },
+            flow,
+            handoff_from,
+        }
+    }
+
     /// Persist and build the response.
     async fn finish(
         mut self,
@@ -374,7 +467,11 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             executed_steps: std::mem::take(&mut self.executed),
             directive_chain: std::mem::take(&mut self.chain),
             data: self.s.data.clone(),
-            flow: self.s.flow.clone(),
+            flow: self
+                .s
+                .flow
+                .clone()
+                .or_else(|| self.s.code.as_ref().map(|c| c.flow.clone())),
             step: self.s.step.clone(),
             signals: std::mem::take(&mut self.signals_fired),
             tool_calls: std::mem::take(&mut self.tool_calls),
@@ -385,6 +482,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             rejected_data: std::mem::take(&mut self.rejected),
             version: self.s.version,
             duplicate: false,
+            meta: self.response_meta(),
         };
         if let Some(id) = self.event_id.take() {
             // The response is stored with the session, atomically: a duplicate of this
@@ -416,6 +514,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                     rejected_data: Vec::new(),
                     version: response.version,
                     duplicate: false,
+                    meta: response.meta.clone(),
                 };
                 &redacted
             } else {
@@ -480,6 +579,14 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             }
         }
         response.version = self.s.version;
+        if let Some(h) = &self.a.on_response {
+            let meta = response.meta.clone();
+            if let Err(p) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&response, &meta)))
+            {
+                tracing::error!(panic = %crate::tool::panic_message(p.as_ref()), "on_response hook panicked (the turn was saved)");
+            }
+        }
         if let Some((bytes, span)) = saved_bytes {
             self.a.remember(crate::agent::Remembered {
                 bytes,

@@ -72,6 +72,8 @@ struct RespondOut {
     #[serde(default)]
     switch_flow: Option<String>,
     #[serde(default)]
+    intent: Option<String>,
+    #[serde(default)]
     conditions: Option<Map<String, Value>>,
 }
 
@@ -83,7 +85,7 @@ fn strip_fences(content: &str) -> &str {
         .trim()
 }
 
-fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(strip_fences(content)) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(format!(
@@ -95,7 +97,12 @@ fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
-    fn request(&self, kind: CallKind, system: String, messages: Vec<Message>) -> ModelRequest {
+    pub(super) fn request(
+        &self,
+        kind: CallKind,
+        system: String,
+        messages: Vec<Message>,
+    ) -> ModelRequest {
         ModelRequest {
             kind,
             system,
@@ -107,14 +114,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
     }
 
-    fn history_messages(&self) -> Vec<Message> {
+    pub(super) fn history_messages(&self) -> Vec<Message> {
         self.s.history.clone()
     }
 
     /// One provider call, streamed when a sink is attached; counts calls and usage.
     /// With `live`, the reply's text goes to the consumer as it arrives once
     /// [`Turn::live_ok`] decides (when the message starts) that it is final.
-    async fn call(
+    pub(super) async fn call(
         &mut self,
         req: &ModelRequest,
         live: Option<&LiveTarget>,
@@ -295,8 +302,54 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             sys.push_str(&self.a.switch_sections[f.index]);
         }
 
-        let structured = flow.is_some();
+        // Schema-intent routing: the classic reply names the flow the user wants.
+        let intents: Option<Vec<(String, String)>> = (flow.is_none()
+            && self.s.code.is_none()
+            && matches!(self.a.router, crate::codeflow::Router::SchemaIntent { .. })
+            && self.a.flow_count() > 0)
+            .then(|| {
+                let decl = self.a.flows.iter().map(|f| {
+                    let mut d = f.title.clone();
+                    if let Some(w) = &f.when {
+                        d = format!("{d} (when {w})");
+                    }
+                    (f.id.to_string(), d)
+                });
+                let code = self
+                    .a
+                    .code_flows
+                    .iter()
+                    .map(|f| (f.id.to_string(), f.route_description()));
+                decl.chain(code).collect()
+            });
+        let structured = flow.is_some() || intents.is_some();
         let output = match &flow {
+            None if intents.is_some() => {
+                let ids = intents.as_deref().unwrap_or_default();
+                sys.push_str("If the user wants one of these tasks, set `intent` to its id (null if none fits):\n");
+                for (id, d) in ids {
+                    let _ = writeln!(sys, "- {id}: {d}");
+                }
+                sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
+                let schema = self.a.cached_schema(7, || {
+                    let mut e: Vec<Value> =
+                        ids.iter().map(|(i, _)| Value::String(i.clone())).collect();
+                    e.push(Value::Null);
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "message": { "type": "string" },
+                            "intent": { "type": ["string", "null"], "enum": e },
+                        },
+                        "required": ["message", "intent"],
+                        "additionalProperties": false,
+                    })
+                });
+                Some(OutputSchema {
+                    name: "turn".into(),
+                    schema,
+                })
+            }
             Some(f) => {
                 sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
                 let n_cond = conditions.len();
@@ -369,7 +422,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             Some(_) => return Err("`data` is not an object".into()),
                         };
                         let claimed = out.step;
-                        let switch_flow = out.switch_flow;
+                        let intent = out.intent.filter(|i| {
+                            intents
+                                .as_ref()
+                                .is_some_and(|ids| ids.iter().any(|(id, _)| id == i))
+                        });
+                        let switch_flow = out.switch_flow.or(intent);
                         let judged = out.conditions;
                         let mut answers = vec![false; conditions.len()];
                         for (k, v) in judged.iter().flatten() {
@@ -647,10 +705,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     sys.push_str("For conditions that are true and listed in `extracted`, also extract the value.\n");
                 }
             }
+            let (min_confidence, guidance) = match &self.a.router {
+                crate::codeflow::Router::Detector {
+                    min_confidence,
+                    prompt,
+                    ..
+                } => (*min_confidence, prompt.as_deref()),
+                crate::codeflow::Router::SchemaIntent { .. } => (None, None),
+            };
             if routing {
                 sys.push_str("Pick the task the user wants in `flow` (null if none fits):\n");
                 for (id, when) in flows {
                     let _ = writeln!(sys, "- {id}: {when}");
+                }
+                if let Some(g) = guidance {
+                    sys.push_str(g);
+                    sys.push('\n');
+                }
+                if min_confidence.is_some() {
+                    sys.push_str(
+                        "Give your confidence in that pick, from 0 to 1, in `confidence`.\n",
+                    );
                 }
             }
             sys.push_str("Answer with JSON only.");
@@ -668,12 +743,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     for (id, _) in flows {
                         id.hash(&mut h);
                     }
+                    min_confidence.is_some().hash(&mut h);
                 }
                 (h.finish() & !0xf) | 3
             };
-            let schema = self
-                .a
-                .cached_schema(key, || classify_schema(chunk, base, routing, flows));
+            let schema = self.a.cached_schema(key, || {
+                classify_schema(chunk, base, routing, flows, min_confidence.is_some())
+            });
             let mut req = self.request(kind, sys, self.history_messages());
             req.output = Some(OutputSchema {
                 name: "classification".into(),
@@ -720,6 +796,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if routing {
                 verdicts.flow = out.flow.filter(|f| flows.iter().any(|(id, _)| id == f));
+                if let (Some(min), Some(f)) = (min_confidence, &verdicts.flow) {
+                    let conf = out.confidence.unwrap_or(0.0);
+                    if conf < f64::from(min) {
+                        tracing::debug!(flow = %f, confidence = conf, min, "routing pick below the confidence threshold; falling back");
+                        verdicts.flow = None;
+                    }
+                }
             }
         }
         Ok(verdicts)
@@ -846,6 +929,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Some(flow) if flow.steps[*j].finalize.is_none() => Some(flow.clone()),
                 _ => return false,
             },
+            // Schema-intent routing may replace a classic reply with a flow's.
+            Stop::Done
+                if matches!(self.a.router, crate::codeflow::Router::SchemaIntent { .. })
+                    && self.a.flow_count() > 0 =>
+            {
+                return false;
+            }
             Stop::Done => None,
             Stop::ReplyStep(..) => return false,
         };
@@ -919,6 +1009,8 @@ struct ClassifyOut {
     extracted: Option<Map<String, Value>>,
     #[serde(default)]
     flow: Option<String>,
+    #[serde(default)]
+    confidence: Option<f64>,
 }
 
 /// `- cN: condition` (what the model answers by key `cN`), without format machinery.
@@ -959,6 +1051,7 @@ fn classify_schema(
     base: usize,
     routing: bool,
     flows: &[(String, String)],
+    confidence: bool,
 ) -> Value {
     let mut props = Map::new();
     let mut required: Vec<&str> = Vec::new();
@@ -996,6 +1089,13 @@ fn classify_schema(
             json!({ "type": ["string", "null"], "enum": ids }),
         );
         required.push("flow");
+        if confidence {
+            props.insert(
+                "confidence".into(),
+                json!({ "type": "number", "minimum": 0, "maximum": 1 }),
+            );
+            required.push("confidence");
+        }
     }
     json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
 }

@@ -147,8 +147,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                 }
             }
-            let classifier_due =
-                !questions.is_empty() || (self.s.flow.is_none() && self.a.flows.len() > 1);
+            let classifier_due = !questions.is_empty() || self.routing_due();
             if classifier_due {
                 for c in conds {
                     if !questions.iter().any(|q| q.condition == c) {
@@ -163,8 +162,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.deferred = conds;
             }
         }
-        let routes: Vec<(String, String)> = if self.s.flow.is_none() && self.a.flows.len() > 1 {
+        let routing = self.routing_due();
+        let routes: Vec<(String, String)> = if routing {
             let cx = self.cx();
+            let code = self
+                .a
+                .code_flows
+                .iter()
+                .map(|f| (f.id.to_string(), f.route_description()));
             self.a
                 .flows
                 .iter()
@@ -187,6 +192,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     (f.id.to_string(), desc)
                 })
+                .chain(code)
                 .collect()
         } else {
             Vec::new()
@@ -210,9 +216,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             self.absorb_pre(DirectiveSource::PreSignal("merged".into()), m)
                 .await?;
         }
+        let picked = match verdicts.flow {
+            Some(f) => Some(f),
+            None if routing => match self.a.router.fallback() {
+                crate::codeflow::Fallback::Flow(f) => Some(f.clone()),
+                crate::codeflow::Fallback::Classic => None,
+            },
+            None => None,
+        };
         if !signal_position
             && !self.turn_over()
-            && let Some(f) = verdicts.flow
+            && let Some(f) = picked
         {
             self.enter_flow(&f, None, DirectiveSource::Routing(f.clone()))
                 .await?;

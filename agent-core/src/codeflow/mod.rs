@@ -1,0 +1,288 @@
+//! Code flows: conversations written as async fns (`ask`, `say`, `tool`, `handoff`,
+//! `end`) next to declarative flows in one agent.
+//!
+//! A Rust future cannot be stored, so a paused flow resumes by **replay**: each turn
+//! runs the fn from the start against its [`journal`](journal::Entry) of recorded
+//! results; recorded effects return at once, and the first effect past the journal
+//! runs for real (a question pauses the flow again). The journal keeps outputs only,
+//! so it grows with the flow's steps, never with the history. A replay that calls
+//! something else at a recorded position is reported as
+//! [`CodeFlowError::NonDeterministic`](crate::error::CodeFlowError), never mis-fed:
+//! flows get time, randomness and ids from the context ([`FlowCx::now_ms`],
+//! [`FlowCx::random_u64`], [`FlowCx::new_id`]) so that replays agree.
+//!
+//! ```
+//! use agent_core::prelude::*;
+//! use agent_core::codeflow::{CodeFlow, FlowCx, FlowResult};
+//!
+//! async fn tutor(ctx: FlowCx<(), ()>) -> FlowResult {
+//!     let name: String = ctx.ask("name", "What's your name?").await;
+//!     ctx.say(format!("Nice to meet you, {name}.")).await;
+//!     ctx.handoff_to("reminder")
+//! }
+//! let flow: CodeFlow<(), ()> = CodeFlow::new("tutor", tutor).when("the user wants to practise English");
+//! assert_eq!(flow.id(), "tutor");
+//! ```
+
+mod cx;
+pub mod journal;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use cx::FlowCx;
+pub(crate) use cx::{CxInner, Replay, Request};
+pub use journal::{CodeState, Entry};
+
+/// How a code flow ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The flow is done.
+    End {
+        /// Why (reported in the response's stopped reason).
+        reason: Option<String>,
+    },
+    /// Continue in another flow (code or declarative) in the same turn.
+    Handoff {
+        /// The target flow's id.
+        to: String,
+        /// A value for the next code flow ([`FlowCx::input`]).
+        input: Option<Value>,
+    },
+}
+
+/// What a code flow fn returns: `ctx.end(..)`, `ctx.handoff::<F>()`, or an error
+/// (propagated with `?`), which counts as a failed step.
+pub type FlowResult = Result<Outcome, FlowError>;
+
+/// A code flow's own failure. Any error converts into it with `?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowError(String);
+
+impl FlowError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FlowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<E: std::error::Error> From<E> for FlowError {
+    fn from(e: E) -> Self {
+        Self(e.to_string())
+    }
+}
+
+/// A tool call from a code flow that failed (unknown tool, invalid arguments, an
+/// error or a panic in the tool). Recoverable: the flow decides what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}` failed: {message}")]
+pub struct ToolFailure {
+    /// The tool.
+    pub tool: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// A flow named by its type: `#[flow]` types of declarative flows and code flows
+/// implement it, so `ctx.handoff::<ReminderFlow>()` cannot name a flow that does not
+/// exist.
+pub trait FlowRef: 'static {
+    /// The flow id.
+    const ID: &'static str;
+}
+
+impl<F: crate::typed::flow::FlowDef> FlowRef for F {
+    const ID: &'static str = F::ID;
+}
+
+type RunFn<D, C> =
+    Arc<dyn Fn(FlowCx<D, C>) -> Pin<Box<dyn Future<Output = FlowResult> + Send>> + Send + Sync>;
+
+/// A code flow: an id, routing descriptions, and the async fn.
+pub struct CodeFlow<D, C> {
+    pub(crate) id: Arc<str>,
+    pub(crate) title: String,
+    pub(crate) description: String,
+    pub(crate) when: Option<String>,
+    pub(crate) run: RunFn<D, C>,
+}
+
+impl<D, C> Clone for CodeFlow<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            id: self.id.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            when: self.when.clone(),
+            run: self.run.clone(),
+        }
+    }
+}
+
+impl<D, C> fmt::Debug for CodeFlow<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeFlow")
+            .field("id", &self.id)
+            .field("when", &self.when)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Send + Sync + 'static, C: Send + Sync + 'static> CodeFlow<D, C> {
+    /// A code flow running `f`. The fn may run many times (once per turn, from the
+    /// start): everything that varies must come from `ctx`.
+    pub fn new<F, Fut>(id: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(FlowCx<D, C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = FlowResult> + Send + 'static,
+    {
+        let id: String = id.into();
+        Self {
+            title: id.clone(),
+            id: Arc::from(id),
+            description: String::new(),
+            when: None,
+            run: Arc::new(move |cx| Box::pin(f(cx))),
+        }
+    }
+}
+
+impl<D, C> CodeFlow<D, C> {
+    /// The flow id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Title shown to the router.
+    pub fn title(mut self, t: impl Into<String>) -> Self {
+        self.title = t.into();
+        self
+    }
+    /// Description shown to the router.
+    pub fn description(mut self, d: impl Into<String>) -> Self {
+        self.description = d.into();
+        self
+    }
+    /// When the router should pick this flow ("the user wants to practise English").
+    pub fn when(mut self, w: impl Into<String>) -> Self {
+        self.when = Some(w.into());
+        self
+    }
+    pub(crate) fn route_description(&self) -> String {
+        let mut desc = self.title.clone();
+        if let Some(w) = &self.when {
+            desc = format!("{desc} (when {w})");
+        }
+        if !self.description.is_empty() {
+            desc = format!("{desc}: {}", self.description);
+        }
+        desc
+    }
+}
+
+/// Anything the agent builder registers as a code flow: a [`CodeFlow`], or the type
+/// `#[flow]` generates for an async fn.
+pub trait IntoCodeFlow<D, C> {
+    /// The code flow.
+    fn into_code_flow(self) -> CodeFlow<D, C>;
+}
+
+impl<D, C> IntoCodeFlow<D, C> for CodeFlow<D, C> {
+    fn into_code_flow(self) -> CodeFlow<D, C> {
+        self
+    }
+}
+
+/// How a flow is picked when none is active (the RFC's router modes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Router {
+    /// A classifier call judges the flows' `when` (batched with any other condition
+    /// due). With `min_confidence`, the model also reports its confidence and a pick
+    /// below the threshold falls back.
+    Detector {
+        /// Threshold in 0..=1; `None` accepts any pick.
+        min_confidence: Option<f32>,
+        /// Extra guidance for the classifier.
+        prompt: Option<String>,
+        /// Where low-confidence, unknown or missing picks go.
+        fallback: Fallback,
+    },
+    /// No classifier call: the classic reply call carries an `intent` field (the flow
+    /// ids, or null); a pick replaces the classic reply with the flow's.
+    SchemaIntent {
+        /// Where missing or unknown intents go.
+        fallback: Fallback,
+    },
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::Detector {
+            min_confidence: None,
+            prompt: None,
+            fallback: Fallback::Classic,
+        }
+    }
+}
+
+impl Router {
+    pub(crate) fn fallback(&self) -> &Fallback {
+        match self {
+            Router::Detector { fallback, .. } | Router::SchemaIntent { fallback } => fallback,
+        }
+    }
+}
+
+/// Where routing goes when it picks nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Fallback {
+    /// The classic agent reply (no flow).
+    #[default]
+    Classic,
+    /// This flow.
+    Flow(String),
+}
+
+/// Which path produced a turn's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The classic path: the agent reply or a declarative flow.
+    #[default]
+    Classic,
+    /// A code flow.
+    Flow,
+}
+
+/// What the response hook is told about a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResponseMeta {
+    /// The path.
+    pub source: Source,
+    /// The flow that produced the reply (code or declarative), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// The flow that handed off to it in this turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_from: Option<String>,
+}
+
+/// Runs once per completed turn, on both paths (not for duplicates answered from
+/// the store).
+pub type ResponseHook<D> =
+    Arc<dyn Fn(&crate::response::AgentResponse<D>, &ResponseMeta) + Send + Sync>;

@@ -1,0 +1,425 @@
+//! Code flows inside a turn: start one (routing, handoff, directive), run the active
+//! one by replaying its fn against the journal, serve its effects (answer extraction,
+//! tools), and turn its outcome into the turn's message.
+
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use serde_json::{Value, json};
+
+use super::Turn;
+use super::model::parse_json_object;
+use crate::codeflow::{CodeFlow, CodeState, CxInner, Entry, FlowCx, Outcome, Replay, Request};
+use crate::data::{AgentContext, AgentData};
+use crate::error::{AgentError, CodeFlowError};
+use crate::fxhash::FxHasher;
+use crate::provider::{CallKind, OutputSchema};
+use crate::response::{DirectiveSource, Event, StoppedReason, ToolCallRecord, Transition};
+use crate::tool::{Tool, ToolCxParts, ToolError, execute};
+
+/// How the code part of a turn ended.
+pub(crate) enum CodeExit {
+    /// The code flow produced the turn's message.
+    Reply(String, StoppedReason),
+    /// The classic path continues (a declarative flow was handed the conversation, or
+    /// routing fell back); `said` goes in front of its message.
+    Classic { said: String },
+}
+
+/// How one run of the fn ended.
+enum RunEnd {
+    Suspended(String),
+    Done(Outcome),
+    Failed(String),
+}
+
+pub(crate) fn join(parts: &[String]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Make `id` the active code flow (leaving any declarative flow).
+    pub(crate) async fn start_code(
+        &mut self,
+        id: &str,
+        input: Option<Value>,
+    ) -> Result<(), AgentError> {
+        let from = match &self.s.code {
+            Some(c) => Some(c.flow.clone()),
+            None => self.s.flow.clone(),
+        };
+        if from.as_deref() != Some(id) {
+            if from.is_some() {
+                if self.hops >= self.a.config.max_transitions_per_turn {
+                    tracing::warn!(blocked = id, "transition cap reached");
+                    self.stopped = Some(StoppedReason::TransitionCap {
+                        blocked: id.to_owned(),
+                    });
+                    return Ok(());
+                }
+                self.hops += 1;
+            }
+            if self.s.flow.is_some() {
+                self.leave_flow().await;
+            }
+            let t = Transition {
+                from: from.clone(),
+                to: id.to_owned(),
+            };
+            self.emit(Event::Transition(t.clone()));
+            self.transitions.push(t);
+        }
+        self.pos_gen += 1;
+        self.s.flow = None;
+        self.s.step = None;
+        self.awaiting = false;
+        self.code_fresh = true;
+        self.s.code = Some(CodeState::start(id, from, input));
+        Ok(())
+    }
+
+    /// Run the active code flow for this turn.
+    pub(crate) async fn code_turn(&mut self) -> Result<CodeExit, AgentError> {
+        let mut said: Vec<String> = Vec::new();
+        loop {
+            let Some(mut state) = self.s.code.take() else {
+                return Ok(CodeExit::Classic { said: join(&said) });
+            };
+            let Some(flow) = self.a.code_flow(&state.flow).cloned() else {
+                tracing::warn!(flow = %state.flow, "code flow is not registered; falling back");
+                return Ok(CodeExit::Classic { said: join(&said) });
+            };
+            self.meta_flow = Some((state.flow.clone(), state.handoff_from.clone()));
+            let before = state.clone();
+            let start_len = state.journal.len();
+            let message = (!self.code_fresh).then(|| self.msg.to_owned());
+            self.code_fresh = false;
+            let end = self.run_code(&flow, &mut state, message).await?;
+            let new_says = state.journal[start_len.min(state.journal.len())..]
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Say { text } => Some(text.clone()),
+                    _ => None,
+                });
+            match end {
+                RunEnd::Suspended(question) => {
+                    said.extend(new_says);
+                    said.push(question);
+                    state.failures = 0;
+                    self.s.step = state.pending_ask().map(str::to_owned);
+                    self.s.code = Some(state);
+                    return Ok(CodeExit::Reply(join(&said), StoppedReason::NeedsInput));
+                }
+                RunEnd::Failed(message) => {
+                    let mut state = before;
+                    state.failures += 1;
+                    tracing::warn!(flow = %state.flow, failures = state.failures, %message, "code flow step failed");
+                    if state.failures >= self.a.config.max_flow_failures.max(1) {
+                        // Repeated failures: clear the flow, the classic reply answers.
+                        self.flow_failed = Some(StoppedReason::FlowFailed {
+                            flow: state.flow.clone(),
+                            message,
+                            cleared: true,
+                        });
+                        self.s.step = None;
+                        return Ok(CodeExit::Classic { said: join(&said) });
+                    }
+                    self.s.step = state.pending_ask().map(str::to_owned);
+                    let flow = state.flow.clone();
+                    self.s.code = Some(state);
+                    said.push(self.a.config.flow_error_reply.clone());
+                    return Ok(CodeExit::Reply(
+                        join(&said),
+                        StoppedReason::FlowFailed {
+                            flow,
+                            message,
+                            cleared: false,
+                        },
+                    ));
+                }
+                RunEnd::Done(outcome) => {
+                    said.extend(new_says);
+                    let id = state.flow.clone();
+                    if !self.s.completed_flows.contains(&id) {
+                        self.s.completed_flows.push(id.clone());
+                    }
+                    self.s.step = None;
+                    match outcome {
+                        Outcome::End { .. } => {
+                            return Ok(CodeExit::Reply(
+                                join(&said),
+                                StoppedReason::FlowCompleted { flow: id },
+                            ));
+                        }
+                        Outcome::Handoff { to, input } => {
+                            if self.a.code_flow(&to).is_some() {
+                                self.s.code = Some(state);
+                                self.start_code(&to, input).await?;
+                                if self.s.code.is_none() || self.stopped.is_some() {
+                                    let st = self
+                                        .stopped
+                                        .take()
+                                        .unwrap_or(StoppedReason::FlowCompleted { flow: id });
+                                    self.s.code = None;
+                                    return Ok(CodeExit::Reply(join(&said), st));
+                                }
+                                continue;
+                            }
+                            if self.a.flow(&to).is_some() {
+                                self.s.code = Some(state);
+                                self.enter_flow(&to, None, DirectiveSource::Handoff(id.clone()))
+                                    .await?;
+                                self.s.code = None;
+                                self.meta_flow = Some((to, Some(id)));
+                                return Ok(CodeExit::Classic { said: join(&said) });
+                            }
+                            // Unresolved handoff: the flow ends, the classic reply answers.
+                            tracing::warn!(flow = %id, target = %to, "handoff to an unknown flow; falling back to the classic reply");
+                            self.meta_flow = None;
+                            return Ok(CodeExit::Classic { said: join(&said) });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replay the fn against the journal until it pauses, ends or fails. In
+    /// always-replay mode, every new record starts the fn again from scratch.
+    async fn run_code(
+        &mut self,
+        flow: &Arc<CodeFlow<D, C>>,
+        state: &mut CodeState,
+        mut message: Option<String>,
+    ) -> Result<RunEnd, AgentError> {
+        let always = self.a.config.always_replay;
+        let mut verified = usize::MAX;
+        loop {
+            let run_len = state.journal.len();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Request<D, C>>();
+            let inner = Arc::new(CxInner {
+                state: Mutex::new(Replay {
+                    journal: std::mem::take(&mut state.journal),
+                    pos: 0,
+                    message: message.take(),
+                    error: None,
+                }),
+                tx,
+                flow: state.flow.clone(),
+                session_id: self.s.id.clone(),
+                data: self.s.data.clone(),
+                context: self.s.context.clone(),
+                input: state.input.clone(),
+                handoff_from: state.handoff_from.clone(),
+                clock: self.a.clock.clone(),
+                tools: self.a.tools.clone(),
+                always_replay: always,
+            });
+            let fut = (flow.run)(FlowCx {
+                inner: inner.clone(),
+            });
+            let mut fut = std::panic::AssertUnwindSafe(fut).catch_unwind();
+            enum Stop {
+                Returned(Result<crate::codeflow::FlowResult, String>),
+                Suspend(String),
+                Restart,
+                Broken,
+            }
+            let mut served: Result<(), AgentError> = Ok(());
+            let stop = loop {
+                tokio::select! {
+                    biased;
+                    r = &mut fut => {
+                        break Stop::Returned(r.map_err(|p| crate::tool::panic_message(p.as_ref())));
+                    }
+                    req = rx.recv() => match req {
+                        Some(Request::Extract { key, question, schema, reply }) => {
+                            match self.extract_answer(&state.flow, &key, &question, schema).await {
+                                Ok(v) => { let _ = reply.send(v); }
+                                Err(e) => { served = Err(e); break Stop::Broken; }
+                            }
+                        }
+                        Some(Request::Tool { tool, name, args, reply }) => {
+                            let r = self.code_tool(&state.flow, tool, name, args).await;
+                            match r {
+                                Ok(r) => { let _ = reply.send(r); }
+                                Err(e) => { served = Err(e); break Stop::Broken; }
+                            }
+                        }
+                        Some(Request::Suspend { question }) => break Stop::Suspend(question),
+                        Some(Request::Restart) => break Stop::Restart,
+                        Some(Request::Stop) | None => break Stop::Broken,
+                    }
+                }
+            };
+            drop(fut);
+            let replay = {
+                let mut st = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+                Replay {
+                    journal: std::mem::take(&mut st.journal),
+                    pos: st.pos,
+                    message: st.message.take(),
+                    error: st.error.take(),
+                }
+            };
+            state.journal = replay.journal;
+            message = replay.message;
+            served?;
+            if let Some(e) = replay.error {
+                return Err(e.into());
+            }
+            match stop {
+                Stop::Broken => {
+                    return Err(CodeFlowError::NonDeterministic {
+                        flow: state.flow.clone(),
+                        position: replay.pos,
+                        recorded: "the run".into(),
+                        called: "an effect after the context was stopped".into(),
+                    }
+                    .into());
+                }
+                Stop::Restart => continue,
+                Stop::Suspend(q) => {
+                    if always && state.journal.len() != run_len && verified != state.journal.len() {
+                        // Prove the pause point is reached again from scratch.
+                        verified = state.journal.len();
+                        continue;
+                    }
+                    return Ok(RunEnd::Suspended(q));
+                }
+                Stop::Returned(Err(panic)) => {
+                    return Ok(RunEnd::Failed(format!("the flow panicked: {panic}")));
+                }
+                Stop::Returned(Ok(Err(e))) => return Ok(RunEnd::Failed(e.to_string())),
+                Stop::Returned(Ok(Ok(outcome))) => {
+                    if replay.pos < state.journal.len() {
+                        return Err(CodeFlowError::EndedEarly {
+                            flow: state.flow.clone(),
+                            position: replay.pos,
+                            recorded: state.journal.len(),
+                        }
+                        .into());
+                    }
+                    return Ok(RunEnd::Done(outcome));
+                }
+            }
+        }
+    }
+
+    /// One extraction call: the user's answer to an open question, against the
+    /// answer type's schema (`None` when the message does not answer it).
+    async fn extract_answer(
+        &mut self,
+        flow: &str,
+        key: &str,
+        question: &str,
+        mut schema: Value,
+    ) -> Result<Option<Value>, AgentError> {
+        let mut sys = String::with_capacity(256 + question.len());
+        sys.push_str(&self.a.section);
+        let _ = write!(
+            sys,
+            "You asked the user: \"{question}\"\nExtract their answer from their latest message into `answer`, following the schema. If the message does not answer the question, set `answer` to null. Answer with JSON only."
+        );
+        let defs = match &mut schema {
+            Value::Object(o) => {
+                o.remove("$schema");
+                o.remove("title");
+                o.remove("$defs")
+            }
+            _ => None,
+        };
+        let cache_key = {
+            let mut h = FxHasher::default();
+            (flow, key, schema.to_string()).hash(&mut h);
+            (h.finish() & !0xf) | 5
+        };
+        let out_schema = self.a.cached_schema(cache_key, || {
+            let mut s = json!({
+                "type": "object",
+                "properties": { "answer": { "anyOf": [schema, { "type": "null" }] } },
+                "required": ["answer"],
+                "additionalProperties": false,
+            });
+            if let (Some(d), Value::Object(o)) = (defs, &mut s) {
+                o.insert("$defs".into(), d);
+            }
+            s
+        });
+        let mut req = self.request(CallKind::Extract, sys, self.history_messages());
+        req.output = Some(OutputSchema {
+            name: "answer".into(),
+            schema: out_schema,
+        });
+        let (resp, _) = self.call(&req, None).await?;
+        let mut m = parse_json_object(&resp.content).map_err(|message| {
+            AgentError::MalformedModelOutput {
+                kind: CallKind::Extract,
+                message,
+            }
+        })?;
+        Ok(m.remove("answer").filter(|v| !v.is_null()))
+    }
+
+    /// A tool call from a code flow: the same gates as the model's tool calls; errors
+    /// and panics come back as failed results; data writes apply.
+    async fn code_tool(
+        &mut self,
+        flow: &str,
+        tool: Result<Arc<dyn Tool<D, C>>, String>,
+        name: String,
+        args: Value,
+    ) -> Result<(bool, String), AgentError> {
+        self.emit(Event::ToolCall {
+            name: name.clone(),
+            arguments: args.clone(),
+        });
+        let parts = ToolCxParts {
+            session_id: Arc::from(self.s.id.as_str()),
+            flow: Some(Arc::from(flow)),
+            step: None,
+            data: Arc::new(self.s.data.clone()),
+            context: Arc::new(self.s.context.clone()),
+        };
+        let r = match tool {
+            Ok(t) => {
+                let span = tracing::info_span!("tool_call", tool = %name, flow);
+                let cx = parts.cx();
+                tracing::Instrument::instrument(execute(t.as_ref(), cx, args.clone()), span).await
+            }
+            Err(msg) => Err(ToolError::Failed(msg)),
+        };
+        let (ok, content) = match r {
+            Ok(out) => {
+                let src = DirectiveSource::Tool(name.clone());
+                if let Some(p) = &out.directive.data {
+                    self.write_data(&src, p).await?;
+                }
+                if out.directive.position.is_some() || out.directive.reply.is_some() {
+                    tracing::warn!(tool = %name, "directive positions from tools called by code flows are ignored; return a handoff from the flow instead");
+                }
+                (true, out.content)
+            }
+            Err(e) => {
+                tracing::warn!(tool = %name, error = %e, "code flow tool call failed");
+                (false, e.to_string())
+            }
+        };
+        let rec = ToolCallRecord {
+            name,
+            arguments: args,
+            output: content.clone(),
+            ok,
+        };
+        self.emit(Event::ToolResult(rec.clone()));
+        self.tool_calls.push(rec);
+        Ok((ok, content))
+    }
+}

@@ -1,0 +1,898 @@
+//! Code flows (the generator-flows RFC, stage-0 scenarios): async fns with
+//! ask/say/tool/handoff/end, resumed by replay against a journal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_core::codeflow::{CodeFlow, Entry, FlowCx, ResponseMeta, Source};
+use agent_core::error::CodeFlowError;
+use agent_core::prelude::*;
+use agent_core::provider::CallKind;
+use agent_core::testing::{Answer, ScriptedProvider, always_replay};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct Notes {
+    /// Id of the scheduled reminder
+    reminder_id: Option<String>,
+    /// City for a hotel booking
+    city: Option<String>,
+}
+
+type Cx = FlowCx<Notes, ()>;
+
+#[derive(Deserialize, JsonSchema)]
+struct SentenceArgs {
+    sentence: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ReminderArgs {
+    task: String,
+    delay: String,
+}
+
+/// Counts real executions of the tools (a replay must not run them again).
+#[derive(Clone, Default)]
+struct Counters {
+    correct: Arc<AtomicUsize>,
+    schedule: Arc<AtomicUsize>,
+}
+
+fn correct_sentence(c: &Counters) -> FnTool<Notes, ()> {
+    let n = c.correct.clone();
+    FnTool::new(
+        "correct_sentence",
+        "Correct an English sentence.",
+        move |_cx: ToolCx<Notes, ()>, a: SentenceArgs| {
+            let n = n.clone();
+            async move {
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::text(a.sentence.replace("goed", "went")))
+            }
+        },
+    )
+}
+
+fn schedule_reminder(c: &Counters) -> FnTool<Notes, ()> {
+    let n = c.schedule.clone();
+    FnTool::new(
+        "schedule_reminder",
+        "Schedule a reminder.",
+        move |_cx: ToolCx<Notes, ()>, a: ReminderArgs| {
+            let n = n.clone();
+            async move {
+                let k = n.fetch_add(1, Ordering::SeqCst) + 1;
+                let id = format!("R{k}");
+                Ok(ToolOutput::text(format!("{id}: {} {}", a.task, a.delay))
+                    .data(json!({ "reminder_id": id }).as_object().cloned().unwrap()))
+            }
+        },
+    )
+}
+
+/// The RFC's tutor flow.
+fn tutor(c: &Counters) -> CodeFlow<Notes, ()> {
+    let tool = correct_sentence(c).into_arc();
+    CodeFlow::new("tutor", move |ctx: Cx| {
+        let tool = tool.clone();
+        async move {
+            let name: String = ctx.ask("name", "What's your name?").await;
+            ctx.say(format!("Nice to meet you, {name}.")).await;
+            let sentence: String = ctx.ask("sentence", "Send one sentence in English.").await;
+            let fixed = ctx.tool(tool, json!({ "sentence": sentence })).await?;
+            ctx.say(format!("Corrected: {fixed}")).await;
+            ctx.handoff_to("reminder")
+        }
+    })
+    .title("English tutor")
+    .when("the user wants to practise English")
+}
+
+/// The RFC's reminder flow.
+fn reminder(c: &Counters) -> CodeFlow<Notes, ()> {
+    let tool = schedule_reminder(c).into_arc();
+    CodeFlow::new("reminder", move |ctx: Cx| {
+        let tool = tool.clone();
+        async move {
+            let task: String = ctx.ask("task", "What should I remind you about?").await;
+            let delay: String = ctx.ask("delay", "When should I remind you?").await;
+            let done = ctx
+                .tool(tool, json!({ "task": task, "delay": delay }))
+                .await?;
+            ctx.say(format!("Scheduled ({done}).")).await;
+            ctx.end("reminder_scheduled")
+        }
+    })
+    .title("Reminders")
+    .when("the user wants a reminder")
+}
+
+type Metas = Arc<Mutex<Vec<ResponseMeta>>>;
+
+fn agent_with(
+    p: &ScriptedProvider,
+    c: &Counters,
+    config: AgentConfig,
+    store: Option<Arc<dyn SessionStore>>,
+) -> (Agent<Notes, ()>, Metas) {
+    let metas: Metas = Arc::default();
+    let m = metas.clone();
+    let mut b = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(c))
+        .code_flow(reminder(c))
+        .config(config)
+        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()));
+    if let Some(s) = store {
+        b = b.store_arc(s);
+    }
+    (b.build().unwrap(), metas)
+}
+
+fn journal_len(agent: &Agent<Notes, ()>, id: &str) -> impl std::future::Future<Output = usize> {
+    let agent = agent.clone();
+    let id = id.to_owned();
+    async move {
+        agent
+            .session(&id)
+            .await
+            .unwrap()
+            .and_then(|s| s.code)
+            .map_or(0, |c| c.journal.len())
+    }
+}
+
+/// The tutor → reminder pair end to end, as a user would run it.
+async fn tutor_then_reminder(config: AgentConfig) {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, metas) = agent_with(&p, &c, config, None);
+
+    p.route(Answer::route("tutor"));
+    let r = agent
+        .respond("s", "I want to practise my English")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert_eq!(r.flow.as_deref(), Some("tutor"));
+    assert_eq!(
+        r.step.as_deref(),
+        Some("name"),
+        "the open question is the step"
+    );
+    assert_eq!(r.model_calls, 1, "one routing call; the question is code");
+
+    p.extract(Answer::answering(json!("Ana")));
+    let r = agent.respond("s", "I'm Ana").await.unwrap();
+    assert_eq!(
+        r.message,
+        "Nice to meet you, Ana.\n\nSend one sentence in English."
+    );
+    assert_eq!(r.model_calls, 1, "one extraction per answered question");
+    assert_eq!(r.meta.source, Source::Flow);
+
+    p.extract(Answer::answering(json!("I goed home")));
+    let r = agent.respond("s", "I goed home").await.unwrap();
+    assert_eq!(
+        r.message,
+        "Corrected: I went home\n\nWhat should I remind you about?"
+    );
+    assert_eq!(
+        r.flow.as_deref(),
+        Some("reminder"),
+        "handed off in the same turn"
+    );
+    assert_eq!(r.transitions.len(), 1);
+    assert_eq!(r.transitions[0].from.as_deref(), Some("tutor"));
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.meta.handoff_from.as_deref(), Some("tutor"));
+    assert_eq!(c.correct.load(Ordering::SeqCst), 1);
+
+    p.extract(Answer::answering(json!("call mom")));
+    let r = agent.respond("s", "call mom").await.unwrap();
+    assert_eq!(r.message, "When should I remind you?");
+
+    p.extract(Answer::answering(json!("in 2 hours")));
+    let r = agent.respond("s", "in two hours").await.unwrap();
+    assert_eq!(r.message, "Scheduled (R1: call mom in 2 hours).");
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "reminder".into()
+        }
+    );
+    assert_eq!(r.flow, None);
+    assert_eq!(
+        r.data.reminder_id.as_deref(),
+        Some("R1"),
+        "tool data writes apply"
+    );
+    assert_eq!(
+        c.correct.load(Ordering::SeqCst),
+        1,
+        "replays never re-run tools"
+    );
+    assert_eq!(c.schedule.load(Ordering::SeqCst), 1);
+    let s = agent.session("s").await.unwrap().unwrap();
+    assert!(s.code.is_none());
+    assert_eq!(s.completed_flows, vec!["tutor", "reminder"]);
+
+    let metas = metas.lock().unwrap().clone();
+    assert_eq!(metas.len(), 5, "the response hook runs once per turn");
+    assert!(metas.iter().all(|m| m.source == Source::Flow));
+    assert_eq!(metas[0].flow.as_deref(), Some("tutor"));
+    assert_eq!(metas[4].flow.as_deref(), Some("reminder"));
+    assert_eq!(metas[4].handoff_from.as_deref(), Some("tutor"));
+}
+
+#[tokio::test]
+async fn tutor_hands_off_to_reminder() {
+    tutor_then_reminder(AgentConfig::default()).await;
+}
+
+#[tokio::test]
+async fn always_replay_mode_proves_the_tutor_pair_deterministic() {
+    tutor_then_reminder(always_replay()).await;
+}
+
+#[tokio::test]
+async fn no_flow_agents_are_unchanged() {
+    let p = ScriptedProvider::new();
+    p.respond(Answer::message("Hello!"));
+    let metas: Metas = Arc::default();
+    let m = metas.clone();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()))
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Hello!");
+    assert_eq!(r.stopped, StoppedReason::Responded);
+    assert_eq!(r.model_calls, 1);
+    assert!(
+        p.requests()[0].output.is_none(),
+        "the classic reply stays plain text"
+    );
+    let metas = metas.lock().unwrap().clone();
+    assert_eq!(
+        metas,
+        vec![ResponseMeta::default()],
+        "called once, classic path"
+    );
+}
+
+#[tokio::test]
+async fn detector_low_confidence_falls_back_to_classic() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let config = AgentConfig::default();
+    let metas: Metas = Arc::default();
+    let m = metas.clone();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(&c))
+        .code_flow(reminder(&c))
+        .config(config)
+        .router(Router::Detector {
+            min_confidence: Some(0.7),
+            prompt: Some("Only pick a task the user clearly asks for.".into()),
+            fallback: Fallback::Classic,
+        })
+        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()))
+        .build()
+        .unwrap();
+    p.route(Answer::route_with_confidence("tutor", 0.3));
+    p.respond(Answer::message("Happy to chat! What's on your mind?"));
+    let r = agent.respond("s", "english maybe?").await.unwrap();
+    assert_eq!(r.message, "Happy to chat! What's on your mind?");
+    assert_eq!(r.stopped, StoppedReason::Responded);
+    assert_eq!(r.flow, None);
+    let route = &p.requests()[0];
+    assert!(route.system.contains("confidence"));
+    assert!(
+        route
+            .system
+            .contains("Only pick a task the user clearly asks for.")
+    );
+
+    p.route(Answer::route_with_confidence("tutor", 0.9));
+    let r = agent
+        .respond("s", "yes, practise English please")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(r.meta.source, Source::Flow);
+    assert_eq!(metas.lock().unwrap()[0].source, Source::Classic);
+}
+
+#[tokio::test]
+async fn detector_unknown_pick_falls_back_to_the_configured_flow() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(&c))
+        .code_flow(reminder(&c))
+        .router(Router::Detector {
+            min_confidence: None,
+            prompt: None,
+            fallback: Fallback::Flow("reminder".into()),
+        })
+        .build()
+        .unwrap();
+    p.route(Answer::raw(r#"{"flow":"weather"}"#));
+    let r = agent.respond("s", "what's the weather").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("reminder"));
+    assert_eq!(r.message, "What should I remind you about?");
+}
+
+#[tokio::test]
+async fn schema_intent_routes_from_the_classic_reply() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(&c))
+        .code_flow(reminder(&c))
+        .router(Router::SchemaIntent {
+            fallback: Fallback::Classic,
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::intent("Sure!", Some("tutor")));
+    let r = agent.respond("s", "teach me English").await.unwrap();
+    assert_eq!(
+        r.message, "What's your name?",
+        "the flow's reply replaces the classic one"
+    );
+    assert_eq!(r.model_calls, 1, "no classifier call");
+    assert_eq!(p.calls_of(CallKind::Route), 0);
+    let schema = p.requests()[0].output.clone().unwrap().schema;
+    assert!(
+        schema["properties"]["intent"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("reminder"))
+    );
+
+    // Missing or unknown intents keep the classic reply.
+    let p = ScriptedProvider::new();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(&c))
+        .code_flow(reminder(&c))
+        .router(Router::SchemaIntent {
+            fallback: Fallback::Classic,
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::intent("Hi there.", Some("nonsense")));
+    let r = agent.respond("s2", "hello").await.unwrap();
+    assert_eq!(r.message, "Hi there.");
+    assert_eq!(r.stopped, StoppedReason::Responded);
+}
+
+#[tokio::test]
+async fn ask_that_is_not_answered_is_asked_again() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::route("tutor"));
+    agent.respond("s", "English practice").await.unwrap();
+    p.extract(Answer::answering(serde_json::Value::Null));
+    let r = agent.respond("s", "why do you ask?").await.unwrap();
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(r.step.as_deref(), Some("name"));
+    assert_eq!(journal_len(&agent, "s").await, 1, "the question stays open");
+    // An answer of the wrong type is not an answer either.
+    let p2 = ScriptedProvider::new();
+    let agent2: Agent<Notes, ()> = Agent::builder()
+        .provider(p2.clone())
+        .code_flow(CodeFlow::new("age", |ctx: Cx| async move {
+            let age: u8 = ctx.ask("age", "How old are you?").await;
+            ctx.say(format!("{age} it is.")).await;
+            ctx.end("done")
+        }))
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent2.respond("t", "hi").await.unwrap().message,
+        "How old are you?"
+    );
+    p2.extract(Answer::answering(json!("old enough")));
+    assert_eq!(
+        agent2.respond("t", "old enough").await.unwrap().message,
+        "How old are you?"
+    );
+    p2.extract(Answer::answering(json!(41)));
+    let r = agent2.respond("t", "41").await.unwrap();
+    assert_eq!(r.message, "41 it is.");
+    let schema = p2.requests().last().unwrap().output.clone().unwrap().schema;
+    assert_eq!(
+        schema["properties"]["answer"]["anyOf"][0]["type"],
+        json!("integer")
+    );
+}
+
+#[tokio::test]
+async fn tool_failures_come_back_to_the_flow_as_recoverable_results() {
+    let p = ScriptedProvider::new();
+    let flow = CodeFlow::new("tools", |ctx: FlowCx<Notes, ()>| async move {
+        let boom = FnTool::new(
+            "boom",
+            "Always panics.",
+            |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| async move {
+                if true {
+                    panic!("kaboom");
+                }
+                Ok(ToolOutput::text("unreachable"))
+            },
+        );
+        let r = ctx.tool(boom, json!({})).await;
+        let missing = ctx.tool_named("nope", json!({})).await;
+        ctx.say(format!(
+            "boom: {}; nope: {}",
+            r.unwrap_err().message,
+            missing.unwrap_err().message
+        ))
+        .await;
+        ctx.end("checked")
+    });
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "go").await.unwrap();
+    assert!(r.message.contains("kaboom"), "{}", r.message);
+    assert!(r.message.contains("unknown tool `nope`"), "{}", r.message);
+    assert_eq!(r.tool_calls.len(), 2);
+    assert!(r.tool_calls.iter().all(|t| !t.ok));
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "tools".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn duplicate_event_does_not_advance_the_flow_twice() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, metas) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::route("tutor"));
+    agent
+        .respond_with("s", "English", &TurnOptions::event("e1"))
+        .await
+        .unwrap();
+    p.extract(Answer::answering(json!("Ana")));
+    let first = agent
+        .respond_with("s", "Ana", &TurnOptions::event("e2"))
+        .await
+        .unwrap();
+    let len = journal_len(&agent, "s").await;
+    let again = agent
+        .respond_with("s", "Ana", &TurnOptions::event("e2"))
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.message, first.message);
+    assert_eq!(journal_len(&agent, "s").await, len, "no second advance");
+    assert_eq!(p.unused(), 0);
+    assert_eq!(p.calls(), 2, "the duplicate made no model call");
+    assert_eq!(
+        metas.lock().unwrap().len(),
+        2,
+        "duplicates do not run the hook"
+    );
+
+    // Both copies at once: exactly one advances.
+    p.extract(Answer::answering(json!("I goed home")));
+    let e3 = TurnOptions::event("e3");
+    let (a, b) = tokio::join!(
+        agent.respond_with("s", "I goed home", &e3),
+        agent.respond_with("s", "I goed home", &e3)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.duplicate ^ b.duplicate);
+    assert_eq!(a.message, b.message);
+    assert_eq!(p.unused(), 0);
+    assert_eq!(c.correct.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn restart_resumes_from_the_journal() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    {
+        let (agent, _) = agent_with(&p, &c, AgentConfig::default(), Some(store.clone()));
+        p.route(Answer::route("tutor"));
+        agent.respond("s", "English").await.unwrap();
+        p.extract(Answer::answering(json!("Ana")));
+        agent.respond("s", "Ana").await.unwrap();
+    }
+    // A new process: nothing in memory but the store.
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), Some(store));
+    p.extract(Answer::answering(json!("I goed home")));
+    let r = agent.respond("s", "I goed home").await.unwrap();
+    assert!(
+        r.message.starts_with("Corrected: I went home"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.flow.as_deref(), Some("reminder"));
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn restart_resumes_from_a_sqlite_file() {
+    use agent_core::store::sqlite::SqliteStore;
+    let dir = std::env::temp_dir().join(format!("codeflow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sessions.db");
+    let _ = std::fs::remove_file(&path);
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    {
+        let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let (agent, _) = agent_with(&p, &c, AgentConfig::default(), Some(store));
+        p.route(Answer::route("reminder"));
+        agent.respond("s", "remind me").await.unwrap();
+        p.extract(Answer::answering(json!("water the plants")));
+        agent.respond("s", "water the plants").await.unwrap();
+    }
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), Some(store));
+    p.extract(Answer::answering(json!("tomorrow")));
+    let r = agent.respond("s", "tomorrow").await.unwrap();
+    assert_eq!(r.message, "Scheduled (R1: water the plants tomorrow).");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A flow whose text depends on something outside `ctx` (here a counter standing in
+/// for the wall clock).
+fn sloppy(counter: Arc<AtomicUsize>) -> CodeFlow<Notes, ()> {
+    CodeFlow::new("sloppy", move |ctx: Cx| {
+        let counter = counter.clone();
+        async move {
+            let run = counter.fetch_add(1, Ordering::SeqCst);
+            ctx.say(format!("run {run}")).await;
+            let _name: String = ctx.ask("name", "Name?").await;
+            ctx.end("done")
+        }
+    })
+}
+
+#[tokio::test]
+async fn replay_that_diverges_is_a_typed_non_determinism_error() {
+    let p = ScriptedProvider::new();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(sloppy(Arc::default()))
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "run 0\n\nName?");
+    let before = agent.session("s").await.unwrap();
+    p.extract(Answer::answering(json!("Ana")));
+    let err = agent.respond("s", "Ana").await.unwrap_err();
+    match &err {
+        AgentError::CodeFlow(CodeFlowError::NonDeterministic {
+            flow,
+            position,
+            recorded,
+            called,
+        }) => {
+            assert_eq!(flow, "sloppy");
+            assert_eq!(*position, 0);
+            assert_eq!(recorded, "say(\"run 0\")");
+            assert_eq!(called, "say(\"run 1\")");
+        }
+        other => panic!("expected a non-determinism error, got {other:?}"),
+    }
+    assert!(err.to_string().contains("journal position 0"), "{err}");
+    assert_eq!(
+        agent.session("s").await.unwrap(),
+        before,
+        "the session is unchanged"
+    );
+}
+
+#[tokio::test]
+async fn always_replay_mode_catches_non_determinism_on_the_first_turn() {
+    let p = ScriptedProvider::new();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(sloppy(Arc::default()))
+        .config(always_replay())
+        .build()
+        .unwrap();
+    let err = agent.respond("s", "hi").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AgentError::CodeFlow(CodeFlowError::NonDeterministic { position: 0, .. })
+        ),
+        "{err:?}"
+    );
+    assert!(agent.session("s").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn time_randomness_and_ids_from_ctx_replay_identically() {
+    let p = ScriptedProvider::new();
+    let seen: Arc<Mutex<Vec<(u64, u64, String)>>> = Arc::default();
+    let s2 = seen.clone();
+    let flow = CodeFlow::new("ids", move |ctx: Cx| {
+        let seen = s2.clone();
+        async move {
+            let t = ctx.now_ms().await;
+            let r = ctx.random_u64().await;
+            let id = ctx.new_id().await;
+            seen.lock().unwrap().push((t, r, id.clone()));
+            ctx.say(format!("ticket {id}")).await;
+            let _ok: bool = ctx.ask("confirm", "Confirm?").await;
+            ctx.end("done")
+        }
+    });
+    let clock = agent_core::clock::ManualClock::new(1_000);
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .clock(clock.clone())
+        .config(always_replay())
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "hi").await.unwrap();
+    clock.advance(std::time::Duration::from_secs(60));
+    p.extract(Answer::answering(json!(true)));
+    agent.respond("s", "yes").await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 3, "replayed several times: {}", seen.len());
+    assert!(seen.iter().all(|v| *v == seen[0]), "{seen:?}");
+    assert_eq!(seen[0].0, 1_000);
+    assert_eq!(seen[0].2.len(), 32);
+    assert!(r.message.contains(&seen[0].2));
+}
+
+#[tokio::test]
+async fn journal_records_outputs_not_prompts() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::route("tutor"));
+    agent.respond("s", "English").await.unwrap();
+    p.extract(Answer::answering(json!("Ana")));
+    agent
+        .respond("s", &format!("I'm Ana. {}", "blah ".repeat(400)))
+        .await
+        .unwrap();
+    let s = agent.session("s").await.unwrap().unwrap();
+    let code = s.code.unwrap();
+    assert_eq!(
+        code.journal,
+        vec![
+            Entry::Ask {
+                key: "name".into(),
+                answer: Some(json!("Ana"))
+            },
+            Entry::Say {
+                text: "Nice to meet you, Ana.".into()
+            },
+            Entry::Ask {
+                key: "sentence".into(),
+                answer: None
+            },
+        ]
+    );
+    let bytes = serde_json::to_string(&code).unwrap();
+    assert!(bytes.len() < 200, "{bytes}");
+    assert!(
+        !bytes.contains("blah"),
+        "the user's message is history, not journal"
+    );
+}
+
+fn flaky(fails: Arc<AtomicUsize>) -> CodeFlow<Notes, ()> {
+    CodeFlow::new("flaky", move |ctx: Cx| {
+        let fails = fails.clone();
+        async move {
+            let city: String = ctx.ask("city", "Which city?").await;
+            if fails.load(Ordering::SeqCst) > 0 {
+                fails.fetch_sub(1, Ordering::SeqCst);
+                if city == "panic" {
+                    panic!("the flow panicked on {city}");
+                }
+                return Err(FlowError::new(format!("backend down for {city}")));
+            }
+            ctx.say(format!("{city}, noted.")).await;
+            ctx.end("done")
+        }
+    })
+}
+
+use agent_core::codeflow::FlowError;
+
+#[tokio::test]
+async fn a_failing_step_keeps_the_flow_and_repeated_failures_clear_it() {
+    let p = ScriptedProvider::new();
+    let fails = Arc::new(AtomicUsize::new(1));
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flaky(fails.clone()))
+        .build()
+        .unwrap();
+    agent.respond("s", "hi").await.unwrap();
+    p.extract(Answer::answering(json!("Oslo")));
+    let r = agent.respond("s", "Oslo").await.unwrap();
+    assert!(
+        matches!(&r.stopped, StoppedReason::FlowFailed { cleared: false, message, .. } if message.contains("backend down"))
+    );
+    assert_eq!(r.message, AgentConfig::default().flow_error_reply);
+    assert_eq!(r.flow.as_deref(), Some("flaky"), "still in the flow");
+    assert_eq!(
+        r.step.as_deref(),
+        Some("city"),
+        "the question is still open"
+    );
+    // Recovered: the same question is answered this time.
+    p.extract(Answer::answering(json!("Oslo")));
+    let r = agent.respond("s", "Oslo").await.unwrap();
+    assert_eq!(r.message, "Oslo, noted.");
+
+    // Panics twice in a row: cleared, the classic reply answers.
+    fails.store(2, Ordering::SeqCst);
+    let p = ScriptedProvider::new();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flaky(fails.clone()))
+        .build()
+        .unwrap();
+    agent.respond("t", "hi").await.unwrap();
+    p.extract(Answer::answering(json!("panic")));
+    let r = agent.respond("t", "panic").await.unwrap();
+    assert!(
+        matches!(&r.stopped, StoppedReason::FlowFailed { cleared: false, message, .. } if message.contains("panicked"))
+    );
+    p.extract(Answer::answering(json!("panic")));
+    p.respond(Answer::message("Let's start over. How can I help?"));
+    let r = agent.respond("t", "panic").await.unwrap();
+    assert!(
+        matches!(&r.stopped, StoppedReason::FlowFailed { cleared: true, .. }),
+        "{:?}",
+        r.stopped
+    );
+    assert_eq!(r.message, "Let's start over. How can I help?");
+    assert_eq!(r.flow, None);
+    assert!(agent.session("t").await.unwrap().unwrap().code.is_none());
+}
+
+#[tokio::test]
+async fn unresolved_handoff_ends_the_flow_with_the_classic_reply() {
+    let p = ScriptedProvider::new();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(CodeFlow::new("lost", |ctx: Cx| async move {
+            ctx.say("Moving you on.").await;
+            ctx.handoff_to("nowhere")
+        }))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("How else can I help?"));
+    let r = agent.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Moving you on.\n\nHow else can I help?");
+    assert_eq!(r.stopped, StoppedReason::Responded);
+    assert!(agent.session("s").await.unwrap().unwrap().code.is_none());
+}
+
+fn hotel() -> Flow<Notes, ()> {
+    Flow::builder("hotel")
+        .title("Hotel booking")
+        .when("the user wants a hotel")
+        .required(["city"])
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask for the city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm.")
+                .end()
+                .branch(Branch::to_flow("reminder").when("the user wants a reminder")),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn code_and_declarative_flows_hand_off_both_ways() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .flow(hotel())
+        .code_flow(CodeFlow::new("greeter", |ctx: Cx| async move {
+            let name: String = ctx.ask("name", "Your name?").await;
+            ctx.say(format!("Welcome, {name}.")).await;
+            ctx.handoff_to("hotel")
+        }))
+        .code_flow(reminder(&c))
+        .build()
+        .unwrap();
+    p.route(Answer::route("greeter"));
+    assert_eq!(
+        agent.respond("s", "hello").await.unwrap().message,
+        "Your name?"
+    );
+    // Code → declarative: the hotel flow's first step speaks in the same turn.
+    p.extract(Answer::answering(json!("Ana")));
+    p.respond(Answer::message("Which city?"));
+    let r = agent.respond("s", "Ana").await.unwrap();
+    assert_eq!(r.message, "Welcome, Ana.\n\nWhich city?");
+    assert_eq!(r.flow.as_deref(), Some("hotel"));
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    assert_eq!(r.meta.source, Source::Classic);
+    assert_eq!(r.meta.handoff_from.as_deref(), Some("greeter"));
+    // Declarative → code: a branch of the confirm step names the code flow.
+    p.respond(Answer::message("Oslo it is. Shall I book?").with_data(json!({"city": "Oslo"})));
+    let r = agent.respond("s", "Oslo").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    p.respond(Answer::message("Sure.").judging("the user wants a reminder", true));
+    p.classify(Answer::verdicts([("the user wants a reminder", true)]));
+    let r = agent.respond("s", "and remind me to pack").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("reminder"), "{r:?}");
+    assert!(
+        r.message.ends_with("What should I remind you about?"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.meta.source, Source::Flow);
+}
+
+#[tokio::test]
+async fn a_dispatched_go_to_starts_a_code_flow_and_build_checks_ids() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .flow(hotel())
+        .code_flow(reminder(&c))
+        .build()
+        .unwrap();
+    agent
+        .dispatch("s", Directive::go_to("reminder"))
+        .await
+        .unwrap();
+    let r = agent.respond("s", "hey").await.unwrap();
+    assert_eq!(r.message, "What should I remind you about?");
+    assert_eq!(p.calls(), 0);
+
+    let dup = Agent::<Notes, ()>::builder()
+        .provider(p.clone())
+        .flow(hotel())
+        .code_flow(CodeFlow::new(
+            "hotel",
+            |ctx: Cx| async move { ctx.end("x") },
+        ))
+        .build();
+    let err = dup.err().unwrap().to_string();
+    assert!(err.contains("duplicate flow id `hotel`"), "{err}");
+    let bad = Agent::<Notes, ()>::builder()
+        .provider(p)
+        .code_flow(reminder(&c))
+        .router(Router::SchemaIntent {
+            fallback: Fallback::Flow("remindr".into()),
+        })
+        .build();
+    let err = bad.err().unwrap().to_string();
+    assert!(err.contains("did you mean `reminder`"), "{err}");
+}
