@@ -1,0 +1,1475 @@
+//! The benchmark table: framework time per turn, model calls per turn, turns per second
+//! on independent sessions, bytes per idle session, store throughput and streaming
+//! first-delta latency, printed as a Markdown table ready for the README.
+//!
+//! ```text
+//! cargo run --release -p examples --example bench              # the table
+//! cargo run --release -p examples --example bench -- --quick   # fewer iterations
+//! cargo run --release -p examples --example bench -- --json    # machine-readable
+//! ```
+//!
+//! The scripts are those of `agent-core/benches/turn.rs` (framework time, a provider
+//! answering from constants), `agent-core/benches/stores.rs` (store throughput, the
+//! scripted provider) and `agent-core/tests/booking.rs` (model calls), so this table
+//! and the criterion benchmarks measure the same things. Every timing is a median
+//! (and 90th percentile) over repeated batches after warm-up batches.
+//! PostgreSQL and Redis are measured when `AGENT_TEST_POSTGRES_URL` /
+//! `AGENT_TEST_REDIS_URL` are set (`eval "$(bash scripts/services.sh start)"`).
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use agent_core::error::ProviderError;
+use agent_core::prelude::*;
+use agent_core::provider::{CallKind, ModelRequest, ModelResponse, StreamChunk, Usage};
+use agent_core::testing::{Answer, ScriptedProvider};
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde::Serialize;
+
+/// Errors of the measurements (they run on several threads).
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Turns per session in the timing scripts (then a fresh session), as in the benches.
+const TURNS_PER_SESSION: u64 = 4;
+/// What the user says in the timing scripts: the model keeps re-asking for the city.
+const USER_MESSAGE: &str = "I'd like to book a room";
+/// The TypeScript reference implementation, µs per turn (1 flow, 2 flows, 2 flows + 1 signal).
+const TS_REFERENCE_US: [f64; 3] = [47.0, 65.0, 80.0];
+/// Budget: framework time per turn in memory.
+const BUDGET_TURN_US: f64 = 5.0;
+/// Budget: turns per second across independent sessions, per core (200k on 2 cores).
+const BUDGET_TURNS_PER_S_PER_CORE: f64 = 100_000.0;
+/// Budget: bytes per idle session, history text excluded.
+const BUDGET_IDLE_BYTES: usize = 2048;
+/// Budget: µs added between the provider's first chunk and the consumer's first delta.
+const BUDGET_FIRST_DELTA_US: f64 = 50.0;
+
+fn main() -> Result<(), Box<dyn Error>> {
+    // `Box<dyn Error + Send + Sync>` coerces to `Box<dyn Error>` (no `From` for `?`).
+    let unsend = |e: BoxError| -> Box<dyn Error> { e };
+    let Some(options) = Options::parse(std::env::args().skip(1)).map_err(unsend)? else {
+        println!("usage: bench [--quick] [--json]");
+        return Ok(());
+    };
+    let report = run(&options).map_err(unsend)?;
+    if options.json {
+        println!("{}", report.to_json()?);
+    } else {
+        print!("{}", report.to_markdown());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------
+// Options and sizes
+// ---------------------------------------------------------------------------------
+
+/// Command-line options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Fewer iterations (for tests; the numbers are rough).
+    pub quick: bool,
+    /// Print JSON instead of the Markdown table.
+    pub json: bool,
+}
+
+impl Options {
+    /// Quick mode, Markdown output.
+    pub fn quick() -> Self {
+        Self {
+            quick: true,
+            json: false,
+        }
+    }
+
+    /// Parse the arguments after the program name; `None` when help was asked for.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Self>, BoxError> {
+        let mut o = Options::default();
+        for a in args {
+            match a.as_str() {
+                "--quick" => o.quick = true,
+                "--json" => o.json = true,
+                "-h" | "--help" => return Ok(None),
+                // `cargo bench`-style harness flags are harmless.
+                "--bench" => {}
+                other => {
+                    return Err(format!(
+                        "unknown option `{other}` (expected --quick, --json or --help)"
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(Some(o))
+    }
+
+    fn sizes(&self) -> Sizes {
+        if self.quick {
+            Sizes {
+                warmup: 1,
+                batches: 5,
+                turns_per_batch: 40,
+                sessions: 16,
+                batches_per_sample: 1,
+                store_samples: 3,
+                store_batches_per_sample: 1,
+                stream_turns_per_batch: 20,
+                provider_calls: 1_000,
+            }
+        } else {
+            Sizes {
+                warmup: 3,
+                batches: 30,
+                turns_per_batch: 2_000,
+                sessions: 64,
+                batches_per_sample: 8,
+                store_samples: 20,
+                store_batches_per_sample: 2,
+                stream_turns_per_batch: 500,
+                provider_calls: 200_000,
+            }
+        }
+    }
+}
+
+/// How much work each measurement does.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sizes {
+    /// Warm-up batches (not measured) before each measurement.
+    pub warmup: usize,
+    /// Measured batches (samples) per timing.
+    pub batches: usize,
+    /// Turns per batch for the framework time (a multiple of 4: whole sessions).
+    pub turns_per_batch: usize,
+    /// Concurrent sessions per batch (4 turns each) for the throughput rows.
+    pub sessions: usize,
+    /// Batches per sample for turns/s on independent sessions.
+    pub batches_per_sample: usize,
+    /// Samples per store.
+    pub store_samples: usize,
+    /// Batches per store sample.
+    pub store_batches_per_sample: usize,
+    /// Streamed turns per batch for the first-delta latency.
+    pub stream_turns_per_batch: usize,
+    /// Calls timed to measure the instant provider's own cost.
+    pub provider_calls: usize,
+}
+
+// ---------------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------------
+
+/// Median and 90th percentile (nearest rank) of samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stats {
+    /// The median.
+    pub median: f64,
+    /// The 90th percentile.
+    pub p90: f64,
+    /// Number of samples.
+    pub samples: usize,
+}
+
+/// Median and p90 of `v` (NaN for no samples).
+pub fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return Stats {
+            median: f64::NAN,
+            p90: f64::NAN,
+            samples: 0,
+        };
+    }
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    let rank = ((0.9 * n as f64).ceil() as usize).clamp(1, n);
+    Stats {
+        median,
+        p90: v[rank - 1],
+        samples: n,
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+// ---------------------------------------------------------------------------------
+// Providers
+// ---------------------------------------------------------------------------------
+
+/// The constant answers of `agent-core/benches/turn.rs`: the user keeps not answering,
+/// the model re-asks and claims the awaiting step.
+fn instant_content(kind: CallKind) -> &'static str {
+    match kind {
+        CallKind::Route => r#"{"flow":"booking"}"#,
+        CallKind::Classify => r#"{"conditions":{"c0":false},"flow":"booking"}"#,
+        CallKind::Summarize => "summary",
+        _ => {
+            r#"{"data":{},"step":"ask_city","switch_flow":null,"message":"Which city would you like?"}"#
+        }
+    }
+}
+
+fn instant_response(kind: CallKind) -> ModelResponse {
+    ModelResponse {
+        content: instant_content(kind).to_owned(),
+        tool_calls: Vec::new(),
+        usage: Usage::default(),
+        finish: Default::default(),
+    }
+}
+
+/// Answers every call instantly from constants (the provider of `benches/turn.rs`).
+struct InstantProvider;
+
+#[async_trait]
+impl Provider for InstantProvider {
+    fn name(&self) -> &str {
+        "instant"
+    }
+    async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        Ok(instant_response(req.kind))
+    }
+}
+
+/// Timestamps taken inside the streaming provider, read by the consumer.
+#[derive(Default)]
+struct Probe {
+    /// When the provider's stream yielded its first chunk this turn.
+    first_chunk: Mutex<Option<Instant>>,
+    /// Whether the provider's stream has yielded its final answer this turn.
+    finished: AtomicBool,
+    /// Whether the consumer has received the first text delta this turn.
+    delta_seen: AtomicBool,
+}
+
+impl Probe {
+    fn reset(&self) {
+        *self.first_chunk.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.finished.store(false, Ordering::SeqCst);
+        self.delta_seen.store(false, Ordering::SeqCst);
+    }
+    fn mark_first_chunk(&self) {
+        let mut first = self.first_chunk.lock().unwrap_or_else(|e| e.into_inner());
+        if first.is_none() {
+            *first = Some(Instant::now());
+        }
+    }
+    fn first_chunk(&self) -> Option<Instant> {
+        *self.first_chunk.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The instant provider, streaming: its answer in three chunks, the first ending inside
+/// the message. After the first chunk the stream waits, as a model still writing, until
+/// the consumer has the first delta (or, when no text streams live, for a bounded
+/// number of polls), so the consumer sees the first delta as soon as the engine
+/// releases it and the rest of the answer is not in the measured time.
+struct StreamingProvider {
+    probe: Arc<Probe>,
+}
+
+#[async_trait]
+impl Provider for StreamingProvider {
+    fn name(&self) -> &str {
+        "instant-streaming"
+    }
+    async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        Ok(instant_response(req.kind))
+    }
+    fn generate_stream<'a>(
+        &'a self,
+        req: &'a ModelRequest,
+    ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
+        Box::pin(ChunkStream::new(
+            instant_response(req.kind),
+            self.probe.clone(),
+        ))
+    }
+}
+
+/// A scripted answer as a stream of chunks.
+struct ChunkStream {
+    parts: std::collections::VecDeque<String>,
+    done: Option<ModelResponse>,
+    sent_first: bool,
+    /// Polls spent waiting after the first chunk.
+    waits: u32,
+    probe: Arc<Probe>,
+}
+
+/// Most polls the stream waits after its first chunk for a delta that never comes.
+const MAX_WAITS: u32 = 64;
+
+impl ChunkStream {
+    fn new(resp: ModelResponse, probe: Arc<Probe>) -> Self {
+        const KEY: &str = "\"message\":\"";
+        let content = resp.content.as_str();
+        // The first chunk ends a few characters into the message value.
+        let cut = content
+            .find(KEY)
+            .map_or(content.len() / 2, |i| i + KEY.len() + 6)
+            .min(content.len());
+        let mut parts = std::collections::VecDeque::new();
+        match content.split_at_checked(cut) {
+            Some((head, rest)) => {
+                parts.push_back(head.to_owned());
+                let half = rest.len() / 2;
+                match rest.split_at_checked(half) {
+                    Some((a, b)) => {
+                        parts.push_back(a.to_owned());
+                        parts.push_back(b.to_owned());
+                    }
+                    None => parts.push_back(rest.to_owned()),
+                }
+            }
+            None => parts.push_back(content.to_owned()),
+        }
+        parts.retain(|p| !p.is_empty());
+        Self {
+            parts,
+            done: Some(resp),
+            sent_first: false,
+            waits: 0,
+            probe,
+        }
+    }
+}
+
+impl futures::Stream for ChunkStream {
+    type Item = Result<StreamChunk, ProviderError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.sent_first
+            && this.waits < MAX_WAITS
+            && !this.probe.delta_seen.load(Ordering::SeqCst)
+        {
+            // The next tokens have not "arrived" yet: let the consumer run.
+            this.waits += 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if this.sent_first {
+            this.waits = MAX_WAITS; // released: no more waiting this answer
+        }
+        if let Some(part) = this.parts.pop_front() {
+            if !this.sent_first {
+                this.sent_first = true;
+                this.probe.mark_first_chunk();
+            }
+            return Poll::Ready(Some(Ok(StreamChunk::Text(part))));
+        }
+        if let Some(done) = this.done.take() {
+            this.probe.finished.store(true, Ordering::SeqCst);
+            return Poll::Ready(Some(Ok(StreamChunk::Done(done))));
+        }
+        Poll::Ready(None)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Agents
+// ---------------------------------------------------------------------------------
+
+/// The scripts of `agent-core/benches/turn.rs` and `benches/stores.rs`.
+mod script {
+    use std::sync::Arc;
+
+    use agent_core::prelude::*;
+    use agent_core::signal::SignalCx;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// The data of `benches/turn.rs`.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    pub struct Booking {
+        /// City the guest wants to stay in
+        city: Option<String>,
+        /// Check-in date, ISO 8601
+        check_in: Option<String>,
+        /// Number of guests
+        guests: Option<u8>,
+        feedback: Option<String>,
+    }
+
+    /// The data of `benches/stores.rs`.
+    pub mod stores {
+        use schemars::JsonSchema;
+        use serde::{Deserialize, Serialize};
+
+        #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+        pub struct Booking {
+            /// City the guest wants to stay in
+            city: Option<String>,
+            /// Check-in date, ISO 8601
+            check_in: Option<String>,
+            /// Number of guests
+            guests: Option<u8>,
+        }
+    }
+
+    pub fn booking<D: AgentData>() -> Result<Flow<D, ()>, ConfigErrors> {
+        Flow::builder("booking")
+            .title("Hotel booking")
+            .when("the user wants to book a hotel room")
+            .required(["city", "check_in", "guests"])
+            .step(
+                Step::model("ask_city")
+                    .prompt("Ask which city.")
+                    .collect(["city"]),
+            )
+            .step(
+                Step::model("ask_date")
+                    .prompt("Ask for the check-in date.")
+                    .collect(["check_in"]),
+            )
+            .step(
+                Step::model("ask_guests")
+                    .prompt("Ask how many guests.")
+                    .collect(["guests"]),
+            )
+            .step(Step::model("confirm").prompt("Confirm the booking.").end())
+            .build()
+    }
+
+    pub fn feedback<D: AgentData>() -> Result<Flow<D, ()>, ConfigErrors> {
+        Flow::builder("feedback")
+            .when("the user wants to leave feedback")
+            .step(
+                Step::model("ask")
+                    .prompt("Ask for feedback.")
+                    .collect(["feedback"]),
+            )
+            .build()
+    }
+
+    /// The agent of a script: the booking flow, optionally the feedback flow and the
+    /// "frustrated" signal.
+    pub fn agent<D: AgentData>(
+        provider: impl Provider + 'static,
+        store: Arc<dyn SessionStore>,
+        flows: usize,
+        signal: bool,
+    ) -> Result<Agent<D, ()>, ConfigErrors> {
+        let mut b = Agent::builder()
+            .name("Concierge")
+            .provider(provider)
+            .store_arc(store)
+            .flow(booking::<D>()?);
+        if flows > 1 {
+            b = b.flow(feedback::<D>()?);
+        }
+        if signal {
+            b = b.signal(
+                Signal::new("frustrated")
+                    .when("the user is frustrated")
+                    .handle(|_: &SignalCx<'_, D, ()>| {
+                        SignalDirective::from(
+                            PreDirective::new().append_prompt("Lead with empathy."),
+                        )
+                    }),
+            );
+        }
+        b.build()
+    }
+}
+
+/// The booking conversation of `agent-core/tests/booking.rs` (its `common` agent).
+mod conversation {
+    use agent_core::prelude::*;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::json;
+
+    /// What the concierge collects.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct Booking {
+        /// City the guest wants to stay in
+        pub city: Option<String>,
+        /// Check-in date, ISO 8601
+        pub check_in: Option<String>,
+        /// Number of guests, 1 to 12
+        pub guests: Option<u8>,
+        /// Confirmation id
+        pub booking_id: Option<String>,
+        /// Free-text feedback
+        pub feedback: Option<String>,
+    }
+
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Concierge {
+        pub tier: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {
+        /// Hotel name
+        hotel: String,
+    }
+
+    fn book_room() -> FnTool<Booking, Concierge> {
+        FnTool::new(
+            "book_room",
+            "Book the room.",
+            |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
+                let id = format!("BK-{}", a.hotel.len());
+                Ok(ToolOutput::text(format!("booked {id}"))
+                    .data(patch_of(&json!({ "booking_id": id })).map_err(ToolError::msg)?)
+                    .directive(Directive::complete()))
+            },
+        )
+    }
+
+    /// ask_city → ask_date → ask_guests → route (auto) → confirm (end) | large_group
+    pub fn booking_flow() -> Result<Flow<Booking, Concierge>, ConfigErrors> {
+        Flow::builder("booking")
+            .title("Hotel booking")
+            .when("the user wants to book a hotel room")
+            .required(["city", "check_in", "guests"])
+            .step(
+                Step::model("ask_city")
+                    .prompt("Ask which city the user wants to stay in.")
+                    .collect(["city"]),
+            )
+            .step(
+                Step::model("ask_date")
+                    .prompt("Ask for the check-in date.")
+                    .collect(["check_in"])
+                    .requires(["city"]),
+            )
+            .step(
+                Step::model("ask_guests")
+                    .prompt("Ask how many guests.")
+                    .collect(["guests"]),
+            )
+            .step(
+                Step::auto("route")
+                    .requires(["city", "check_in", "guests"])
+                    .branch(Branch::to_step("large_group").if_(
+                        |cx: &Cx<'_, Booking, Concierge>| cx.data().guests.is_some_and(|g| g > 8),
+                    ))
+                    .branch(Branch::to_step("confirm")),
+            )
+            .step(
+                Step::model("confirm")
+                    .prompt("Confirm the booking.")
+                    .tool(book_room())
+                    .end(),
+            )
+            .step(Step::reply("large_group", "A specialist will call you about groups.").end())
+            .build()
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The report
+// ---------------------------------------------------------------------------------
+
+/// Everything the table shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Where and how it ran.
+    pub machine: Machine,
+    /// How much work each measurement did.
+    pub sizes: Sizes,
+    /// Framework time per turn for the three scripts.
+    pub turn_time: Vec<TurnTime>,
+    /// The instant provider's own cost per call, timed alone (not subtracted).
+    pub provider_ns_per_call: f64,
+    /// Model calls in the booking conversation.
+    pub model_calls: ModelCalls,
+    /// Turns per second on independent sessions across all cores.
+    pub throughput: Throughput,
+    /// Stored size of an idle session.
+    pub idle_session: IdleSession,
+    /// Turns per second by store.
+    pub stores: Vec<StoreRow>,
+    /// Streaming first-delta latency.
+    pub streaming: Streaming,
+}
+
+/// Where and how the benchmark ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Cores available to this process.
+    pub cores: usize,
+    /// CPU model, when the OS says.
+    pub cpu: Option<String>,
+    /// `release` or `debug`.
+    pub profile: &'static str,
+    /// `quick` or `full`.
+    pub mode: &'static str,
+}
+
+/// Framework time per turn of one script.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnTime {
+    /// The script.
+    pub script: &'static str,
+    /// µs per turn over batches.
+    pub us_per_turn: Stats,
+    /// The TypeScript reference, µs per turn.
+    pub ts_reference_us: f64,
+}
+
+/// Model calls counted from `AgentResponse::model_calls`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelCalls {
+    /// One field per turn: calls of each turn (greeting, city, date, guests).
+    pub one_field_per_turn: Vec<u32>,
+    /// The step after each of those turns.
+    pub one_field_steps: Vec<Option<String>>,
+    /// Calls the provider saw in that conversation (cross-check).
+    pub one_field_provider_calls: usize,
+    /// All data in one message: calls of that turn.
+    pub all_in_one_calls: u32,
+    /// The step after that turn (`confirm` when it landed there).
+    pub all_in_one_step: Option<String>,
+    /// Turns the all-in-one conversation needed to reach `confirm`.
+    pub all_in_one_turns: u32,
+    /// Calls the provider saw in that conversation (cross-check).
+    pub all_in_one_provider_calls: usize,
+}
+
+impl ModelCalls {
+    /// Mean calls per turn, one field per turn.
+    pub fn one_field_mean(&self) -> f64 {
+        let n = self.one_field_per_turn.len().max(1) as f64;
+        self.one_field_per_turn
+            .iter()
+            .map(|&c| f64::from(c))
+            .sum::<f64>()
+            / n
+    }
+}
+
+/// Turns per second on independent sessions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    /// Runtime worker threads.
+    pub workers: usize,
+    /// Sessions in flight at once.
+    pub sessions: usize,
+    /// Turns per second.
+    pub rate: Rate,
+}
+
+/// A rate from per-sample times: the median sample and the slow (p90) sample.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rate {
+    /// Turns per second of the median sample.
+    pub median_turns_per_s: f64,
+    /// Turns per second of the 90th-percentile (slow) sample.
+    pub p90_turns_per_s: f64,
+    /// Samples.
+    pub samples: usize,
+}
+
+impl Rate {
+    fn from_us_per_turn(s: Stats) -> Self {
+        Rate {
+            median_turns_per_s: 1e6 / s.median,
+            p90_turns_per_s: 1e6 / s.p90,
+            samples: s.samples,
+        }
+    }
+}
+
+/// Stored size of a session after the booking conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleSession {
+    /// Turns of the conversation.
+    pub turns: usize,
+    /// Encoded bytes in the store.
+    pub stored_bytes: usize,
+    /// Bytes of message text in the history.
+    pub history_text_bytes: usize,
+    /// Stored bytes minus the history text.
+    pub without_history_bytes: usize,
+}
+
+/// One store's throughput, or why it was not measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreRow {
+    /// Store name.
+    pub store: &'static str,
+    /// Turns per second, when measured.
+    pub rate: Option<Rate>,
+    /// Why not measured.
+    pub note: Option<String>,
+}
+
+/// Streaming first-delta latency.
+#[derive(Debug, Clone, Serialize)]
+pub struct Streaming {
+    /// µs from the provider's first chunk to the consumer's first text delta.
+    pub first_delta_us: Stats,
+    /// Turns streamed.
+    pub turns: usize,
+    /// Turns whose first delta reached the consumer while the model was still writing.
+    pub live_turns: usize,
+}
+
+// ---------------------------------------------------------------------------------
+// Measurements
+// ---------------------------------------------------------------------------------
+
+/// Run every measurement.
+pub fn run(options: &Options) -> Result<Report, BoxError> {
+    let sizes = options.sizes();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let machine = Machine {
+        cores,
+        cpu: cpu_model(),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        mode: if options.quick { "quick" } else { "full" },
+    };
+    progress("framework time per turn");
+    let turn_time = turn_times(&sizes)?;
+    let provider_ns_per_call = provider_cost(&sizes)?;
+    progress("model calls and idle session size");
+    let (model_calls, idle_session) = booking_conversation()?;
+    progress("turns/s on independent sessions");
+    let throughput = throughput(&sizes, cores)?;
+    progress("store throughput");
+    let stores = store_throughput(&sizes)?;
+    progress("streaming first-delta latency");
+    let streaming = streaming(&sizes)?;
+    Ok(Report {
+        machine,
+        sizes,
+        turn_time,
+        provider_ns_per_call,
+        model_calls,
+        throughput,
+        idle_session,
+        stores,
+        streaming,
+    })
+}
+
+fn progress(what: &str) {
+    eprintln!("bench: {what}…");
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+}
+
+/// A current-thread runtime without I/O or timer drivers, as `benches/turn.rs` uses.
+fn current_thread() -> Result<tokio::runtime::Runtime, BoxError> {
+    Ok(tokio::runtime::Builder::new_current_thread().build()?)
+}
+
+fn multi_thread(workers: usize) -> Result<tokio::runtime::Runtime, BoxError> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        .enable_all()
+        .build()?)
+}
+
+/// Sequential turns of the timing script inside the caller's `block_on`, a new session
+/// every 4 turns; only the turns are timed.
+async fn sequential_batch<D: AgentData>(
+    agent: &Agent<D, ()>,
+    next: &mut u64,
+    turns: usize,
+) -> Result<Duration, BoxError> {
+    let mut id = String::new();
+    let start = Instant::now();
+    for _ in 0..turns {
+        let i = *next;
+        *next += 1;
+        if i.is_multiple_of(TURNS_PER_SESSION) || id.is_empty() {
+            id = format!("s{}", i / TURNS_PER_SESSION);
+        }
+        black_box(agent.respond(&id, USER_MESSAGE).await?);
+    }
+    Ok(start.elapsed())
+}
+
+/// Row 1: framework time per turn, three scripts, on one thread.
+fn turn_times(sizes: &Sizes) -> Result<Vec<TurnTime>, BoxError> {
+    let rt = current_thread()?;
+    let turns = sizes
+        .turns_per_batch
+        .next_multiple_of(TURNS_PER_SESSION as usize);
+    let mut out = Vec::new();
+    for ((script, flows, signal), ts) in [
+        ("1 flow", 1, false),
+        ("2 flows", 2, false),
+        ("2 flows + 1 signal", 2, true),
+    ]
+    .into_iter()
+    .zip(TS_REFERENCE_US)
+    {
+        let store = Arc::new(MemoryStore::new());
+        let agent =
+            script::agent::<script::Booking>(InstantProvider, store.clone(), flows, signal)?;
+        let samples = rt.block_on(async {
+            let mut next = 0u64;
+            let mut samples = Vec::with_capacity(sizes.batches);
+            for b in 0..sizes.warmup + sizes.batches {
+                let elapsed = sequential_batch(&agent, &mut next, turns).await?;
+                // Keep the store small and steady (not timed).
+                store.prune(u64::MAX).await?;
+                if b >= sizes.warmup {
+                    samples.push(micros(elapsed) / turns as f64);
+                }
+            }
+            Ok::<_, BoxError>(samples)
+        })?;
+        out.push(TurnTime {
+            script,
+            us_per_turn: stats(samples),
+            ts_reference_us: ts,
+        });
+    }
+    Ok(out)
+}
+
+/// The instant provider's own cost per call, timed alone.
+fn provider_cost(sizes: &Sizes) -> Result<f64, BoxError> {
+    let rt = current_thread()?;
+    let req = ModelRequest {
+        kind: CallKind::Respond,
+        system: String::new(),
+        messages: Vec::new(),
+        tools: Vec::new(),
+        output: None,
+        max_tokens: None,
+        temperature: None,
+    };
+    let p = InstantProvider;
+    rt.block_on(async {
+        let start = Instant::now();
+        for _ in 0..sizes.provider_calls {
+            black_box(p.generate(black_box(&req)).await?);
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e9 / sizes.provider_calls.max(1) as f64)
+    })
+}
+
+/// Rows 2 and 4: the booking conversation of `tests/booking.rs` with the scripted
+/// provider: one field per turn, then all data in one message; and the stored size of
+/// the first session once idle.
+fn booking_conversation() -> Result<(ModelCalls, IdleSession), BoxError> {
+    use conversation::{Booking, Concierge, booking_flow};
+    use serde_json::json;
+
+    let rt = current_thread()?;
+    rt.block_on(async {
+        // One field per turn.
+        let p = ScriptedProvider::new();
+        let store = Arc::new(MemoryStore::new());
+        let a: Agent<Booking, Concierge> = Agent::builder()
+            .name("Concierge")
+            .provider(p.clone())
+            .store_arc(store.clone())
+            .flow(booking_flow()?)
+            .build()?;
+        p.respond(Answer::message("Which city?"));
+        p.respond(
+            Answer::message("Check-in date?")
+                .with_data(json!({"city": "Lisbon"}))
+                .claiming("ask_date"),
+        );
+        p.respond(
+            Answer::message("How many guests?")
+                .with_data(json!({"check_in": "2026-07-01"}))
+                .claiming("ask_guests"),
+        );
+        p.respond(
+            Answer::message("Shall I book?")
+                .with_data(json!({"guests": 2}))
+                .claiming("confirm"),
+        );
+        let mut per_turn = Vec::new();
+        let mut steps = Vec::new();
+        for said in ["I want to book a hotel", "Lisbon", "July 1", "two of us"] {
+            let r = a.respond("one-field", said).await?;
+            per_turn.push(r.model_calls);
+            steps.push(r.step);
+        }
+        let one_field_provider_calls = p.calls();
+
+        // The idle session it left behind.
+        let stored = store
+            .load("one-field")
+            .await?
+            .ok_or("the booking session was not stored")?;
+        let session = a
+            .session("one-field")
+            .await?
+            .ok_or("the booking session was not stored")?;
+        let history_text_bytes: usize = session.history.iter().map(|m| m.content.len()).sum();
+        let idle = IdleSession {
+            turns: per_turn.len(),
+            stored_bytes: stored.bytes.len(),
+            history_text_bytes,
+            without_history_bytes: stored.bytes.len().saturating_sub(history_text_bytes),
+        };
+
+        // All data in one message.
+        let p = ScriptedProvider::new();
+        let a: Agent<Booking, Concierge> = Agent::builder()
+            .name("Concierge")
+            .provider(p.clone())
+            .flow(booking_flow()?)
+            .build()?;
+        p.respond(
+            Answer::message("Which city?")
+                .with_data(json!({"city": "Lisbon", "check_in": "2026-07-01", "guests": 2})),
+        );
+        p.respond(Answer::message("Lisbon, July 1, 2 guests. Shall I book?"));
+        let r = a.respond("all-in-one", "Lisbon, July 1, two of us").await?;
+        let calls = ModelCalls {
+            one_field_per_turn: per_turn,
+            one_field_steps: steps,
+            one_field_provider_calls,
+            all_in_one_calls: r.model_calls,
+            all_in_one_turns: 1,
+            all_in_one_step: r.step,
+            all_in_one_provider_calls: p.calls(),
+        };
+        Ok((calls, idle))
+    })
+}
+
+/// `sessions` new sessions, 4 turns each, all in flight at once on the runtime's
+/// workers; the elapsed time of the whole batch.
+async fn concurrent_batch<D: AgentData>(
+    agent: &Agent<D, ()>,
+    next: &AtomicU64,
+    sessions: usize,
+) -> Result<Duration, BoxError> {
+    let first = next.fetch_add(sessions as u64, Ordering::Relaxed);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..sessions as u64)
+        .map(|i| {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                let id = format!("bench-{}", first + i);
+                for _ in 0..TURNS_PER_SESSION {
+                    black_box(agent.respond(&id, USER_MESSAGE).await?);
+                }
+                Ok::<(), AgentError>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    Ok(started.elapsed())
+}
+
+/// Samples of µs per turn: each sample is `per_sample` concurrent batches (cleanup
+/// between batches not timed).
+async fn concurrent_samples<D: AgentData>(
+    agent: &Agent<D, ()>,
+    store: &dyn SessionStore,
+    after_batch: &(dyn Fn() + Sync),
+    sessions: usize,
+    warmup: usize,
+    samples: usize,
+    per_sample: usize,
+) -> Result<Vec<f64>, BoxError> {
+    let next = AtomicU64::new(0);
+    let mut out = Vec::with_capacity(samples);
+    for s in 0..warmup + samples {
+        let mut busy = Duration::ZERO;
+        for _ in 0..per_sample.max(1) {
+            busy += concurrent_batch(agent, &next, sessions).await?;
+            after_batch();
+            store.prune(u64::MAX).await?;
+        }
+        if s >= warmup {
+            let turns = sessions * per_sample.max(1) * TURNS_PER_SESSION as usize;
+            out.push(micros(busy) / turns as f64);
+        }
+    }
+    Ok(out)
+}
+
+/// Row 3: turns per second on independent sessions, one worker per core, the instant
+/// provider, the memory store (the 1-flow script).
+fn throughput(sizes: &Sizes, cores: usize) -> Result<Throughput, BoxError> {
+    let rt = multi_thread(cores)?;
+    let store = Arc::new(MemoryStore::new());
+    let agent = script::agent::<script::Booking>(InstantProvider, store.clone(), 1, false)?;
+    let samples = rt.block_on(concurrent_samples(
+        &agent,
+        store.as_ref(),
+        &|| {},
+        sizes.sessions,
+        sizes.warmup,
+        sizes.batches,
+        sizes.batches_per_sample,
+    ))?;
+    Ok(Throughput {
+        workers: cores,
+        sessions: sizes.sessions,
+        rate: Rate::from_us_per_turn(stats(samples)),
+    })
+}
+
+/// Workers of the store benchmark (as `benches/stores.rs`).
+const STORE_WORKERS: usize = 2;
+
+/// Row 5: turns per second by store, as `benches/stores.rs`: the scripted provider,
+/// the 1-flow script, independent sessions on a two-worker runtime.
+fn store_throughput(sizes: &Sizes) -> Result<Vec<StoreRow>, BoxError> {
+    let rt = multi_thread(STORE_WORKERS)?;
+    let mut rows = Vec::new();
+    let memory: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    rows.push(measure_store(&rt, sizes, "memory", memory)?);
+
+    let db = TempDb::new()?;
+    let sqlite: Arc<dyn SessionStore> = Arc::new(agent_core::store::SqliteStore::open(&db.0)?);
+    rows.push(measure_store(&rt, sizes, "SQLite", sqlite)?);
+    drop(db);
+
+    match env_url("AGENT_TEST_POSTGRES_URL") {
+        Some(url) => {
+            let options = agent_core::store::postgres::PostgresOptions::default()
+                .table(format!("agent_bench_{}", std::process::id()));
+            let store = rt.block_on(agent_core::store::PostgresStore::connect_with(
+                &url, options,
+            ))?;
+            rows.push(measure_store(&rt, sizes, "PostgreSQL", Arc::new(store))?);
+        }
+        None => rows.push(not_configured("PostgreSQL", "AGENT_TEST_POSTGRES_URL")),
+    }
+    match env_url("AGENT_TEST_REDIS_URL") {
+        Some(url) => {
+            let options = agent_core::store::redis::RedisOptions::default()
+                .prefix(format!("agent-bench:{}:", std::process::id()));
+            let store = rt.block_on(agent_core::store::RedisStore::connect_with(&url, options))?;
+            rows.push(measure_store(&rt, sizes, "Redis", Arc::new(store))?);
+        }
+        None => rows.push(not_configured("Redis", "AGENT_TEST_REDIS_URL")),
+    }
+    Ok(rows)
+}
+
+fn env_url(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|u| !u.trim().is_empty())
+}
+
+fn not_configured(store: &'static str, var: &str) -> StoreRow {
+    StoreRow {
+        store,
+        rate: None,
+        note: Some(format!("not configured (set {var})")),
+    }
+}
+
+fn measure_store(
+    rt: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+    name: &'static str,
+    store: Arc<dyn SessionStore>,
+) -> Result<StoreRow, BoxError> {
+    let provider = ScriptedProvider::new();
+    // The user keeps not answering: the model re-asks and claims the awaiting step.
+    provider.default_answer(
+        CallKind::Respond,
+        Answer::message("Which city would you like?").claiming("ask_city"),
+    );
+    let agent =
+        script::agent::<script::stores::Booking>(provider.clone(), store.clone(), 1, false)?;
+    // Keep the provider's request log bounded (not timed).
+    let clear = || provider.clear_requests();
+    let samples = rt.block_on(concurrent_samples(
+        &agent,
+        store.as_ref(),
+        &clear,
+        sizes.sessions,
+        1,
+        sizes.store_samples,
+        sizes.store_batches_per_sample,
+    ))?;
+    Ok(StoreRow {
+        store: name,
+        rate: Some(Rate::from_us_per_turn(stats(samples))),
+        note: None,
+    })
+}
+
+/// A temporary SQLite file, removed with its WAL companions.
+struct TempDb(std::path::PathBuf);
+
+impl TempDb {
+    fn new() -> Result<Self, BoxError> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .subsec_nanos();
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        Ok(Self(std::env::temp_dir().join(format!(
+            "agent-bench-{}-{nanos}-{n}.db",
+            std::process::id()
+        ))))
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Row 6: time from the provider's stream yielding its first chunk to the consumer of
+/// `respond_stream` receiving the first text delta (the 1-flow script, one thread).
+fn streaming(sizes: &Sizes) -> Result<Streaming, BoxError> {
+    let rt = current_thread()?;
+    let probe = Arc::new(Probe::default());
+    let store = Arc::new(MemoryStore::new());
+    let agent = script::agent::<script::Booking>(
+        StreamingProvider {
+            probe: probe.clone(),
+        },
+        store.clone(),
+        1,
+        false,
+    )?;
+    let per_batch = sizes
+        .stream_turns_per_batch
+        .next_multiple_of(TURNS_PER_SESSION as usize);
+    rt.block_on(async {
+        let mut samples = Vec::new();
+        let mut turns = 0;
+        let mut live_turns = 0;
+        let mut next = 0u64;
+        for b in 0..sizes.warmup + sizes.batches {
+            for _ in 0..per_batch {
+                let id = format!("s{}", next / TURNS_PER_SESSION);
+                next += 1;
+                probe.reset();
+                let mut events = agent.respond_stream(&id, USER_MESSAGE);
+                let mut first: Option<(Instant, bool)> = None;
+                while let Some(event) = events.next().await {
+                    match event {
+                        Event::TextDelta(_) if first.is_none() => {
+                            let now = Instant::now();
+                            probe.delta_seen.store(true, Ordering::SeqCst);
+                            first = Some((now, !probe.finished.load(Ordering::SeqCst)));
+                        }
+                        Event::Error(e) => return Err(BoxError::from(e)),
+                        other => {
+                            black_box(other);
+                        }
+                    }
+                }
+                if b < sizes.warmup {
+                    continue;
+                }
+                turns += 1;
+                if let (Some((at, true)), Some(chunk)) = (first, probe.first_chunk()) {
+                    live_turns += 1;
+                    samples.push(micros(at.saturating_duration_since(chunk)));
+                } else {
+                    eprintln!(
+                        "DBG not live: turn {} first={:?} chunk={:?}",
+                        (next - 1) % 4,
+                        first.map(|f| f.1),
+                        probe.first_chunk().is_some()
+                    );
+                }
+            }
+            store.prune(u64::MAX).await?;
+        }
+        Ok(Streaming {
+            first_delta_us: stats(samples),
+            turns,
+            live_turns,
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------
+
+/// Labels of the table's rows, in order (the store rows carry the store's name).
+pub const ROW_LABELS: [&str; 12] = [
+    "framework time per turn, 1 flow",
+    "framework time per turn, 2 flows",
+    "framework time per turn, 2 flows + 1 signal",
+    "model calls per turn, booking, one field per turn",
+    "model calls, booking, all data in one message",
+    "turns/s on independent sessions",
+    "bytes per idle session",
+    "store throughput, memory",
+    "store throughput, SQLite",
+    "store throughput, PostgreSQL",
+    "store throughput, Redis",
+    "streaming first-delta latency",
+];
+
+fn status(met: bool) -> &'static str {
+    if met { "met" } else { "**not met**" }
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// `TS ÷ ours` as "N× faster" (or "N× slower" below 1).
+fn speedup(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        "n/a".into()
+    } else if ratio >= 1.0 {
+        format!("{ratio:.1}× faster")
+    } else {
+        format!("{:.1}× slower", 1.0 / ratio)
+    }
+}
+
+fn us(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2} µs")
+    } else {
+        format!("{v:.1} µs")
+    }
+}
+
+impl Report {
+    /// The report as JSON.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
+    }
+
+    /// The Markdown table, with the machine line above and the footnotes below.
+    pub fn to_markdown(&self) -> String {
+        let mut rows: Vec<[String; 6]> = Vec::new();
+        let dash = || "—".to_owned();
+
+        for (t, label) in self.turn_time.iter().zip(&ROW_LABELS[..3]) {
+            let s = t.us_per_turn;
+            rows.push([
+                format!("{label} ¹"),
+                format!("{} (p90 {})", us(s.median), us(s.p90)),
+                format!("{:.0} µs", t.ts_reference_us),
+                speedup(t.ts_reference_us / s.median),
+                format!("< {BUDGET_TURN_US:.0} µs"),
+                status(s.median < BUDGET_TURN_US).into(),
+            ]);
+        }
+
+        let mc = &self.model_calls;
+        let mean = mc.one_field_mean();
+        let total: u32 = mc.one_field_per_turn.iter().sum();
+        rows.push([
+            format!("{} ²", ROW_LABELS[3]),
+            format!(
+                "{mean:.1} ({total} calls in {} turns)",
+                mc.one_field_per_turn.len()
+            ),
+            "2–5".into(),
+            format!("{:.0}–{:.0}× fewer", 2.0 / mean, 5.0 / mean),
+            "1".into(),
+            status(mc.one_field_per_turn.iter().all(|&c| c == 1)).into(),
+        ]);
+        let landed = mc.all_in_one_step.as_deref() == Some("confirm");
+        rows.push([
+            format!("{} ²", ROW_LABELS[4]),
+            if landed {
+                format!(
+                    "{} calls in {} turn",
+                    mc.all_in_one_calls, mc.all_in_one_turns
+                )
+            } else {
+                format!(
+                    "{} calls, stopped at {:?} instead of confirm",
+                    mc.all_in_one_calls, mc.all_in_one_step
+                )
+            },
+            "4 turns, 2–5 calls each".into(),
+            "4× fewer turns".into(),
+            "≤ 2 calls, 1 turn".into(),
+            status(landed && mc.all_in_one_calls <= 2).into(),
+        ]);
+
+        let tp = &self.throughput;
+        let budget = BUDGET_TURNS_PER_S_PER_CORE * tp.workers as f64;
+        rows.push([
+            format!(
+                "{}, {} cores, {} sessions in flight ³",
+                ROW_LABELS[5], tp.workers, tp.sessions
+            ),
+            format!(
+                "{} (p90 {})",
+                thousands(tp.rate.median_turns_per_s),
+                thousands(tp.rate.p90_turns_per_s)
+            ),
+            dash(),
+            dash(),
+            if tp.workers == 2 {
+                "≥ 200,000 on 2 cores".to_owned()
+            } else {
+                format!("≥ {} (200,000 on 2 cores)", thousands(budget))
+            },
+            status(tp.rate.median_turns_per_s >= budget).into(),
+        ]);
+
+        let idle = &self.idle_session;
+        rows.push([
+            format!("{} ⁴", ROW_LABELS[6]),
+            format!(
+                "{} B + {} B history text ({} B stored)",
+                thousands(idle.without_history_bytes as f64),
+                thousands(idle.history_text_bytes as f64),
+                thousands(idle.stored_bytes as f64)
+            ),
+            dash(),
+            dash(),
+            format!("< {} B + history", thousands(BUDGET_IDLE_BYTES as f64)),
+            status(idle.without_history_bytes < BUDGET_IDLE_BYTES).into(),
+        ]);
+
+        for s in &self.stores {
+            rows.push([
+                format!("store throughput, {} ⁵", s.store),
+                match (&s.rate, &s.note) {
+                    (Some(r), _) => format!(
+                        "{} turns/s (p90 {})",
+                        thousands(r.median_turns_per_s),
+                        thousands(r.p90_turns_per_s)
+                    ),
+                    (None, Some(note)) => note.clone(),
+                    (None, None) => "not measured".into(),
+                },
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+            ]);
+        }
+
+        let st = &self.streaming;
+        let live = st.live_turns == st.turns && st.turns > 0;
+        rows.push([
+            format!("{} ⁶", ROW_LABELS[11]),
+            if st.live_turns == 0 {
+                "no delta arrived before the model finished".into()
+            } else {
+                let mut r = format!(
+                    "{} (p90 {})",
+                    us(st.first_delta_us.median),
+                    us(st.first_delta_us.p90)
+                );
+                if !live {
+                    let _ = write!(r, ", live in {} of {} turns", st.live_turns, st.turns);
+                }
+                r
+            },
+            dash(),
+            dash(),
+            format!("< {BUDGET_FIRST_DELTA_US:.0} µs added"),
+            status(live && st.first_delta_us.median < BUDGET_FIRST_DELTA_US).into(),
+        ]);
+
+        let m = &self.machine;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Machine: {} cores{}; build: {}; mode: {} ({} measured batches per timing after {} warm-up).\n",
+            m.cores,
+            m.cpu
+                .as_deref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            m.profile,
+            m.mode,
+            self.sizes.batches,
+            self.sizes.warmup,
+        );
+        let header = [
+            "measurement",
+            "result (median)",
+            "TypeScript reference",
+            "ratio",
+            "budget",
+            "status",
+        ];
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+        for r in &rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        let sz = &self.sizes;
+        let _ = write!(
+            out,
+            "\n¹ Median (and 90th percentile) over {batches} batches of {turns} turns on a current-thread runtime, memory store, \
+the scripts of `agent-core/benches/turn.rs`: the user keeps not answering and the model re-asks, a new session every 4 turns. \
+The provider answers every call from a constant string, so what is timed is the engine (routing, walk, prompt assembly, \
+parsing, merging, saving); its own cost, timed alone, is {provider:.0} ns per call and is not subtracted. \
+The turns of a batch run inside one `block_on` (the harness is not timed); the store is emptied between batches, untimed.\n\
+² Counted from `AgentResponse::model_calls` with the scripted provider on the booking flow of `agent-core/tests/booking.rs` \
+(one field per turn: greeting, city, date, guests; per turn: {per_turn:?}).\n\
+³ {sessions} sessions of 4 turns in flight at once on a multi-thread runtime with one worker per core, memory store, \
+the 1-flow script; median of {batches} samples of {per_sample} such batch(es); budget 100,000 turns/s per core.\n\
+⁴ The encoded session in the store after the {idle_turns}-turn booking conversation of ², idle on the confirm step; \
+history text is the message text it keeps (the budget excludes it).\n\
+⁵ As `agent-core/benches/stores.rs`: the scripted provider, the 1-flow script, {sessions} independent sessions \
+of 4 turns at a time on {store_workers} runtime workers; median of {store_samples} samples of {store_per_sample} batch(es); SQLite on a temp file.\n\
+⁶ From the provider's stream yielding its first chunk (ending inside the reply's text) to the consumer of `respond_stream` \
+receiving the first text delta, timestamps taken in the provider's stream and at the consumer; median of {stream_samples} turns \
+of the 1-flow script on one thread.\n",
+            batches = sz.batches,
+            turns = sz.turns_per_batch,
+            provider = self.provider_ns_per_call,
+            per_turn = mc.one_field_per_turn,
+            sessions = sz.sessions,
+            per_sample = sz.batches_per_sample,
+            idle_turns = idle.turns,
+            store_workers = STORE_WORKERS,
+            store_samples = sz.store_samples,
+            store_per_sample = sz.store_batches_per_sample,
+            stream_samples = st.first_delta_us.samples,
+        );
+        out
+    }
+}
