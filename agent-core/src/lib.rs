@@ -45,6 +45,7 @@ pub mod directive;
 pub mod error;
 pub mod flow;
 mod fxhash;
+pub mod graph;
 pub mod hook;
 pub mod instruction;
 mod pipeline;
