@@ -5,7 +5,9 @@
 #     session-store conformance suite;
 #   - a real small model behind llama.cpp's OpenAI-compatible server
 #     (scripts/local-llm.sh; PyPI packages, pinned and hashed) for the providers'
-#     end-to-end tests.
+#     end-to-end tests;
+#   - Debian's Chromium and ChromeDriver (scripts/browser.sh) for the web chat's
+#     browser test.
 # Both are stopped on exit. In CI (CI=true) a server that cannot start fails the run;
 # elsewhere the suites that need it report "skipped" instead.
 set -euo pipefail
@@ -39,6 +41,11 @@ if lines="$(bash scripts/local-llm.sh start)"; then
   export OPENAI_BASE_URL OPENAI_API_KEY OPENAI_MODEL
 else
   required "the local model server"
+fi
+
+echo "== headless Chromium + ChromeDriver (web chat browser test)" >&2
+if ! bash scripts/browser.sh >&2; then
+  required "Chromium"
 fi
 
 echo "== cargo test --workspace --all-features" >&2

@@ -11,6 +11,7 @@
 
 use proc_macro::TokenStream;
 
+mod codeflow;
 mod data;
 mod diag;
 mod flow;
@@ -35,10 +36,23 @@ pub fn context(attr: TokenStream, item: TokenStream) -> TokenStream {
     data::expand(data::Kind::Context, attr.into(), item.into()).into()
 }
 
-/// A flow: an inline module whose `#[step(..)]` fns are its steps, in order.
+/// A flow: an inline module whose `#[step(..)]` fns are its steps, in order; or, on
+/// an `async fn(ctx: FlowCx<Data, Context>) -> FlowResult`, a code flow (`tutor` →
+/// the type `TutorFlow`, registered with `.code_flow(TutorFlow)`).
 #[proc_macro_attribute]
 pub fn flow(attr: TokenStream, item: TokenStream) -> TokenStream {
-    flow::expand(attr.into(), item.into()).into()
+    flow_entry(attr.into(), item.into()).into()
+}
+
+/// `#[flow]` on a fn is a code flow; on anything else, a declarative flow module.
+fn flow_entry(
+    attr: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => codeflow::expand(attr, f),
+        Err(_) => flow::expand(attr, item),
+    }
 }
 
 /// A step of a `#[flow]` module (read by `#[flow]`; an error anywhere else).

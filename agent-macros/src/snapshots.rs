@@ -166,3 +166,21 @@ fn step_outside_a_flow_is_an_error_that_keeps_the_fn() {
     });
     expect_file!["snapshots/stray_step.expanded.rs"].assert_eq(&pretty(out));
 }
+
+#[test]
+fn flow_on_an_async_fn_expands_to_a_code_flow_type() {
+    let out = crate::flow_entry(
+        quote!(
+            title = "English tutor",
+            when = "the user wants to practise English"
+        ),
+        quote! {
+            pub async fn tutor(ctx: FlowCx<Notes, ()>) -> FlowResult {
+                let name: String = ctx.ask("name", "What's your name?").await;
+                ctx.say(format!("Nice to meet you, {name}.")).await;
+                ctx.handoff::<ReminderFlow>()
+            }
+        },
+    );
+    expect_file!["snapshots/code_flow.expanded.rs"].assert_eq(&pretty(out));
+}
