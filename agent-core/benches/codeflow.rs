@@ -32,8 +32,16 @@ impl Provider for Instant {
     }
     async fn generate(
         &self,
-        _req: &ModelRequest,
+        req: &ModelRequest,
     ) -> Result<ModelResponse, agent_core::error::ProviderError> {
+        if req.kind == agent_core::provider::CallKind::Summarize {
+            return Ok(ModelResponse {
+                content: "The user gave numbers.".to_owned(),
+                tool_calls: Vec::new(),
+                usage: Usage::default(),
+                finish: Default::default(),
+            });
+        }
         let content = if self.answering.load(Ordering::Relaxed) {
             r#"{"answer":7}"#
         } else {
@@ -75,6 +83,13 @@ fn bench_replay(c: &mut Criterion) {
                 answering: answering.clone(),
             })
             .code_flow(counter())
+            // Keep the history short (compaction, as in production), so the timing is
+            // the replay, not a long conversation.
+            .config(AgentConfig {
+                history_token_budget: 64,
+                keep_last_messages: 8,
+                ..AgentConfig::default()
+            })
             .store_arc(store.clone())
             .build()
         else {

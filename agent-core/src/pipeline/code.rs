@@ -353,7 +353,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             s
         });
-        let mut req = self.request(CallKind::Extract, sys, self.history_messages());
+        // The question and the latest exchange are what the answer depends on: the
+        // call's cost stays flat however long the conversation is.
+        let tail = self.s.history.len().saturating_sub(4);
+        let recent = self.s.history[tail..].to_vec();
+        let mut req = self.request(CallKind::Extract, sys, recent);
         req.output = Some(OutputSchema {
             name: "answer".into(),
             schema: out_schema,
