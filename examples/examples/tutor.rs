@@ -47,8 +47,7 @@ async fn schedule_reminder(
     delay: String,
 ) -> Result<ToolOutput, ToolError> {
     let id = format!("R-{}", task.len() + delay.len());
-    Ok(ToolOutput::text(format!("{id}: \"{task}\" {delay}"))
-        .data(Notes::patch().reminder_id(id)))
+    Ok(ToolOutput::text(format!("{id}: \"{task}\" {delay}")).data(Notes::patch().reminder_id(id)))
 }
 
 /// The tutor: learn the user's name, correct one sentence, then hand over to reminders.

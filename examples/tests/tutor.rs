@@ -17,7 +17,10 @@ async fn tutor_hands_off_to_reminder_and_schedules_it() {
     let text = String::from_utf8(out).unwrap();
     assert_eq!(rs[0].message, "What's your name?");
     assert_eq!(rs[0].flow.as_deref(), Some("tutor"));
-    assert_eq!(rs[1].message, "Nice to meet you, Ana.\n\nSend one sentence in English.");
+    assert_eq!(
+        rs[1].message,
+        "Nice to meet you, Ana.\n\nSend one sentence in English."
+    );
     assert_eq!(
         rs[2].message,
         "Corrected: yesterday I went to the market\n\nWhat should I remind you about?"
@@ -33,9 +36,17 @@ async fn tutor_hands_off_to_reminder_and_schedules_it() {
         }
     );
     assert_eq!(last.data.reminder_id.as_deref(), Some("R-27"));
-    assert!(last.message.starts_with("Scheduled R-27"), "{}", last.message);
+    assert!(
+        last.message.starts_with("Scheduled R-27"),
+        "{}",
+        last.message
+    );
     let calls: Vec<u32> = rs.iter().map(|r| r.model_calls).collect();
-    assert_eq!(calls, vec![1, 1, 1, 1, 1], "routing once, then one extraction per answer");
+    assert_eq!(
+        calls,
+        vec![1, 1, 1, 1, 1],
+        "routing once, then one extraction per answer"
+    );
     assert_eq!(model.unused(), 0);
     assert!(text.contains("agent: What should I remind you about?"));
 }

@@ -1,0 +1,154 @@
+//! Streaming: `respond_stream` yields events while the turn runs: steps entered, tool
+//! calls and results, flow hops, then the reply text, then exactly one `Done` (or
+//! `Error`, with the session unchanged).
+//!
+//! `cargo run -p examples --example streaming`
+//!
+//! The text deltas are released once the turn is saved, so they always add up to the
+//! final message. The scripted model answers in one piece; a real model's text
+//! arrives in many deltas.
+
+use std::error::Error;
+use std::io::Write;
+use std::sync::Arc;
+
+use agent_core::provider::Provider;
+use agent_core::testing::{Answer, ScriptedProvider};
+use agent_core::typed::prelude::*;
+use examples::show;
+use futures::StreamExt;
+use serde_json::json;
+
+/// A pizza order.
+#[data]
+pub struct Order {
+    /// Which pizza
+    pub pizza: String,
+    /// Delivery address
+    pub address: String,
+    /// Order number
+    pub order_id: String,
+}
+
+/// Place the order.
+#[tool]
+async fn place_order(
+    cx: ToolCx<Order, ()>,
+    /// Minutes until delivery the customer was promised
+    eta_minutes: u32,
+) -> Result<ToolOutput, ToolError> {
+    let pizza = cx.data().pizza.clone().unwrap_or_default();
+    Ok(
+        ToolOutput::text(format!("order P-17 placed: {pizza}, {eta_minutes} min"))
+            .data(Order::patch().order_id("P-17"))
+            .directive(Directive::complete()),
+    )
+}
+
+#[flow(data = Order, required(pizza, address))]
+mod order {
+    #[step(prompt = "Ask which pizza.", collect(pizza))]
+    fn ask_pizza() {}
+
+    #[step(prompt = "Ask for the delivery address.", collect(address))]
+    fn ask_address() {}
+
+    #[step(end, prompt = "Confirm and place the order.", tools(place_order))]
+    fn confirm() {}
+}
+
+/// What the user says.
+pub const MESSAGES: [&str; 3] = [
+    "A margherita, please",
+    "12 Rua Augusta, Lisbon",
+    "Yes, go ahead",
+];
+
+/// The scripted model's answers.
+pub fn scripted() -> ScriptedProvider {
+    let model = ScriptedProvider::new();
+    model.respond(
+        Answer::message("A margherita! Nice.").with_data(json!({ "pizza": "margherita" })),
+    );
+    model.respond(Answer::message(
+        "One margherita. Where should we deliver it?",
+    ));
+    model.respond(
+        Answer::message("12 Rua Augusta: shall I place the order?")
+            .with_data(json!({ "address": "12 Rua Augusta, Lisbon" }))
+            .claiming("confirm"),
+    );
+    model.respond(Answer::tool("place_order", json!({ "eta_minutes": 30 })));
+    model.tool_round(Answer::message(
+        "Ordered! Your margherita arrives in about 30 minutes.",
+    ));
+    model
+}
+
+/// Stream each turn, printing every event as it arrives. Returns, per turn, the
+/// events' names in order.
+pub async fn run(
+    provider: Arc<dyn Provider>,
+    out: &mut dyn Write,
+) -> Result<Vec<Vec<&'static str>>, Box<dyn Error>> {
+    let agent: Agent<Order, ()> = Agent::builder()
+        .name("Pizzeria")
+        .provider_arc(provider)
+        .flow(order::flow()?)
+        .build()?;
+
+    let mut turns = Vec::new();
+    for message in MESSAGES {
+        writeln!(out, "user:  {message}")?;
+        let mut events = agent.respond_stream("pizza", message);
+        let mut seen = Vec::new();
+        while let Some(event) = events.next().await {
+            match event {
+                Event::Transition(t) => {
+                    seen.push("transition");
+                    writeln!(
+                        out,
+                        "  ~ hop {} -> {}",
+                        t.from.as_deref().unwrap_or("(none)"),
+                        t.to
+                    )?;
+                }
+                Event::StepEntered(s) => {
+                    seen.push("step");
+                    writeln!(out, "  ~ step {}/{}", s.flow, s.step)?;
+                }
+                Event::ToolCall { name, arguments } => {
+                    seen.push("tool_call");
+                    writeln!(out, "  ~ calling {name}({arguments})")?;
+                }
+                Event::ToolResult(t) => {
+                    seen.push("tool_result");
+                    writeln!(out, "  ~ {} returned: {}", t.name, t.output)?;
+                }
+                Event::TextDelta(text) => {
+                    seen.push("text");
+                    writeln!(out, "  ~ text {text:?}")?;
+                }
+                Event::Done(r) => {
+                    seen.push("done");
+                    show::response(out, &r)?;
+                }
+                Event::Error(e) => {
+                    seen.push("error");
+                    writeln!(out, "error: {e} (the session is unchanged)\n")?;
+                }
+            }
+            out.flush()?;
+        }
+        turns.push(seen);
+    }
+    Ok(turns)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn Error>> {
+    let model = examples::model::real_or_scripted(scripted)?;
+    println!("{}", model.description());
+    run(model.provider(), &mut std::io::stdout()).await?;
+    Ok(())
+}

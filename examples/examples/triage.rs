@@ -1,0 +1,153 @@
+//! Triage: one front desk, several specialists, and hand-offs inside a single turn (the
+//! A3 "transitions"). The user sees one answer per message even when several flows
+//! took part; each hop is an event on the stream and a record on the response.
+//!
+//! `cargo run -p examples --example triage`
+//!
+//! Three ways to hand over, as in A3: the model picks another flow in its answer
+//! (`switch_flow`, limited to the registered flows: A3's transition list), code decides
+//! (a tool returns `go_to`: A3's transition function), or a `when` branch the model
+//! judges while it replies. When a flow hands over after its reply was written (the
+//! refund below), that reply is not shown: the next flow gets it as context.
+//! `max_transitions_per_turn` (default 10) stops ping-pong.
+
+use std::error::Error;
+use std::io::Write;
+use std::sync::Arc;
+
+use agent_core::provider::Provider;
+use agent_core::testing::{Answer, ScriptedProvider};
+use agent_core::typed::prelude::*;
+use examples::show;
+use futures::StreamExt;
+use serde_json::json;
+
+/// What the desk collects.
+#[data]
+pub struct Case {
+    /// Invoice number, like INV-7
+    pub invoice: String,
+    /// The device with the problem
+    pub device: String,
+}
+
+/// Refund a duplicate charge, then hand the user back to the front desk.
+#[tool]
+async fn refund(
+    /// Invoice number
+    invoice: String,
+) -> Result<ToolOutput, ToolError> {
+    Ok(
+        ToolOutput::text(format!("refunded the duplicate charge on {invoice}"))
+            .directive(Directive::go_to::<TriageFlow>()),
+    )
+}
+
+/// The front desk. Its reply may hand the user to another flow (`switch_flow` in the
+/// model's answer, limited to the registered flows); once it has asked, its branches
+/// send the answer on.
+#[flow(title = "Front desk", data = Case, reentrant)]
+mod triage {
+    #[step(prompt = "Find out what the user needs.", branches(
+        when "the user has a billing or payment question" => BillingFlow,
+        when "the user reports a technical problem" => TechFlow,
+    ))]
+    fn ask_need() {}
+}
+
+#[flow(title = "Billing", when = "the user has a billing or payment question", data = Case)]
+mod billing {
+    #[step(
+        prompt = "Ask for the invoice number, then refund duplicate charges with the tool.",
+        collect(invoice),
+        tools(refund)
+    )]
+    fn ask_invoice() {}
+}
+
+#[flow(title = "Technical support", when = "the user reports a technical problem", data = Case)]
+mod tech {
+    #[step(prompt = "Ask which device has the problem.", collect(device))]
+    fn ask_device() {}
+}
+
+/// What the user says.
+pub const MESSAGES: [&str; 3] = [
+    "Hi, I was charged twice this month",
+    "It's invoice INV-7. Please refund it",
+    "Also, my app crashes on start",
+];
+
+/// The scripted model's answers.
+pub fn scripted() -> ScriptedProvider {
+    let model = ScriptedProvider::new();
+    // Turn 1: the front desk's answer hands over to billing, which speaks in the same
+    // turn.
+    model.respond(Answer::message("Let me get you to billing.").switching_to("billing"));
+    model.respond(Answer::message(
+        "Billing here. Which invoice was charged twice?",
+    ));
+    // Turn 2: the tool refunds and sends the user back to the front desk (code decides).
+    model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));
+    // Not shown: the front desk gets "Refund done." as context and speaks.
+    model.tool_round(Answer::message("Refund done.").with_data(json!({ "invoice": "INV-7" })));
+    model.respond(Answer::message(
+        "Your INV-7 refund is on its way. Anything else?",
+    ));
+    // Turn 3: the front desk's branch, judged in its reply call, sends the user on.
+    model.respond(
+        Answer::message("Let me get you to support.")
+            .judging("the user reports a technical problem", true),
+    );
+    model.respond(Answer::message("Support here. Which device is it?"));
+    model
+}
+
+/// Stream each turn, printing the hops as they happen.
+pub async fn run(
+    provider: Arc<dyn Provider>,
+    out: &mut dyn Write,
+) -> Result<Vec<AgentResponse<Case>>, Box<dyn Error>> {
+    let agent: Agent<Case, ()> = Agent::builder()
+        .name("Help desk")
+        .provider_arc(provider)
+        .flow(triage::flow()?)
+        .flow(billing::flow()?)
+        .flow(tech::flow()?)
+        .build()?;
+    // Every conversation starts at the front desk (A3's initial agent): a directive
+    // from outside the turn, so no routing call is needed.
+    agent
+        .dispatch("case", Directive::go_to::<TriageFlow>().into())
+        .await?;
+
+    let mut responses = Vec::new();
+    for message in MESSAGES {
+        writeln!(out, "user:  {message}")?;
+        let mut events = agent.respond_stream("case", message);
+        while let Some(event) = events.next().await {
+            match event {
+                Event::Transition(t) => {
+                    let from = t.from.as_deref().unwrap_or("(start)");
+                    writeln!(out, "  >> transition {from} -> {}", t.to)?;
+                }
+                Event::ToolCall { name, .. } => writeln!(out, "  >> tool {name}")?,
+                Event::Done(r) => {
+                    show::response(out, &r)?;
+                    responses.push(*r);
+                }
+                Event::Error(e) => writeln!(out, "error: {e} (the session is unchanged)\n")?,
+                _ => {}
+            }
+        }
+    }
+    Ok(responses)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn Error>> {
+    let model = examples::model::real_or_scripted(scripted)?;
+    println!("{}", model.description());
+    run(model.provider(), &mut std::io::stdout()).await?;
+    Ok(())
+}

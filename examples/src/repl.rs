@@ -1,0 +1,174 @@
+//! An interactive terminal for any agent: type a message, watch the reply stream in.
+//!
+//! ```no_run
+//! # async fn demo<D: agent_core::data::AgentData, C: agent_core::data::AgentContext>(
+//! #     agent: agent_core::Agent<D, C>) -> std::io::Result<()> {
+//! examples::repl::run(&agent, "terminal").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Commands: `/state` (flow, step, collected data), `/reset` (forget the session),
+//! `/help`, `/quit` (or end of input).
+
+use std::io::{self, BufRead, Write};
+
+use agent_core::prelude::*;
+use futures::StreamExt;
+
+use crate::show;
+
+/// What happened during a REPL session.
+#[derive(Debug)]
+pub struct ReplOutcome<D> {
+    /// Responses of the turns that succeeded, in order.
+    pub responses: Vec<AgentResponse<D>>,
+    /// Errors of the turns that failed, as printed.
+    pub errors: Vec<String>,
+    /// How many times the session was reset.
+    pub resets: usize,
+    /// Whether the user typed `/quit` (rather than ending the input).
+    pub quit: bool,
+}
+
+const HELP: &str = "commands: /state (flow, step, data)  /reset (start over)  /help  /quit";
+
+/// Run the REPL on the terminal (stdin, stdout).
+pub async fn run<D: AgentData, C: AgentContext>(
+    agent: &Agent<D, C>,
+    session_id: &str,
+) -> io::Result<ReplOutcome<D>> {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut out = io::stdout();
+    run_with(agent, session_id, &mut input, &mut out).await
+}
+
+/// Run the REPL reading lines from `input` and writing to `out`.
+pub async fn run_with<D: AgentData, C: AgentContext>(
+    agent: &Agent<D, C>,
+    session_id: &str,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> io::Result<ReplOutcome<D>> {
+    let mut outcome = ReplOutcome {
+        responses: Vec::new(),
+        errors: Vec::new(),
+        resets: 0,
+        quit: false,
+    };
+    writeln!(out, "{} is listening. {HELP}", agent.name())?;
+    let mut line = String::new();
+    loop {
+        write!(out, "> ")?;
+        out.flush()?;
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            writeln!(out)?;
+            break;
+        }
+        let message = line.trim();
+        match message {
+            "" => continue,
+            "/quit" | "/exit" => {
+                outcome.quit = true;
+                break;
+            }
+            "/help" => writeln!(out, "{HELP}")?,
+            "/state" => state(agent, session_id, out).await?,
+            "/reset" => {
+                match agent.delete_session(session_id).await {
+                    Ok(_) => writeln!(out, "(session forgotten: the next message starts over)")?,
+                    Err(e) => writeln!(out, "error: {e}")?,
+                }
+                outcome.resets += 1;
+            }
+            m if m.starts_with('/') => writeln!(out, "unknown command {m}; {HELP}")?,
+            m => turn(agent, session_id, m, out, &mut outcome).await?,
+        }
+    }
+    writeln!(out, "bye")?;
+    Ok(outcome)
+}
+
+/// One streamed turn: progress events as they happen, then the reply text, then the
+/// details of the finished turn.
+async fn turn<D: AgentData, C: AgentContext>(
+    agent: &Agent<D, C>,
+    session_id: &str,
+    message: &str,
+    out: &mut dyn Write,
+    outcome: &mut ReplOutcome<D>,
+) -> io::Result<()> {
+    let mut events = agent.respond_stream(session_id, message);
+    let mut speaking = false;
+    let mut said = false;
+    while let Some(event) = events.next().await {
+        // Text may stream before the last progress events: keep those on their own line.
+        if speaking && !matches!(event, Event::TextDelta(_) | Event::Done(_)) {
+            writeln!(out)?;
+            speaking = false;
+        }
+        match event {
+            Event::Transition(t) => writeln!(
+                out,
+                "  [hop {} -> {}]",
+                t.from.as_deref().unwrap_or("(no flow)"),
+                t.to
+            )?,
+            Event::StepEntered(s) => writeln!(out, "  [step {}/{}]", s.flow, s.step)?,
+            Event::ToolCall { name, arguments } => {
+                writeln!(out, "  [calling {name}({arguments})]")?;
+            }
+            Event::ToolResult(t) => writeln!(out, "  [{} -> {}]", t.name, t.output)?,
+            Event::TextDelta(text) => {
+                if !speaking {
+                    write!(out, "{}", if said { "       " } else { "agent: " })?;
+                    speaking = true;
+                    said = true;
+                }
+                write!(out, "{text}")?;
+                out.flush()?;
+            }
+            Event::Done(r) => {
+                if speaking {
+                    writeln!(out)?;
+                } else if !r.message.is_empty() && !said {
+                    writeln!(out, "agent: {}", r.message)?;
+                }
+                show::details(out, &*r)?;
+                outcome.responses.push(*r);
+            }
+            Event::Error(e) => {
+                writeln!(out, "error: {e} (the session is unchanged)")?;
+                outcome.errors.push(e.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Print where the session is and what it collected.
+async fn state<D: AgentData, C: AgentContext>(
+    agent: &Agent<D, C>,
+    session_id: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match agent.session(session_id).await {
+        Ok(Some(s)) => {
+            writeln!(
+                out,
+                "flow: {}  step: {}  turns: {}",
+                s.flow.as_deref().unwrap_or("-"),
+                s.step.as_deref().unwrap_or("-"),
+                s.turns
+            )?;
+            writeln!(out, "data: {}", show::data(&s.data))?;
+            if !s.completed_flows.is_empty() {
+                writeln!(out, "completed: {}", s.completed_flows.join(", "))?;
+            }
+            Ok(())
+        }
+        Ok(None) => writeln!(out, "(no session yet: say something)"),
+        Err(e) => writeln!(out, "error: {e}"),
+    }
+}

@@ -1,0 +1,62 @@
+//! The main example on its scripted model: the guest books in four turns.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "../examples/concierge.rs"]
+mod concierge;
+
+use std::sync::Arc;
+
+use agent_core::prelude::*;
+
+#[tokio::test]
+async fn the_guest_books_a_room_in_lisbon_in_four_turns() {
+    let model = concierge::scripted();
+    let mut out = Vec::new();
+    let t = concierge::run(Arc::new(model.clone()), AgentConfig::default(), &mut out)
+        .await
+        .unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert_eq!(t.failures(), 0, "{printed}");
+    let r = |i: usize| t.response(i).unwrap();
+
+    assert_eq!(r(0).flow.as_deref(), Some("booking"));
+    assert_eq!(r(0).step.as_deref(), Some("ask_city"));
+    assert_eq!(r(0).stopped, StoppedReason::NeedsInput);
+
+    // City and guests in one message: the date is asked next, in one call.
+    assert_eq!(r(1).step.as_deref(), Some("ask_date"));
+    assert_eq!(r(1).data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r(1).data.guests, Some(2));
+    assert_eq!(r(1).model_calls, 1);
+
+    // The date: ask_guests is already satisfied, route needs no model: confirm.
+    assert_eq!(r(2).step.as_deref(), Some("confirm"));
+    let steps: Vec<&str> = r(2)
+        .executed_steps
+        .iter()
+        .map(|s| s.step.as_str())
+        .collect();
+    assert!(steps.ends_with(&["route", "confirm"]), "{steps:?}");
+    assert_eq!(r(2).model_calls, 1);
+
+    // The tool books and completes the flow.
+    assert_eq!(
+        r(3).stopped,
+        StoppedReason::FlowCompleted {
+            flow: "booking".into()
+        }
+    );
+    assert_eq!(r(3).data.booking_id.as_deref(), Some("GRAND-2"));
+    assert_eq!(r(3).tool_calls[0].name, "book_room");
+    assert_eq!(r(3).model_calls, 2, "respond + tool round");
+    assert_eq!(r(3).flow, None);
+
+    assert_eq!(model.unused(), 0, "every scripted answer was used");
+    assert_eq!(t.model_calls(), 5);
+    assert!(
+        printed.contains("agent: Done! Your booking number is GRAND-2."),
+        "{printed}"
+    );
+    assert!(printed.contains("5 model calls"), "{printed}");
+}

@@ -1,0 +1,50 @@
+//! `quickstart` on its scripted model: the name is collected, the greeting flow
+//! completes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "../examples/quickstart.rs"]
+mod quickstart;
+
+use std::sync::Arc;
+
+use agent_core::prelude::*;
+
+#[tokio::test]
+async fn the_user_is_asked_their_name_greeted_and_the_flow_completes() {
+    let model = quickstart::scripted();
+    let mut out = Vec::new();
+    let t = quickstart::run(Arc::new(model.clone()), &mut out)
+        .await
+        .unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert_eq!(t.failures(), 0, "{printed}");
+
+    let r = t.response(0).unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("greeting"), Some("ask_name"))
+    );
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+
+    let r = t.response(1).unwrap();
+    assert_eq!(r.step.as_deref(), Some("greet"));
+    assert_eq!(r.data.name.as_deref(), Some("Ada"));
+    assert_eq!(r.model_calls, 1, "extraction and reply in one call");
+
+    let r = t.response(2).unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "greeting".into()
+        }
+    );
+    assert_eq!(r.flow, None);
+
+    assert_eq!(t.model_calls(), 3);
+    assert_eq!(model.unused(), 0);
+    assert!(
+        printed.contains("agent: Nice to meet you, Ada!"),
+        "{printed}"
+    );
+}

@@ -1,0 +1,39 @@
+//! `streaming` on its scripted model: the events of each turn, in order.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "../examples/streaming.rs"]
+mod streaming;
+
+use std::sync::Arc;
+
+#[tokio::test]
+async fn each_turn_streams_its_events_and_ends_with_done() {
+    let model = streaming::scripted();
+    let mut out = Vec::new();
+    let turns = streaming::run(Arc::new(model.clone()), &mut out)
+        .await
+        .unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert_eq!(turns.len(), 3);
+    for events in &turns {
+        assert_eq!(events.last(), Some(&"done"), "{events:?}\n{printed}");
+        assert_eq!(events.iter().filter(|e| **e == "done").count(), 1);
+        assert!(events.contains(&"text"), "{events:?}");
+        assert!(!events.contains(&"error"), "{printed}");
+    }
+    // Entering the flow: a transition, then the steps walked.
+    assert_eq!(turns[0][0], "transition");
+    assert!(
+        turns[0].iter().filter(|e| **e == "step").count() >= 2,
+        "{:?}",
+        turns[0]
+    );
+    // The order turn: the tool call, then its result, then the text.
+    let pos = |e: &str| turns[2].iter().position(|x| *x == e).unwrap();
+    assert!(pos("tool_call") < pos("tool_result") && pos("tool_result") < pos("text"));
+
+    assert!(printed.contains("place_order returned: order P-17 placed: margherita, 30 min"));
+    assert!(printed.contains("flow `order` completed"), "{printed}");
+    assert_eq!(model.unused(), 0);
+}

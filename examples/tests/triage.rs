@@ -1,0 +1,77 @@
+//! `triage` on its scripted model: three kinds of hand-over inside single turns.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "../examples/triage.rs"]
+mod triage;
+
+use std::sync::Arc;
+
+use agent_core::provider::CallKind;
+use agent_core::response::{DirectiveSource, Transition};
+
+fn hop(from: &str, to: &str) -> Transition {
+    Transition {
+        from: Some(from.into()),
+        to: to.into(),
+    }
+}
+
+#[tokio::test]
+async fn the_desk_hands_over_and_takes_back_within_each_turn() {
+    let model = triage::scripted();
+    let mut out = Vec::new();
+    let rs = triage::run(Arc::new(model.clone()), &mut out)
+        .await
+        .unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert_eq!(rs.len(), 3, "{printed}");
+
+    // The model switched to billing; billing spoke in the same turn.
+    assert!(rs[0].transitions.contains(&hop("triage", "billing")));
+    assert_eq!(rs[0].flow.as_deref(), Some("billing"));
+    assert_eq!(
+        rs[0].message,
+        "Billing here. Which invoice was charged twice?"
+    );
+    assert!(
+        rs[0]
+            .directive_chain
+            .iter()
+            .any(|e| e.source == DirectiveSource::ModelSwitch("billing".into()))
+    );
+
+    // The refund tool sent the user back to the desk (code decides).
+    assert!(rs[1].transitions.contains(&hop("billing", "triage")));
+    assert_eq!(rs[1].flow.as_deref(), Some("triage"));
+    assert_eq!(rs[1].tool_calls[0].name, "refund");
+    assert_eq!(rs[1].data.invoice.as_deref(), Some("INV-7"));
+    // Billing's reply ("Refund done.") was not shown: the desk got it as context.
+    assert_eq!(
+        rs[1].message,
+        "Your INV-7 refund is on its way. Anything else?"
+    );
+    let desk = &model.requests()[4];
+    assert!(desk.system.contains("\"Refund done.\""), "{}", desk.system);
+
+    // The desk's `when` branch, judged in its reply call, sent the user to support.
+    assert!(rs[2].transitions.contains(&hop("triage", "tech")));
+    assert_eq!(
+        (rs[2].flow.as_deref(), rs[2].step.as_deref()),
+        (Some("tech"), Some("ask_device"))
+    );
+
+    // The stream showed every hop.
+    for line in [
+        "transition triage -> billing",
+        "transition billing -> triage",
+        "transition triage -> tech",
+    ] {
+        assert!(printed.contains(line), "{line} missing from\n{printed}");
+    }
+    assert_eq!(
+        model.calls_of(CallKind::Route) + model.calls_of(CallKind::Classify),
+        0
+    );
+    assert_eq!(model.unused(), 0);
+}
