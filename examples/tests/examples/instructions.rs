@@ -1,8 +1,7 @@
 //! `instructions` on its scripted model: which rules reach the model, call by call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/instructions.rs"]
+#[path = "../../examples/instructions.rs"]
 mod instructions;
 
 use std::sync::Arc;

@@ -1,9 +1,8 @@
 //! `signals` on its scripted model: a code signal that replies and halts, a judged
 //! signal that extracts and writes data, and a once-only signal.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/signals.rs"]
+#[path = "../../examples/signals.rs"]
 mod signals;
 
 use std::sync::Arc;

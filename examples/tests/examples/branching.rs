@@ -1,9 +1,8 @@
 //! `branching` on its scripted model: a code branch, a model-judged branch into another
 //! flow, and an urgent ticket escalated without a reply call.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/branching.rs"]
+#[path = "../../examples/branching.rs"]
 mod branching;
 
 use std::sync::Arc;

@@ -1,9 +1,8 @@
 //! `data_extraction` on its scripted model: a field outside the flow is dropped, an
 //! invalid value is rejected, the flow completes with typed data.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/data_extraction.rs"]
+#[path = "../../examples/data_extraction.rs"]
 mod data_extraction;
 
 use std::sync::Arc;

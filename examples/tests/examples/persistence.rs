@@ -1,9 +1,8 @@
 //! `persistence` on its scripted model: a second agent on the same SQLite file resumes
 //! the session.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/persistence.rs"]
+#[path = "../../examples/persistence.rs"]
 mod persistence;
 
 use std::sync::Arc;

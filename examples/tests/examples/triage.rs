@@ -1,8 +1,7 @@
 //! `triage` on its scripted model: three kinds of hand-over inside single turns.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/triage.rs"]
+#[path = "../../examples/triage.rs"]
 mod triage;
 
 use std::sync::Arc;

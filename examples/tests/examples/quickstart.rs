@@ -1,9 +1,8 @@
 //! `quickstart` on its scripted model: the name is collected, the greeting flow
 //! completes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/quickstart.rs"]
+#[path = "../../examples/quickstart.rs"]
 mod quickstart;
 
 use std::sync::Arc;

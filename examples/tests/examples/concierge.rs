@@ -1,8 +1,7 @@
 //! The main example on its scripted model: the guest books in four turns.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/concierge.rs"]
+#[path = "../../examples/concierge.rs"]
 mod concierge;
 
 use std::sync::Arc;

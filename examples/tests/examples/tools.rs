@@ -1,9 +1,8 @@
 //! `tools` on its scripted model: parallel calls, a failing tool, a tool writing data
 //! and the flow completing.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/tools.rs"]
+#[path = "../../examples/tools.rs"]
 mod tools;
 
 use std::sync::Arc;

@@ -1,9 +1,8 @@
 //! `flow_control` on its scripted model: directives from outside, from hooks, from a
 //! tool and from `on_complete`, all in the directive chain.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/flow_control.rs"]
+#[path = "../../examples/flow_control.rs"]
 mod flow_control;
 
 use std::sync::Arc;

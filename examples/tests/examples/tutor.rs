@@ -1,7 +1,6 @@
 //! The tutor → reminder code flows of the RFC, run as the example runs them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../examples/tutor.rs"]
+#[path = "../../examples/tutor.rs"]
 #[allow(dead_code)]
 mod tutor;
 

@@ -1,8 +1,7 @@
 //! `streaming` on its scripted model: the events of each turn, in order.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/streaming.rs"]
+#[path = "../../examples/streaming.rs"]
 mod streaming;
 
 use std::sync::Arc;

@@ -1,8 +1,7 @@
 //! The `repl` example driven by an in-memory terminal.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/repl.rs"]
+#[path = "../../examples/repl.rs"]
 mod repl;
 
 use std::io::Cursor;
