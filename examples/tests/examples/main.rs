@@ -2,6 +2,9 @@
 //! links the whole provider stack, and fifteen binaries of that size made the test build
 //! slow and heavy on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Each test module `x` includes the example file as `x::x`, as the example's own crate
+// sees it; the REPL example includes the concierge, so that file is loaded twice.
+#![allow(clippy::module_inception, clippy::duplicate_mod)]
 
 mod bench_example;
 mod branching;
