@@ -102,16 +102,17 @@ pub async fn run(
         writeln!(out, "user:  {message}")?;
         let mut events = agent.respond_stream("pizza", message);
         let mut seen = Vec::new();
+        let mut speaking = false; // in the middle of a line of text
         while let Some(event) = events.next().await {
+            if speaking && !matches!(event, Event::TextDelta(_)) {
+                writeln!(out)?;
+                speaking = false;
+            }
             match event {
                 Event::Transition(t) => {
                     seen.push("transition");
-                    writeln!(
-                        out,
-                        "  ~ hop {} -> {}",
-                        t.from.as_deref().unwrap_or("(none)"),
-                        t.to
-                    )?;
+                    let from = t.from.as_deref().unwrap_or("(none)");
+                    writeln!(out, "  ~ hop {from} -> {}", t.to)?;
                 }
                 Event::StepEntered(s) => {
                     seen.push("step");
@@ -125,17 +126,24 @@ pub async fn run(
                     seen.push("tool_result");
                     writeln!(out, "  ~ {} returned: {}", t.name, t.output)?;
                 }
+                // Text as it arrives, on one line.
                 Event::TextDelta(text) => {
+                    if !speaking {
+                        write!(out, "  ~ text: ")?;
+                        speaking = true;
+                    }
                     seen.push("text");
-                    writeln!(out, "  ~ text {text:?}")?;
+                    write!(out, "{text}")?;
                 }
                 Event::Done(r) => {
                     seen.push("done");
-                    show::response(out, &r)?;
+                    let deltas = seen.iter().filter(|e| **e == "text").count();
+                    writeln!(out, "  ~ done ({deltas} text deltas)")?;
+                    show::details(out, &r)?;
                 }
                 Event::Error(e) => {
                     seen.push("error");
-                    writeln!(out, "error: {e} (the session is unchanged)\n")?;
+                    writeln!(out, "  ~ error: {e} (the session is unchanged)\n")?;
                 }
             }
             out.flush()?;

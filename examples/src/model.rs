@@ -187,7 +187,8 @@ pub fn parse_local(stdout: &str) -> Result<LocalServer, ModelError> {
 
 /// Where the workspace keeps the local model's script.
 pub fn local_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/local-llm.sh")
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/local-llm.sh");
+    path.canonicalize().unwrap_or(path)
 }
 
 /// Run `scripts/local-llm.sh start`: installs on first use, starts the server (or finds

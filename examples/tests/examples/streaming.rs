@@ -33,6 +33,10 @@ async fn each_turn_streams_its_events_and_ends_with_done() {
     assert!(pos("tool_call") < pos("tool_result") && pos("tool_result") < pos("text"));
 
     assert!(printed.contains("place_order returned: order P-17 placed: margherita, 30 min"));
+    assert!(
+        printed.contains("  ~ text: Ordered! Your margherita arrives in about 30 minutes.\n"),
+        "{printed}"
+    );
     assert!(printed.contains("flow `order` completed"), "{printed}");
     assert_eq!(model.unused(), 0);
 }
