@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use serde_json::Value;
@@ -169,6 +169,14 @@ pub(crate) struct Remembered<D, C> {
     pub(crate) span: crate::session::HistorySpan,
 }
 
+/// A session loaded for a turn; from the cache, it comes with its presence set and
+/// its previous encoding.
+pub(crate) struct Loaded<D, C> {
+    pub(crate) session: Session<D, C>,
+    pub(crate) present: Option<FieldSet>,
+    pub(crate) prev: Option<crate::session::PreviousSave>,
+}
+
 pub(crate) struct AgentInner<D, C> {
     pub(crate) name: String,
     pub(crate) flows: Vec<Arc<Flow<D, C>>>,
@@ -189,14 +197,15 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) schema: Arc<DataSchema>,
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
     pub(crate) section: String,
-    locks: Mutex<FxHashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// One lock per session id; idle locks are dropped once there are many.
+    locks: Mutex<FxHashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Output schemas are the same for every turn at the same place: built once.
     schema_cache: Mutex<FxHashMap<u64, Arc<Value>>>,
     /// Per flow: the prompt lines offering a switch to the other flows, and their ids.
     pub(crate) switch_sections: Vec<String>,
     pub(crate) switch_ids: Vec<Vec<String>>,
     /// Sessions as last saved by this process, with their bytes.
-    decoded: Mutex<FxHashMap<String, Arc<Remembered<D, C>>>>,
+    decoded: Mutex<FxHashMap<String, Remembered<D, C>>>,
 }
 
 impl<D, C> AgentInner<D, C> {
@@ -249,16 +258,7 @@ impl<D, C> AgentInner<D, C> {
                 map.remove(&k);
             }
         }
-        map.insert(entry.session.id.clone(), Arc::new(entry));
-    }
-
-    /// The last save of a session by this process.
-    pub(crate) fn remembered(&self, id: &str) -> Option<Arc<Remembered<D, C>>> {
-        if self.config.session_cache == 0 {
-            return None;
-        }
-        let map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(id).cloned()
+        map.insert(entry.session.id.clone(), entry);
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -266,34 +266,48 @@ impl<D, C> AgentInner<D, C> {
         map.remove(id);
     }
 
-    /// The remembered session if the store still holds exactly the bytes we saved.
-    fn recall(&self, stored: &crate::store::StoredSession) -> Option<(Session<D, C>, FieldSet)>
-    where
-        D: Clone,
-        C: Clone,
-    {
+    /// The remembered session if the store still holds exactly the bytes we saved,
+    /// taken out of the cache: the turn owns it (no copy), and a turn that fails puts
+    /// nothing back, so the next one decodes what the store holds.
+    fn recall(&self, stored: &crate::store::StoredSession) -> Option<Loaded<D, C>> {
         let hit = {
-            let map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
-            map.get(&stored.id).cloned()
+            let mut map = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+            map.remove(&stored.id)
         }?;
         if hit.bytes != stored.bytes {
             return None;
         }
-        let mut s = hit.session.clone();
-        s.version = stored.version;
-        Some((s, hit.present.clone()))
+        let Remembered {
+            bytes,
+            mut session,
+            present,
+            span,
+        } = hit;
+        session.version = stored.version;
+        let prev = crate::session::PreviousSave {
+            first: session.history.first().map(|m| m.content.clone()),
+            last: session.history.last().map(|m| m.content.clone()),
+            bytes,
+            span,
+        };
+        Some(Loaded {
+            session,
+            present: Some(present),
+            prev: Some(prev),
+        })
     }
 
     fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut map = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = map.get(id).and_then(Weak::upgrade) {
-            return l;
+        if let Some(l) = map.get(id) {
+            return l.clone();
         }
-        if map.len() > 1024 {
-            map.retain(|_, w| w.strong_count() > 0);
+        if map.len() >= 1024 {
+            // Only the map holds an idle lock.
+            map.retain(|_, l| Arc::strong_count(l) > 1);
         }
         let l = Arc::new(tokio::sync::Mutex::new(()));
-        map.insert(id.to_owned(), Arc::downgrade(&l));
+        map.insert(id.to_owned(), l.clone());
         l
     }
 
@@ -472,16 +486,15 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         let _guard = lock.lock().await;
         let mut attempt = 0;
         loop {
-            let (mut session, present) = self.load_for_turn(session_id).await?;
-            let loaded = session.version;
+            let mut load = self.load_for_turn(session_id).await?;
+            let loaded = load.session.version;
             if let Some(id) = options.event_id.as_deref()
-                && let Some(done) = session.processed_event(id)
+                && let Some(done) = load.session.processed_event(id)
             {
                 return replayed(done, sink);
             }
-            self.check_flow_version(&mut session)?;
-            let turn = Turn::new(inner, session, present, message, sink)
-                .with_event(options.event_id.clone());
+            self.check_flow_version(&mut load.session)?;
+            let turn = Turn::new(inner, load, message, sink, options.event_id.clone());
             let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
             match turn.run().instrument(span).await {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
@@ -492,7 +505,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     // A concurrent writer may have processed this very event: reload and
                     // answer from the store if so, otherwise apply the policy.
                     attempt += 1;
-                    let (fresh, _) = self.load_for_turn(session_id).await?;
+                    let fresh = self.load_for_turn(session_id).await?.session;
                     if let Some(done) = options
                         .event_id
                         .as_deref()
@@ -529,13 +542,15 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     /// Detect a session whose active flow changed incompatibly since it was saved; let
     /// the migration hook upgrade it, or report it.
     fn check_flow_version(&self, session: &mut Session<D, C>) -> Result<(), AgentError> {
-        let Some(fid) = session.flow.clone() else {
+        let Some(fid) = session.flow.as_deref() else {
             return Ok(());
         };
-        let current = self.inner.flow(&fid).map(|f| f.version.clone());
-        if current.is_some() && current == session.flow_version {
+        let registered = self.inner.flow(fid);
+        if registered.is_some_and(|f| session.flow_version.as_deref() == Some(f.version.as_str())) {
             return Ok(());
         }
+        let fid = fid.to_owned();
+        let current = registered.map(|f| f.version.clone());
         let problem = match self.inner.flow(&fid) {
             None => Some(format!("flow `{fid}` is no longer registered")),
             Some(f) => session
@@ -587,20 +602,19 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
 
     /// Load for a turn: from the decoded cache when the stored bytes are the ones this
     /// process saved last (with the presence set), else decoded.
-    async fn load_for_turn(
-        &self,
-        id: &str,
-    ) -> Result<(Session<D, C>, Option<FieldSet>), AgentError> {
-        match self.inner.store.load(id).await? {
+    async fn load_for_turn(&self, id: &str) -> Result<Loaded<D, C>, AgentError> {
+        let session = match self.inner.store.load(id).await? {
             Some(stored) => match self.inner.recall(&stored) {
-                Some((s, p)) => Ok((s, Some(p))),
-                None => Ok((Session::decode(&stored)?, None)),
+                Some(hit) => return Ok(hit),
+                None => Session::decode(&stored)?,
             },
-            None => Ok((
-                Session::new(id, self.inner.context.clone(), self.inner.clock.now_ms()),
-                None,
-            )),
-        }
+            None => Session::new(id, self.inner.context.clone(), self.inner.clock.now_ms()),
+        };
+        Ok(Loaded {
+            session,
+            present: None,
+            prev: None,
+        })
     }
 
     async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {

@@ -2,7 +2,7 @@
 //! instructions. `FlowBuilder::build` checks everything that can be checked without the
 //! other flows and reports all problems of the flow at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -56,7 +56,7 @@ pub struct Flow<D, C> {
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) instructions: Vec<Instruction<D, C>>,
     pub(crate) steps: Vec<Step<D, C>>,
-    pub(crate) step_index: HashMap<Arc<str>, usize>,
+    pub(crate) step_index: crate::fxhash::FxHashMap<Arc<str>, usize>,
     /// Rendered once at build: the flow's prompt section.
     pub(crate) section: String,
     /// Rendered once at build: the extraction instructions (fields and their docs).
@@ -373,7 +373,7 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         }
 
         let mut steps = self.steps;
-        let mut step_index = HashMap::new();
+        let mut step_index = crate::fxhash::FxHashMap::default();
         let step_ids: Vec<String> = steps.iter().map(|s| s.id.to_string()).collect();
         for (i, s) in steps.iter().enumerate() {
             if s.id.trim().is_empty() {

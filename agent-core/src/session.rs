@@ -20,6 +20,27 @@ pub(crate) struct HistorySpan {
     pub(crate) count: usize,
 }
 
+/// The previous save of a session as a turn took it from the cache: its bytes, where
+/// its history sits in them, and the first and last history texts (compared by
+/// pointer to prove the new history extends it).
+pub(crate) struct PreviousSave {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) span: HistorySpan,
+    pub(crate) first: Option<Text>,
+    pub(crate) last: Option<Text>,
+}
+
+impl PreviousSave {
+    pub(crate) fn view(&self) -> Previous<'_> {
+        Previous {
+            bytes: &self.bytes,
+            span: self.span,
+            first: self.first.as_ref(),
+            last: self.last.as_ref(),
+        }
+    }
+}
+
 /// The previous save of a session, for incremental encoding.
 #[derive(Clone, Copy)]
 pub(crate) struct Previous<'a> {

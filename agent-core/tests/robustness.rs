@@ -599,6 +599,17 @@ async fn a_provider_error_mid_turn_fails_the_turn_and_leaves_the_stored_session_
         before,
         "stored bytes changed"
     );
+
+    // The next turn goes on from the stored session, not from the failed turn's state.
+    p.respond(Answer::message("How can I help?"));
+    let r = a.respond("s", "hello again").await.unwrap();
+    assert_eq!(
+        r.data.booking_id, None,
+        "the failed turn's tool write leaked"
+    );
+    let s = a.session("s").await.unwrap().unwrap();
+    let texts: Vec<&str> = s.history.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["hi", "Hello!", "hello again", "How can I help?"]);
 }
 
 // ---------------------------------------------------------------------------------

@@ -185,6 +185,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
     }
 
+    /// The current flow and step ids, shared with the flow definition when they are
+    /// registered there (no copy).
+    fn position_ids(&self) -> (Option<Arc<str>>, Option<Arc<str>>) {
+        let step = self.s.step.as_deref();
+        let Some(fid) = self.s.flow.as_deref() else {
+            return (None, step.map(Arc::from));
+        };
+        match self.a.flow(fid) {
+            Some(flow) => (
+                Some(flow.id.clone()),
+                step.map(|s| {
+                    flow.step_pos(s)
+                        .map_or_else(|| Arc::from(s), |i| flow.steps[i].id.clone())
+                }),
+            ),
+            None => (Some(Arc::from(fid)), step.map(Arc::from)),
+        }
+    }
+
     /// Produce the turn's message and stopped reason (and the streamed deltas of the
     /// call that produced it).
     pub(crate) async fn converse(
@@ -195,7 +214,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         loop {
             rounds += 1;
             let stop = self.walk().await?;
-            let rendered = (self.s.flow.clone(), self.s.step.clone());
+            let rendered = self.position_ids();
             let mut closing: Option<Arc<Flow<D, C>>> = None;
             let mut finalize_step: Option<(Arc<Flow<D, C>>, usize)> = None;
             let (mut message, mut stopped, deltas) = match &stop {
@@ -360,8 +379,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let st = self.stopped.clone().unwrap_or(StoppedReason::Halt);
                 return Ok((String::new(), st, Vec::new()));
             }
-            let moved =
-                self.s.flow.is_some() && (self.s.flow.clone(), self.s.step.clone()) != rendered;
+            let moved = self.s.flow.is_some()
+                && (self.s.flow.as_deref(), self.s.step.as_deref())
+                    != (rendered.0.as_deref(), rendered.1.as_deref());
             if moved && self.stopped.is_none() {
                 let cfg = &self.a.config;
                 if rounds > cfg.max_transitions_per_turn + cfg.max_auto_steps_per_turn {

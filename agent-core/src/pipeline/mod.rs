@@ -139,19 +139,30 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) flow_failed: Option<StoppedReason>,
     /// The reply came from a code flow.
     pub(crate) from_code: bool,
+    /// The cached previous save, reused by the incremental encoding.
+    pub(crate) prev: Option<crate::session::PreviousSave>,
+    /// What this turn saved, for the decoded-session cache.
+    pub(crate) saved: Option<(Vec<u8>, crate::session::HistorySpan)>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
+    /// Boxed: the turn is large, and a box keeps the futures that own it small (they
+    /// are moved when awaited).
     pub(crate) fn new(
         a: &'a AgentInner<D, C>,
-        s: Session<D, C>,
-        present: Option<FieldSet>,
+        load: crate::agent::Loaded<D, C>,
         msg: &'a str,
         sink: Option<&'a Sink<D>>,
-    ) -> Self {
+        event_id: Option<String>,
+    ) -> Box<Self> {
+        let crate::agent::Loaded {
+            session: s,
+            present,
+            prev,
+        } = load;
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
         let awaiting = s.step.is_some();
-        Self {
+        Box::new(Self {
             a,
             expected_version: s.version,
             s,
@@ -189,7 +200,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             next_pending: None,
             entered: FxHashSet::default(),
             landed: None,
-            event_id: None,
+            event_id,
             speculating: false,
             streamed: false,
             prepared: FxHashSet::default(),
@@ -197,13 +208,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             meta_flow: None,
             flow_failed: None,
             from_code: false,
-        }
-    }
-
-    /// Mark the turn as the answer to an inbound event.
-    pub(crate) fn with_event(mut self, event_id: Option<String>) -> Self {
-        self.event_id = event_id;
-        self
+            prev,
+            saved: None,
+        })
     }
 
     /// The read-only view hooks and predicates get.
@@ -241,7 +248,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
     }
 
     /// Run the turn; on success the session is saved and the response returned.
-    pub(crate) async fn run(mut self) -> Result<AgentResponse<D>, AgentError> {
+    pub(crate) async fn run(mut self: Box<Self>) -> Result<AgentResponse<D>, AgentError> {
         self.s.history.push(Message::user(self.msg));
 
         if self.s.turns == 0
@@ -444,9 +451,29 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
     }
 
-    /// Persist and build the response.
+    /// Persist, build the response, and keep the saved session in the cache.
     async fn finish(
-        mut self,
+        mut self: Box<Self>,
+        message: String,
+        stopped: StoppedReason,
+        deltas: Vec<String>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let response = self.persist(message, stopped, deltas).await?;
+        if let Some((bytes, span)) = self.saved.take() {
+            let t = *self;
+            t.a.remember(crate::agent::Remembered {
+                bytes,
+                session: t.s,
+                present: t.present,
+                span,
+            });
+        }
+        Ok(response)
+    }
+
+    /// Persist and build the response.
+    async fn persist(
+        &mut self,
         message: String,
         stopped: StoppedReason,
         deltas: Vec<String>,
@@ -457,7 +484,15 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.compact_history().await?;
         self.s.pending = self.next_pending.take();
         self.s.turns += 1;
-        self.s.flow_version = self.flow().map(|f| f.version.clone());
+        let version = self
+            .s
+            .flow
+            .as_deref()
+            .and_then(|f| self.a.flow(f))
+            .map(|f| f.version.as_str());
+        if self.s.flow_version.as_deref() != version {
+            self.s.flow_version = version.map(str::to_owned);
+        }
         self.s.updated_ms = self.a.clock.now_ms();
         self.s.version = self.expected_version + 1;
         let mut response = AgentResponse {
@@ -531,7 +566,6 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 response: stored,
             });
         }
-        let mut saved_bytes = None;
         if self.clear_session {
             // Erase by saving an empty session under compare-and-swap (a plain delete
             // would let this turn silently win over a concurrent writer, and would let
@@ -547,35 +581,29 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 .save(erased.encode()?, self.expected_version)
                 .await?;
         } else {
-            let last = self.a.remembered(&self.s.id);
-            let prev = last.as_ref().map(|r| crate::session::Previous {
-                bytes: &r.bytes,
-                span: r.span,
-                first: r.session.history.first().map(|m| &m.content),
-                last: r.session.history.last().map(|m| &m.content),
-            });
-            let (stored, span) = self.s.encode_after(prev)?;
-            drop(last);
+            let prev = self.prev.take();
+            let (stored, span) = self.s.encode_after(prev.as_ref().map(|p| p.view()))?;
+            drop(prev);
             let bytes = (self.a.config.session_cache > 0).then(|| (stored.bytes.clone(), span));
             self.a.store.save(stored, self.expected_version).await?;
-            saved_bytes = bytes;
+            self.saved = bytes;
         }
         // Text reaches the consumer only once the turn is durable: deltas concatenate to
         // the final message, and a failed save streams no text.
-        let message = response.message.clone();
+        let message = &response.message;
         if self.streamed {
-            if deltas.concat() != message {
+            if deltas.concat() != *message {
                 // Unreachable by construction (live text is only released when nothing
                 // can replace it); never send a second copy.
                 tracing::error!("streamed text differs from the final message");
             }
         } else if self.sink.is_some() && !message.is_empty() {
-            if deltas.concat() == message {
+            if deltas.concat() == *message {
                 for d in deltas {
                     self.emit(Event::TextDelta(d));
                 }
             } else {
-                self.emit(Event::TextDelta(message));
+                self.emit(Event::TextDelta(message.clone()));
             }
         }
         response.version = self.s.version;
@@ -586,14 +614,6 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             {
                 tracing::error!(panic = %crate::tool::panic_message(p.as_ref()), "on_response hook panicked (the turn was saved)");
             }
-        }
-        if let Some((bytes, span)) = saved_bytes {
-            self.a.remember(crate::agent::Remembered {
-                bytes,
-                session: self.s,
-                present: self.present,
-                span,
-            });
         }
         Ok(response)
     }

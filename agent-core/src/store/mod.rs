@@ -109,7 +109,12 @@ impl SessionStore for MemoryStore {
                 found,
             });
         }
-        map.insert(session.id.clone(), session);
+        match map.get_mut(&session.id) {
+            Some(slot) => *slot = session,
+            None => {
+                map.insert(session.id.clone(), session);
+            }
+        }
         Ok(())
     }
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
