@@ -188,7 +188,7 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
 
-    p.respond(Answer::message("Which date?").switching_to("feedback"));
+    p.respond(Answer::message("Let me take your feedback instead.").switching_to("feedback"));
     p.respond(Answer::message("How was your last stay?"));
     let r = a
         .respond("s", "actually I want to leave feedback")
@@ -196,6 +196,12 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
         .unwrap();
     assert_eq!(r.flow.as_deref(), Some("feedback"));
     assert_eq!(r.message, "How was your last stay?");
+    // The first flow's message is not shown, but the next flow hears it.
+    let system = p.last_request().unwrap().system;
+    assert!(
+        system.contains("Let me take your feedback instead."),
+        "{system}"
+    );
     assert_eq!(
         r.transitions.last().map(|t| t.to.as_str()),
         Some("feedback")
@@ -206,6 +212,61 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
             .any(|e| e.source
                 == agent_core::response::DirectiveSource::ModelSwitch("feedback".into()))
     );
+}
+
+#[tokio::test]
+async fn a_switch_to_a_flow_that_does_not_exist_is_ignored_and_the_reply_stands() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(
+        Answer::message("Which city, then?")
+            .claiming("ask_city")
+            .switching_to("weather"),
+    );
+    let r = a.respond("s", "what's the weather?").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.message, "Which city, then?");
+    assert!(r.transitions.is_empty());
+    assert_eq!(r.model_calls, 1);
+}
+
+#[tokio::test]
+async fn model_switches_back_and_forth_stop_at_the_transition_cap_with_the_last_message() {
+    let p = ScriptedProvider::new();
+    let a = Agent::builder()
+        .provider(p.clone())
+        .flow(booking_flow(false))
+        .flow(feedback_flow())
+        .config(AgentConfig {
+            max_transitions_per_turn: 3,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    for i in 0..10 {
+        let to = if i % 2 == 0 { "feedback" } else { "booking" };
+        p.respond(Answer::message(format!("hop {i}")).switching_to(to));
+    }
+    let r = a.respond("s", "I can't decide").await.unwrap();
+    assert_eq!(r.transitions.len(), 3);
+    assert_eq!(
+        r.stopped,
+        StoppedReason::TransitionCap {
+            blocked: "booking".into()
+        }
+    );
+    // The flow that spoke last answers the user; the blocked hop is not taken.
+    assert_eq!(r.message, "hop 3");
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert_eq!(r.model_calls, 4);
 }
 
 #[tokio::test]

@@ -151,10 +151,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let data = sp.out.data.take();
             self.absorb_model_data(&flow, data).await?;
             if let Some(target) = sp.out.switch_flow.take() {
-                let src = DirectiveSource::ModelSwitch(target.clone());
-                let d = Directive::go_to(target);
-                self.record(&src, &d, &[], &[], false);
-                self.apply(src, d, Phase::Pre).await?;
+                let said = std::mem::take(&mut sp.out.message);
+                self.model_switch(target, said).await?;
                 return Ok((None, None));
             }
         }
@@ -183,6 +181,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             (Stop::Closing(f1, _), Stop::Closing(f2, _)) => f1 == f2,
             _ => false,
         }
+    }
+
+    /// How many renderings one turn may make before a redirect is refused: every hop
+    /// and every auto step may cause one.
+    fn rerender_cap(&self) -> u32 {
+        let cfg = &self.a.config;
+        cfg.max_transitions_per_turn + cfg.max_auto_steps_per_turn
+    }
+
+    /// The model asked to move to another flow: its message is not shown but carried
+    /// to the next rendering as context (A3 transitions), and the hop counts against
+    /// the transition cap, which keeps the message as the reply when reached.
+    async fn model_switch(&mut self, target: String, said: String) -> Result<(), AgentError> {
+        if !said.is_empty() {
+            self.carried = Some(said);
+        }
+        let src = DirectiveSource::ModelSwitch(target.clone());
+        let d = Directive::go_to(target);
+        self.record(&src, &d, &[], &[], false);
+        self.apply(src, d, Phase::Pre).await
     }
 
     /// The current flow and step ids, shared with the flow definition when they are
@@ -250,14 +268,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 Target::Step(flow.clone(), *j)
                             };
                             let mut out = self.render_call(target, false, None).await?;
-                            if let Some(target) = out.switch_flow.take()
-                                && rounds < 4
-                            {
-                                let src = DirectiveSource::ModelSwitch(target.clone());
-                                let d = Directive::go_to(target);
-                                self.record(&src, &d, &[], &[], false);
-                                self.apply(src, d, Phase::Pre).await?;
-                                continue;
+                            if let Some(target) = out.switch_flow.take() {
+                                if rounds <= self.rerender_cap() {
+                                    let said = std::mem::take(&mut out.message);
+                                    self.model_switch(target, said).await?;
+                                    continue;
+                                }
+                                tracing::warn!(
+                                    target,
+                                    "switch_flow ignored: the turn re-rendered too often"
+                                );
                             }
                             out
                         }
@@ -320,7 +340,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             }
                         });
                         match picked {
-                            Some(f) if rounds < 4 && !self.streamed => {
+                            Some(f) if rounds <= self.rerender_cap() && !self.streamed => {
                                 // The intent replaces the classic reply with the flow's.
                                 let src = DirectiveSource::Routing(f.clone());
                                 let d = Directive::go_to(f);
@@ -383,8 +403,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 && (self.s.flow.as_deref(), self.s.step.as_deref())
                     != (rendered.0.as_deref(), rendered.1.as_deref());
             if moved && self.stopped.is_none() {
-                let cfg = &self.a.config;
-                if rounds > cfg.max_transitions_per_turn + cfg.max_auto_steps_per_turn {
+                if rounds > self.rerender_cap() {
                     // Redirected after every rendering: stop instead of calling forever.
                     self.stopped = Some(StoppedReason::TransitionCap {
                         blocked: self.s.step.clone().unwrap_or_default(),

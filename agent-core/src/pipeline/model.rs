@@ -427,7 +427,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 .as_ref()
                                 .is_some_and(|ids| ids.iter().any(|(id, _)| id == i))
                         });
-                        let switch_flow = out.switch_flow.or(intent);
+                        // The schema lists the other flows; a model that names anything
+                        // else (or its own flow) is not followed.
+                        let switch_flow = out
+                            .switch_flow
+                            .filter(|t| {
+                                let known = flow.as_ref().is_some_and(|f| {
+                                    self.a.switch_ids[f.index].iter().any(|id| id == t)
+                                });
+                                if !known {
+                                    tracing::warn!(target = %t, "switch_flow names no other flow; ignored");
+                                }
+                                known
+                            })
+                            .or(intent);
                         let judged = out.conditions;
                         let mut answers = vec![false; conditions.len()];
                         for (k, v) in judged.iter().flatten() {
