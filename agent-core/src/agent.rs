@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use futures::Stream;
 use serde_json::Value;
@@ -459,6 +460,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             let _ = tx.send(event);
         }));
         Box::pin(futures::stream::poll_fn(move |cx| {
+            // Queued events go out before the turn runs further.
+            if let Poll::Ready(Some(e)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(e));
+            }
             if let Some(f) = fut.as_mut()
                 && f.as_mut().poll(cx).is_ready()
             {

@@ -1029,6 +1029,38 @@ async fn json_streamed_in_small_chunks_still_yields_deltas_that_concatenate_to_t
     );
 }
 
+#[tokio::test]
+async fn live_text_reaches_the_consumer_before_the_turn_ends_even_when_chunks_arrive_at_once() {
+    let p = ScriptedProvider::new();
+    let store = Arc::new(MemoryStore::new());
+    let a = Agent::builder()
+        .name("Concierge")
+        .provider(ChunkedProvider(p.clone()))
+        .flow(booking_flow(false))
+        .store_arc(store.clone())
+        .build()
+        .unwrap();
+    let text = "Which city would you like to stay in?";
+    p.respond(Answer::message(text));
+
+    let mut stream = a.respond_stream("s", "I want to book a hotel");
+    let mut first = None;
+    while let Some(e) = stream.next().await {
+        if let Event::TextDelta(d) = e {
+            first = Some(d);
+            break;
+        }
+    }
+    assert!(first.is_some_and(|d| text.starts_with(&d) && d.len() < text.len()));
+    assert!(
+        store.load("s").await.unwrap().is_none(),
+        "the first delta waited for the end of the turn"
+    );
+    let rest: Vec<Event<Booking>> = stream.collect().await;
+    assert_eq!(done_message(&rest).as_deref(), Some(text));
+    assert!(store.load("s").await.unwrap().is_some());
+}
+
 // ---------------------------------------------------------------------------------
 // History compaction
 // ---------------------------------------------------------------------------------

@@ -176,11 +176,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         }
                     }
                     if !piece.is_empty() {
-                        if is_live {
+                        let sent = is_live;
+                        if sent {
                             sink.send(Event::TextDelta(piece.clone()));
                             self.streamed = true;
                         }
                         deltas.push(piece);
+                        if sent {
+                            // Let the consumer have it now, even when the provider's
+                            // chunks are all ready at once.
+                            tokio::task::yield_now().await;
+                        }
                     }
                 }
                 StreamChunk::Done(r) => {
