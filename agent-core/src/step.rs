@@ -149,6 +149,13 @@ impl<D, C> Step<D, C> {
         self
     }
     /// Hook run before the model call that renders this step.
+    ///
+    /// When the user's message is expected to fill the pending step, the engine renders
+    /// the step after it in the same call, so that step's `prepare` runs first. If the
+    /// message turns out not to reach it, the prompt text and tools it added are
+    /// withdrawn before anything else is rendered (its directive stays in the chain).
+    /// Keep `prepare` free of effects that must happen only once the step is entered;
+    /// `on_enter` runs only for entered steps.
     pub fn prepare(mut self, h: impl PreHook<D, C> + 'static) -> Self {
         self.prepare = Some(Arc::new(h));
         self

@@ -1427,3 +1427,43 @@ async fn a_failed_turn_leaves_the_stored_bytes_unchanged() {
     assert_eq!(store.load("s").await.unwrap(), Some(before));
     assert_eq!(stored(&a, "s").await.unwrap().data.city, None);
 }
+
+#[tokio::test]
+async fn a_predicted_steps_prepare_output_is_withdrawn_when_the_walk_stays_on_the_pending_step() {
+    let p = ScriptedProvider::new();
+    let f = flow("booking")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"])
+                .prepare(|_cx: &Ctx<'_>| -> Pre { Pre::new().append_prompt("PREPARE-GUESTS") }),
+        )
+        .build()
+        .unwrap();
+    let a = builder(&p).flow(f).build().unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+
+    // The one call renders the predicted `ask_guests` (its prepare output belongs there),
+    // but no city arrives and the model claims the wrong step: `ask_city` is rendered
+    // again, without what `ask_guests` prepared.
+    p.respond(Answer::message("How many guests?").claiming("ask_guests"));
+    p.respond(Answer::message("Which city, then?"));
+    p.clear_requests();
+    let r = a.respond("s", "not sure yet").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    assert_eq!(r.message, "Which city, then?");
+    let reqs = p.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[0].system.contains("PREPARE-GUESTS"));
+    assert!(
+        !reqs[1].system.contains("PREPARE-GUESTS"),
+        "{}",
+        reqs[1].system
+    );
+}

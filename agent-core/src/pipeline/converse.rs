@@ -14,12 +14,24 @@ use crate::error::AgentError;
 use crate::flow::Flow;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::step::StepKind;
+use crate::tool::Tool;
 
 /// A speculative first call and what it rendered.
-struct Speculation {
+struct Speculation<D, C> {
     predicted: Stop,
     out: CallOutcome,
     generation: u32,
+    /// What the predicted step's `prepare` hook added, withdrawn if the walk lands
+    /// elsewhere.
+    undo: Option<PrepareUndo<D, C>>,
+}
+
+/// The prompt additions and tools a speculatively prepared step brought.
+struct PrepareUndo<D, C> {
+    key: (Arc<str>, Arc<str>),
+    append: std::ops::Range<usize>,
+    tools_before: Vec<Arc<dyn Tool<D, C>>>,
+    injected: Vec<String>,
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
@@ -77,7 +89,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// The first call, made before the walk when this message may carry data: it
     /// extracts and renders the predicted step in one go.
-    async fn speculate(&mut self) -> Result<(Option<Speculation>, Option<usize>), AgentError> {
+    async fn speculate(
+        &mut self,
+    ) -> Result<(Option<Speculation<D, C>>, Option<usize>), AgentError> {
         let Some(flow) = self.flow() else {
             return Ok((None, None));
         };
@@ -93,15 +107,35 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 // the model call). Entering the current position is certain; entering a
                 // predicted later step is not, so a step with an on_enter hook is not
                 // rendered speculatively: extraction first, then the walk enters it.
+                // A predicted step's prepare hook runs before the one call (its output
+                // belongs in that call); if the walk then lands elsewhere, what it added
+                // to the prompt and tools is withdrawn.
                 let current =
                     !self.awaiting && self.s.step.as_deref() == Some(flow.steps[j].id.as_ref());
                 let before = self.pos_gen;
+                let mut undo = None;
                 let moved = if current {
                     self.enter_hooks(&flow, j).await? || self.prepare(&flow, j).await?
                 } else if flow.steps[j].on_enter.is_some() {
                     true
                 } else {
-                    self.prepare(&flow, j).await?
+                    let start = self.aug.append.len();
+                    let tools_before = self.aug.tools.clone();
+                    let moved = self.prepare(&flow, j).await?;
+                    let injected = self
+                        .aug
+                        .tools
+                        .iter()
+                        .filter(|t| !tools_before.iter().any(|b| Arc::ptr_eq(b, t)))
+                        .map(|t| t.name().to_owned())
+                        .collect();
+                    undo = Some(PrepareUndo {
+                        key: (flow.id.clone(), flow.steps[j].id.clone()),
+                        append: start..self.aug.append.len(),
+                        tools_before,
+                        injected,
+                    });
+                    moved
                 };
                 if self.turn_over() {
                     return Ok((None, alt));
@@ -123,6 +157,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     predicted: Stop::Render(f, j),
                     out,
                     generation: self.aug.generation,
+                    undo,
                 });
             }
             Some(Stop::Closing(f, j)) => {
@@ -136,6 +171,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     predicted: Stop::Closing(f, j),
                     out,
                     generation: self.aug.generation,
+                    undo: None,
                 });
             }
             _ if self.needs_extraction(&flow) => {
@@ -159,7 +195,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok((spec, alt))
     }
 
-    fn accepts(&self, sp: &Speculation, actual: &Stop, alt: Option<usize>) -> bool {
+    /// Withdraw what a predicted step's prepare hook added (the step was not entered);
+    /// it runs again if the step is entered later this turn.
+    fn withdraw_prepare(&mut self, u: PrepareUndo<D, C>) {
+        self.aug.append.drain(u.append);
+        for name in &u.injected {
+            self.aug.tools.retain(|t| t.name() != name);
+            if let Some(t) = u.tools_before.iter().find(|t| t.name() == name) {
+                self.aug.tools.push(t.clone());
+            }
+        }
+        self.prepared.remove(&u.key);
+    }
+
+    fn accepts(&self, sp: &Speculation<D, C>, actual: &Stop, alt: Option<usize>) -> bool {
         if sp.generation != self.aug.generation {
             return false;
         }
@@ -232,6 +281,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         loop {
             rounds += 1;
             let stop = self.walk().await?;
+            if let Some(sp) = spec.as_mut()
+                && sp.predicted != stop
+                && let Some(u) = sp.undo.take()
+            {
+                self.withdraw_prepare(u);
+            }
             let rendered = self.position_ids();
             let mut closing: Option<Arc<Flow<D, C>>> = None;
             let mut finalize_step: Option<(Arc<Flow<D, C>>, usize)> = None;
