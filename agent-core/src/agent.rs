@@ -196,6 +196,11 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) config: AgentConfig,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) schema: Arc<DataSchema>,
+    /// How the classifier sees each flow and each code flow (built once).
+    pub(crate) route_descs: Vec<String>,
+    pub(crate) code_route_descs: Vec<String>,
+    /// The present fields of a new session's data.
+    pub(crate) fresh_present: FieldSet,
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
     pub(crate) section: String,
     /// One lock per session id; idle locks are dropped once there are many.
@@ -613,7 +618,17 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 Some(hit) => return Ok(hit),
                 None => Session::decode(&stored)?,
             },
-            None => Session::new(id, self.inner.context.clone(), self.inner.clock.now_ms()),
+            None => {
+                return Ok(Loaded {
+                    session: Session::new(
+                        id,
+                        self.inner.context.clone(),
+                        self.inner.clock.now_ms(),
+                    ),
+                    present: Some(self.inner.fresh_present.clone()),
+                    prev: None,
+                });
+            }
         };
         Ok(Loaded {
             session,
@@ -967,6 +982,18 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             &self.glossary,
             &self.knowledge,
         );
+        let route_descs = flows
+            .iter()
+            .map(|f| crate::prompt::route_description(&f.title, f.when.as_deref(), &f.description))
+            .collect();
+        let code_route_descs = self
+            .code_flows
+            .iter()
+            .map(|f| f.route_description())
+            .collect();
+        let schema = Arc::new(DataSchema::of::<D>());
+        // Every new session starts from `D::default()`: its presence set is the same.
+        let fresh_present = schema.present(&D::default());
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 name: self.name,
@@ -987,7 +1014,10 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 context: self.context.unwrap_or_default(),
                 config: self.config,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-                schema: Arc::new(DataSchema::of::<D>()),
+                schema,
+                fresh_present,
+                route_descs,
+                code_route_descs,
                 section,
                 locks: Mutex::new(FxHashMap::default()),
                 schema_cache: Mutex::new(FxHashMap::default()),

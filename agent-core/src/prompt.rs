@@ -141,6 +141,21 @@ pub(crate) fn render_switch_sections<D, C>(
     (sections, ids)
 }
 
+/// How the classifier sees a flow it may route to: `title (when …): description`.
+pub(crate) fn route_description(title: &str, when: Option<&str>, description: &str) -> String {
+    let mut desc = title.to_owned();
+    if let Some(w) = when {
+        desc.push_str(" (when ");
+        desc.push_str(w);
+        desc.push(')');
+    }
+    if !description.is_empty() {
+        desc.push_str(": ");
+        desc.push_str(description);
+    }
+    desc
+}
+
 /// Append the `if` instructions that hold this turn.
 pub(crate) fn render_dynamic_instructions<D, C>(
     out: &mut String,

@@ -184,14 +184,7 @@ impl<D, C> CodeFlow<D, C> {
         self
     }
     pub(crate) fn route_description(&self) -> String {
-        let mut desc = self.title.clone();
-        if let Some(w) = &self.when {
-            desc = format!("{desc} (when {w})");
-        }
-        if !self.description.is_empty() {
-            desc = format!("{desc}: {}", self.description);
-        }
-        desc
+        crate::prompt::route_description(&self.title, self.when.as_deref(), &self.description)
     }
 }
 

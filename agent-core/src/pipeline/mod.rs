@@ -7,6 +7,7 @@
 mod apply;
 mod code;
 mod converse;
+mod judged;
 mod model;
 mod signals;
 pub(crate) mod stream;

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+use super::judged::{Judged, condition_index};
 use super::stream::MessageExtractor;
 use super::{Stop, Turn};
 use crate::data::{AgentContext, AgentData};
@@ -74,7 +75,7 @@ struct RespondOut {
     #[serde(default)]
     intent: Option<String>,
     #[serde(default)]
-    conditions: Option<Map<String, Value>>,
+    conditions: Option<Judged>,
 }
 
 fn strip_fences(content: &str) -> &str {
@@ -447,16 +448,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 known
                             })
                             .or(intent);
-                        let judged = out.conditions;
-                        let mut answers = vec![false; conditions.len()];
-                        for (k, v) in judged.iter().flatten() {
-                            if let Some(n) = condition_index(k)
-                                && n < answers.len()
-                            {
-                                answers[n] = v.as_bool().unwrap_or(false);
-                            }
-                        }
-                        let verdicts = conditions.iter().cloned().zip(answers).collect();
+                        let judged = out.conditions.unwrap_or_default();
+                        let verdicts = conditions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (c.clone(), judged.verdict(i)))
+                            .collect();
                         Ok(CallOutcome {
                             message,
                             deltas: Vec::new(),
@@ -691,7 +688,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     pub(crate) async fn classify(
         &mut self,
         questions: &[Question],
-        flows: &[(String, String)],
+        flows: &[(&str, &str)],
     ) -> Result<Verdicts, AgentError> {
         let mut verdicts = Verdicts::default();
         let batch = self.a.config.classifier_batch_size.max(1);
@@ -792,16 +789,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                 }
             };
-            let mut answers = vec![false; chunk.len()];
-            for (k, v) in &conds {
-                if let Some(n) = condition_index(k).and_then(|n| n.checked_sub(base))
-                    && n < answers.len()
-                {
-                    answers[n] = v.as_bool().unwrap_or(false);
-                }
-            }
             for (i, q) in chunk.iter().enumerate() {
-                self.judged.insert(q.condition.clone(), answers[i]);
+                self.judged
+                    .insert(q.condition.clone(), conds.verdict(base + i));
             }
             if let Some(extracted) = out.extracted {
                 for (k, e) in extracted {
@@ -995,11 +985,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let saved_judged = self.judged.clone();
         let conds = out.conditions.unwrap_or_default();
         for (i, c) in lt.conditions.iter().enumerate() {
-            let v = conds
-                .get(&format!("c{i}"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            self.judged.insert(c.clone(), v);
+            self.judged.insert(c.clone(), conds.verdict(i));
         }
         let (dry, clean) = self.predict(false).await;
         self.s.data = saved_data;
@@ -1023,7 +1009,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 #[derive(serde::Deserialize)]
 struct ClassifyOut {
     #[serde(default)]
-    conditions: Option<std::collections::BTreeMap<String, Value>>,
+    conditions: Option<Judged>,
     #[serde(default)]
     extracted: Option<Map<String, Value>>,
     #[serde(default)]
@@ -1058,18 +1044,13 @@ fn push_number(s: &mut String, n: usize) {
     }
 }
 
-/// The index `N` of a `cN` key.
-fn condition_index(key: &str) -> Option<usize> {
-    key.strip_prefix('c').and_then(|d| d.parse().ok())
-}
-
 /// Schema of a classifier call: `conditions` (one boolean per key), `extracted` (per key
 /// with an extraction schema) and, when routing, `flow`.
 fn classify_schema(
     chunk: &[Question],
     base: usize,
     routing: bool,
-    flows: &[(String, String)],
+    flows: &[(&str, &str)],
     confidence: bool,
 ) -> Value {
     let mut props = Map::new();
@@ -1100,7 +1081,7 @@ fn classify_schema(
     if routing {
         let mut ids: Vec<Value> = flows
             .iter()
-            .map(|(id, _)| Value::String(id.clone()))
+            .map(|(id, _)| Value::String((*id).to_owned()))
             .collect();
         ids.push(Value::Null);
         props.insert(

@@ -163,18 +163,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         let routing = self.routing_due();
-        let routes: Vec<(String, String)> = if routing {
+        let routes: Vec<(&str, &str)> = if routing {
+            let a = self.a;
             let cx = self.cx();
-            let code = self
-                .a
+            let code = a
                 .code_flows
                 .iter()
-                .map(|f| (f.id.to_string(), f.route_description()));
-            self.a
-                .flows
+                .zip(&a.code_route_descs)
+                .map(|(f, d)| (f.id.as_ref(), d.as_str()));
+            a.flows
                 .iter()
-                .filter(|f| f.is_eligible(&cx))
-                .filter(|f| {
+                .zip(&a.route_descs)
+                .filter(|(f, _)| f.is_eligible(&cx))
+                .filter(|(f, _)| {
                     f.reentrant
                         || !self
                             .s
@@ -182,16 +183,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .iter()
                             .any(|c| c.as_str() == f.id.as_ref())
                 })
-                .map(|f| {
-                    let mut desc = f.title.clone();
-                    if let Some(w) = &f.when {
-                        desc = format!("{desc} (when {w})");
-                    }
-                    if !f.description.is_empty() {
-                        desc = format!("{desc}: {}", f.description);
-                    }
-                    (f.id.to_string(), desc)
-                })
+                .map(|(f, d)| (f.id.as_ref(), d.as_str()))
                 .chain(code)
                 .collect()
         } else {
