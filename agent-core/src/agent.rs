@@ -199,6 +199,8 @@ pub(crate) struct AgentInner<D, C> {
     /// How the classifier sees each flow and each code flow (built once).
     pub(crate) route_descs: Vec<String>,
     pub(crate) code_route_descs: Vec<String>,
+    /// The longest system prompt built so far.
+    prompt_len: std::sync::atomic::AtomicUsize,
     /// The present fields of a new session's data.
     pub(crate) fresh_present: FieldSet,
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
@@ -235,6 +237,22 @@ impl<D, C> AgentInner<D, C> {
     /// Declarative and code flows together.
     pub(crate) fn flow_count(&self) -> usize {
         self.flows.len() + self.code_flows.len()
+    }
+
+    /// Room for a system prompt: the longest built so far (prompts of one agent are
+    /// alike), so building one does not reallocate.
+    pub(crate) fn prompt_capacity(&self) -> usize {
+        self.prompt_len
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .max(512)
+    }
+
+    pub(crate) fn note_prompt_len(&self, len: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        // Read first: a write on every turn would bounce the cache line between cores.
+        if len > self.prompt_len.load(Relaxed) {
+            self.prompt_len.fetch_max(len, Relaxed);
+        }
     }
 
     /// The cached schema for `key`, built by `make` on first use.
@@ -1018,6 +1036,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 fresh_present,
                 route_descs,
                 code_route_descs,
+                prompt_len: std::sync::atomic::AtomicUsize::new(0),
                 section,
                 locks: Mutex::new(FxHashMap::default()),
                 schema_cache: Mutex::new(FxHashMap::default()),

@@ -219,7 +219,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let cx = self.cx();
                 h.call(&cx).await
             };
-            self.emit_pre(DirectiveSource::FlowOnEnter(flow.id.to_string()), d)
+            self.emit_pre(DirectiveSource::FlowOnEnter(flow.id.as_ref().to_owned()), d)
                 .await?;
         }
         Ok(())
@@ -243,13 +243,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let field = self.a.schema.fields()[*missing].clone();
             tracing::warn!(flow = %flow.id, %field, "completion refused: required field missing");
             if let Some(step) = flow.steps.iter().find(|s| s.collect.contains(&field)) {
-                self.s.step = Some(step.id.to_string());
+                self.s.step = Some(step.id.as_ref().to_owned());
                 self.awaiting = false;
                 self.pos_gen += 1;
             }
             return Ok(());
         }
-        let fid = flow.id.to_string();
+        let fid = flow.id.as_ref().to_owned();
         let mut then = flow.on_complete.clone().unwrap_or_default();
         if let Some(h) = flow.hooks.on_complete.clone() {
             let d = {

@@ -118,6 +118,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     self.enter_hooks(&flow, j).await? || self.prepare(&flow, j).await?
                 } else if flow.steps[j].on_enter.is_some() {
                     true
+                } else if flow.steps[j].prepare.is_none() {
+                    false
                 } else {
                     let start = self.aug.append.len();
                     let tools_before = self.aug.tools.clone();
@@ -422,8 +424,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let cx = self.cx();
                     h.call(&cx).await
                 };
-                self.post_bus
-                    .push((DirectiveSource::Finalize(flow.steps[*j].id.to_string()), d));
+                self.post_bus.push((
+                    DirectiveSource::Finalize(flow.steps[*j].id.as_ref().to_owned()),
+                    d,
+                ));
             }
             let bus = std::mem::take(&mut self.post_bus);
             let mut merged = Directive::default();
@@ -442,7 +446,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 self.complete_flow(
                     Phase::Post,
-                    &DirectiveSource::OnComplete(flow.id.to_string()),
+                    &DirectiveSource::OnComplete(flow.id.as_ref().to_owned()),
                 )
                 .await?;
             }

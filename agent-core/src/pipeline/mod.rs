@@ -366,7 +366,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             self.enter_flow(
                 flow.id.as_ref(),
                 None,
-                DirectiveSource::Routing(flow.id.to_string()),
+                DirectiveSource::Routing(flow.id.as_ref().to_owned()),
             )
             .await?;
         }
@@ -480,7 +480,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         deltas: Vec<String>,
     ) -> Result<AgentResponse<D>, AgentError> {
         if !message.is_empty() {
-            self.s.history.push(Message::assistant(message.clone()));
+            self.s.history.push(Message::assistant(message.as_str()));
         }
         self.compact_history().await?;
         self.s.pending = self.next_pending.take();

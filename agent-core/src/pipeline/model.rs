@@ -216,7 +216,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Target::Step(f, _) | Target::Closing(f, _) => Some(f.clone()),
             Target::Classic => None,
         };
-        let mut sys = String::with_capacity(1024);
+        let mut sys = String::with_capacity(self.a.prompt_capacity());
         sys.push_str(&self.a.section);
         if let Some(sum) = &self.s.summary {
             let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
@@ -258,7 +258,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             s.id, s.section, s.id, step.id
                         );
                         tools.extend(s.tools.iter().cloned());
-                        claims = vec![step.id.to_string(), s.id.to_string()];
+                        claims = vec![step.id.as_ref().to_owned(), s.id.as_ref().to_owned()];
                     }
                 }
                 Target::Closing(_, j) => {
@@ -320,13 +320,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     if let Some(w) = &f.when {
                         d = format!("{d} (when {w})");
                     }
-                    (f.id.to_string(), d)
+                    (f.id.as_ref().to_owned(), d)
                 });
                 let code = self
                     .a
                     .code_flows
                     .iter()
-                    .map(|f| (f.id.to_string(), f.route_description()));
+                    .map(|f| (f.id.as_ref().to_owned(), f.route_description()));
                 decl.chain(code).collect()
             });
         let structured = flow.is_some() || intents.is_some();
@@ -389,6 +389,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => None,
         };
 
+        self.a.note_prompt_len(sys.len());
         let mut req = self.request(CallKind::Respond, sys, self.history_messages());
         req.tools = tools.iter().map(|t| t.spec()).collect();
         req.output = output;
@@ -708,7 +709,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             } else {
                 CallKind::Classify
             };
-            let mut sys = String::with_capacity(512);
+            let mut sys = String::with_capacity(self.a.prompt_capacity());
             sys.push_str(
                 "You judge the user's latest message in the context of the conversation.\n",
             );
@@ -766,6 +767,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let schema = self.a.cached_schema(key, || {
                 classify_schema(chunk, base, routing, flows, min_confidence.is_some())
             });
+            self.a.note_prompt_len(sys.len());
             let mut req = self.request(kind, sys, self.history_messages());
             req.output = Some(OutputSchema {
                 name: "classification".into(),

@@ -60,8 +60,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     fn mark_executed(&mut self, flow: &Flow<D, C>, idx: usize) {
         let r = StepRef {
-            flow: flow.id.to_string(),
-            step: flow.steps[idx].id.to_string(),
+            flow: flow.id.as_ref().to_owned(),
+            step: flow.steps[idx].id.as_ref().to_owned(),
         };
         self.emit(Event::StepEntered(r.clone()));
         self.executed.push(r);
@@ -84,7 +84,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let cx = self.cx();
                 h.call(&cx).await
             };
-            self.emit_pre(DirectiveSource::StepOnEnter(step.id.to_string()), d)
+            self.emit_pre(DirectiveSource::StepOnEnter(step.id.as_ref().to_owned()), d)
                 .await?;
         }
         Ok(self.pos_gen != before || self.turn_over())
@@ -107,7 +107,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let cx = self.cx();
                 h.call(&cx).await
             };
-            self.emit_pre(DirectiveSource::Prepare(step.id.to_string()), d)
+            self.emit_pre(DirectiveSource::Prepare(step.id.as_ref().to_owned()), d)
                 .await?;
         }
         Ok(self.pos_gen != before || self.turn_over())
@@ -131,8 +131,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 return Ok(Stop::Done);
             };
             let idx = self.step_idx(&flow);
-            self.s.step = Some(flow.steps[idx].id.to_string());
             let step = &flow.steps[idx];
+            if self.s.step.as_deref() != Some(step.id.as_ref()) {
+                self.s.step = Some(step.id.as_ref().to_owned());
+            }
 
             if self.awaiting {
                 if matches!(step.kind, StepKind::Model) && needs_input(step, &self.present) {
@@ -140,7 +142,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 self.awaiting = false;
                 match self.advance(&flow, idx, true, false).await? {
-                    Next::Step(j) => self.s.step = Some(flow.steps[j].id.to_string()),
+                    Next::Step(j) => self.s.step = Some(flow.steps[j].id.as_ref().to_owned()),
                     Next::End => {
                         if let Some(stop) = self.end_of_flow(&flow, idx) {
                             return Ok(stop);
@@ -158,7 +160,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             };
             if skipped {
                 match self.advance(&flow, idx, false, false).await? {
-                    Next::Step(j) => self.s.step = Some(flow.steps[j].id.to_string()),
+                    Next::Step(j) => self.s.step = Some(flow.steps[j].id.as_ref().to_owned()),
                     Next::End => {
                         if let Some(stop) = self.end_of_flow(&flow, idx) {
                             return Ok(stop);
@@ -173,7 +175,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     autos += 1;
                     if autos > self.a.config.max_auto_steps_per_turn {
                         self.stopped = Some(StoppedReason::AutoStepCap {
-                            step: step.id.to_string(),
+                            step: step.id.as_ref().to_owned(),
                         });
                         return Ok(Stop::Done);
                     }
@@ -181,7 +183,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         continue;
                     }
                     match self.advance(&flow, idx, true, false).await? {
-                        Next::Step(j) => self.s.step = Some(flow.steps[j].id.to_string()),
+                        Next::Step(j) => self.s.step = Some(flow.steps[j].id.as_ref().to_owned()),
                         Next::End => {
                             if let Some(stop) = self.end_of_flow(&flow, idx) {
                                 return Ok(stop);
@@ -214,7 +216,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .position(|s| s.collect_idx.iter().any(|c| missing.contains(c)))
                             && j != idx
                         {
-                            self.s.step = Some(flow.steps[j].id.to_string());
+                            self.s.step = Some(flow.steps[j].id.as_ref().to_owned());
                             continue;
                         }
                         return Ok(Stop::Render(flow.id.clone(), idx));
@@ -226,7 +228,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     {
                         // Satisfied by data already given: executed without asking.
                         match self.advance(&flow, idx, true, false).await? {
-                            Next::Step(j) => self.s.step = Some(flow.steps[j].id.to_string()),
+                            Next::Step(j) => {
+                                self.s.step = Some(flow.steps[j].id.as_ref().to_owned())
+                            }
                             Next::End => {
                                 if let Some(stop) = self.end_of_flow(&flow, idx) {
                                     return Ok(stop);
@@ -251,12 +255,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .iter()
                 .position(|s| s.collect_idx.contains(&missing))
         {
-            self.s.step = Some(flow.steps[j].id.to_string());
+            self.s.step = Some(flow.steps[j].id.as_ref().to_owned());
             self.awaiting = false;
             self.pos_gen += 1;
             return None;
         }
-        self.s.step = Some(flow.steps[idx].id.to_string());
+        self.s.step = Some(flow.steps[idx].id.as_ref().to_owned());
         Some(Stop::Closing(flow.id.clone(), idx))
     }
 
@@ -313,7 +317,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 let label = match &b.label {
                     Some(l) => format!("{}:{l}", step.id),
-                    None => step.id.to_string(),
+                    None => step.id.as_ref().to_owned(),
                 };
                 let source = DirectiveSource::Branch(label);
                 let d = match &b.then {
