@@ -241,7 +241,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(f) = &flow {
             sys.push_str(&f.section);
             if let Ok(data) = serde_json::to_string(&self.s.data) {
-                let _ = writeln!(sys, "Collected so far (null = not yet): {data}");
+                push_all(
+                    &mut sys,
+                    &["Collected so far (null = not yet): ", &data, "\n"],
+                );
             }
             tools.extend(f.tools.iter().cloned());
             match &target {
@@ -252,10 +255,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     tools.extend(step.tools.iter().cloned());
                     if let Some(a) = alt.filter(|a| a != j) {
                         let s = &f.steps[a];
-                        let _ = writeln!(
-                            sys,
-                            "But if the user's latest message does not answer the pending question ({}), instead {}Set `step` to \"{}\" in that case, otherwise to \"{}\".",
-                            s.id, s.section, s.id, step.id
+                        push_all(
+                            &mut sys,
+                            &[
+                                "But if the user's latest message does not answer the pending question (",
+                                &s.id,
+                                "), instead ",
+                                &s.section,
+                                "Set `step` to \"",
+                                &s.id,
+                                "\" in that case, otherwise to \"",
+                                &step.id,
+                                "\".\n",
+                            ],
                         );
                         tools.extend(s.tools.iter().cloned());
                         claims = vec![step.id.as_ref().to_owned(), s.id.as_ref().to_owned()];
@@ -733,7 +745,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if routing {
                 sys.push_str("Pick the task the user wants in `flow` (null if none fits):\n");
                 for (id, when) in flows {
-                    let _ = writeln!(sys, "- {id}: {when}");
+                    push_all(&mut sys, &["- ", id, ": ", when, "\n"]);
                 }
                 if let Some(g) = guidance {
                     sys.push_str(g);
@@ -1018,6 +1030,13 @@ struct ClassifyOut {
     flow: Option<String>,
     #[serde(default)]
     confidence: Option<f64>,
+}
+
+/// Append pieces in order (prompts are built on every call: no format machinery).
+fn push_all(out: &mut String, parts: &[&str]) {
+    for p in parts {
+        out.push_str(p);
+    }
 }
 
 /// `- cN: condition` (what the model answers by key `cN`), without format machinery.
