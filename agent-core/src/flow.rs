@@ -131,6 +131,22 @@ impl<D, C> Flow<D, C> {
     pub fn step(&self, id: &str) -> Option<&Step<D, C>> {
         self.step_index.get(id).map(|&i| &self.steps[i])
     }
+    /// The implicit fork after step `idx` (the walk's rule, which the graph draws too):
+    /// nothing after an `end` step; otherwise the following conditional steps (`if` or
+    /// `when`) up to and including the first unconditional one.
+    pub(crate) fn successors(&self, idx: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        if self.steps[idx].end {
+            return out;
+        }
+        for (j, s) in self.steps.iter().enumerate().skip(idx + 1) {
+            out.push(j);
+            if s.if_.is_none() && s.when.is_none() {
+                break;
+            }
+        }
+        out
+    }
     pub(crate) fn step_pos(&self, id: &str) -> Option<usize> {
         self.step_index.get(id).copied()
     }

@@ -170,23 +170,6 @@ fn lead<D, C>(flow: &Flow<D, C>, d: &Directive) -> Option<Lead> {
     }
 }
 
-/// The implicit fork after a step (the walk's rule): nothing after an `end` step;
-/// otherwise the following conditional steps up to and including the first
-/// unconditional one.
-fn successors<D, C>(flow: &Flow<D, C>, idx: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    if flow.steps[idx].is_end() {
-        return out;
-    }
-    for (j, s) in flow.steps.iter().enumerate().skip(idx + 1) {
-        out.push(j);
-        if s.if_.is_none() && s.when.is_none() {
-            break;
-        }
-    }
-    out
-}
-
 /// A branch table whose fallback always moves the position: the linear successor can
 /// never be taken.
 fn fallback_moves<D, C>(table: &[Branch<D, C>]) -> bool {
@@ -298,7 +281,7 @@ fn render<D, C>(flow: &Flow<D, C>, current: Option<usize>) -> String {
         if fallback_moves(table) {
             continue;
         }
-        for j in successors(flow, i) {
+        for j in flow.successors(i) {
             let s = &flow.steps[j];
             let label = condition_label(s.if_.is_some(), s.when.as_slice());
             edge(&mut edges, from, "-->", label.as_deref(), &ids[j]);

@@ -362,10 +362,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         idx: usize,
         dry: bool,
     ) -> Result<Next, AgentError> {
-        if flow.steps[idx].end {
-            return Ok(Next::End);
-        }
-        let candidates = successor_candidates(flow, idx);
+        let candidates = flow.successors(idx);
         if candidates.is_empty() {
             return Ok(Next::End);
         }
@@ -529,16 +526,4 @@ fn predicted_next(
         Ok(Next::End) => Ok(None),
         _ => Err(()),
     }
-}
-
-fn successor_candidates<D, C>(flow: &Flow<D, C>, idx: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    for j in idx + 1..flow.steps.len() {
-        out.push(j);
-        let s = &flow.steps[j];
-        if s.if_.is_none() && s.when.is_none() {
-            break;
-        }
-    }
-    out
 }
