@@ -450,8 +450,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     }
 
     /// Answer one user message as a stream of events: tool, step and transition events
-    /// as they happen, then the text deltas (released once the turn is saved, so they
-    /// always concatenate to the final message), then exactly one `Done` or `Error`.
+    /// as they happen, the text deltas, then exactly one `Done` or `Error`. The deltas
+    /// always concatenate to the final message: they go out as the model writes them
+    /// when the reply is known to be final (the step that speaks is settled and nothing
+    /// can replace the text), otherwise once the turn is saved.
     pub fn respond_stream(
         &self,
         session_id: &str,

@@ -172,7 +172,9 @@ pub struct AgentResponse<D> {
     pub message: String,
     /// Why the turn ended.
     pub stopped: StoppedReason,
-    /// Steps executed this turn, in order (including satisfied and auto steps).
+    /// Steps entered this turn, in order (including satisfied and auto steps); one
+    /// `StepEntered` event each. The step that was waiting for this message is not
+    /// listed again: it was entered on the turn that asked.
     pub executed_steps: Vec<StepRef>,
     /// Every directive emitted this turn with its source.
     pub directive_chain: Vec<ChainEntry>,

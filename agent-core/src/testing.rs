@@ -11,8 +11,11 @@ use serde_json::{Map, Value, json};
 use crate::agent::{Agent, AgentConfig};
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, ProviderError};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
 use crate::provider::{
-    CallKind, FinishReason, ModelRequest, ModelResponse, Provider, ToolCall, Usage,
+    CallKind, FinishReason, ModelRequest, ModelResponse, Provider, StreamChunk, ToolCall, Usage,
 };
 use crate::response::{AgentResponse, StoppedReason};
 
@@ -323,6 +326,8 @@ struct Script {
     queues: HashMap<CallKind, VecDeque<Answer>>,
     defaults: HashMap<CallKind, Answer>,
     requests: Vec<ModelRequest>,
+    /// Stream answers in pieces of this many characters (one piece when unset).
+    chunk_chars: Option<usize>,
 }
 
 /// A provider that answers from a script, by call kind, and records every request.
@@ -387,6 +392,15 @@ impl ScriptedProvider {
         self.push(CallKind::Summarize, a)
     }
 
+    /// Stream every answer as text pieces of `chars` characters, as a real provider
+    /// streams tokens (all ready at once), to test what a consumer of
+    /// [`Agent::respond_stream`](crate::Agent::respond_stream) sees. Without it, a
+    /// streamed answer arrives in one piece. `0` is treated as 1.
+    pub fn stream_in_chunks(&self, chars: usize) -> &Self {
+        self.lock().chunk_chars = Some(chars.max(1));
+        self
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()
@@ -446,6 +460,36 @@ impl Provider for ScriptedProvider {
             }
         };
         answer.render(request)
+    }
+
+    fn generate_stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
+        let chunk = self.lock().chunk_chars;
+        Box::pin(
+            futures::stream::once(self.generate(request)).flat_map(move |r| {
+                let items: Vec<Result<StreamChunk, ProviderError>> = match r {
+                    Ok(resp) => {
+                        let mut items: Vec<_> = match chunk {
+                            _ if resp.content.is_empty() => Vec::new(),
+                            None => vec![Ok(StreamChunk::Text(resp.content.clone()))],
+                            Some(n) => {
+                                let chars: Vec<char> = resp.content.chars().collect();
+                                chars
+                                    .chunks(n)
+                                    .map(|c| Ok(StreamChunk::Text(c.iter().collect())))
+                                    .collect()
+                            }
+                        };
+                        items.push(Ok(StreamChunk::Done(resp)));
+                        items
+                    }
+                    Err(e) => vec![Err(e)],
+                };
+                futures::stream::iter(items)
+            }),
+        )
     }
 }
 

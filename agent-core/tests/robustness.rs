@@ -13,8 +13,7 @@ use agent_core::AgentBuilder;
 use agent_core::error::{ProviderError, StoreError};
 use agent_core::prelude::*;
 use agent_core::provider::{
-    CallKind, FinishReason, Message, ModelRequest, ModelResponse, Role, StreamChunk, ToolCall,
-    Usage,
+    CallKind, FinishReason, Message, ModelRequest, ModelResponse, Role, ToolCall, Usage,
 };
 use agent_core::response::DirectiveSource;
 use agent_core::session::Session;
@@ -23,7 +22,6 @@ use agent_core::testing::{Answer, ScriptedProvider};
 use async_trait::async_trait;
 use common::*;
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 /// An agent with no flows (plain replies), to add tools and config to.
@@ -965,51 +963,17 @@ async fn the_stream_reports_step_entered_tool_call_and_tool_result_events() {
     );
 }
 
-/// Streams every answer as 3-character text chunks, then `Done`.
-struct ChunkedProvider(ScriptedProvider);
-
-#[async_trait]
-impl Provider for ChunkedProvider {
-    fn name(&self) -> &str {
-        "chunked"
-    }
-    async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        self.0.generate(request).await
-    }
-    fn generate_stream<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-    ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
-        Box::pin(
-            futures::stream::once(self.0.generate(request)).flat_map(|r| {
-                let items: Vec<Result<StreamChunk, ProviderError>> = match r {
-                    Ok(resp) => {
-                        let chars: Vec<char> = resp.content.chars().collect();
-                        let mut items: Vec<_> = chars
-                            .chunks(3)
-                            .map(|c| Ok(StreamChunk::Text(c.iter().collect())))
-                            .collect();
-                        items.push(Ok(StreamChunk::Done(resp)));
-                        items
-                    }
-                    Err(e) => vec![Err(e)],
-                };
-                futures::stream::iter(items)
-            }),
-        )
-    }
-}
-
 #[tokio::test]
 async fn json_streamed_in_small_chunks_still_yields_deltas_that_concatenate_to_the_message() {
     let p = ScriptedProvider::new();
     let a = Agent::builder()
         .name("Concierge")
-        .provider(ChunkedProvider(p.clone()))
+        .provider(p.clone())
         .flow(booking_flow(false))
         .build()
         .unwrap();
     let text = "Which city, \"traveller\"? Café ☕ — Lisbon\nor Porto\\Faro 😀 {ok}";
+    p.stream_in_chunks(3);
     p.respond(Answer::message(text));
 
     let events: Vec<Event<Booking>> = a
@@ -1035,12 +999,13 @@ async fn live_text_reaches_the_consumer_before_the_turn_ends_even_when_chunks_ar
     let store = Arc::new(MemoryStore::new());
     let a = Agent::builder()
         .name("Concierge")
-        .provider(ChunkedProvider(p.clone()))
+        .provider(p.clone())
         .flow(booking_flow(false))
         .store_arc(store.clone())
         .build()
         .unwrap();
     let text = "Which city would you like to stay in?";
+    p.stream_in_chunks(3);
     p.respond(Answer::message(text));
 
     let mut stream = a.respond_stream("s", "I want to book a hotel");

@@ -4,9 +4,10 @@
 //!
 //! `cargo run -p examples --example streaming`
 //!
-//! The text deltas are released once the turn is saved, so they always add up to the
-//! final message. The scripted model answers in one piece; a real model's text
-//! arrives in many deltas.
+//! The text deltas always add up to the final message: they go out as the model writes
+//! them when the reply is known to be final, otherwise once the turn is saved. The
+//! scripted model here streams its answers in pieces of a few characters, as a real
+//! model streams tokens.
 
 use std::error::Error;
 use std::io::Write;
@@ -67,6 +68,7 @@ pub const MESSAGES: [&str; 3] = [
 /// The scripted model's answers.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
+    model.stream_in_chunks(6);
     model.respond(
         Answer::message("A margherita! Nice.").with_data(json!({ "pizza": "margherita" })),
     );

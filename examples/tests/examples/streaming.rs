@@ -18,7 +18,11 @@ async fn each_turn_streams_its_events_and_ends_with_done() {
     for events in &turns {
         assert_eq!(events.last(), Some(&"done"), "{events:?}\n{printed}");
         assert_eq!(events.iter().filter(|e| **e == "done").count(), 1);
-        assert!(events.contains(&"text"), "{events:?}");
+        // The model streams in pieces: the reply arrives in several deltas.
+        assert!(
+            events.iter().filter(|e| **e == "text").count() > 1,
+            "{events:?}"
+        );
         assert!(!events.contains(&"error"), "{printed}");
     }
     // Entering the flow: a transition, then the steps walked.
