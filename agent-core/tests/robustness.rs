@@ -51,6 +51,19 @@ fn patch(v: Value) -> Patch {
     v.as_object().cloned().unwrap_or_default()
 }
 
+/// The booking agent on `p`, with a handle on its memory store.
+fn booking_with_store(p: &ScriptedProvider) -> (Agent<Booking, Concierge>, Arc<MemoryStore>) {
+    let store = Arc::new(MemoryStore::new());
+    let a = Agent::builder()
+        .name("Concierge")
+        .provider(p.clone())
+        .flow(booking_flow(false))
+        .store_arc(store.clone())
+        .build()
+        .unwrap();
+    (a, store)
+}
+
 fn http_500() -> ProviderError {
     ProviderError::Http {
         status: 500,
@@ -488,14 +501,7 @@ async fn invalid_json_then_a_valid_repair_answer_succeeds_with_two_respond_calls
 #[tokio::test]
 async fn invalid_json_twice_is_malformed_model_output_and_the_session_is_unchanged() {
     let p = ScriptedProvider::new();
-    let store = Arc::new(MemoryStore::new());
-    let a = Agent::builder()
-        .name("Concierge")
-        .provider(p.clone())
-        .flow(booking_flow(false))
-        .store_arc(store.clone())
-        .build()
-        .unwrap();
+    let (a, store) = booking_with_store(&p);
     p.respond(Answer::message("Which city?"));
     a.respond("s", "I want to book a hotel").await.unwrap();
     let before = store.load("s").await.unwrap();
@@ -996,14 +1002,7 @@ async fn json_streamed_in_small_chunks_still_yields_deltas_that_concatenate_to_t
 #[tokio::test]
 async fn live_text_reaches_the_consumer_before_the_turn_ends_even_when_chunks_arrive_at_once() {
     let p = ScriptedProvider::new();
-    let store = Arc::new(MemoryStore::new());
-    let a = Agent::builder()
-        .name("Concierge")
-        .provider(p.clone())
-        .flow(booking_flow(false))
-        .store_arc(store.clone())
-        .build()
-        .unwrap();
+    let (a, store) = booking_with_store(&p);
     let text = "Which city would you like to stay in?";
     p.stream_in_chunks(3);
     p.respond(Answer::message(text));

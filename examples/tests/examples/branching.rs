@@ -5,20 +5,13 @@
 #[path = "../../examples/branching.rs"]
 mod branching;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
 use agent_core::response::DirectiveSource;
 
 #[tokio::test]
 async fn code_and_model_branches_route_each_ticket() {
-    let model = branching::scripted();
-    let mut out = Vec::new();
-    let t = branching::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(branching);
     assert_eq!(t.failures(), 0, "{printed}");
 
     // Severity 2: the auto step's code branch picks self-help.

@@ -4,18 +4,11 @@
 #[path = "../../examples/concierge.rs"]
 mod concierge;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 
 #[tokio::test]
 async fn the_guest_books_a_room_in_lisbon_in_four_turns() {
-    let model = concierge::scripted();
-    let mut out = Vec::new();
-    let t = concierge::run(Arc::new(model.clone()), AgentConfig::default(), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(concierge, AgentConfig::default());
     assert_eq!(t.failures(), 0, "{printed}");
     let r = |i: usize| t.response(i).unwrap();
 

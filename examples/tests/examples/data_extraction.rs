@@ -5,19 +5,12 @@
 #[path = "../../examples/data_extraction.rs"]
 mod data_extraction;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
 
 #[tokio::test]
 async fn fields_are_validated_dropped_or_rejected_and_the_signup_completes() {
-    let model = data_extraction::scripted();
-    let mut out = Vec::new();
-    let t = data_extraction::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(data_extraction);
     assert_eq!(t.failures(), 0, "{printed}");
 
     // The schema printed first comes from the doc comments.

@@ -5,8 +5,6 @@
 #[path = "../../examples/flow_control.rs"]
 mod flow_control;
 
-use std::sync::Arc;
-
 use agent_core::directive::Directive;
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
@@ -14,12 +12,7 @@ use agent_core::response::DirectiveSource;
 
 #[tokio::test]
 async fn every_emitter_steers_the_recovery_and_the_survey_follows() {
-    let model = flow_control::scripted();
-    let mut out = Vec::new();
-    let t = flow_control::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(flow_control);
     assert_eq!(t.failures(), 0, "{printed}");
     let sources = |i: usize| -> Vec<DirectiveSource> {
         t.response(i)

@@ -4,20 +4,13 @@
 #[path = "../../examples/instructions.rs"]
 mod instructions;
 
-use std::sync::Arc;
-
 fn has(rules: &[String], text: &str) -> bool {
     rules.iter().any(|r| r.contains(text))
 }
 
 #[tokio::test]
 async fn agent_when_if_and_step_rules_reach_the_model_when_they_apply() {
-    let model = instructions::scripted();
-    let mut out = Vec::new();
-    let (t, calls) = instructions::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, (t, calls), printed) = run_example!(instructions);
     assert_eq!(t.failures(), 0, "{printed}");
     assert_eq!(calls.len(), 3, "{calls:#?}");
 

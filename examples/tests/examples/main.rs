@@ -6,6 +6,19 @@
 // sees it; the REPL example includes the concierge, so that file is loaded twice.
 #![allow(clippy::module_inception, clippy::duplicate_mod)]
 
+/// Run an example's conversation on its scripted model, as `main` does: the model (to
+/// count its calls), what `run` returned, and what the example printed.
+macro_rules! run_example {
+    ($example:ident $(, $arg:expr)*) => {{
+        let model = $example::scripted();
+        let mut out = Vec::new();
+        let result = $example::run(std::sync::Arc::new(model.clone()) $(, $arg)*, &mut out)
+            .await
+            .unwrap();
+        (model, result, String::from_utf8(out).unwrap())
+    }};
+}
+
 mod bench_example;
 mod branching;
 mod concierge;

@@ -5,17 +5,10 @@
 #[path = "../../examples/persistence.rs"]
 mod persistence;
 
-use std::sync::Arc;
-
 #[tokio::test]
 async fn a_new_agent_on_the_same_file_continues_the_conversation() {
-    let model = persistence::scripted();
     let db = std::env::temp_dir().join(format!("agent-examples-test-{}.db", std::process::id()));
-    let mut out = Vec::new();
-    let t = persistence::run(Arc::new(model.clone()), &db, &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(persistence, &db);
     assert_eq!(t.failures(), 0, "{printed}");
 
     // Before the restart: name collected, waiting at ask_company.

@@ -5,18 +5,11 @@
 #[path = "../../examples/quickstart.rs"]
 mod quickstart;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 
 #[tokio::test]
 async fn the_user_is_asked_their_name_greeted_and_the_flow_completes() {
-    let model = quickstart::scripted();
-    let mut out = Vec::new();
-    let t = quickstart::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(quickstart);
     assert_eq!(t.failures(), 0, "{printed}");
 
     let r = t.response(0).unwrap();

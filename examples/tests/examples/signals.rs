@@ -5,19 +5,12 @@
 #[path = "../../examples/signals.rs"]
 mod signals;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
 
 #[tokio::test]
 async fn signals_reply_extract_augment_and_fire_once() {
-    let model = signals::scripted();
-    let mut out = Vec::new();
-    let t = signals::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(signals);
     assert_eq!(t.failures(), 0, "{printed}");
 
     // Code signal: verbatim reply, no reply call, no flow entered.

@@ -4,16 +4,9 @@
 #[path = "../../examples/streaming.rs"]
 mod streaming;
 
-use std::sync::Arc;
-
 #[tokio::test]
 async fn each_turn_streams_its_events_and_ends_with_done() {
-    let model = streaming::scripted();
-    let mut out = Vec::new();
-    let turns = streaming::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, turns, printed) = run_example!(streaming);
     assert_eq!(turns.len(), 3);
     for events in &turns {
         assert_eq!(events.last(), Some(&"done"), "{events:?}\n{printed}");

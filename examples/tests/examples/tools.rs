@@ -5,16 +5,11 @@
 #[path = "../../examples/tools.rs"]
 mod tools;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 
 #[tokio::test]
 async fn tools_run_report_errors_write_data_and_the_trip_completes() {
-    let model = tools::scripted();
-    let mut out = Vec::new();
-    let t = tools::run(Arc::new(model.clone()), &mut out).await.unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, t, printed) = run_example!(tools);
     assert_eq!(t.failures(), 0, "{printed}");
 
     // Two weather calls in one answer: one works, one fails; the model sees both.

@@ -4,8 +4,6 @@
 #[path = "../../examples/triage.rs"]
 mod triage;
 
-use std::sync::Arc;
-
 use agent_core::provider::CallKind;
 use agent_core::response::{DirectiveSource, Transition};
 
@@ -18,12 +16,7 @@ fn hop(from: &str, to: &str) -> Transition {
 
 #[tokio::test]
 async fn the_desk_hands_over_and_takes_back_within_each_turn() {
-    let model = triage::scripted();
-    let mut out = Vec::new();
-    let rs = triage::run(Arc::new(model.clone()), &mut out)
-        .await
-        .unwrap();
-    let printed = String::from_utf8(out).unwrap();
+    let (model, rs, printed) = run_example!(triage);
     assert_eq!(rs.len(), 3, "{printed}");
 
     // The model switched to billing; billing spoke in the same turn.

@@ -4,16 +4,11 @@
 #[allow(dead_code)]
 mod tutor;
 
-use std::sync::Arc;
-
 use agent_core::prelude::*;
 
 #[tokio::test]
 async fn tutor_hands_off_to_reminder_and_schedules_it() {
-    let model = tutor::scripted();
-    let mut out = Vec::new();
-    let rs = tutor::run(Arc::new(model.clone()), &mut out).await.unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let (model, rs, text) = run_example!(tutor);
     assert_eq!(rs[0].message, "What's your name?");
     assert_eq!(rs[0].flow.as_deref(), Some("tutor"));
     assert_eq!(
