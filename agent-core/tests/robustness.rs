@@ -51,19 +51,6 @@ fn patch(v: Value) -> Patch {
     v.as_object().cloned().unwrap_or_default()
 }
 
-/// The booking agent on `p`, with a handle on its memory store.
-fn booking_with_store(p: &ScriptedProvider) -> (Agent<Booking, Concierge>, Arc<MemoryStore>) {
-    let store = Arc::new(MemoryStore::new());
-    let a = Agent::builder()
-        .name("Concierge")
-        .provider(p.clone())
-        .flow(booking_flow(false))
-        .store_arc(store.clone())
-        .build()
-        .unwrap();
-    (a, store)
-}
-
 fn http_500() -> ProviderError {
     ProviderError::Http {
         status: 500,

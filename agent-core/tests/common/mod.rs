@@ -135,3 +135,21 @@ pub fn agent(
     }
     b.build().expect("agent is valid")
 }
+
+/// The booking agent on `provider`, with a handle on its memory store.
+pub fn booking_with_store(
+    provider: &ScriptedProvider,
+) -> (
+    Agent<Booking, Concierge>,
+    Arc<agent_core::store::MemoryStore>,
+) {
+    let store = Arc::new(agent_core::store::MemoryStore::new());
+    let a = Agent::builder()
+        .name("Concierge")
+        .provider(provider.clone())
+        .flow(booking_flow(false))
+        .store_arc(store.clone())
+        .build()
+        .expect("agent is valid");
+    (a, store)
+}
