@@ -5,7 +5,7 @@
 //! the crate prelude with the typed [`Directive`](directive::Directive),
 //! [`PreDirective`](directive::PreDirective) and [`ToolOutput`](tool::ToolOutput), whose
 //! misuse (two position fields, `reply` with `abort`, pre-LLM fields after the model
-//! call) fails to compile. The full macro reference is in [`reference`].
+//! call) fails to compile. The full macro reference is in [`reference`](mod@reference).
 
 pub mod data;
 pub mod directive;
