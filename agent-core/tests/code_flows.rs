@@ -113,24 +113,39 @@ fn reminder(c: &Counters) -> CodeFlow<Notes, ()> {
 
 type Metas = Arc<Mutex<Vec<ResponseMeta>>>;
 
+/// The tutor → reminder agent, recording the response hook's metadata.
+fn pair_builder(
+    p: &ScriptedProvider,
+    c: &Counters,
+) -> (agent_core::AgentBuilder<Notes, ()>, Metas) {
+    let metas: Metas = Arc::default();
+    let m = metas.clone();
+    let b = Agent::builder()
+        .provider(p.clone())
+        .code_flow(tutor(c))
+        .code_flow(reminder(c))
+        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()));
+    (b, metas)
+}
+
 fn agent_with(
     p: &ScriptedProvider,
     c: &Counters,
     config: AgentConfig,
     store: Option<Arc<dyn SessionStore>>,
 ) -> (Agent<Notes, ()>, Metas) {
-    let metas: Metas = Arc::default();
-    let m = metas.clone();
-    let mut b = Agent::builder()
-        .provider(p.clone())
-        .code_flow(tutor(c))
-        .code_flow(reminder(c))
-        .config(config)
-        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()));
+    let (mut b, metas) = pair_builder(p, c);
+    b = b.config(config);
     if let Some(s) = store {
         b = b.store_arc(s);
     }
     (b.build().unwrap(), metas)
+}
+
+/// The pair behind `router`.
+fn routed(p: &ScriptedProvider, c: &Counters, router: Router) -> (Agent<Notes, ()>, Metas) {
+    let (b, metas) = pair_builder(p, c);
+    (b.router(router).build().unwrap(), metas)
 }
 
 fn journal_len(agent: &Agent<Notes, ()>, id: &str) -> impl std::future::Future<Output = usize> {
@@ -271,22 +286,15 @@ async fn no_flow_agents_are_unchanged() {
 async fn detector_low_confidence_falls_back_to_classic() {
     let p = ScriptedProvider::new();
     let c = Counters::default();
-    let config = AgentConfig::default();
-    let metas: Metas = Arc::default();
-    let m = metas.clone();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(tutor(&c))
-        .code_flow(reminder(&c))
-        .config(config)
-        .router(Router::Detector {
+    let (agent, metas) = routed(
+        &p,
+        &c,
+        Router::Detector {
             min_confidence: Some(0.7),
             prompt: Some("Only pick a task the user clearly asks for.".into()),
             fallback: Fallback::Classic,
-        })
-        .on_response(move |_r, meta| m.lock().unwrap().push(meta.clone()))
-        .build()
-        .unwrap();
+        },
+    );
     p.route(Answer::route_with_confidence("tutor", 0.3));
     p.respond(Answer::message("Happy to chat! What's on your mind?"));
     let r = agent.respond("s", "english maybe?").await.unwrap();
@@ -315,17 +323,15 @@ async fn detector_low_confidence_falls_back_to_classic() {
 async fn detector_unknown_pick_falls_back_to_the_configured_flow() {
     let p = ScriptedProvider::new();
     let c = Counters::default();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(tutor(&c))
-        .code_flow(reminder(&c))
-        .router(Router::Detector {
+    let (agent, _) = routed(
+        &p,
+        &c,
+        Router::Detector {
             min_confidence: None,
             prompt: None,
             fallback: Fallback::Flow("reminder".into()),
-        })
-        .build()
-        .unwrap();
+        },
+    );
     p.route(Answer::raw(r#"{"flow":"weather"}"#));
     let r = agent.respond("s", "what's the weather").await.unwrap();
     assert_eq!(r.flow.as_deref(), Some("reminder"));
@@ -336,15 +342,13 @@ async fn detector_unknown_pick_falls_back_to_the_configured_flow() {
 async fn schema_intent_routes_from_the_classic_reply() {
     let p = ScriptedProvider::new();
     let c = Counters::default();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(tutor(&c))
-        .code_flow(reminder(&c))
-        .router(Router::SchemaIntent {
+    let (agent, _) = routed(
+        &p,
+        &c,
+        Router::SchemaIntent {
             fallback: Fallback::Classic,
-        })
-        .build()
-        .unwrap();
+        },
+    );
     p.respond(Answer::intent("Sure!", Some("tutor")));
     let r = agent.respond("s", "teach me English").await.unwrap();
     assert_eq!(
@@ -363,15 +367,13 @@ async fn schema_intent_routes_from_the_classic_reply() {
 
     // Missing or unknown intents keep the classic reply.
     let p = ScriptedProvider::new();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(tutor(&c))
-        .code_flow(reminder(&c))
-        .router(Router::SchemaIntent {
+    let (agent, _) = routed(
+        &p,
+        &c,
+        Router::SchemaIntent {
             fallback: Fallback::Classic,
-        })
-        .build()
-        .unwrap();
+        },
+    );
     p.respond(Answer::intent("Hi there.", Some("nonsense")));
     let r = agent.respond("s2", "hello").await.unwrap();
     assert_eq!(r.message, "Hi there.");

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use agent_core::testing::ScriptedProvider;
-use examples::model::{Choice, Fallback, ModelError, choose, connect, local_script, parse_local};
+use examples::model::{
+    Choice, Fallback, Model, ModelError, choose, connect, local_script, parse_local,
+};
 
 fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = vars
@@ -14,6 +16,12 @@ fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
     move |k: &str| map.get(k).cloned()
+}
+
+/// Connect as the examples do with only `vars` set, the local model forbidden.
+fn connect_with(vars: &[(&str, &str)], fallback: Fallback) -> Result<Model, ModelError> {
+    let e = env(vars);
+    connect(choose(&e, fallback), &e, ScriptedProvider::new, no_local)
 }
 
 fn no_local() -> Result<String, ModelError> {
@@ -84,14 +92,7 @@ fn a_base_url_beats_every_key() {
 
 #[test]
 fn descriptions_name_the_vendor_the_model_and_why() {
-    let e = env(&[("OPENAI_API_KEY", "sk-secret-123456")]);
-    let m = connect(
-        choose(&e, Fallback::Local),
-        &e,
-        ScriptedProvider::new,
-        no_local,
-    )
-    .unwrap();
+    let m = connect_with(&[("OPENAI_API_KEY", "sk-secret-123456")], Fallback::Local).unwrap();
     assert_eq!(
         m.description(),
         "using OpenAI gpt-4o-mini (OPENAI_API_KEY is set)"
@@ -101,15 +102,12 @@ fn descriptions_name_the_vendor_the_model_and_why() {
         "the key never prints"
     );
 
-    let e = env(&[
-        ("ANTHROPIC_API_KEY", "a"),
-        ("AGENT_MODEL", "claude-sonnet-4-5"),
-    ]);
-    let m = connect(
-        choose(&e, Fallback::Local),
-        &e,
-        ScriptedProvider::new,
-        no_local,
+    let m = connect_with(
+        &[
+            ("ANTHROPIC_API_KEY", "a"),
+            ("AGENT_MODEL", "claude-sonnet-4-5"),
+        ],
+        Fallback::Local,
     )
     .unwrap();
     assert_eq!(
@@ -117,28 +115,18 @@ fn descriptions_name_the_vendor_the_model_and_why() {
         "using Anthropic claude-sonnet-4-5 (ANTHROPIC_API_KEY is set)"
     );
 
-    let e = env(&[("GEMINI_API_KEY", "g")]);
-    let m = connect(
-        choose(&e, Fallback::Local),
-        &e,
-        ScriptedProvider::new,
-        no_local,
-    )
-    .unwrap();
+    let m = connect_with(&[("GEMINI_API_KEY", "g")], Fallback::Local).unwrap();
     assert_eq!(
         m.description(),
         "using Google Gemini gemini-2.5-flash (GEMINI_API_KEY is set)"
     );
 
-    let e = env(&[
-        ("AGENT_BASE_URL", "http://localhost:11434/v1/"),
-        ("AGENT_MODEL", "llama3.2"),
-    ]);
-    let m = connect(
-        choose(&e, Fallback::Local),
-        &e,
-        ScriptedProvider::new,
-        no_local,
+    let m = connect_with(
+        &[
+            ("AGENT_BASE_URL", "http://localhost:11434/v1/"),
+            ("AGENT_MODEL", "llama3.2"),
+        ],
+        Fallback::Local,
     )
     .unwrap();
     assert_eq!(
@@ -154,28 +142,14 @@ fn descriptions_name_the_vendor_the_model_and_why() {
 
 #[test]
 fn a_base_url_that_is_not_http_is_a_typed_error() {
-    let e = env(&[("AGENT_BASE_URL", "localhost:11434")]);
-    let err = connect(
-        choose(&e, Fallback::Local),
-        &e,
-        ScriptedProvider::new,
-        no_local,
-    )
-    .unwrap_err();
+    let err = connect_with(&[("AGENT_BASE_URL", "localhost:11434")], Fallback::Local).unwrap_err();
     assert!(matches!(err, ModelError::Config(_)), "{err:?}");
     assert!(err.to_string().contains("http://"), "{err}");
 }
 
 #[test]
 fn the_scripted_fallback_says_how_to_use_a_real_model() {
-    let e = env(&[]);
-    let m = connect(
-        choose(&e, Fallback::Scripted),
-        &e,
-        ScriptedProvider::new,
-        no_local,
-    )
-    .unwrap();
+    let m = connect_with(&[], Fallback::Scripted).unwrap();
     assert_eq!(*m.choice(), Choice::Scripted);
     assert!(
         m.description().starts_with("using a scripted model"),
