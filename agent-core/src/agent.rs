@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Value;
@@ -101,6 +102,12 @@ pub struct AgentConfig {
     pub max_transitions_per_turn: u32,
     /// Tool rounds per model call.
     pub max_tool_rounds: u32,
+    /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
+    /// it is cancelled and becomes a failed result the model (or the code flow) sees;
+    /// `None` lets tools run as long as they take.
+    ///
+    /// [`Tool::timeout`]: crate::tool::Tool::timeout
+    pub tool_timeout: Option<Duration>,
     /// Estimated history tokens (chars / 4) above which old turns are summarised.
     pub history_token_budget: usize,
     /// Messages kept verbatim when compacting.
@@ -142,6 +149,7 @@ impl Default for AgentConfig {
             max_auto_steps_per_turn: 10,
             max_transitions_per_turn: 10,
             max_tool_rounds: 5,
+            tool_timeout: Some(Duration::from_secs(60)),
             history_token_budget: 6000,
             keep_last_messages: 12,
             max_message_bytes: 32 * 1024,
@@ -525,7 +533,13 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             }
             self.check_flow_version(&mut load.session)?;
             let turn = Turn::new(inner, load, message, sink, options.event_id.clone());
-            let span = tracing::info_span!("turn", session = session_id, agent = %inner.name);
+            let span = tracing::info_span!(
+                "turn",
+                session = session_id,
+                agent = %inner.name,
+                source = tracing::field::Empty,
+                flow = tracing::field::Empty,
+            );
             match turn.run().instrument(span).await {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
                     if options.event_id.is_some()

@@ -1,8 +1,10 @@
-//! Tools: functions the model may call. A tool that fails, rejects its input or panics
-//! becomes a failed tool result the model sees; the turn goes on.
+//! Tools: functions the model may call. A tool that fails, rejects its input, panics or
+//! runs past its time limit becomes a failed tool result the model sees; the turn goes
+//! on.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -40,6 +42,13 @@ pub enum ToolError {
     /// The tool panicked.
     #[error("tool panicked: {0}")]
     Panicked(String),
+    /// The call ran past its time limit ([`Tool::timeout`], else the agent's
+    /// `tool_timeout`) and was cancelled. Side effects it started may have happened.
+    #[error(
+        "timed out after {} ms and was cancelled; it may have done part of its work",
+        .0.as_millis()
+    )]
+    TimedOut(Duration),
 }
 
 impl ToolError {
@@ -194,6 +203,9 @@ where
     fn concurrency_safe(&self) -> bool {
         (**self).concurrency_safe()
     }
+    fn timeout(&self) -> Option<Duration> {
+        (**self).timeout()
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -243,6 +255,11 @@ pub trait Tool<D, C>: Send + Sync {
     fn concurrency_safe(&self) -> bool {
         false
     }
+    /// This tool's time limit per call; `None` uses the agent's
+    /// [`tool_timeout`](crate::agent::AgentConfig::tool_timeout).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
     /// Gate on the arguments before the call; an error becomes the tool result.
     fn validate_input(&self, _args: &Value) -> Result<(), String> {
         Ok(())
@@ -285,6 +302,7 @@ pub struct FnTool<D, C> {
     description: String,
     parameters: Value,
     concurrency_safe: bool,
+    timeout: Option<Duration>,
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
@@ -297,6 +315,7 @@ impl<D, C> Clone for FnTool<D, C> {
             description: self.description.clone(),
             parameters: self.parameters.clone(),
             concurrency_safe: self.concurrency_safe,
+            timeout: self.timeout,
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
@@ -332,6 +351,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             description: description.into(),
             parameters,
             concurrency_safe: false,
+            timeout: None,
             handler,
             validator: None,
             permission: None,
@@ -354,6 +374,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             description: description.into(),
             parameters,
             concurrency_safe: false,
+            timeout: None,
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
@@ -363,6 +384,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// Allow parallel execution with other concurrency-safe calls of the same round.
     pub fn concurrency_safe(mut self) -> Self {
         self.concurrency_safe = true;
+        self
+    }
+
+    /// Cancel a call that runs longer than `limit` (overrides the agent's
+    /// `tool_timeout`); the caller gets [`ToolError::TimedOut`].
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
         self
     }
 
@@ -404,6 +432,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     fn concurrency_safe(&self) -> bool {
         self.concurrency_safe
     }
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         match &self.validator {
             Some(v) => v(args),
@@ -421,11 +452,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
 }
 
-/// Run one call through the gates, catching errors and panics as failed results.
+/// Run one call through the gates, catching errors and panics as failed results and
+/// cancelling it at its time limit (the tool's own, else `default_limit`).
 pub(crate) async fn execute<D, C>(
     tool: &dyn Tool<D, C>,
     cx: ToolCx<D, C>,
     args: Value,
+    default_limit: Option<Duration>,
 ) -> Result<ToolOutput, ToolError> {
     if let Err(e) = tool.validate_input(&args) {
         return Err(ToolError::InvalidArguments(e));
@@ -433,13 +466,15 @@ pub(crate) async fn execute<D, C>(
     if let Err(e) = tool.check_permissions(&cx).await {
         return Err(ToolError::PermissionDenied(e));
     }
-    match std::panic::AssertUnwindSafe(tool.call(cx, args))
-        .catch_unwind()
-        .await
-    {
-        Ok(r) => r,
-        Err(payload) => Err(ToolError::Panicked(panic_message(payload.as_ref()))),
-    }
+    let call = std::panic::AssertUnwindSafe(tool.call(cx, args)).catch_unwind();
+    let caught = match tool.timeout().or(default_limit) {
+        Some(limit) => match tokio::time::timeout(limit, call).await {
+            Ok(r) => r,
+            Err(_) => return Err(ToolError::TimedOut(limit)),
+        },
+        None => call.await,
+    };
+    caught.unwrap_or_else(|payload| Err(ToolError::Panicked(panic_message(payload.as_ref()))))
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -9,7 +9,9 @@ use agent_core::codeflow::{CodeFlow, Entry, FlowCx, ResponseMeta, Source};
 use agent_core::error::CodeFlowError;
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
+use agent_core::response::Transition;
 use agent_core::testing::{Answer, ScriptedProvider, always_replay};
+use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -215,6 +217,7 @@ async fn tutor_then_reminder(config: AgentConfig) {
     p.extract(Answer::answering(json!("in 2 hours")));
     let r = agent.respond("s", "in two hours").await.unwrap();
     assert_eq!(r.message, "Scheduled (R1: call mom in 2 hours).");
+    assert_eq!(r.meta.end_reason.as_deref(), Some("reminder_scheduled"));
     assert_eq!(
         r.stopped,
         StoppedReason::FlowCompleted {
@@ -243,6 +246,8 @@ async fn tutor_then_reminder(config: AgentConfig) {
     assert_eq!(metas[0].flow.as_deref(), Some("tutor"));
     assert_eq!(metas[4].flow.as_deref(), Some("reminder"));
     assert_eq!(metas[4].handoff_from.as_deref(), Some("tutor"));
+    assert_eq!(metas[4].end_reason.as_deref(), Some("reminder_scheduled"));
+    assert!(metas[..4].iter().all(|m| m.end_reason.is_none()));
 }
 
 #[tokio::test]
@@ -253,6 +258,111 @@ async fn tutor_hands_off_to_reminder() {
 #[tokio::test]
 async fn always_replay_mode_proves_the_tutor_pair_deterministic() {
     tutor_then_reminder(always_replay()).await;
+}
+
+/// A log sink for the telemetry test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// RFC stage 0, observability: traces mark `source=flow|classic`, and routes and
+/// handoffs are reported (as trace events and as stream events).
+#[tokio::test]
+async fn telemetry_marks_the_source_and_reports_routes_and_handoffs() {
+    let logs = Captured::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_max_level(tracing::Level::INFO)
+        .without_time()
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::raw(r#"{"flow":null}"#));
+    p.respond(Answer::message("Hi! I can tutor you or set reminders."));
+    agent.respond("s", "hello").await.unwrap();
+    p.route(Answer::route("tutor"));
+    let events: Vec<Event<Notes>> = agent.respond_stream("s", "English please").collect().await;
+    let routed: Vec<&Transition> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Transition(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        routed,
+        vec![&Transition {
+            from: None,
+            to: "tutor".into()
+        }]
+    );
+    p.extract(Answer::answering(json!("Ada")));
+    agent.respond("s", "Ada").await.unwrap();
+    p.extract(Answer::answering(json!("I goed home")));
+    let r = agent.respond("s", "I goed home").await.unwrap();
+    assert_eq!(
+        r.transitions,
+        vec![Transition {
+            from: Some("tutor".into()),
+            to: "reminder".into()
+        }]
+    );
+
+    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let completed: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("turn completed"))
+        .collect();
+    assert_eq!(completed.len(), 4, "{text}");
+    assert!(
+        completed[0].contains("source=\"classic\""),
+        "{}",
+        completed[0]
+    );
+    for l in &completed[1..] {
+        assert!(l.contains("source=\"flow\""), "{l}");
+    }
+    assert!(
+        completed[3].contains("flow=\"reminder\"")
+            && completed[3].contains("handoff_from=\"tutor\""),
+        "{}",
+        completed[3]
+    );
+    // The turn span carries the same marks, so every event inside a turn has them.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("turn{") && l.contains("source=\"flow\"")),
+        "{text}"
+    );
+    let route = lines
+        .iter()
+        .find(|l| l.contains("transition") && l.contains("to=\"tutor\""))
+        .unwrap_or_else(|| panic!("no route event: {text}"));
+    assert!(route.contains("from=\"none\""), "{route}");
+    assert!(route.contains("routing"), "{route}");
+    let handoff = lines
+        .iter()
+        .find(|l| l.contains("transition") && l.contains("to=\"reminder\""))
+        .unwrap_or_else(|| panic!("no handoff event: {text}"));
+    assert!(
+        handoff.contains("from=\"tutor\"") && handoff.contains("handoff"),
+        "{handoff}"
+    );
 }
 
 #[tokio::test]
@@ -336,6 +446,37 @@ async fn detector_unknown_pick_falls_back_to_the_configured_flow() {
     let r = agent.respond("s", "what's the weather").await.unwrap();
     assert_eq!(r.flow.as_deref(), Some("reminder"));
     assert_eq!(r.message, "What should I remind you about?");
+}
+
+#[tokio::test]
+async fn detector_answer_that_cannot_be_read_is_repaired_once_then_falls_back() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = routed(&p, &c, Router::default());
+    // Repaired: the second answer is read and routes.
+    p.route(Answer::raw("tutor, I think"));
+    p.route(Answer::route("tutor"));
+    let r = agent.respond("a", "teach me English").await.unwrap();
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(p.calls_of(CallKind::Route), 2);
+    let repair = p.requests().into_iter().nth(1).unwrap();
+    let last = repair.messages.last().unwrap();
+    assert!(
+        last.content.contains("could not be used"),
+        "{}",
+        last.content
+    );
+
+    // Unreadable twice: the fallback (classic) answers; the turn does not fail.
+    p.clear_requests();
+    p.route(Answer::raw("???"));
+    p.route(Answer::raw("{\"flow\": 3}"));
+    p.respond(Answer::message("How can I help?"));
+    let r = agent.respond("b", "hmm").await.unwrap();
+    assert_eq!(r.message, "How can I help?");
+    assert_eq!(r.stopped, StoppedReason::Responded);
+    assert_eq!(r.meta.source, Source::Classic);
+    assert_eq!(p.calls_of(CallKind::Route), 2);
 }
 
 #[tokio::test]
@@ -460,6 +601,97 @@ async fn tool_failures_come_back_to_the_flow_as_recoverable_results() {
         r.stopped,
         StoppedReason::FlowCompleted {
             flow: "tools".into()
+        }
+    );
+}
+
+/// RFC §7: a tool timeout is recoverable timeout text; the flow bounds its own
+/// retries and moves on. The clock is paused: the limit is virtual time.
+#[tokio::test(start_paused = true)]
+async fn a_tool_past_its_time_limit_is_a_recoverable_timeout_and_retries_stay_bounded() {
+    let p = ScriptedProvider::new();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let n = calls.clone();
+    let lookup = FnTool::new(
+        "lookup",
+        "Find a booking by reference.",
+        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| {
+            let n = n.clone();
+            async move {
+                n.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+                Ok(ToolOutput::text("found"))
+            }
+        },
+    )
+    .timeout(std::time::Duration::from_secs(2))
+    .into_arc();
+    let flow = CodeFlow::new("lookup", move |ctx: FlowCx<Notes, ()>| {
+        let lookup = lookup.clone();
+        async move {
+            let reference: String = ctx.ask("reference", "Your booking reference?").await;
+            for attempt in 1..=2 {
+                match ctx
+                    .tool(lookup.clone(), json!({ "reference": reference }))
+                    .await
+                {
+                    Ok(found) => {
+                        ctx.say(found).await;
+                        return ctx.end("found");
+                    }
+                    Err(e) => ctx.say(format!("Attempt {attempt}: {}", e.message)).await,
+                }
+            }
+            let ok: bool = ctx.ask("later", "Shall I try again later?").await;
+            ctx.end(if ok { "later" } else { "dropped" })
+        }
+    });
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .build()
+        .unwrap();
+    assert_eq!(
+        agent
+            .respond("s", "where is my booking")
+            .await
+            .unwrap()
+            .message,
+        "Your booking reference?"
+    );
+
+    p.extract(Answer::answering(json!("AB12")));
+    let started = tokio::time::Instant::now();
+    let r = agent.respond("s", "AB12").await.unwrap();
+    assert_eq!(
+        started.elapsed(),
+        std::time::Duration::from_secs(4),
+        "two attempts, each cut at its 2 s limit"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(r.tool_calls.iter().all(|t| !t.ok));
+    assert!(
+        r.message.contains("Attempt 2: timed out after 2000 ms"),
+        "{}",
+        r.message
+    );
+    assert!(
+        r.message.ends_with("Shall I try again later?"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+
+    // The recorded timeouts replay without calling the tool (or waiting) again.
+    p.extract(Answer::answering(json!(false)));
+    let started = tokio::time::Instant::now();
+    let r = agent.respond("s", "no thanks").await.unwrap();
+    assert_eq!(started.elapsed(), std::time::Duration::ZERO);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "lookup".into()
         }
     );
 }

@@ -162,6 +162,78 @@ async fn a_panicking_tool_becomes_a_failed_result_and_does_not_crash_the_turn() 
     assert_eq!(a.respond("s", "hi").await.unwrap().message, "Hello again.");
 }
 
+/// A tool that sleeps `secs` (virtual time: the tests run on a paused clock).
+fn sleeping(name: &'static str, secs: u64) -> FnTool<Booking, Concierge> {
+    raw_tool(name, move |_cx, _args| async move {
+        tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+        Ok(ToolOutput::text("finally"))
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_past_the_agent_tool_timeout_is_cancelled_and_the_model_is_told() {
+    let p = ScriptedProvider::new();
+    let config = AgentConfig {
+        tool_timeout: Some(std::time::Duration::from_secs(5)),
+        ..AgentConfig::default()
+    };
+    let a = classic(&p)
+        .config(config)
+        .tool(sleeping("lookup", 3600).into_arc())
+        .build()
+        .unwrap();
+    p.respond(Answer::tool("lookup", json!({})));
+    p.tool_round(Answer::message(
+        "The lookup is slow today; try again later.",
+    ));
+
+    let started = tokio::time::Instant::now();
+    let r = a.respond("s", "find my booking").await.unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_secs(5) && waited < std::time::Duration::from_secs(6),
+        "the call is cut at its limit, not at the tool's hour: {waited:?}"
+    );
+    assert_eq!(r.message, "The lookup is slow today; try again later.");
+    assert!(!r.tool_calls[0].ok);
+    let round = first_of(&p, CallKind::ToolRound).unwrap();
+    let results = tool_messages(&round);
+    assert!(
+        results[0].content.starts_with("ERROR:")
+            && results[0].content.contains("timed out after 5000 ms"),
+        "{}",
+        results[0].content
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_own_timeout_overrides_the_agent_default_both_ways() {
+    let p = ScriptedProvider::new();
+    // The agent would wait a minute; `quick` allows 1 s, `patient` allows 2 hours.
+    let quick = sleeping("quick", 10).timeout(std::time::Duration::from_secs(1));
+    let patient = sleeping("patient", 3600).timeout(std::time::Duration::from_secs(7200));
+    assert_eq!(
+        AgentConfig::default().tool_timeout,
+        Some(std::time::Duration::from_secs(60))
+    );
+    let a = classic(&p)
+        .tool(quick.into_arc())
+        .tool(patient.into_arc())
+        .build()
+        .unwrap();
+    p.respond(Answer::tool("quick", json!({})).and_tool("patient", json!({})));
+    p.tool_round(Answer::message("done"));
+    let r = a.respond("s", "go").await.unwrap();
+    assert!(!r.tool_calls[0].ok);
+    assert!(
+        r.tool_calls[0].output.contains("timed out after 1000 ms"),
+        "{}",
+        r.tool_calls[0].output
+    );
+    assert!(r.tool_calls[1].ok, "{}", r.tool_calls[1].output);
+    assert_eq!(r.tool_calls[1].output, "finally");
+}
+
 #[tokio::test]
 async fn validate_input_rejection_is_a_failed_result_and_the_handler_is_never_called() {
     let p = ScriptedProvider::new();

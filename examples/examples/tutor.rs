@@ -126,9 +126,14 @@ pub async fn run(
         for line in r.message.lines() {
             writeln!(out, "agent: {line}")?;
         }
+        // The reason the flow gave to `ctx.end(..)`, on the turn it ended.
+        let ended = match &r.meta.end_reason {
+            Some(reason) => format!(", ended: {reason}"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "       [flow: {}, waiting on: {}, {:?}]",
+            "       [flow: {}, waiting on: {}, {:?}{ended}]",
             r.flow.as_deref().unwrap_or("-"),
             r.step.as_deref().unwrap_or("-"),
             r.stopped

@@ -86,6 +86,9 @@ pub fn details<D: Serialize>(out: &mut dyn Write, r: &AgentResponse<D>) -> io::R
         r.model_calls
     )?;
     writeln!(out, "{PAD}data {}", data(&r.data))?;
+    if let Some(reason) = &r.meta.end_reason {
+        writeln!(out, "{PAD}ended ({reason})")?;
+    }
     for t in &r.transitions {
         writeln!(
             out,

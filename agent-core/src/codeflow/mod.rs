@@ -45,7 +45,7 @@ pub use journal::{CodeState, Entry};
 pub enum Outcome {
     /// The flow is done.
     End {
-        /// Why (reported in the response's stopped reason).
+        /// Why (the response's `meta.end_reason`, also given to the response hook).
         reason: Option<String>,
     },
     /// Continue in another flow (code or declarative) in the same turn.
@@ -212,7 +212,8 @@ pub enum Router {
         min_confidence: Option<f32>,
         /// Extra guidance for the classifier.
         prompt: Option<String>,
-        /// Where low-confidence, unknown or missing picks go.
+        /// Where low-confidence, unknown or missing picks go, and answers that
+        /// cannot be read after one repair.
         fallback: Fallback,
     },
     /// No classifier call: the classic reply call carries an `intent` field (the flow
@@ -262,6 +263,16 @@ pub enum Source {
     Flow,
 }
 
+impl Source {
+    /// `classic` or `flow`, as traces and logs show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Classic => "classic",
+            Source::Flow => "flow",
+        }
+    }
+}
+
 /// What the response hook is told about a turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ResponseMeta {
@@ -273,6 +284,9 @@ pub struct ResponseMeta {
     /// The flow that handed off to it in this turn, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_from: Option<String>,
+    /// The reason a code flow gave to `ctx.end(..)`, on the turn it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
 }
 
 /// Runs once per completed turn, on both paths (not for duplicates answered from

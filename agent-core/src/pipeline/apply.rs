@@ -6,7 +6,7 @@ use super::{Phase, Turn};
 use crate::data::{AgentContext, AgentData, Patch, apply_unchecked};
 use crate::directive::{Directive, Position, merge};
 use crate::error::{AgentError, DirectiveError};
-use crate::response::{DirectiveSource, Event, StoppedReason, Transition};
+use crate::response::{DirectiveSource, StoppedReason};
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Apply one (already merged) directive.
@@ -167,7 +167,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         source: DirectiveSource,
     ) -> Result<(), AgentError> {
         if self.a.code_flow(flow_id).is_some() {
-            return self.start_code(flow_id, None).await;
+            return self.start_code(flow_id, None, &source).await;
         }
         let Some(flow) = self.a.flow(flow_id).cloned() else {
             return Err(AgentError::directive(
@@ -197,12 +197,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     self.exit_flow().await;
                 }
             }
-            let t = Transition {
-                from,
-                to: flow_id.to_owned(),
-            };
-            self.emit(Event::Transition(t.clone()));
-            self.transitions.push(t);
+            self.note_transition(from, flow_id, &source);
         }
         self.pos_gen += 1;
         self.s.flow = Some(flow_id.to_owned());

@@ -16,7 +16,7 @@ use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, CodeFlowError};
 use crate::fxhash::FxHasher;
 use crate::provider::{CallKind, OutputSchema};
-use crate::response::{DirectiveSource, Event, StoppedReason, ToolCallRecord, Transition};
+use crate::response::{DirectiveSource, Event, StoppedReason, ToolCallRecord};
 use crate::tool::{Tool, ToolCxParts, ToolError, execute};
 
 /// How the code part of a turn ended.
@@ -50,6 +50,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         &mut self,
         id: &str,
         input: Option<Value>,
+        via: &DirectiveSource,
     ) -> Result<(), AgentError> {
         let from = match &self.s.code {
             Some(c) => Some(c.flow.clone()),
@@ -69,12 +70,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if self.s.flow.is_some() {
                 self.leave_flow().await;
             }
-            let t = Transition {
-                from: from.clone(),
-                to: id.to_owned(),
-            };
-            self.emit(Event::Transition(t.clone()));
-            self.transitions.push(t);
+            self.note_transition(from.clone(), id, via);
         }
         self.pos_gen += 1;
         self.s.flow = None;
@@ -152,7 +148,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     self.s.step = None;
                     match outcome {
-                        Outcome::End { .. } => {
+                        Outcome::End { reason } => {
+                            self.end_reason = reason;
                             return Ok(CodeExit::Reply(
                                 join(&said),
                                 StoppedReason::FlowCompleted { flow: id },
@@ -161,7 +158,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         Outcome::Handoff { to, input } => {
                             if self.a.code_flow(&to).is_some() {
                                 self.s.code = Some(state);
-                                self.start_code(&to, input).await?;
+                                self.start_code(&to, input, &DirectiveSource::Handoff(id.clone()))
+                                    .await?;
                                 if self.s.code.is_none() || self.stopped.is_some() {
                                     let st = self
                                         .stopped
@@ -396,7 +394,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Ok(t) => {
                 let span = tracing::info_span!("tool_call", tool = %name, flow);
                 let cx = parts.cx();
-                tracing::Instrument::instrument(execute(t.as_ref(), cx, args.clone()), span).await
+                let limit = self.a.config.tool_timeout;
+                tracing::Instrument::instrument(execute(t.as_ref(), cx, args.clone(), limit), span)
+                    .await
             }
             Err(msg) => Err(ToolError::Failed(msg)),
         };

@@ -140,6 +140,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) flow_failed: Option<StoppedReason>,
     /// The reply came from a code flow.
     pub(crate) from_code: bool,
+    /// The reason a code flow gave to `ctx.end` this turn.
+    pub(crate) end_reason: Option<String>,
     /// The cached previous save, reused by the incremental encoding.
     pub(crate) prev: Option<crate::session::PreviousSave>,
     /// What this turn saved, for the decoded-session cache.
@@ -209,6 +211,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             meta_flow: None,
             flow_failed: None,
             from_code: false,
+            end_reason: None,
             prev,
             saved: None,
         })
@@ -228,6 +231,23 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             schema: &self.a.schema,
             dispatcher: &self.dispatcher,
         }
+    }
+
+    /// Report a hop to another flow (stream event, response, trace): the one place
+    /// routing picks, handoffs and switches become visible.
+    pub(crate) fn note_transition(
+        &mut self,
+        from: Option<String>,
+        to: &str,
+        via: &DirectiveSource,
+    ) {
+        tracing::info!(from = from.as_deref().unwrap_or("none"), to, via = %via, "transition");
+        let t = Transition {
+            from,
+            to: to.to_owned(),
+        };
+        self.emit(Event::Transition(t.clone()));
+        self.transitions.push(t);
     }
 
     pub(crate) fn emit(&self, e: Event<D>) {
@@ -342,7 +362,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 .iter()
                 .any(|f| f.as_str() == id.as_ref())
             {
-                self.start_code(&id, None).await?;
+                self.start_code(&id, None, &DirectiveSource::Routing(id.to_string()))
+                    .await?;
             }
             return Ok(());
         }
@@ -432,7 +453,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
     }
 
     /// Which path produced the reply, for the response and the response hook.
-    fn response_meta(&self) -> crate::codeflow::ResponseMeta {
+    fn response_meta(&mut self) -> crate::codeflow::ResponseMeta {
         use crate::codeflow::{ResponseMeta, Source};
         let (flow, handoff_from) = match &self.meta_flow {
             Some((f, from)) if self.from_code => (Some(f.clone()), from.clone()),
@@ -449,6 +470,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             },
             flow,
             handoff_from,
+            end_reason: self.end_reason.take(),
         }
     }
 
@@ -460,6 +482,19 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         deltas: Vec<String>,
     ) -> Result<AgentResponse<D>, AgentError> {
         let response = self.persist(message, stopped, deltas).await?;
+        let meta = &response.meta;
+        let span = tracing::Span::current();
+        span.record("source", meta.source.as_str());
+        if let Some(f) = &meta.flow {
+            span.record("flow", f.as_str());
+        }
+        tracing::info!(
+            source = meta.source.as_str(),
+            flow = meta.flow.as_deref(),
+            handoff_from = meta.handoff_from.as_deref(),
+            model_calls = response.model_calls,
+            "turn completed"
+        );
         if let Some((bytes, span)) = self.saved.take() {
             let t = *self;
             t.a.remember(crate::agent::Remembered {

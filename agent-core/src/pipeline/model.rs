@@ -561,6 +561,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             });
         }
         let find = |name: &str| tools.iter().find(|t| t.name() == name).cloned();
+        let limit = self.a.config.tool_timeout;
         // Parallel batch.
         let parallel: Vec<usize> = calls
             .iter()
@@ -576,7 +577,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let span = tracing::info_span!("tool_call", tool = %calls[i].name, parallel = true);
             async move {
                 let r = match tool {
-                    Some(t) => execute(t.as_ref(), cx, args).await,
+                    Some(t) => execute(t.as_ref(), cx, args, limit).await,
                     None => Err(ToolError::Failed("tool vanished".into())),
                 };
                 (i, r, dispatcher)
@@ -595,7 +596,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let cx = parts.cx();
                     let d = cx.dispatcher.clone();
                     let span = tracing::info_span!("tool_call", tool = %c.name, parallel = false);
-                    let r = execute(t.as_ref(), cx, c.arguments.clone())
+                    let r = execute(t.as_ref(), cx, c.arguments.clone(), limit)
                         .instrument(span)
                         .await;
                     (r, d)
@@ -785,24 +786,37 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 name: "classification".into(),
                 schema,
             });
-            let (resp, _) = self.call(&req, None).await?;
-            let out: ClassifyOut =
-                serde_json::from_str(strip_fences(&resp.content)).map_err(|e| {
-                    AgentError::MalformedModelOutput {
-                        kind,
-                        message: format!("not valid JSON for the expected object ({e})"),
-                    }
-                })?;
-            let conds = match out.conditions {
-                Some(c) => c,
-                None if chunk.is_empty() => Default::default(),
-                None => {
-                    return Err(AgentError::MalformedModelOutput {
-                        kind,
-                        message: "`conditions` is missing".into(),
-                    });
+            let mut attempts = 0;
+            let out = loop {
+                let (resp, _) = self.call(&req, None).await?;
+                let problem = match serde_json::from_str::<ClassifyOut>(strip_fences(&resp.content))
+                {
+                    Ok(out) if out.conditions.is_some() || chunk.is_empty() => break Some(out),
+                    Ok(_) => "`conditions` is missing".to_owned(),
+                    Err(e) => format!("not valid JSON for the expected object ({e})"),
+                };
+                if attempts < self.a.config.repair_attempts {
+                    attempts += 1;
+                    tracing::warn!(%problem, ?kind, "malformed classifier answer; asking for a repair");
+                    req.messages.push(Message::assistant(resp.content));
+                    req.messages.push(Message::user(format!(
+                        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
+                    )));
+                    continue;
                 }
+                if chunk.is_empty() {
+                    // A routing answer that cannot be read picks nothing: the router's
+                    // fallback applies (conditions, by contrast, are never guessed).
+                    tracing::warn!(%problem, "routing answer unreadable; the router's fallback applies");
+                    break None;
+                }
+                return Err(AgentError::MalformedModelOutput {
+                    kind,
+                    message: problem,
+                });
             };
+            let Some(out) = out else { continue };
+            let conds = out.conditions.unwrap_or_default();
             for (i, q) in chunk.iter().enumerate() {
                 self.judged
                     .insert(q.condition.clone(), conds.verdict(base + i));

@@ -48,6 +48,9 @@ const _: () = {
         fn concurrency_safe(&self) -> bool {
             true
         }
+        fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
+            ::core::option::Option::Some(::core::time::Duration::from_millis(1500u64))
+        }
         async fn call(
             &self,
             _cx: ::agent_core::__private::ToolCx<__D, __C>,

@@ -39,6 +39,13 @@ pub fn expand(def: &ToolDef) -> TokenStream {
     let output = &item.sig.output;
     let block = &item.block;
     let concurrency_safe = def.concurrency_safe;
+    let timeout = def.timeout_ms.map(|ms| {
+        quote! {
+            fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
+                ::core::option::Option::Some(::core::time::Duration::from_millis(#ms))
+            }
+        }
+    });
 
     let (impl_generics, d_ty, c_ty) = match def.cx.as_ref().and_then(|(_, t)| cx_params(t)) {
         Some((d, c)) => (quote!(), quote!(#d), quote!(#c)),
@@ -141,6 +148,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 fn concurrency_safe(&self) -> bool {
                     #concurrency_safe
                 }
+                #timeout
                 async fn call(
                     &self,
                     #run_cx: ::agent_core::__private::ToolCx<#d_ty, #c_ty>,

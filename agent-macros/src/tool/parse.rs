@@ -33,6 +33,8 @@ pub struct ToolDef {
     pub description: Option<String>,
     /// `concurrency_safe`.
     pub concurrency_safe: bool,
+    /// `timeout_ms = N`: the tool's own time limit per call.
+    pub timeout_ms: Option<u64>,
     /// The `ToolCx<D, C>` parameter: its pattern and type.
     pub cx: Option<(syn::Pat, syn::Type)>,
     /// The model-filled parameters.
@@ -62,6 +64,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut name_span = item.sig.ident.span();
     let mut description = doc_text(&item.attrs);
     let mut concurrency_safe = false;
+    let mut timeout_ms = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("name") {
             let s: syn::LitStr = meta.value()?.parse()?;
@@ -75,9 +78,21 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         } else if meta.path.is_ident("concurrency_safe") {
             concurrency_safe = true;
             Ok(())
+        } else if meta.path.is_ident("timeout_ms") {
+            let n: syn::LitInt = meta.value()?.parse()?;
+            match n.base10_parse::<u64>() {
+                Ok(0) | Err(_) => Err(syn::Error::new(
+                    n.span(),
+                    "`timeout_ms` is a whole number of milliseconds above 0",
+                )),
+                Ok(ms) => {
+                    timeout_ms = Some(ms);
+                    Ok(())
+                }
+            }
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -142,6 +157,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         name_span,
         description,
         concurrency_safe,
+        timeout_ms,
         cx,
         args,
         bad_params,

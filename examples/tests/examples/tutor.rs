@@ -43,4 +43,6 @@ async fn tutor_hands_off_to_reminder_and_schedules_it() {
     );
     assert_eq!(model.unused(), 0);
     assert!(text.contains("agent: What should I remind you about?"));
+    assert_eq!(last.meta.end_reason.as_deref(), Some("reminder_scheduled"));
+    assert!(text.contains("ended: reminder_scheduled]"), "{text}");
 }

@@ -1,5 +1,5 @@
 //! `#[tool]` forms: with and without a context, sync and async, optional arguments,
-//! doc comments as descriptions, `name`, `description` and `concurrency_safe`.
+//! doc comments as descriptions, `name`, `description`, `concurrency_safe` and `timeout_ms`.
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -39,7 +39,7 @@ fn now() -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text("12:00"))
 }
 
-#[tool(description = "Say hello.")]
+#[tool(description = "Say hello.", timeout_ms = 2_500)]
 async fn hello(name: String) -> Result<agent_core::tool::ToolOutput, String> {
     Ok(agent_core::tool::ToolOutput::text(format!("hello {name}")))
 }
@@ -74,10 +74,12 @@ fn main() {
 
     let c: &dyn Tool<Booking, ()> = &now;
     assert_eq!((c.name(), c.concurrency_safe()), ("clock", true));
+    assert_eq!(c.timeout(), None, "no own limit: the agent's applies");
     assert_eq!(block_on(c.call(cx.clone(), json!({}))).expect("ok").content, "12:00");
 
     let h = hello.arc::<Booking, ()>();
     assert_eq!(h.description(), "Say hello.");
+    assert_eq!(h.timeout(), Some(std::time::Duration::from_millis(2500)));
     let err = block_on(h.call(cx, json!({"name": 3}))).expect_err("wrong type");
     assert!(matches!(err, ToolError::InvalidArguments(_)), "{err}");
 }
