@@ -564,6 +564,40 @@ async fn ask_that_is_not_answered_is_asked_again() {
 }
 
 #[tokio::test]
+async fn ask_text_takes_the_message_verbatim_without_a_model_call() {
+    let p = ScriptedProvider::new();
+    let flow = CodeFlow::new("echo", |ctx: FlowCx<Notes, ()>| async move {
+        let sentence = ctx
+            .ask_text("sentence", "Send one sentence in English.")
+            .await;
+        ctx.say(format!("You wrote: {sentence}")).await;
+        ctx.end("echoed")
+    });
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "start").await.unwrap();
+    assert_eq!(r.message, "Send one sentence in English.");
+    assert_eq!(r.model_calls, 0);
+
+    // A blank message does not answer: asked again, still no model call.
+    let r = agent.respond("s", "   ").await.unwrap();
+    assert_eq!(r.message, "Send one sentence in English.");
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+
+    let r = agent
+        .respond("s", "  Yesterday I goed home.")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "You wrote:   Yesterday I goed home.");
+    assert_eq!(r.model_calls, 0, "no extraction call");
+    assert!(p.requests().is_empty());
+    assert_eq!(r.meta.end_reason.as_deref(), Some("echoed"));
+}
+
+#[tokio::test]
 async fn tool_failures_come_back_to_the_flow_as_recoverable_results() {
     let p = ScriptedProvider::new();
     let flow = CodeFlow::new("tools", |ctx: FlowCx<Notes, ()>| async move {

@@ -55,7 +55,10 @@ async fn schedule_reminder(
 async fn tutor(ctx: FlowCx<Notes, ()>) -> FlowResult {
     let name: String = ctx.ask("name", "What's your name?").await;
     ctx.say(format!("Nice to meet you, {name}.")).await;
-    let sentence: String = ctx.ask("sentence", "Send one sentence in English.").await;
+    // Taken verbatim (no model call): the tool must see what the user typed.
+    let sentence = ctx
+        .ask_text("sentence", "Send one sentence in English.")
+        .await;
     // A failing tool comes back as an error the flow may handle; `?` fails the step.
     let fixed = ctx
         .tool(correct_sentence, json!({ "sentence": sentence }))
@@ -85,17 +88,13 @@ pub const MESSAGES: [&str; 5] = [
     "tomorrow at 9",
 ];
 
-/// The scripted model: one routing answer, then one extraction per answered question
-/// (the questions and replies themselves are code, not model calls).
+/// The scripted model: one routing answer, then one extraction per typed question
+/// (the questions and replies themselves are code, not model calls; the sentence is
+/// taken verbatim).
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
     model.route(Answer::route("tutor"));
-    for answer in [
-        "Ana",
-        "yesterday i goed to the market",
-        "call my mother",
-        "tomorrow at 9",
-    ] {
+    for answer in ["Ana", "call my mother", "tomorrow at 9"] {
         model.extract(Answer::answering(json!(answer)));
     }
     model

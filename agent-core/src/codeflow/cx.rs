@@ -128,7 +128,27 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         key: &str,
         text: impl Into<String>,
     ) -> T {
-        let question = text.into();
+        self.ask_as(key, text.into(), || {
+            Some(serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
+        })
+        .await
+    }
+
+    /// Ask the user `text` and take their next message verbatim as the answer: no
+    /// model call (for free text the flow wants untouched, such as a sentence to
+    /// correct). A blank message asks again.
+    pub async fn ask_text(&self, key: &str, text: impl Into<String>) -> String {
+        self.ask_as(key, text.into(), || None).await
+    }
+
+    /// The ask machinery: `schema` gives the answer's schema for a model extraction,
+    /// or `None` to take the message verbatim.
+    async fn ask_as<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        question: String,
+        schema: impl FnOnce() -> Option<Value>,
+    ) -> T {
         enum Step {
             Answered(Value),
             Open(Option<String>),
@@ -186,16 +206,21 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
                 let _ = self.inner.tx.send(Request::Suspend { question });
                 std::future::pending().await
             }
-            Step::Open(Some(_message)) => {
-                let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
-                let (reply, rx) = oneshot::channel();
-                let _ = self.inner.tx.send(Request::Extract {
-                    key: key.to_owned(),
-                    question: question.clone(),
-                    schema,
-                    reply,
-                });
-                let extracted = rx.await.ok().flatten();
+            Step::Open(Some(message)) => {
+                let extracted = match schema() {
+                    Some(schema) => {
+                        let (reply, rx) = oneshot::channel();
+                        let _ = self.inner.tx.send(Request::Extract {
+                            key: key.to_owned(),
+                            question: question.clone(),
+                            schema,
+                            reply,
+                        });
+                        rx.await.ok().flatten()
+                    }
+                    None => Some(Value::String(message))
+                        .filter(|v| v.as_str().is_some_and(|m| !m.trim().is_empty())),
+                };
                 let typed = extracted
                     .and_then(|v| serde_json::from_value::<T>(v.clone()).ok().map(|t| (t, v)));
                 match typed {

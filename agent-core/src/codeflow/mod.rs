@@ -100,8 +100,13 @@ pub struct ToolFailure {
 }
 
 /// A flow named by its type: `#[flow]` types of declarative flows and code flows
-/// implement it, so `ctx.handoff::<ReminderFlow>()` cannot name a flow that does not
-/// exist.
+/// implement it, so `ctx.handoff::<ReminderFlow>()`, a branch `=> TutorFlow` or
+/// `Directive::go_to::<TutorFlow>()` cannot name a flow that does not exist.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a flow",
+    label = "not a `#[flow]` type",
+    note = "a flow is named by the type `#[flow]` generates: `mod feedback` → `FeedbackFlow`, `async fn tutor` → `TutorFlow`"
+)]
 pub trait FlowRef: 'static {
     /// The flow id.
     const ID: &'static str;

@@ -22,7 +22,8 @@ use crate::directive as rt;
 use crate::tool::Tool;
 
 use super::data::{IntoContextPatch, IntoDataPatch};
-use super::flow::{FlowDef, StepId};
+use super::flow::StepId;
+use crate::codeflow::FlowRef;
 
 /// Position and reply states of a [`TypedDirective`].
 pub mod state {
@@ -125,8 +126,9 @@ impl<P, R> TypedDirective<P, R> {
         self.retype()
     }
 
-    /// Jump to the entry step of flow `F` (a `#[flow]` type).
-    pub fn go_to<F: FlowDef>(self) -> TypedDirective<JumpToFlow, R>
+    /// Jump to flow `F` (a `#[flow]` type: a declarative flow's entry step, or the
+    /// start of a code flow).
+    pub fn go_to<F: FlowRef>(self) -> TypedDirective<JumpToFlow, R>
     where
         P: Unpositioned,
     {
@@ -197,8 +199,9 @@ impl Directive {
     pub fn new() -> TypedDirective {
         TypedDirective::wrap(rt::Directive::new())
     }
-    /// Jump to the entry step of flow `F` (a `#[flow]` type such as `FeedbackFlow`).
-    pub fn go_to<F: FlowDef>() -> TypedDirective<JumpToFlow> {
+    /// Jump to flow `F` (a `#[flow]` type such as `FeedbackFlow`, or a code flow such
+    /// as `TutorFlow`).
+    pub fn go_to<F: FlowRef>() -> TypedDirective<JumpToFlow> {
         Self::new().go_to::<F>()
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another.

@@ -12,6 +12,7 @@ pub use super::data::{ContextType, DataType, IntoContextPatch, IntoDataPatch, Mo
 pub use super::directive::{IntoDirective, IntoPreDirective};
 pub use super::flow::{FlowDef, StepId};
 pub use crate::branch::Branch;
+pub use crate::codeflow::FlowRef;
 pub use crate::data::Patch;
 pub use crate::directive::{Directive as RtDirective, PreDirective as RtPreDirective};
 pub use crate::error::ConfigErrors;
@@ -52,8 +53,8 @@ pub fn tool_arc<D, C, T: Tool<D, C> + 'static>(t: T) -> Arc<dyn Tool<D, C>> {
     Arc::new(t)
 }
 
-/// The id of a flow type.
-pub fn flow_id<F: FlowDef>() -> &'static str {
+/// The id of a flow type (declarative or code flow).
+pub fn flow_id<F: FlowRef>() -> &'static str {
     F::ID
 }
 

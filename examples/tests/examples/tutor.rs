@@ -38,8 +38,8 @@ async fn tutor_hands_off_to_reminder_and_schedules_it() {
     let calls: Vec<u32> = rs.iter().map(|r| r.model_calls).collect();
     assert_eq!(
         calls,
-        vec![1, 1, 1, 1, 1],
-        "routing once, then one extraction per answer"
+        vec![1, 1, 0, 1, 1],
+        "routing once, then one extraction per typed answer; the sentence is verbatim"
     );
     assert_eq!(model.unused(), 0);
     assert!(text.contains("agent: What should I remind you about?"));

@@ -1,6 +1,6 @@
-//! `#[flow]` on an async fn: a code flow next to a declarative one. Handoffs name
+//! `#[flow]` on an async fn: a code flow next to declarative ones. Handoffs name
 //! flows by type in both directions (`ReminderFlow` is a code flow, `BookingFlow` a
-//! declarative one), and the agent runs them.
+//! declarative one; the `desk` flow branches to `TutorFlow`), and the agent runs them.
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -19,6 +19,17 @@ pub struct Notes {
 mod booking {
     #[step(end, prompt = "Ask which city.", collect(city))]
     fn ask_city() {}
+}
+
+/// A declarative flow that hands off to code flows by type: a model-judged branch and
+/// a directive.
+#[flow(title = "Front desk", data = Notes, when = "the user needs help")]
+mod desk {
+    #[step(prompt = "Ask what the user needs.", branches(
+        when "the user wants to practise English" => TutorFlow,
+        when "the user wants a reminder" => Directive::go_to::<ReminderFlow>(),
+    ))]
+    fn triage() {}
 }
 
 /// Learn the user's name, then hand over to reminders.
@@ -69,4 +80,24 @@ fn main() {
     let r = block_on(agent.respond("s1", "yes")).expect("turn");
     assert_eq!(r.flow.as_deref(), Some("booking"));
     assert_eq!(r.message, "Which city?");
+
+    // Declarative → code: the desk's branch names `TutorFlow`.
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(provider.clone())
+        .flow(desk::flow())
+        .code_flow(TutorFlow)
+        .code_flow(ReminderFlow)
+        .build()
+        .expect("valid agent");
+    provider.route(Answer::route("desk"));
+    provider.respond(Answer::message("How can I help?"));
+    let r = block_on(agent.respond("s2", "hello")).expect("turn");
+    assert_eq!(r.message, "How can I help?");
+    provider.respond(
+        Answer::message("Sure!").judging("the user wants to practise English", true),
+    );
+    let r = block_on(agent.respond("s2", "I want to practise English")).expect("turn");
+    assert_eq!(r.flow.as_deref(), Some("tutor"));
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(r.meta.source, Source::Flow);
 }
