@@ -141,6 +141,10 @@ pub struct AgentConfig {
     pub max_flow_failures: u32,
     /// The reply of a turn whose code flow step failed (below the limit).
     pub flow_error_reply: String,
+    /// Read `/flow <id>`, `/flow stop` and `/flow status` messages as commands (the
+    /// RFC's experimental command helpers), before signals, routing and the model.
+    /// Off by default: the messages are then ordinary text.
+    pub flow_commands: bool,
 }
 
 impl Default for AgentConfig {
@@ -165,6 +169,7 @@ impl Default for AgentConfig {
             max_flow_failures: 2,
             flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
                 .into(),
+            flow_commands: false,
         }
     }
 }

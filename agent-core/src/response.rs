@@ -98,6 +98,8 @@ pub enum DirectiveSource {
     ModelSwitch(String),
     /// A code flow handed off.
     Handoff(String),
+    /// A `/flow` command of the user ([`crate::agent::AgentConfig::flow_commands`]).
+    Command(String),
 }
 
 impl fmt::Display for DirectiveSource {
@@ -119,6 +121,7 @@ impl fmt::Display for DirectiveSource {
             DirectiveSource::Routing(s) => write!(f, "routing to `{s}`"),
             DirectiveSource::ModelSwitch(s) => write!(f, "model switch to `{s}`"),
             DirectiveSource::Handoff(s) => write!(f, "handoff from code flow `{s}`"),
+            DirectiveSource::Command(s) => write!(f, "command `{s}`"),
         }
     }
 }

@@ -1164,3 +1164,87 @@ async fn a_dispatched_go_to_starts_a_code_flow_and_build_checks_ids() {
     let err = bad.err().unwrap().to_string();
     assert!(err.contains("did you mean `reminder`"), "{err}");
 }
+
+/// RFC §4.4: `/flow <id>`, `/flow stop` and `/flow status` are read before routing
+/// and the model, when enabled.
+#[tokio::test]
+async fn flow_commands_start_stop_and_report_flows_without_a_model_call() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .flow(hotel())
+        .code_flow(tutor(&c))
+        .code_flow(reminder(&c))
+        .config(AgentConfig {
+            flow_commands: true,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let say = |m: &'static str| {
+        let agent = agent.clone();
+        async move { agent.respond("s", m).await.unwrap() }
+    };
+
+    let r = say("/flow status").await;
+    assert_eq!(
+        r.message,
+        "No flow is active. Flows: hotel, tutor, reminder."
+    );
+    assert_eq!(r.stopped, StoppedReason::Reply);
+    let r = say("/flow tutor").await;
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(
+        r.transitions,
+        vec![Transition {
+            from: None,
+            to: "tutor".into()
+        }]
+    );
+    assert_eq!(
+        say("/flow status").await.message,
+        "Active flow: `tutor` (waiting on `name`)."
+    );
+    let r = say("/flow stop").await;
+    assert_eq!(r.message, "Left flow `tutor`.");
+    assert_eq!(r.flow, None);
+    assert!(agent.session("s").await.unwrap().unwrap().code.is_none());
+    assert_eq!(
+        say("/flow weather").await.message,
+        "There is no flow `weather`. Flows: hotel, tutor, reminder."
+    );
+    assert!(say("/flow").await.message.starts_with("Flow commands:"));
+    assert!(p.requests().is_empty(), "no command costs a model call");
+
+    // A declarative flow starts at its entry step, and its step speaks.
+    p.respond(Answer::message("Which city?"));
+    let r = say("/flow hotel").await;
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("hotel"), Some("ask_city"))
+    );
+    assert_eq!(r.message, "Which city?");
+    assert_eq!(
+        p.calls_of(CallKind::Route),
+        0,
+        "the command chose; no routing"
+    );
+    assert_eq!(
+        say("/flow status").await.message,
+        "Active flow: `hotel` (at step `ask_city`)."
+    );
+    assert_eq!(say("/flow stop").await.message, "Left flow `hotel`.");
+    assert_eq!(agent.session("s").await.unwrap().unwrap().flow, None);
+}
+
+#[tokio::test]
+async fn flow_commands_are_ordinary_text_unless_enabled() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::route("reminder"));
+    let r = agent.respond("s", "/flow status").await.unwrap();
+    assert_eq!(r.message, "What should I remind you about?");
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+}

@@ -6,6 +6,7 @@
 
 mod apply;
 mod code;
+mod command;
 mod converse;
 mod judged;
 mod model;
@@ -282,7 +283,16 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             self.emit_pre(DirectiveSource::AgentOnEnter, d).await?;
         }
 
-        if let Some(p) = self.s.pending.take() {
+        let command = if self.a.config.flow_commands {
+            command::parse(self.msg)
+        } else {
+            None
+        };
+        if let Some(cmd) = command {
+            if let Some(reply) = self.command(cmd).await? {
+                return self.finish(reply, StoppedReason::Reply, Vec::new()).await;
+            }
+        } else if let Some(p) = self.s.pending.take() {
             self.record(&DirectiveSource::Pending, &p, &[], &[], false);
             self.apply(DirectiveSource::Pending, p, Phase::Pre).await?;
         } else {
