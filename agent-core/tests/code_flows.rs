@@ -144,6 +144,15 @@ fn agent_with(
     (b.build().unwrap(), metas)
 }
 
+/// An agent running `flow` alone (a single flow starts on the first turn, no routing).
+fn solo(p: &ScriptedProvider, flow: CodeFlow<Notes, ()>) -> Agent<Notes, ()> {
+    Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .build()
+        .unwrap()
+}
+
 /// The pair behind `router`.
 fn routed(p: &ScriptedProvider, c: &Counters, router: Router) -> (Agent<Notes, ()>, Metas) {
     let (b, metas) = pair_builder(p, c);
@@ -535,15 +544,14 @@ async fn ask_that_is_not_answered_is_asked_again() {
     assert_eq!(journal_len(&agent, "s").await, 1, "the question stays open");
     // An answer of the wrong type is not an answer either.
     let p2 = ScriptedProvider::new();
-    let agent2: Agent<Notes, ()> = Agent::builder()
-        .provider(p2.clone())
-        .code_flow(CodeFlow::new("age", |ctx: Cx| async move {
+    let agent2 = solo(
+        &p2,
+        CodeFlow::new("age", |ctx: Cx| async move {
             let age: u8 = ctx.ask("age", "How old are you?").await;
             ctx.say(format!("{age} it is.")).await;
             ctx.end("done")
-        }))
-        .build()
-        .unwrap();
+        }),
+    );
     assert_eq!(
         agent2.respond("t", "hi").await.unwrap().message,
         "How old are you?"
@@ -573,11 +581,7 @@ async fn ask_text_takes_the_message_verbatim_without_a_model_call() {
         ctx.say(format!("You wrote: {sentence}")).await;
         ctx.end("echoed")
     });
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(flow)
-        .build()
-        .unwrap();
+    let agent = solo(&p, flow);
     let r = agent.respond("s", "start").await.unwrap();
     assert_eq!(r.message, "Send one sentence in English.");
     assert_eq!(r.model_calls, 0);
@@ -621,11 +625,7 @@ async fn tool_failures_come_back_to_the_flow_as_recoverable_results() {
         .await;
         ctx.end("checked")
     });
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(flow)
-        .build()
-        .unwrap();
+    let agent = solo(&p, flow);
     let r = agent.respond("s", "go").await.unwrap();
     assert!(r.message.contains("kaboom"), "{}", r.message);
     assert!(r.message.contains("unknown tool `nope`"), "{}", r.message);
@@ -680,11 +680,7 @@ async fn a_tool_past_its_time_limit_is_a_recoverable_timeout_and_retries_stay_bo
             ctx.end(if ok { "later" } else { "dropped" })
         }
     });
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(flow)
-        .build()
-        .unwrap();
+    let agent = solo(&p, flow);
     assert_eq!(
         agent
             .respond("s", "where is my booking")
@@ -842,11 +838,7 @@ fn sloppy(counter: Arc<AtomicUsize>) -> CodeFlow<Notes, ()> {
 #[tokio::test]
 async fn replay_that_diverges_is_a_typed_non_determinism_error() {
     let p = ScriptedProvider::new();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(sloppy(Arc::default()))
-        .build()
-        .unwrap();
+    let agent = solo(&p, sloppy(Arc::default()));
     let r = agent.respond("s", "hi").await.unwrap();
     assert_eq!(r.message, "run 0\n\nName?");
     let before = agent.session("s").await.unwrap();
@@ -993,11 +985,7 @@ use agent_core::codeflow::FlowError;
 async fn a_failing_step_keeps_the_flow_and_repeated_failures_clear_it() {
     let p = ScriptedProvider::new();
     let fails = Arc::new(AtomicUsize::new(1));
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(flaky(fails.clone()))
-        .build()
-        .unwrap();
+    let agent = solo(&p, flaky(fails.clone()));
     agent.respond("s", "hi").await.unwrap();
     p.extract(Answer::answering(json!("Oslo")));
     let r = agent.respond("s", "Oslo").await.unwrap();
@@ -1019,11 +1007,7 @@ async fn a_failing_step_keeps_the_flow_and_repeated_failures_clear_it() {
     // Panics twice in a row: cleared, the classic reply answers.
     fails.store(2, Ordering::SeqCst);
     let p = ScriptedProvider::new();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(flaky(fails.clone()))
-        .build()
-        .unwrap();
+    let agent = solo(&p, flaky(fails.clone()));
     agent.respond("t", "hi").await.unwrap();
     p.extract(Answer::answering(json!("panic")));
     let r = agent.respond("t", "panic").await.unwrap();
@@ -1046,14 +1030,13 @@ async fn a_failing_step_keeps_the_flow_and_repeated_failures_clear_it() {
 #[tokio::test]
 async fn unresolved_handoff_ends_the_flow_with_the_classic_reply() {
     let p = ScriptedProvider::new();
-    let agent: Agent<Notes, ()> = Agent::builder()
-        .provider(p.clone())
-        .code_flow(CodeFlow::new("lost", |ctx: Cx| async move {
+    let agent = solo(
+        &p,
+        CodeFlow::new("lost", |ctx: Cx| async move {
             ctx.say("Moving you on.").await;
             ctx.handoff_to("nowhere")
-        }))
-        .build()
-        .unwrap();
+        }),
+    );
     p.respond(Answer::message("How else can I help?"));
     let r = agent.respond("s", "hi").await.unwrap();
     assert_eq!(r.message, "Moving you on.\n\nHow else can I help?");
