@@ -3,7 +3,7 @@
 //! `cargo run -p examples --example repl`
 //!
 //! Commands: `/state` (flow, step, collected data), `/reset` (start over), `/help`,
-//! `/quit`. It runs the concierge's booking agent (`concierge.rs`, included as a
+//! `/quit`, and the agent's own `/flow <id>`, `/flow stop`, `/flow status`. It runs the concierge's booking agent (`concierge.rs`, included as a
 //! module); to try another agent, build it and call `examples::repl::run(&agent, id)`.
 //!
 //! On the scripted model the concierge's script plays out whatever you type; set
@@ -40,6 +40,11 @@ pub async fn run(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Result<ReplOutcome<concierge::Booking>, Box<dyn Error>> {
+    // `/flow stop`, `/flow status`, `/flow <id>` are handy when poking at an agent.
+    let config = AgentConfig {
+        flow_commands: true,
+        ..config
+    };
     let agent = concierge::agent(provider, config)?;
     Ok(examples::repl::run_with(&agent, "terminal", input, out).await?)
 }

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Commands: `/state` (flow, step, collected data), `/reset` (forget the session),
-//! `/help`, `/quit` (or end of input).
+//! `/help`, `/quit` (or end of input). `/flow ...` lines go to the agent, which reads
+//! them as commands when its `AgentConfig::flow_commands` is on.
 
 use std::io::{self, BufRead, Write};
 
@@ -30,7 +31,7 @@ pub struct ReplOutcome<D> {
     pub quit: bool,
 }
 
-const HELP: &str = "commands: /state (flow, step, data)  /reset (start over)  /help  /quit";
+const HELP: &str = "commands: /state (flow, step, data)  /reset (start over)  /help  /quit  /flow <id|stop|status> (agents with flow commands on)";
 
 /// Run the REPL on the terminal (stdin, stdout).
 pub async fn run<D: AgentData, C: AgentContext>(
@@ -81,6 +82,10 @@ pub async fn run_with<D: AgentData, C: AgentContext>(
                     Err(e) => writeln!(out, "error: {e}")?,
                 }
                 outcome.resets += 1;
+            }
+            // The agent's own `/flow` commands (`AgentConfig::flow_commands`).
+            m if m == "/flow" || m.starts_with("/flow ") => {
+                turn(agent, session_id, m, out, &mut outcome).await?
             }
             m if m.starts_with('/') => writeln!(out, "unknown command {m}; {HELP}")?,
             m => turn(agent, session_id, m, out, &mut outcome).await?,

@@ -12,7 +12,7 @@ use agent_core::AgentConfig;
 #[tokio::test]
 async fn the_repl_streams_turns_shows_state_resets_and_quits() {
     let model = repl::scripted();
-    let typed = "Hi, I need a hotel\n/state\nLisbon, for the two of us\n\n/state\n/nope\n/reset\n/state\n/quit\nnever read\n";
+    let typed = "Hi, I need a hotel\n/state\nLisbon, for the two of us\n\n/state\n/flow status\n/nope\n/reset\n/state\n/quit\nnever read\n";
     let mut input = Cursor::new(typed.as_bytes());
     let mut out = Vec::new();
     let o = repl::run(
@@ -25,9 +25,13 @@ async fn the_repl_streams_turns_shows_state_resets_and_quits() {
     .unwrap();
     let printed = String::from_utf8(out).unwrap();
 
-    assert_eq!(o.responses.len(), 2, "{printed}");
+    assert_eq!(o.responses.len(), 3, "{printed}");
     assert!(o.errors.is_empty(), "{:?}", o.errors);
     assert_eq!(o.responses[1].step.as_deref(), Some("ask_date"));
+    assert!(
+        printed.contains("agent: Active flow: `booking` (at step `ask_date`)."),
+        "the agent's own /flow command: {printed}"
+    );
     assert_eq!(o.resets, 1);
     assert!(o.quit);
     assert_eq!(
