@@ -200,6 +200,24 @@ async fn tutor_then_reminder(config: AgentConfig) {
         "Nice to meet you, Ana.\n\nSend one sentence in English."
     );
     assert_eq!(r.model_calls, 1, "one extraction per answered question");
+    let extraction = p.requests().pop().unwrap();
+    assert_eq!(extraction.kind, CallKind::Extract);
+    assert!(extraction.system.contains("\"What's your name?\""));
+    let sent: Vec<&str> = extraction
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(
+        sent,
+        ["I'm Ana"],
+        "the question and the latest message only"
+    );
+    assert_eq!(
+        extraction.max_tokens,
+        Some(7 / 2 + 64),
+        "bounded by the message's length"
+    );
     assert_eq!(r.meta.source, Source::Flow);
 
     p.extract(Answer::answering(json!("I goed home")));
@@ -476,6 +494,14 @@ async fn detector_answer_that_cannot_be_read_is_repaired_once_then_falls_back() 
         last.content
     );
 
+    // Complete-looking JSON cut by the token limit is not trusted: repaired too.
+    p.clear_requests();
+    p.route(Answer::truncated(r#"{"flow":"reminder"}"#));
+    p.route(Answer::route("tutor"));
+    let r = agent.respond("c", "teach me English").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("tutor"));
+    assert_eq!(p.calls_of(CallKind::Route), 2);
+
     // Unreadable twice: the fallback (classic) answers; the turn does not fail.
     p.clear_requests();
     p.route(Answer::raw("???"));
@@ -599,6 +625,56 @@ async fn ask_text_takes_the_message_verbatim_without_a_model_call() {
     assert_eq!(r.model_calls, 0, "no extraction call");
     assert!(p.requests().is_empty());
     assert_eq!(r.meta.end_reason.as_deref(), Some("echoed"));
+}
+
+/// How old? (one typed question).
+fn age_flow() -> CodeFlow<Notes, ()> {
+    CodeFlow::new("age", |ctx: Cx| async move {
+        let age: u8 = ctx.ask("age", "How old are you?").await;
+        ctx.say(format!("{age} it is.")).await;
+        ctx.end("done")
+    })
+}
+
+#[tokio::test]
+async fn an_unreadable_answer_is_repaired_once_then_a_typed_error_that_changes_nothing() {
+    let p = ScriptedProvider::new();
+    let agent = solo(&p, age_flow());
+    agent.respond("a", "hi").await.unwrap();
+    // Cut by the token limit, then a good answer to the repair.
+    p.extract(Answer::truncated(r#"{"answer": 4"#));
+    p.extract(Answer::answering(json!(42)));
+    let r = agent.respond("a", "42").await.unwrap();
+    assert_eq!(r.message, "42 it is.");
+    assert_eq!(r.model_calls, 2);
+    let repair = p.requests().into_iter().nth(1).unwrap();
+    assert_eq!(repair.kind, CallKind::Extract);
+    let last = repair.messages.last().unwrap();
+    assert!(
+        last.content.contains("cut by the token limit"),
+        "{}",
+        last.content
+    );
+
+    // Unreadable twice: a typed error, and the session still waits on the question.
+    agent.respond("b", "hi").await.unwrap();
+    let before = agent.session("b").await.unwrap();
+    p.extract(Answer::raw("  \t "));
+    p.extract(Answer::raw("{\"answer\":"));
+    let err = agent.respond("b", "7").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AgentError::MalformedModelOutput {
+                kind: CallKind::Extract,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(agent.session("b").await.unwrap(), before);
+    p.extract(Answer::answering(json!(7)));
+    assert_eq!(agent.respond("b", "7").await.unwrap().message, "7 it is.");
 }
 
 #[tokio::test]

@@ -558,6 +558,31 @@ async fn invalid_json_then_a_valid_repair_answer_succeeds_with_two_respond_calls
 }
 
 #[tokio::test]
+async fn a_runaway_answer_is_echoed_cut_in_the_repair_request() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    let runaway = format!("{{\n{}", " \t".repeat(10_000));
+    p.respond(Answer::truncated(runaway));
+    p.respond(Answer::message("Which city?"));
+    let r = a.respond("s", "I want to book a hotel").await.unwrap();
+    assert_eq!(r.message, "Which city?");
+    let repair = p.requests().into_iter().nth(1).unwrap();
+    let n = repair.messages.len();
+    let echoed = &repair.messages[n - 2].content;
+    assert_eq!(
+        echoed.chars().count(),
+        2001,
+        "2000 characters and an ellipsis"
+    );
+    assert!(echoed.ends_with('…'));
+    assert!(
+        repair.messages[n - 1]
+            .content
+            .contains("cut by the token limit")
+    );
+}
+
+#[tokio::test]
 async fn invalid_json_twice_is_malformed_model_output_and_the_session_is_unchanged() {
     let p = ScriptedProvider::new();
     let (a, store) = booking_with_store(&p);

@@ -319,3 +319,55 @@ async fn e2e_the_booking_agent_completes_a_scripted_conversation() {
     );
     assert_eq!(r.flow, None);
 }
+
+#[tokio::test]
+async fn e2e_a_code_flow_extracts_typed_answers_with_the_real_model() {
+    use agent_core::codeflow::{CodeFlow, FlowCx};
+    let Some(p) = local_model("e2e_a_code_flow_extracts_typed_answers_with_the_real_model") else {
+        return;
+    };
+    let config = AgentConfig {
+        max_tokens: Some(64),
+        temperature: Some(0.0),
+        ..AgentConfig::default()
+    };
+    let flow = CodeFlow::new(
+        "party",
+        |ctx: FlowCx<Booking, support::booking::Concierge>| async move {
+            let guests: u8 = ctx.ask("guests", "How many guests?").await;
+            let pets: bool = ctx.ask("pets", "Any pets?").await;
+            ctx.say(format!("{guests} guests, pets: {pets}.")).await;
+            ctx.end("counted")
+        },
+    );
+    let agent: Agent<Booking, support::booking::Concierge> = Agent::builder()
+        .provider(p)
+        .config(config)
+        .code_flow(flow)
+        .build()
+        .unwrap();
+    let r = within(agent.respond("party", "Hello")).await.unwrap();
+    assert_eq!(r.message, "How many guests?");
+    assert_eq!(r.model_calls, 0, "the question is code");
+
+    // One extraction call against the `{ answer: u8 | null }` schema. The tiny model may
+    // or may not read the number; either way the answer is schema-valid and the flow
+    // either moves on or asks again.
+    let r = within(agent.respond("party", "We are 3 people."))
+        .await
+        .unwrap();
+    assert_eq!(r.model_calls, 1, "{r:?}");
+    let state = agent.session("party").await.unwrap().unwrap().code.unwrap();
+    match r.step.as_deref() {
+        Some("pets") => {
+            assert_eq!(r.message, "Any pets?");
+            let answer = match &state.journal[0] {
+                agent_core::codeflow::Entry::Ask { answer, .. } => answer.clone().unwrap(),
+                other => panic!("{other:?}"),
+            };
+            assert!(answer.as_u64().is_some_and(|n| n <= 255), "{answer}");
+        }
+        Some("guests") => assert_eq!(r.message, "How many guests?"),
+        other => panic!("unexpected position {other:?}: {r:?}"),
+    }
+}

@@ -10,12 +10,12 @@ use futures::FutureExt;
 use serde_json::{Value, json};
 
 use super::Turn;
-use super::model::parse_json_object;
+use super::model::{CUT_SHORT, ask_for_repair, parse_json_object};
 use crate::codeflow::{CodeFlow, CodeState, CxInner, Entry, FlowCx, Outcome, Replay, Request};
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, CodeFlowError};
 use crate::fxhash::FxHasher;
-use crate::provider::{CallKind, OutputSchema};
+use crate::provider::{CallKind, FinishReason, Message, OutputSchema};
 use crate::response::{DirectiveSource, Event, StoppedReason, ToolCallRecord};
 use crate::tool::{Tool, ToolCxParts, ToolError, execute};
 
@@ -351,23 +351,43 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             s
         });
-        // The question and the latest exchange are what the answer depends on: the
-        // call's cost stays flat however long the conversation is.
-        let tail = self.s.history.len().saturating_sub(4);
-        let recent = self.s.history[tail..].to_vec();
-        let mut req = self.request(CallKind::Extract, sys, recent);
+        // The question (in the system prompt) and the user's latest message are what
+        // the answer depends on: the call's cost stays flat however long the
+        // conversation is, and small local models are not led astray by earlier turns.
+        let latest = vec![Message::user(self.msg)];
+        let mut req = self.request(CallKind::Extract, sys, latest);
+        // An answer comes out of the message, so it is never much longer: a bound keeps
+        // a model that rambles (small local ones fill their context with whitespace)
+        // from spending minutes on it.
+        let bound = u32::try_from(self.msg.chars().count() / 2 + 64).unwrap_or(u32::MAX);
+        req.max_tokens = Some(req.max_tokens.map_or(bound, |m| m.min(bound)));
         req.output = Some(OutputSchema {
             name: "answer".into(),
             schema: out_schema,
         });
-        let (resp, _) = self.call(&req, None).await?;
-        let mut m = parse_json_object(&resp.content).map_err(|message| {
-            AgentError::MalformedModelOutput {
-                kind: CallKind::Extract,
-                message,
+        let mut attempts = 0;
+        loop {
+            let (resp, _) = self.call(&req, None).await?;
+            let parsed = if resp.finish == FinishReason::Length {
+                Err(CUT_SHORT.to_owned())
+            } else {
+                parse_json_object(&resp.content)
+            };
+            match parsed {
+                Ok(mut m) => return Ok(m.remove("answer").filter(|v| !v.is_null())),
+                Err(problem) if attempts < self.a.config.repair_attempts => {
+                    attempts += 1;
+                    tracing::warn!(%problem, flow, key, "malformed answer extraction; asking for a repair");
+                    ask_for_repair(&mut req, resp.content, &problem);
+                }
+                Err(message) => {
+                    return Err(AgentError::MalformedModelOutput {
+                        kind: CallKind::Extract,
+                        message,
+                    });
+                }
             }
-        })?;
-        Ok(m.remove("answer").filter(|v| !v.is_null()))
+        }
     }
 
     /// A tool call from a code flow: the same gates as the model's tool calls; errors

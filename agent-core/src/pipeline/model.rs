@@ -428,7 +428,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut attempts = 0;
         loop {
             let parsed = if resp.finish == FinishReason::Length {
-                Err("the answer was cut by the token limit".to_string())
+                Err(CUT_SHORT.to_string())
             } else {
                 serde_json::from_str::<RespondOut>(strip_fences(&resp.content))
                     .map_err(|e| format!("not valid JSON for the expected object ({e})"))
@@ -485,10 +485,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Err(problem) if attempts < self.a.config.repair_attempts && !self.streamed => {
                     attempts += 1;
                     tracing::warn!(%problem, "malformed structured answer; asking for a repair");
-                    req.messages.push(Message::assistant(resp.content.clone()));
-                    req.messages.push(Message::user(format!(
-                        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
-                    )));
+                    ask_for_repair(&mut req, resp.content.clone(), &problem);
                     req.tools.clear();
                     let (r, d) = self.call(&req, None).await?;
                     resp = r;
@@ -789,19 +786,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let mut attempts = 0;
             let out = loop {
                 let (resp, _) = self.call(&req, None).await?;
-                let problem = match serde_json::from_str::<ClassifyOut>(strip_fences(&resp.content))
-                {
-                    Ok(out) if out.conditions.is_some() || chunk.is_empty() => break Some(out),
-                    Ok(_) => "`conditions` is missing".to_owned(),
-                    Err(e) => format!("not valid JSON for the expected object ({e})"),
+                let problem = if resp.finish == FinishReason::Length {
+                    CUT_SHORT.to_owned()
+                } else {
+                    match serde_json::from_str::<ClassifyOut>(strip_fences(&resp.content)) {
+                        Ok(out) if out.conditions.is_some() || chunk.is_empty() => break Some(out),
+                        Ok(_) => "`conditions` is missing".to_owned(),
+                        Err(e) => format!("not valid JSON for the expected object ({e})"),
+                    }
                 };
                 if attempts < self.a.config.repair_attempts {
                     attempts += 1;
                     tracing::warn!(%problem, ?kind, "malformed classifier answer; asking for a repair");
-                    req.messages.push(Message::assistant(resp.content));
-                    req.messages.push(Message::user(format!(
-                        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
-                    )));
+                    ask_for_repair(&mut req, resp.content, &problem);
                     continue;
                 }
                 if chunk.is_empty() {
@@ -1044,6 +1041,27 @@ struct ClassifyOut {
     flow: Option<String>,
     #[serde(default)]
     confidence: Option<f64>,
+}
+
+/// Why a structured answer that stopped at the token limit is not used (complete-
+/// looking JSON may still be cut).
+pub(crate) const CUT_SHORT: &str = "the answer was cut by the token limit";
+
+/// How much of an unusable answer a repair request shows the model.
+const REPAIR_ECHO_CHARS: usize = 2000;
+
+/// Ask again for a structured answer that could not be used: the answer and the
+/// problem go at the end of the request (the one repair rule of every call kind).
+pub(crate) fn ask_for_repair(req: &mut ModelRequest, mut answer: String, problem: &str) {
+    // A runaway answer is shown cut: echoing it whole could overflow the context.
+    if let Some((end, _)) = answer.char_indices().nth(REPAIR_ECHO_CHARS) {
+        answer.truncate(end);
+        answer.push('…');
+    }
+    req.messages.push(Message::assistant(answer));
+    req.messages.push(Message::user(format!(
+        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
+    )));
 }
 
 /// Append pieces in order (prompts are built on every call: no format machinery).
