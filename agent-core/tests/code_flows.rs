@@ -215,8 +215,8 @@ async fn tutor_then_reminder(config: AgentConfig) {
     );
     assert_eq!(
         extraction.max_tokens,
-        Some(7 / 2 + 64),
-        "bounded by the message's length"
+        Some(7 / 2 + r#"{"type":"string"}"#.len() as u32 / 4 + 64),
+        "bounded by the lengths of the message and the answer's schema"
     );
     assert_eq!(r.meta.source, Source::Flow);
 

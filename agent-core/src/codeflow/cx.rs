@@ -123,6 +123,11 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// Ask the user `text` and wait for the answer, extracted by the model against
     /// `T`'s schema. The first time, the turn ends with `text` as the reply; the next
     /// message answers it (asked again if it does not).
+    ///
+    /// The extraction is one small call: the question and the user's latest message,
+    /// with an output bound from their lengths. An answer that cannot be read is
+    /// repaired once; after that the turn fails with `MalformedModelOutput` and the
+    /// flow still waits on the question.
     pub async fn ask<T: DeserializeOwned + JsonSchema>(
         &self,
         key: &str,

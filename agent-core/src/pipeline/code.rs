@@ -334,9 +334,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             _ => None,
         };
+        let schema_text = schema.to_string();
         let cache_key = {
             let mut h = FxHasher::default();
-            (flow, key, schema.to_string()).hash(&mut h);
+            (flow, key, &schema_text).hash(&mut h);
             (h.finish() & !0xf) | 5
         };
         let out_schema = self.a.cached_schema(cache_key, || {
@@ -356,10 +357,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // conversation is, and small local models are not led astray by earlier turns.
         let latest = vec![Message::user(self.msg)];
         let mut req = self.request(CallKind::Extract, sys, latest);
-        // An answer comes out of the message, so it is never much longer: a bound keeps
-        // a model that rambles (small local ones fill their context with whitespace)
-        // from spending minutes on it.
-        let bound = u32::try_from(self.msg.chars().count() / 2 + 64).unwrap_or(u32::MAX);
+        // An answer is the message's content in the schema's shape, so it is never much
+        // longer than both: a bound keeps a model that rambles (small local ones fill
+        // their context with whitespace) from spending minutes on it.
+        let bound = u32::try_from(self.msg.chars().count() / 2 + schema_text.len() / 4 + 64)
+            .unwrap_or(u32::MAX);
         req.max_tokens = Some(req.max_tokens.map_or(bound, |m| m.min(bound)));
         req.output = Some(OutputSchema {
             name: "answer".into(),
