@@ -141,6 +141,10 @@ pub struct AgentConfig {
     pub max_flow_failures: u32,
     /// The reply of a turn whose code flow step failed (below the limit).
     pub flow_error_reply: String,
+    /// New effects (`say`, `tool`, `now_ms`, …) a code flow may record in one turn;
+    /// past it the run stops as a failed step, so a loop that never asks cannot grow
+    /// the journal (or call a tool) without end.
+    pub max_flow_effects_per_turn: u32,
     /// Read `/flow <id>`, `/flow stop` and `/flow status` messages as commands (the
     /// RFC's experimental command helpers), before signals, routing and the model.
     /// Off by default: the messages are then ordinary text.
@@ -170,6 +174,7 @@ impl Default for AgentConfig {
             flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
                 .into(),
             flow_commands: false,
+            max_flow_effects_per_turn: 1000,
         }
     }
 }

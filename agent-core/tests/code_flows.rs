@@ -1307,3 +1307,71 @@ async fn flow_commands_are_ordinary_text_unless_enabled() {
     assert_eq!(r.message, "What should I remind you about?");
     assert_eq!(p.calls_of(CallKind::Route), 1);
 }
+
+/// A flow bug (a loop that never asks) cannot grow the journal or call a tool without
+/// end: the step fails at the per-turn effect budget, and repeated failures clear it.
+#[tokio::test]
+async fn a_flow_that_loops_without_asking_fails_at_the_effect_budget() {
+    let p = ScriptedProvider::new();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let n = calls.clone();
+    let ping = FnTool::new(
+        "ping",
+        "Ping.",
+        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| {
+            let n = n.clone();
+            async move {
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::text("pong"))
+            }
+        },
+    )
+    .into_arc();
+    let flow = CodeFlow::new("looping", move |ctx: Cx| {
+        let ping = ping.clone();
+        async move {
+            ctx.say("Starting.").await;
+            loop {
+                ctx.tool(ping.clone(), json!({})).await?;
+            }
+        }
+    });
+    let agent: Agent<Notes, ()> = Agent::builder()
+        .provider(p.clone())
+        .code_flow(flow)
+        .config(AgentConfig {
+            max_flow_effects_per_turn: 50,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let r = agent.respond("s", "hi").await.unwrap();
+    match &r.stopped {
+        StoppedReason::FlowFailed {
+            flow,
+            message,
+            cleared: false,
+        } => {
+            assert_eq!(flow, "looping");
+            assert!(message.contains("50 effects"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        49,
+        "the say and 49 calls fill the budget; the next call never runs"
+    );
+    let state = agent.session("s").await.unwrap().unwrap().code.unwrap();
+    assert!(state.journal.is_empty(), "the failed step recorded nothing");
+
+    p.respond(Answer::message("How can I help?"));
+    let r = agent.respond("s", "hi again").await.unwrap();
+    assert!(
+        matches!(&r.stopped, StoppedReason::FlowFailed { cleared: true, .. }),
+        "{:?}",
+        r.stopped
+    );
+    assert_eq!(r.message, "How can I help?");
+    assert!(agent.session("s").await.unwrap().unwrap().code.is_none());
+}

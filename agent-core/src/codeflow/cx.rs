@@ -47,6 +47,21 @@ pub(crate) struct Replay {
     /// The user's message, until an open question consumes it.
     pub(crate) message: Option<String>,
     pub(crate) error: Option<CodeFlowError>,
+    /// The run hit the per-turn effect budget (a loop that never asks).
+    pub(crate) runaway: bool,
+}
+
+impl Replay {
+    /// Whether one more new effect fits the turn's budget (the journal may not grow
+    /// past `limit`); marks the run as runaway when it does not.
+    fn room(&mut self, limit: usize) -> bool {
+        if self.journal.len() >= limit {
+            self.runaway = true;
+            false
+        } else {
+            true
+        }
+    }
 }
 
 pub(crate) struct CxInner<D, C> {
@@ -61,6 +76,8 @@ pub(crate) struct CxInner<D, C> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) always_replay: bool,
+    /// The journal length this turn's run may not exceed.
+    pub(crate) effect_limit: usize,
 }
 
 /// The context a code flow runs with. Everything that differs between runs (the
@@ -260,7 +277,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
                 None
             } else {
                 let pos = st.pos;
+                let fits = pos < st.journal.len() || st.room(self.inner.effect_limit);
                 match st.journal.get(pos) {
+                    None if !fits => None,
                     None => {
                         st.journal.push(Entry::Say { text });
                         st.pos += 1;
@@ -338,7 +357,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
             if st.error.is_some() {
                 Err(None)
             } else {
+                let fits = pos < st.journal.len() || st.room(self.inner.effect_limit);
                 match st.journal.get(pos) {
+                    None if !fits => Err(None),
                     None => Ok(None),
                     Some(Entry::Tool {
                         name: n,
@@ -407,7 +428,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
                 None
             } else {
                 let pos = st.pos;
+                let fits = pos < st.journal.len() || st.room(self.inner.effect_limit);
                 match st.journal.get(pos) {
+                    None if !fits => None,
                     None => {
                         let (e, v) = make();
                         st.journal.push(e);

@@ -198,6 +198,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         mut message: Option<String>,
     ) -> Result<RunEnd, AgentError> {
         let always = self.a.config.always_replay;
+        let budget = self.a.config.max_flow_effects_per_turn.max(1) as usize;
+        let effect_limit = state.journal.len() + budget;
         let mut verified = usize::MAX;
         loop {
             let run_len = state.journal.len();
@@ -208,6 +210,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     pos: 0,
                     message: message.take(),
                     error: None,
+                    runaway: false,
                 }),
                 tx,
                 flow: state.flow.clone(),
@@ -219,6 +222,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 clock: self.a.clock.clone(),
                 tools: self.a.tools.clone(),
                 always_replay: always,
+                effect_limit,
             });
             let fut = (flow.run)(FlowCx {
                 inner: inner.clone(),
@@ -265,11 +269,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     pos: st.pos,
                     message: st.message.take(),
                     error: st.error.take(),
+                    runaway: st.runaway,
                 }
             };
             state.journal = replay.journal;
             message = replay.message;
             served?;
+            if replay.runaway {
+                return Ok(RunEnd::Failed(format!(
+                    "the flow recorded {budget} effects in one turn without asking the user anything (a loop?); see `max_flow_effects_per_turn`"
+                )));
+            }
             if let Some(e) = replay.error {
                 return Err(e.into());
             }
