@@ -715,24 +715,42 @@ async fn tool_failures_come_back_to_the_flow_as_recoverable_results() {
     );
 }
 
+/// A tool that counts its calls, takes `delay` (virtual time in paused tests) and
+/// answers `out`.
+fn counted(
+    name: &'static str,
+    calls: &Arc<AtomicUsize>,
+    delay: std::time::Duration,
+    out: &'static str,
+) -> FnTool<Notes, ()> {
+    let n = calls.clone();
+    FnTool::new(
+        name,
+        "A counted test tool.",
+        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| {
+            let n = n.clone();
+            async move {
+                n.fetch_add(1, Ordering::SeqCst);
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                Ok(ToolOutput::text(out))
+            }
+        },
+    )
+}
+
 /// RFC §7: a tool timeout is recoverable timeout text; the flow bounds its own
 /// retries and moves on. The clock is paused: the limit is virtual time.
 #[tokio::test(start_paused = true)]
 async fn a_tool_past_its_time_limit_is_a_recoverable_timeout_and_retries_stay_bounded() {
     let p = ScriptedProvider::new();
     let calls = Arc::new(AtomicUsize::new(0));
-    let n = calls.clone();
-    let lookup = FnTool::new(
+    let lookup = counted(
         "lookup",
-        "Find a booking by reference.",
-        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| {
-            let n = n.clone();
-            async move {
-                n.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
-                Ok(ToolOutput::text("found"))
-            }
-        },
+        &calls,
+        std::time::Duration::from_secs(600),
+        "found",
     )
     .timeout(std::time::Duration::from_secs(2))
     .into_arc();
@@ -1314,19 +1332,7 @@ async fn flow_commands_are_ordinary_text_unless_enabled() {
 async fn a_flow_that_loops_without_asking_fails_at_the_effect_budget() {
     let p = ScriptedProvider::new();
     let calls = Arc::new(AtomicUsize::new(0));
-    let n = calls.clone();
-    let ping = FnTool::new(
-        "ping",
-        "Ping.",
-        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| {
-            let n = n.clone();
-            async move {
-                n.fetch_add(1, Ordering::SeqCst);
-                Ok(ToolOutput::text("pong"))
-            }
-        },
-    )
-    .into_arc();
+    let ping = counted("ping", &calls, std::time::Duration::ZERO, "pong").into_arc();
     let flow = CodeFlow::new("looping", move |ctx: Cx| {
         let ping = ping.clone();
         async move {
