@@ -1381,3 +1381,39 @@ async fn a_flow_that_loops_without_asking_fails_at_the_effect_budget() {
     assert_eq!(r.message, "How can I help?");
     assert!(agent.session("s").await.unwrap().unwrap().code.is_none());
 }
+
+/// RFC §3.4 `ctx.endSession()`: the reply goes out, then the session is erased.
+#[tokio::test]
+async fn end_session_replies_then_erases_the_session() {
+    let p = ScriptedProvider::new();
+    let agent = solo(
+        &p,
+        CodeFlow::new("farewell", |ctx: Cx| async move {
+            let more: bool = ctx.ask("more", "Anything else?").await;
+            if !more {
+                ctx.say("Goodbye!").await;
+                return ctx.end_session("the user is done");
+            }
+            ctx.end("more")
+        }),
+    );
+    agent.respond("s", "hi").await.unwrap();
+    p.extract(Answer::answering(json!(false)));
+    let r = agent.respond("s", "no, thanks").await.unwrap();
+    assert_eq!(r.message, "Goodbye!");
+    assert_eq!(
+        r.stopped,
+        StoppedReason::Aborted {
+            reason: Some("the user is done".into())
+        }
+    );
+    assert_eq!(r.meta.end_reason.as_deref(), Some("the user is done"));
+    let s = agent.session("s").await.unwrap().unwrap();
+    assert!(s.code.is_none() && s.history.is_empty() && s.completed_flows.is_empty());
+
+    // The next message starts afresh.
+    assert_eq!(
+        agent.respond("s", "hello").await.unwrap().message,
+        "Anything else?"
+    );
+}

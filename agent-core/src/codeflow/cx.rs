@@ -517,6 +517,15 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         })
     }
 
+    /// End the flow and the conversation: this turn's reply goes out, then the session
+    /// is erased (only its version and processed event ids remain, as with
+    /// `Directive::abort_and_clear`); the next message starts afresh.
+    pub fn end_session(&self, reason: impl Into<String>) -> FlowResult {
+        Ok(Outcome::EndSession {
+            reason: Some(reason.into()),
+        })
+    }
+
     /// Hand the conversation to another flow (code or declarative), named by its type.
     pub fn handoff<F: FlowRef>(&self) -> FlowResult {
         self.handoff_to(F::ID)

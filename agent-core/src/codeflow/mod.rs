@@ -1,5 +1,5 @@
 //! Code flows: conversations written as async fns (`ask`, `say`, `tool`, `handoff`,
-//! `end`) next to declarative flows in one agent.
+//! `end`, `end_session`) next to declarative flows in one agent.
 //!
 //! A Rust future cannot be stored, so a paused flow resumes by **replay**: each turn
 //! runs the fn from the start against its [`journal`](journal::Entry) of recorded
@@ -48,6 +48,12 @@ pub enum Outcome {
         /// Why (the response's `meta.end_reason`, also given to the response hook).
         reason: Option<String>,
     },
+    /// The flow is done and the conversation is over: the session is erased after
+    /// this turn's reply (as `Directive::abort_and_clear`).
+    EndSession {
+        /// Why (the response's `meta.end_reason` and its `Aborted` reason).
+        reason: Option<String>,
+    },
     /// Continue in another flow (code or declarative) in the same turn.
     Handoff {
         /// The target flow's id.
@@ -57,7 +63,8 @@ pub enum Outcome {
     },
 }
 
-/// What a code flow fn returns: `ctx.end(..)`, `ctx.handoff::<F>()`, or an error
+/// What a code flow fn returns: `ctx.end(..)`, `ctx.end_session(..)`,
+/// `ctx.handoff::<F>()`, or an error
 /// (propagated with `?`), which counts as a failed step.
 pub type FlowResult = Result<Outcome, FlowError>;
 

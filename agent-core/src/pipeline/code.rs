@@ -148,6 +148,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     self.s.step = None;
                     match outcome {
+                        Outcome::EndSession { reason } => {
+                            self.end_reason = reason.clone();
+                            self.clear_session = true;
+                            return Ok(CodeExit::Reply(
+                                join(&said),
+                                StoppedReason::Aborted { reason },
+                            ));
+                        }
                         Outcome::End { reason } => {
                             self.end_reason = reason;
                             return Ok(CodeExit::Reply(
