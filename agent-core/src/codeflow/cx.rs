@@ -307,8 +307,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
 
     /// Call a tool (a `#[tool]` fn, an `FnTool`, an `Arc<dyn Tool>`). Its result is
     /// recorded: a replay gets the recorded result and does not call the tool again.
-    /// Failures (invalid arguments, errors, panics) come back as [`ToolFailure`],
-    /// which the flow may handle or propagate with `?`.
+    /// Failures (invalid arguments, errors, panics, time limits) come back as
+    /// [`ToolFailure`], which the flow may handle or propagate with `?`.
+    ///
+    /// A failed step (the fn returns an error or panics later in the same turn) keeps
+    /// none of the turn's records, so the next attempt calls the tool again: tools with
+    /// side effects should be idempotent, or the flow should handle the error instead
+    /// of failing the step.
     pub async fn tool(
         &self,
         tool: impl IntoTool<D, C>,

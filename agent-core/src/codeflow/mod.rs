@@ -64,8 +64,9 @@ pub enum Outcome {
 }
 
 /// What a code flow fn returns: `ctx.end(..)`, `ctx.end_session(..)`,
-/// `ctx.handoff::<F>()`, or an error
-/// (propagated with `?`), which counts as a failed step.
+/// `ctx.handoff::<F>()`, or an error (propagated with `?`), which counts as a failed
+/// step: the turn's records are dropped, the flow stays at its last good position and
+/// replies `AgentConfig::flow_error_reply`, and repeated failures clear it.
 pub type FlowResult = Result<Outcome, FlowError>;
 
 /// A code flow's own failure. Any error converts into it with `?`.
