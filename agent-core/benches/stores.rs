@@ -15,27 +15,17 @@
 
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
+mod script;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_core::prelude::*;
-use agent_core::provider::CallKind;
 use agent_core::store::{MemoryStore, SessionStore};
-use agent_core::testing::{Answer, ScriptedProvider};
+use agent_core::testing::ScriptedProvider;
 use criterion::{Criterion, Throughput};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-struct Booking {
-    /// City the guest wants to stay in
-    city: Option<String>,
-    /// Check-in date, ISO 8601
-    check_in: Option<String>,
-    /// Number of guests
-    guests: Option<u8>,
-}
+use script::Booking;
 
 /// Sessions in flight at once.
 const CONCURRENT: usize = 64;
@@ -49,31 +39,6 @@ fn fail<T>(what: &str, e: impl std::fmt::Display) -> T {
     std::process::exit(1)
 }
 
-fn booking() -> Flow<Booking, ()> {
-    Flow::builder("booking")
-        .title("Hotel booking")
-        .when("the user wants to book a hotel room")
-        .required(["city", "check_in", "guests"])
-        .step(
-            Step::model("ask_city")
-                .prompt("Ask which city.")
-                .collect(["city"]),
-        )
-        .step(
-            Step::model("ask_date")
-                .prompt("Ask for the check-in date.")
-                .collect(["check_in"]),
-        )
-        .step(
-            Step::model("ask_guests")
-                .prompt("Ask how many guests.")
-                .collect(["guests"]),
-        )
-        .step(Step::model("confirm").prompt("Confirm the booking.").end())
-        .build()
-        .unwrap_or_else(|e| fail("flow", e))
-}
-
 struct Bench {
     name: &'static str,
     store: Arc<dyn SessionStore>,
@@ -84,18 +49,8 @@ struct Bench {
 
 impl Bench {
     fn new(name: &'static str, store: Arc<dyn SessionStore>) -> Self {
-        let provider = ScriptedProvider::new();
-        // The user keeps not answering: the model re-asks and claims the awaiting step.
-        provider.default_answer(
-            CallKind::Respond,
-            Answer::message("Which city would you like?").claiming("ask_city"),
-        );
-        let agent = Agent::builder()
-            .name("Concierge")
-            .provider(provider.clone())
-            .store_arc(store.clone())
-            .flow(booking())
-            .build()
+        let provider = script::scripted();
+        let agent = script::agent(provider.clone(), store.clone(), 1, false)
             .unwrap_or_else(|e| fail("agent", e));
         Self {
             name,
@@ -118,7 +73,7 @@ impl Bench {
                 tokio::spawn(async move {
                     let id = format!("bench-{}", first + i);
                     for _ in 0..TURNS_PER_SESSION {
-                        if let Err(e) = agent.respond(&id, "I'd like to book a room").await {
+                        if let Err(e) = agent.respond(&id, script::MESSAGE).await {
                             fail::<()>("turn", e);
                         }
                     }

@@ -6,94 +6,17 @@
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented fn
 
+mod script;
+
 use std::hint::black_box;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_core::prelude::*;
-use agent_core::provider::{CallKind, ModelRequest, ModelResponse, Usage};
-use agent_core::store::SessionStore;
-use async_trait::async_trait;
+use agent_core::Agent;
+use agent_core::error::ConfigErrors;
+use agent_core::store::{MemoryStore, SessionStore};
 use criterion::{Criterion, criterion_group};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-struct Booking {
-    /// City the guest wants to stay in
-    city: Option<String>,
-    /// Check-in date, ISO 8601
-    check_in: Option<String>,
-    /// Number of guests
-    guests: Option<u8>,
-    feedback: Option<String>,
-}
-
-/// Answers every call instantly from constants.
-struct Instant;
-
-#[async_trait]
-impl Provider for Instant {
-    fn name(&self) -> &str {
-        "instant"
-    }
-    async fn generate(
-        &self,
-        req: &ModelRequest,
-    ) -> Result<ModelResponse, agent_core::error::ProviderError> {
-        let content = match req.kind {
-            CallKind::Route => r#"{"flow":"booking"}"#,
-            CallKind::Classify => r#"{"conditions":{"c0":false},"flow":"booking"}"#,
-            CallKind::Summarize => "summary",
-            // The user keeps not answering: the model re-asks and claims the awaiting step.
-            _ => {
-                r#"{"data":{},"step":"ask_city","switch_flow":null,"message":"Which city would you like?"}"#
-            }
-        };
-        Ok(ModelResponse {
-            content: content.to_owned(),
-            tool_calls: Vec::new(),
-            usage: Usage::default(),
-            finish: Default::default(),
-        })
-    }
-}
-
-fn booking() -> Flow<Booking, ()> {
-    Flow::builder("booking")
-        .title("Hotel booking")
-        .when("the user wants to book a hotel room")
-        .required(["city", "check_in", "guests"])
-        .step(
-            Step::model("ask_city")
-                .prompt("Ask which city.")
-                .collect(["city"]),
-        )
-        .step(
-            Step::model("ask_date")
-                .prompt("Ask for the check-in date.")
-                .collect(["check_in"]),
-        )
-        .step(
-            Step::model("ask_guests")
-                .prompt("Ask how many guests.")
-                .collect(["guests"]),
-        )
-        .step(Step::model("confirm").prompt("Confirm the booking.").end())
-        .build()
-        .unwrap_or_else(unreachable_config)
-}
-
-fn feedback() -> Flow<Booking, ()> {
-    Flow::builder("feedback")
-        .when("the user wants to leave feedback")
-        .step(
-            Step::model("ask")
-                .prompt("Ask for feedback.")
-                .collect(["feedback"]),
-        )
-        .build()
-        .unwrap_or_else(unreachable_config)
-}
+use script::{Booking, Instant, MESSAGE};
 
 fn unreachable_config<T>(e: ConfigErrors) -> T {
     eprintln!("{e}");
@@ -101,23 +24,8 @@ fn unreachable_config<T>(e: ConfigErrors) -> T {
 }
 
 fn agent(flows: usize, signal: bool) -> Agent<Booking, ()> {
-    let mut b = Agent::builder()
-        .name("Concierge")
-        .provider(Instant)
-        .flow(booking());
-    if flows > 1 {
-        b = b.flow(feedback());
-    }
-    if signal {
-        b = b.signal(
-            Signal::new("frustrated")
-                .when("the user is frustrated")
-                .handle(|_: &agent_core::signal::SignalCx<'_, Booking, ()>| {
-                    SignalDirective::from(PreDirective::new().append_prompt("Lead with empathy."))
-                }),
-        );
-    }
-    b.build().unwrap_or_else(unreachable_config)
+    script::agent(Instant, Arc::new(MemoryStore::new()), flows, signal)
+        .unwrap_or_else(unreachable_config)
 }
 
 const TURNS: u64 = 4;
@@ -149,7 +57,7 @@ fn bench_turns(c: &mut Criterion) {
                         if i.is_multiple_of(TURNS) || id.is_empty() {
                             id = format!("s{}", i / TURNS);
                         }
-                        black_box(a.respond(&id, "I'd like to book a room").await.ok());
+                        black_box(a.respond(&id, MESSAGE).await.ok());
                     }
                     start.elapsed()
                 })
@@ -165,15 +73,10 @@ fn report_idle_session_size() {
         Err(_) => return,
     };
     rt.block_on(async {
-        let store = std::sync::Arc::new(agent_core::store::MemoryStore::new());
-        let a = Agent::<Booking, ()>::builder()
-            .provider(Instant)
-            .flow(booking())
-            .store_arc(store.clone())
-            .build()
-            .unwrap_or_else(unreachable_config);
+        let store = Arc::new(MemoryStore::new());
+        let a = script::agent(Instant, store.clone(), 1, false).unwrap_or_else(unreachable_config);
         for _ in 0..TURNS {
-            let _ = a.respond("idle", "I'd like to book a room").await;
+            let _ = a.respond("idle", MESSAGE).await;
         }
         if let Ok(Some(stored)) = store.load("idle").await
             && let Ok(Some(s)) = a.session("idle").await
@@ -206,7 +109,7 @@ fn profile_run(n: u64) {
     rt.block_on(async {
         for i in 0..n {
             let id = format!("s{}", i / TURNS);
-            black_box(a.respond(&id, "I'd like to book a room").await.ok());
+            black_box(a.respond(&id, MESSAGE).await.ok());
         }
     });
 }

@@ -16,6 +16,10 @@
 //! PostgreSQL and Redis are measured when `AGENT_TEST_POSTGRES_URL` /
 //! `AGENT_TEST_REDIS_URL` are set (`eval "$(bash scripts/services.sh start)"`).
 
+/// The scripts of `cargo bench -p agent-core` (`turn`, `stores`), shared as they are.
+#[path = "../../agent-core/benches/script/mod.rs"]
+mod script;
+
 use std::error::Error;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -27,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use agent_core::error::ProviderError;
 use agent_core::prelude::*;
-use agent_core::provider::{CallKind, ModelRequest, ModelResponse, StreamChunk, Usage};
+use agent_core::provider::{CallKind, ModelRequest, ModelResponse, StreamChunk};
 use agent_core::testing::{Answer, ScriptedProvider};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -40,7 +44,7 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 /// Turns per session in the timing scripts (then a fresh session), as in the benches.
 const TURNS_PER_SESSION: u64 = 4;
 /// What the user says in the timing scripts: the model keeps re-asking for the city.
-const USER_MESSAGE: &str = "I'd like to book a room";
+const USER_MESSAGE: &str = script::MESSAGE;
 /// The TypeScript reference implementation, µs per turn (1 flow, 2 flows, 2 flows + 1 signal).
 const TS_REFERENCE_US: [f64; 3] = [47.0, 65.0, 80.0];
 /// Budget: framework time per turn in memory.
@@ -210,41 +214,6 @@ fn micros(d: Duration) -> f64 {
 // Providers
 // ---------------------------------------------------------------------------------
 
-/// The constant answers of `agent-core/benches/turn.rs`: the user keeps not answering,
-/// the model re-asks and claims the awaiting step.
-fn instant_content(kind: CallKind) -> &'static str {
-    match kind {
-        CallKind::Route => r#"{"flow":"booking"}"#,
-        CallKind::Classify => r#"{"conditions":{"c0":false},"flow":"booking"}"#,
-        CallKind::Summarize => "summary",
-        _ => {
-            r#"{"data":{},"step":"ask_city","switch_flow":null,"message":"Which city would you like?"}"#
-        }
-    }
-}
-
-fn instant_response(kind: CallKind) -> ModelResponse {
-    ModelResponse {
-        content: instant_content(kind).to_owned(),
-        tool_calls: Vec::new(),
-        usage: Usage::default(),
-        finish: Default::default(),
-    }
-}
-
-/// Answers every call instantly from constants (the provider of `benches/turn.rs`).
-struct InstantProvider;
-
-#[async_trait]
-impl Provider for InstantProvider {
-    fn name(&self) -> &str {
-        "instant"
-    }
-    async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        Ok(instant_response(req.kind))
-    }
-}
-
 /// Timestamps taken inside the streaming provider, read by the consumer.
 #[derive(Default)]
 struct Probe {
@@ -288,14 +257,14 @@ impl Provider for StreamingProvider {
         "instant-streaming"
     }
     async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        Ok(instant_response(req.kind))
+        Ok(script::instant_response(req.kind))
     }
     fn generate_stream<'a>(
         &'a self,
         req: &'a ModelRequest,
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         Box::pin(ChunkStream::new(
-            instant_response(req.kind),
+            script::instant_response(req.kind),
             self.probe.clone(),
         ))
     }
@@ -384,109 +353,6 @@ impl futures::Stream for ChunkStream {
 // ---------------------------------------------------------------------------------
 // Agents
 // ---------------------------------------------------------------------------------
-
-/// The scripts of `agent-core/benches/turn.rs` and `benches/stores.rs`.
-mod script {
-    use std::sync::Arc;
-
-    use agent_core::prelude::*;
-    use agent_core::signal::SignalCx;
-    use schemars::JsonSchema;
-    use serde::{Deserialize, Serialize};
-
-    /// The data of `benches/turn.rs`.
-    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-    pub struct Booking {
-        /// City the guest wants to stay in
-        city: Option<String>,
-        /// Check-in date, ISO 8601
-        check_in: Option<String>,
-        /// Number of guests
-        guests: Option<u8>,
-        feedback: Option<String>,
-    }
-
-    /// The data of `benches/stores.rs`.
-    pub mod stores {
-        use schemars::JsonSchema;
-        use serde::{Deserialize, Serialize};
-
-        #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-        pub struct Booking {
-            /// City the guest wants to stay in
-            city: Option<String>,
-            /// Check-in date, ISO 8601
-            check_in: Option<String>,
-            /// Number of guests
-            guests: Option<u8>,
-        }
-    }
-
-    pub fn booking<D: AgentData>() -> Result<Flow<D, ()>, ConfigErrors> {
-        Flow::builder("booking")
-            .title("Hotel booking")
-            .when("the user wants to book a hotel room")
-            .required(["city", "check_in", "guests"])
-            .step(
-                Step::model("ask_city")
-                    .prompt("Ask which city.")
-                    .collect(["city"]),
-            )
-            .step(
-                Step::model("ask_date")
-                    .prompt("Ask for the check-in date.")
-                    .collect(["check_in"]),
-            )
-            .step(
-                Step::model("ask_guests")
-                    .prompt("Ask how many guests.")
-                    .collect(["guests"]),
-            )
-            .step(Step::model("confirm").prompt("Confirm the booking.").end())
-            .build()
-    }
-
-    pub fn feedback<D: AgentData>() -> Result<Flow<D, ()>, ConfigErrors> {
-        Flow::builder("feedback")
-            .when("the user wants to leave feedback")
-            .step(
-                Step::model("ask")
-                    .prompt("Ask for feedback.")
-                    .collect(["feedback"]),
-            )
-            .build()
-    }
-
-    /// The agent of a script: the booking flow, optionally the feedback flow and the
-    /// "frustrated" signal.
-    pub fn agent<D: AgentData>(
-        provider: impl Provider + 'static,
-        store: Arc<dyn SessionStore>,
-        flows: usize,
-        signal: bool,
-    ) -> Result<Agent<D, ()>, ConfigErrors> {
-        let mut b = Agent::builder()
-            .name("Concierge")
-            .provider(provider)
-            .store_arc(store)
-            .flow(booking::<D>()?);
-        if flows > 1 {
-            b = b.flow(feedback::<D>()?);
-        }
-        if signal {
-            b = b.signal(
-                Signal::new("frustrated")
-                    .when("the user is frustrated")
-                    .handle(|_: &SignalCx<'_, D, ()>| {
-                        SignalDirective::from(
-                            PreDirective::new().append_prompt("Lead with empathy."),
-                        )
-                    }),
-            );
-        }
-        b.build()
-    }
-}
 
 /// The booking conversation of `agent-core/tests/booking.rs` (its `common` agent).
 mod conversation {
@@ -826,8 +692,7 @@ fn turn_times(sizes: &Sizes) -> Result<Vec<TurnTime>, BoxError> {
     .zip(TS_REFERENCE_US)
     {
         let store = Arc::new(MemoryStore::new());
-        let agent =
-            script::agent::<script::Booking>(InstantProvider, store.clone(), flows, signal)?;
+        let agent = script::agent(script::Instant, store.clone(), flows, signal)?;
         let samples = rt.block_on(async {
             let mut next = 0u64;
             let mut samples = Vec::with_capacity(sizes.batches);
@@ -862,7 +727,7 @@ fn provider_cost(sizes: &Sizes) -> Result<f64, BoxError> {
         max_tokens: None,
         temperature: None,
     };
-    let p = InstantProvider;
+    let p = script::Instant;
     rt.block_on(async {
         let start = Instant::now();
         for _ in 0..sizes.provider_calls {
@@ -1018,7 +883,7 @@ async fn concurrent_samples<D: AgentData>(
 fn throughput(sizes: &Sizes, cores: usize) -> Result<Throughput, BoxError> {
     let rt = multi_thread(cores)?;
     let store = Arc::new(MemoryStore::new());
-    let agent = script::agent::<script::Booking>(InstantProvider, store.clone(), 1, false)?;
+    let agent = script::agent(script::Instant, store.clone(), 1, false)?;
     let samples = rt.block_on(concurrent_samples(
         &agent,
         store.as_ref(),
@@ -1092,14 +957,8 @@ fn measure_store(
     name: &'static str,
     store: Arc<dyn SessionStore>,
 ) -> Result<StoreRow, BoxError> {
-    let provider = ScriptedProvider::new();
-    // The user keeps not answering: the model re-asks and claims the awaiting step.
-    provider.default_answer(
-        CallKind::Respond,
-        Answer::message("Which city would you like?").claiming("ask_city"),
-    );
-    let agent =
-        script::agent::<script::stores::Booking>(provider.clone(), store.clone(), 1, false)?;
+    let provider = script::scripted();
+    let agent = script::agent(provider.clone(), store.clone(), 1, false)?;
     // Keep the provider's request log bounded (not timed).
     let clear = || provider.clear_requests();
     let samples = rt.block_on(concurrent_samples(
@@ -1151,7 +1010,7 @@ fn streaming(sizes: &Sizes) -> Result<Streaming, BoxError> {
     let rt = current_thread()?;
     let probe = Arc::new(Probe::default());
     let store = Arc::new(MemoryStore::new());
-    let agent = script::agent::<script::Booking>(
+    let agent = script::agent(
         StreamingProvider {
             probe: probe.clone(),
         },
