@@ -132,6 +132,8 @@ pub struct AgentConfig {
     pub temperature: Option<f32>,
     /// Token limit sent with every call.
     pub max_tokens: Option<u32>,
+    /// Sampling seed sent with every call (vendors without one ignore it).
+    pub seed: Option<u64>,
     /// Test-kit mode for code flows: after every recorded effect, run the flow again
     /// from scratch against its journal, which must reach the same point (proves the
     /// flow deterministic; costs a replay per effect).
@@ -169,6 +171,7 @@ impl Default for AgentConfig {
             remembered_events: 32,
             temperature: None,
             max_tokens: None,
+            seed: None,
             always_replay: false,
             max_flow_failures: 2,
             flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"

@@ -43,6 +43,8 @@ pub mod codeflow;
 pub mod data;
 pub mod directive;
 pub mod error;
+#[cfg(feature = "eval")]
+pub mod eval;
 pub mod flow;
 mod fxhash;
 pub mod graph;

@@ -209,6 +209,10 @@ pub struct ModelRequest {
     /// Sampling temperature, when the agent sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// Sampling seed, when the agent (or the eval kit, to vary runs) sets one; vendors
+    /// without a seed parameter ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// Token usage of one or more calls.
@@ -296,6 +300,14 @@ pub trait Provider: Send + Sync {
             futures::stream::iter(items)
         }))
     }
+
+    /// The exact HTTP body this provider would send for `request` (not streamed), for
+    /// measurements such as the eval kit's cacheable prefix. `None` where there is no
+    /// wire format (scripted providers).
+    fn wire_body(&self, request: &ModelRequest) -> Option<Vec<u8>> {
+        let _ = request;
+        None
+    }
 }
 
 use futures::StreamExt;
@@ -313,5 +325,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
         request: &'a ModelRequest,
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         (**self).generate_stream(request)
+    }
+    fn wire_body(&self, request: &ModelRequest) -> Option<Vec<u8>> {
+        (**self).wire_body(request)
     }
 }

@@ -55,6 +55,7 @@ fn request() -> ModelRequest {
         }),
         max_tokens: Some(256),
         temperature: Some(0.2),
+        seed: None,
     }
 }
 

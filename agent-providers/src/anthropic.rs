@@ -328,6 +328,10 @@ impl Provider for Anthropic {
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         into_chunks(self.stream_deltas(req))
     }
+
+    fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
+        self.request_body(req, false).ok()
+    }
 }
 
 /// History as Messages: tool results become `tool_result` blocks of a user message,
@@ -842,6 +846,7 @@ mod tests {
             }),
             max_tokens: None,
             temperature: None,
+            seed: None,
         };
         assert_eq!(p.answer_tool(&req).as_deref(), Some("turn_answer"));
         req.tools.clear();

@@ -170,6 +170,10 @@ impl Provider for OpenAiCompatible {
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         self.0.generate_stream(req)
     }
+
+    fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
+        self.0.wire_body(req)
+    }
 }
 
 #[cfg(test)]

@@ -204,10 +204,12 @@ impl Gemini {
         let schema = req.output.as_ref().map(|o| &*o.schema);
         let generation_config = (max_output_tokens.is_some()
             || temperature.is_some()
+            || req.seed.is_some()
             || schema.is_some())
         .then_some(GenerationConfig {
             max_output_tokens,
             temperature,
+            seed: req.seed,
             response_mime_type: schema.map(|_| "application/json"),
             response_json_schema: schema,
         });
@@ -287,6 +289,10 @@ impl Provider for Gemini {
         req: &'a ModelRequest,
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         into_chunks(self.stream_deltas(req))
+    }
+
+    fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
+        self.request_body(req).ok()
     }
 }
 
@@ -460,6 +466,8 @@ struct GenerationConfig<'a> {
     max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]

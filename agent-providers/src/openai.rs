@@ -334,6 +334,7 @@ impl OpenAi {
             max_completion_tokens,
             max_tokens,
             temperature: req.temperature.or(self.default_temperature),
+            seed: req.seed,
             stream,
             stream_options: (stream && self.stream_usage).then_some(StreamOptions {
                 include_usage: true,
@@ -412,6 +413,10 @@ impl Provider for OpenAi {
     ) -> BoxStream<'a, Result<StreamChunk, ProviderError>> {
         into_chunks(self.stream_deltas(req))
     }
+
+    fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
+        self.request_body(req, false).ok()
+    }
 }
 
 fn is_json(resp: &reqwest::Response) -> bool {
@@ -451,7 +456,7 @@ fn whole_as_events(
 }
 
 /// Body fields the client writes itself (extras cannot override them).
-const RESERVED_FIELDS: [&str; 9] = [
+const RESERVED_FIELDS: [&str; 10] = [
     "model",
     "messages",
     "tools",
@@ -459,6 +464,7 @@ const RESERVED_FIELDS: [&str; 9] = [
     "max_completion_tokens",
     "max_tokens",
     "temperature",
+    "seed",
     "stream",
     "stream_options",
 ];
@@ -541,6 +547,8 @@ struct ChatRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

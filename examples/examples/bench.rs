@@ -726,6 +726,7 @@ fn provider_cost(sizes: &Sizes) -> Result<f64, BoxError> {
         output: None,
         max_tokens: None,
         temperature: None,
+        seed: None,
     };
     let p = script::Instant;
     rt.block_on(async {

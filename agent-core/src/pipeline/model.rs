@@ -112,6 +112,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             output: None,
             max_tokens: self.a.config.max_tokens,
             temperature: self.a.config.temperature,
+            seed: self.a.config.seed,
         }
     }
 

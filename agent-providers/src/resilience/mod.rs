@@ -606,4 +606,9 @@ impl Provider for Resilient {
             .flatten_stream()
             .boxed()
     }
+
+    /// The first model's body: what a call sends when nothing fails.
+    fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
+        self.models.first()?.wire_body(req)
+    }
 }

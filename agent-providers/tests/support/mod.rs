@@ -61,6 +61,7 @@ pub fn plain_request() -> ModelRequest {
         output: None,
         max_tokens: Some(64),
         temperature: Some(0.0),
+        seed: None,
     }
 }
 
@@ -89,6 +90,7 @@ pub fn full_request() -> ModelRequest {
         }),
         max_tokens: Some(256),
         temperature: Some(0.2),
+        seed: None,
     }
 }
 

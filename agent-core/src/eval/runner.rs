@@ -1,0 +1,387 @@
+//! Running suites: k runs per scenario, bounded concurrency, deadlines, a breaker for
+//! a model server that went away, and a progress line.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+
+use super::Suite;
+use super::recorder::Recorder;
+use super::report::{Failure, Outcome, RunReport, ScenarioReport, SuiteReport, TurnStats};
+use super::scenario::{Observed, Scenario};
+use crate::agent::{Agent, AgentBuilder};
+use crate::clock::ManualClock;
+use crate::data::{AgentContext, AgentData};
+use crate::error::{AgentError, ConfigErrors, ProviderError};
+use crate::provider::Provider;
+
+/// How a suite is run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// One run at temperature 0 per scenario: pass^1.
+    pub greedy: bool,
+    /// Runs at [`RunOptions::temperature`] with seeds 1..=k per scenario: pass^k
+    /// (0: none). At temperature 0 the k runs would be identical and prove nothing.
+    pub k: u32,
+    /// Temperature of the k runs.
+    pub temperature: f32,
+    /// Runs at once (a local server with one slot gains nothing above 1).
+    pub concurrency: usize,
+    /// Deadline of one turn. Past it, a turn waiting on the model is errored (the
+    /// model is too slow or gone); one that is not waiting on the model is an engine
+    /// fault (a hang).
+    pub turn_timeout: Duration,
+    /// Runs errored in a row by the model's side after which the remaining runs are
+    /// marked errored without running (a server that died must not cost a deadline
+    /// per turn).
+    pub breaker: u32,
+    /// Print a progress line on stderr after each run.
+    pub progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            greedy: true,
+            k: 3,
+            temperature: 0.7,
+            concurrency: 1,
+            turn_timeout: Duration::from_secs(180),
+            breaker: 3,
+            progress: true,
+        }
+    }
+}
+
+/// What the agent factory gets for one run: the provider to use (the one under
+/// evaluation, wrapped to record calls and set temperature and seed), the scenario's
+/// fixed clock and its context.
+pub struct Setup<C> {
+    /// The provider for this run.
+    pub provider: Arc<dyn Provider>,
+    /// The scenario's fixed clock, if it sets one.
+    pub clock: Option<ManualClock>,
+    /// The scenario's context, if it sets one.
+    pub context: Option<C>,
+}
+
+impl<C: AgentContext> Setup<C> {
+    /// Put the provider, clock and context on an agent definition.
+    pub fn apply<D: AgentData>(self, builder: AgentBuilder<D, C>) -> AgentBuilder<D, C> {
+        let mut b = builder.provider_arc(self.provider);
+        if let Some(clock) = self.clock {
+            b = b.clock(clock);
+        }
+        if let Some(context) = self.context {
+            b = b.context(context);
+        }
+        b
+    }
+}
+
+type Factory<D, C> = Arc<dyn Fn(Setup<C>) -> Result<Agent<D, C>, ConfigErrors> + Send + Sync>;
+type Start<D, C> =
+    Arc<dyn Fn(Agent<D, C>, String) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync>;
+
+/// Runs suites against one provider.
+pub struct Runner<D, C> {
+    provider: Arc<dyn Provider>,
+    factory: Factory<D, C>,
+    start: Option<Start<D, C>>,
+    options: RunOptions,
+}
+
+impl<D: AgentData, C: AgentContext> Runner<D, C> {
+    /// Evaluate `provider`; `factory` builds a fresh agent for every run (use
+    /// [`Setup::apply`] on the agent's builder).
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        factory: impl Fn(Setup<C>) -> Result<Agent<D, C>, ConfigErrors> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            provider,
+            factory: Arc::new(factory),
+            start: None,
+            options: RunOptions::default(),
+        }
+    }
+
+    /// Something to do before the first turn of every run (e.g. dispatch the
+    /// conversation to a front-desk flow, as the application does).
+    pub fn on_start(
+        mut self,
+        f: impl Fn(Agent<D, C>, String) -> BoxFuture<'static, Result<(), AgentError>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.start = Some(Arc::new(f));
+        self
+    }
+
+    /// Set the options.
+    pub fn options(mut self, options: RunOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Run every scenario of `suite` (greedy run and k runs each).
+    pub async fn run(&self, suite: &Suite) -> SuiteReport {
+        let o = &self.options;
+        let mut jobs = Vec::new();
+        for i in 0..suite.scenarios.len() {
+            if o.greedy {
+                jobs.push((i, 0.0_f32, None));
+            }
+            for seed in 1..=u64::from(o.k) {
+                jobs.push((i, o.temperature, Some(seed)));
+            }
+        }
+        let total = jobs.len();
+        let shared = Arc::new(Shared::default());
+        let started = Instant::now();
+        let runs: Vec<(usize, RunReport)> = futures::stream::iter(jobs)
+            .map(|(i, temperature, seed)| {
+                let scenario = suite.scenarios[i].clone();
+                let shared = shared.clone();
+                let suite_name = suite.name.clone();
+                async move {
+                    let report = self.run_one(&scenario, temperature, seed, &shared).await;
+                    shared.tally(&report, o.breaker);
+                    if o.progress {
+                        eprintln!(
+                            "[eval] {suite_name}: {}/{total} runs ({}), {}",
+                            shared.done.load(Ordering::SeqCst),
+                            shared.counts(),
+                            clock_text(started.elapsed())
+                        );
+                    }
+                    (i, report)
+                }
+            })
+            .buffer_unordered(o.concurrency.max(1))
+            .collect()
+            .await;
+        let mut scenarios: Vec<ScenarioReport> = suite
+            .scenarios
+            .iter()
+            .map(ScenarioReport::new)
+            .collect();
+        for (i, r) in runs {
+            scenarios[i].runs.push(r);
+        }
+        for s in &mut scenarios {
+            s.runs.sort_by_key(|r| r.seed);
+            s.settle(o.greedy, o.k);
+        }
+        SuiteReport::new(
+            &suite.name,
+            self.provider.name(),
+            o,
+            scenarios,
+            started.elapsed(),
+        )
+    }
+
+    async fn run_one(
+        &self,
+        scenario: &Scenario,
+        temperature: f32,
+        seed: Option<u64>,
+        shared: &Shared,
+    ) -> RunReport {
+        let mut run = RunReport::new(temperature, seed);
+        if shared.tripped(self.options.breaker) {
+            run.outcome = Outcome::Errored;
+            run.failures.push(Failure::run(format!(
+                "not run: the model failed {} runs in a row (is the server still up?)",
+                self.options.breaker
+            )));
+            return run;
+        }
+        let recorder = Recorder::new(self.provider.clone(), Some(temperature), seed);
+        let context = match scenario.context.clone().map(serde_json::from_value::<C>) {
+            None => None,
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => return run.fault(None, format!("the scenario's context: {e}")),
+        };
+        let setup = Setup {
+            provider: Arc::new(recorder.clone()),
+            clock: scenario.clock_ms.map(ManualClock::new),
+            context,
+        };
+        let agent = match (self.factory)(setup) {
+            Ok(a) => a,
+            Err(e) => return run.fault(None, format!("the agent did not build: {e}")),
+        };
+        let session = format!("eval:{}:{}", scenario.name, seed.unwrap_or(0));
+        if let Some(start) = &self.start
+            && let Err(e) = start(agent.clone(), session.clone()).await
+        {
+            return run.fault(None, format!("on_start failed: {e}"));
+        }
+        let mut last: Option<Observed> = None;
+        let mut all_tools = Vec::new();
+        for (n, turn) in scenario.turns.iter().enumerate() {
+            let before = recorder.call_count();
+            let t0 = Instant::now();
+            let (a, s, m) = (agent.clone(), session.clone(), turn.user.clone());
+            let mut task = tokio::spawn(async move { a.respond(&s, &m).await });
+            let result = tokio::time::timeout(self.options.turn_timeout, &mut task).await;
+            let latency = t0.elapsed();
+            let calls = recorder.calls();
+            let mut stats = TurnStats::new(&turn.user, latency, &calls[before.min(calls.len())..]);
+            match result {
+                Ok(Ok(Ok(r))) => {
+                    let seen = Observed::of(&r);
+                    stats.step = r.step.clone();
+                    stats.reply = r.message.clone();
+                    run.turns.push(stats);
+                    for e in &turn.expect {
+                        if let Err(why) = e.check(&seen) {
+                            run.failures.push(Failure::turn(n, why));
+                        }
+                    }
+                    all_tools.extend(seen.tool_calls.iter().cloned());
+                    last = Some(seen);
+                }
+                Ok(Ok(Err(e))) => {
+                    stats.error = Some(e.to_string());
+                    run.turns.push(stats);
+                    match classify(&e) {
+                        Blame::Model => run
+                            .failures
+                            .push(Failure::turn(n, format!("the model's answer was unusable: {e}"))),
+                        Blame::Server => {
+                            run.outcome = Outcome::Errored;
+                            run.failures.push(Failure::turn(n, format!("model server: {e}")));
+                            break;
+                        }
+                        Blame::Engine => return run.fault(Some(n), format!("engine error: {e}")),
+                    }
+                }
+                Ok(Err(join)) => {
+                    run.turns.push(stats);
+                    let what = if join.is_panic() { "panicked" } else { "was cancelled" };
+                    return run.fault(Some(n), format!("the turn {what}: {join}"));
+                }
+                Err(_) => {
+                    let waiting = recorder.waiting_on_model();
+                    task.abort();
+                    run.turns.push(stats);
+                    let limit = self.options.turn_timeout;
+                    if waiting {
+                        run.outcome = Outcome::Errored;
+                        run.failures.push(Failure::turn(
+                            n,
+                            format!("the model did not answer within the turn deadline ({limit:?})"),
+                        ));
+                        break;
+                    }
+                    return run.fault(
+                        Some(n),
+                        format!("the turn hung past its deadline ({limit:?}) with no model call pending"),
+                    );
+                }
+            }
+        }
+        run.calls = recorder.calls();
+        if run.outcome == Outcome::Errored {
+            return run;
+        }
+        match last {
+            Some(mut seen) => {
+                seen.tool_calls = all_tools;
+                for e in &scenario.end {
+                    if let Err(why) = e.check(&seen) {
+                        run.failures.push(Failure::end(why));
+                    }
+                }
+            }
+            None if !scenario.end.is_empty() => {
+                run.failures.push(Failure::end("no turn succeeded".into()));
+            }
+            None => {}
+        }
+        run.outcome = if run.failures.is_empty() {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        };
+        run
+    }
+}
+
+/// Who is to blame for a failed turn.
+enum Blame {
+    /// The model answered something unusable: a quality figure, not a fault.
+    Model,
+    /// The model server is unreachable, slow or overloaded.
+    Server,
+    /// Our code failed on a usable answer, or the protocol broke: a fault.
+    Engine,
+}
+
+fn classify(e: &AgentError) -> Blame {
+    match e {
+        AgentError::MalformedModelOutput { .. } => Blame::Model,
+        AgentError::Provider { source, .. } => match source {
+            ProviderError::Network(_) | ProviderError::Timeout(_) => Blame::Server,
+            ProviderError::Http { status, .. } if *status >= 500 || matches!(status, 408 | 429) => {
+                Blame::Server
+            }
+            _ => Blame::Engine,
+        },
+        _ => Blame::Engine,
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    done: AtomicUsize,
+    passed: AtomicUsize,
+    failed: AtomicUsize,
+    errored: AtomicUsize,
+    faults: AtomicUsize,
+    errored_in_a_row: AtomicU32,
+}
+
+impl Shared {
+    fn tally(&self, r: &RunReport, breaker: u32) {
+        self.done.fetch_add(1, Ordering::SeqCst);
+        let counter = match r.outcome {
+            Outcome::Passed => &self.passed,
+            Outcome::Failed => &self.failed,
+            Outcome::Errored => &self.errored,
+            Outcome::Fault => &self.faults,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+        if r.outcome == Outcome::Errored {
+            if breaker > 0 {
+                self.errored_in_a_row.fetch_add(1, Ordering::SeqCst);
+            }
+        } else {
+            self.errored_in_a_row.store(0, Ordering::SeqCst);
+        }
+    }
+    fn tripped(&self, breaker: u32) -> bool {
+        breaker > 0 && self.errored_in_a_row.load(Ordering::SeqCst) >= breaker
+    }
+    fn counts(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} errored, {} faults",
+            self.passed.load(Ordering::SeqCst),
+            self.failed.load(Ordering::SeqCst),
+            self.errored.load(Ordering::SeqCst),
+            self.faults.load(Ordering::SeqCst)
+        )
+    }
+}
+
+fn clock_text(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{}m{:02}s", s / 60, s % 60)
+}
