@@ -72,7 +72,7 @@ pub use agent_macros;
 
 /// Everything a typical agent file needs.
 pub mod prelude {
-    pub use crate::agent::{Agent, AgentConfig, ConflictPolicy, TurnOptions};
+    pub use crate::agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, TurnOptions};
     pub use crate::branch::{Branch, Target};
     pub use crate::codeflow::{
         CodeFlow, Fallback, FlowCx, FlowRef, FlowResult, Outcome, ResponseMeta, Router, Source,

@@ -30,8 +30,16 @@ fn flow() -> Flow<Booking, Concierge> {
     });
     Flow::builder("booking")
         .required(["city", "guests"])
-        .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
-        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask for the city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"]),
+        )
         .step(Step::model("confirm").prompt("Confirm.").tool(book))
         .build()
         .unwrap()
@@ -45,12 +53,14 @@ fn agent(setup: Setup<Concierge>) -> Result<Agent<Booking, Concierge>, ConfigErr
 
 fn catalog() -> Catalog {
     let p = ScriptedProvider::new();
-    Catalog::of(&agent(Setup {
-        provider: Arc::new(p),
-        clock: None,
-        context: None,
-    })
-    .unwrap())
+    Catalog::of(
+        &agent(Setup {
+            provider: Arc::new(p),
+            clock: None,
+            context: None,
+        })
+        .unwrap(),
+    )
 }
 
 fn quiet(k: u32) -> RunOptions {
@@ -110,7 +120,8 @@ fn a_suite_file_parses_into_scenarios_with_defaults() {
 
 #[test]
 fn an_unknown_key_is_an_error_naming_its_line() {
-    let text = "[[scenario]]\nname = \"x\"\n\n[[scenario.turn]]\nuser = \"hi\"\nsteps = \"ask_city\"\n";
+    let text =
+        "[[scenario]]\nname = \"x\"\n\n[[scenario.turn]]\nuser = \"hi\"\nsteps = \"ask_city\"\n";
     let e = Suite::parse("s", "s.toml", text, &catalog()).unwrap_err();
     assert_eq!(e.problems.len(), 1, "{e}");
     assert!(e.problems[0].starts_with("6:"), "{e}");
@@ -173,7 +184,11 @@ fn scripted_city() -> ScriptedProvider {
         CallKind::Respond,
         Answer::from_fn(|req| {
             // The second message names a city; the first does not.
-            let last = req.messages.last().map(|m| m.content.to_string()).unwrap_or_default();
+            let last = req
+                .messages
+                .last()
+                .map(|m| m.content.to_string())
+                .unwrap_or_default();
             let data = if last.contains("Lisbon") {
                 json!({ "city": "Lisbon" })
             } else {
@@ -201,7 +216,12 @@ async fn a_suite_runs_greedy_and_k_runs_and_reports_pass_rates() {
         .run(&suite)
         .await;
     assert_eq!(report.faults(), 0, "{:#?}", report.failure_lines());
-    assert_eq!(report.summary.pass_1, Some(1.0), "{:#?}", report.failure_lines());
+    assert_eq!(
+        report.summary.pass_1,
+        Some(1.0),
+        "{:#?}",
+        report.failure_lines()
+    );
     assert_eq!(report.summary.pass_k, Some(1.0));
     // Greedy run first, then seeds 1 and 2, at the k temperature.
     let runs = &report.scenarios[0].runs;
@@ -211,7 +231,10 @@ async fn a_suite_runs_greedy_and_k_runs_and_reports_pass_rates() {
     assert_eq!(report.summary.turns, 6);
     let calls: usize = runs.iter().flat_map(|r| &r.turns).map(|t| t.calls).sum();
     assert_eq!(calls, 3);
-    assert!((report.summary.prompt_tokens_per_turn - 100.0 * report.summary.calls_per_turn).abs() < 1e-9);
+    assert!(
+        (report.summary.prompt_tokens_per_turn - 100.0 * report.summary.calls_per_turn).abs()
+            < 1e-9
+    );
 }
 
 #[tokio::test]
@@ -238,7 +261,10 @@ async fn a_failing_expectation_names_the_turn_and_the_reason() {
         suites: vec![report.clone()],
     }
     .table();
-    assert!(table.contains("wrong step [t=0] Failed: turn 1: step"), "{table}");
+    assert!(
+        table.contains("wrong step [t=0] Failed: turn 1: step"),
+        "{table}"
+    );
 }
 
 #[tokio::test]
@@ -259,7 +285,12 @@ async fn a_later_call_reports_the_prefix_it_shares_with_the_previous_one() {
     assert!(calls[1].prefix_bytes > 0 && calls[1].prefix_bytes < calls[1].body_bytes);
     let share = report.summary.cacheable_prefix;
     assert!(share > 0.0 && share < 1.0, "{share}");
-    assert!(report.summary.cacheable_prefix_by_kind.contains_key("respond"));
+    assert!(
+        report
+            .summary
+            .cacheable_prefix_by_kind
+            .contains_key("respond")
+    );
 }
 
 #[tokio::test]
@@ -286,7 +317,11 @@ async fn a_dead_server_errors_runs_then_the_breaker_skips_the_rest() {
     );
     let mut suite = Suite::new("s");
     for i in 0..5 {
-        suite = suite.scenario(Scenario::new(format!("s{i}")).turn(Turn::user("hi")).turn(Turn::user("again")));
+        suite = suite.scenario(
+            Scenario::new(format!("s{i}"))
+                .turn(Turn::user("hi"))
+                .turn(Turn::user("again")),
+        );
     }
     let report = Runner::new(Arc::new(p.clone()), agent)
         .options(RunOptions {
@@ -339,12 +374,15 @@ async fn a_model_past_the_deadline_is_errored_but_a_hang_in_our_code_is_a_fault(
     // A step hook that never returns, with no model call pending: a fault.
     let stuck = |setup: Setup<Concierge>| {
         let flow = Flow::builder("booking")
-            .step(Step::model("ask_city").prompt("Ask.").collect(["city"]).prepare(
-                |_cx: &Cx<'_, Booking, Concierge>| {
-                    std::thread::sleep(Duration::from_millis(400));
-                    PreDirective::new()
-                },
-            ))
+            .step(
+                Step::model("ask_city")
+                    .prompt("Ask.")
+                    .collect(["city"])
+                    .prepare(|_cx: &Cx<'_, Booking, Concierge>| {
+                        std::thread::sleep(Duration::from_millis(400));
+                        PreDirective::new()
+                    }),
+            )
             .build()?;
         setup.apply(Agent::builder().flow(flow)).build()
     };
@@ -354,7 +392,11 @@ async fn a_model_past_the_deadline_is_errored_but_a_hang_in_our_code_is_a_fault(
         .await;
     let run = &report.scenarios[0].runs[0];
     assert_eq!(run.outcome, Outcome::Fault, "{:?}", run.failures);
-    assert!(run.failures[0].reason.contains("hung"), "{:?}", run.failures);
+    assert!(
+        run.failures[0].reason.contains("hung"),
+        "{:?}",
+        run.failures
+    );
 }
 
 #[tokio::test]
@@ -365,9 +407,11 @@ async fn a_panicking_hook_is_a_fault_and_the_other_runs_go_on() {
         let n = count.fetch_add(1, Ordering::SeqCst);
         let mut step = Step::model("ask_city").prompt("Ask.").collect(["city"]);
         if n == 0 {
-            step = step.prepare(|_cx: &Cx<'_, Booking, Concierge>| -> PreDirective<Booking, Concierge> {
-                panic!("hook bug")
-            });
+            step = step.prepare(
+                |_cx: &Cx<'_, Booking, Concierge>| -> PreDirective<Booking, Concierge> {
+                    panic!("hook bug")
+                },
+            );
         }
         let flow = Flow::builder("booking").step(step).build()?;
         setup.apply(Agent::builder().flow(flow)).build()
@@ -396,7 +440,10 @@ async fn reports_render_as_table_markdown_and_json() {
     };
     let table = all.table();
     assert!(table.contains("pass^1"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("booking  2 ")), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("booking  2 ")),
+        "{table}"
+    );
     let md = all.markdown();
     assert!(md.contains("| booking | 2 | 100 % | 100 % (k=1) |"), "{md}");
     assert!(md.contains("| hi stores nothing | pass | pass |"), "{md}");
@@ -404,6 +451,9 @@ async fn reports_render_as_table_markdown_and_json() {
     let back: EvalReport = serde_json::from_str(&json).unwrap();
     assert_eq!(back.suites[0].scenarios.len(), 2);
     assert_eq!(back.suites[0].summary.pass_k, Some(1.0));
-    assert_eq!(back.suites[0].failure_lines(), all.suites[0].failure_lines());
+    assert_eq!(
+        back.suites[0].failure_lines(),
+        all.suites[0].failure_lines()
+    );
     assert_eq!(back.suites[0].summary.runs, all.suites[0].summary.runs);
 }

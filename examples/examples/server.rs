@@ -655,28 +655,14 @@ impl<P: Provider> Provider for Typewriter<P> {
     }
 }
 
-/// The model chosen by the environment: an OpenAI-compatible server at
-/// `AGENT_BASE_URL` (model `AGENT_MODEL`), OpenAI with `OPENAI_API_KEY`, otherwise the
-/// scripted concierge. Returns the model and a line describing it.
+/// The model chosen by the environment, as every example chooses it
+/// (`examples::model`: vendor keys, `AGENT_BASE_URL`, `LOCAL_MODEL` / `AGENT_MODEL`,
+/// `AGENT_LOCAL=1`), else the scripted concierge typing its answers out. Returns the
+/// model and a line describing it.
 pub fn provider_from_env() -> Result<(Arc<dyn Provider>, String), Box<dyn std::error::Error>> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    if let Some(base) = var("AGENT_BASE_URL") {
-        let model = var("AGENT_MODEL")
-            .or_else(|| var("OPENAI_MODEL"))
-            .unwrap_or_else(|| "default".into());
-        let mut p = agent_providers::OpenAiCompatible::new(&base)?.model(model.clone());
-        if let Some(k) = var("OPENAI_API_KEY") {
-            p = p.api_key(k);
-        }
-        return Ok((
-            Arc::new(p),
-            format!("OpenAI-compatible server {base} ({model})"),
-        ));
-    }
-    if var("OPENAI_API_KEY").is_some() {
-        let p = agent_providers::OpenAi::from_env()?;
-        let line = format!("OpenAI ({})", p.model_name());
-        return Ok((Arc::new(p), line));
+    let model = examples::model::real_or_scripted(scripted_model)?;
+    if *model.choice() != examples::model::Choice::Scripted {
+        return Ok((model.provider(), model.description().to_owned()));
     }
     Ok((
         Arc::new(Typewriter::new(
@@ -684,7 +670,7 @@ pub fn provider_from_env() -> Result<(Arc<dyn Provider>, String), Box<dyn std::e
             4,
             Duration::from_millis(15),
         )),
-        "scripted concierge (offline; set AGENT_BASE_URL or OPENAI_API_KEY for a real model)"
+        "scripted concierge (offline; set OPENAI_API_KEY, AGENT_BASE_URL or AGENT_LOCAL=1 for a real model)"
             .into(),
     ))
 }

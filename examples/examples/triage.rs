@@ -103,23 +103,30 @@ pub fn scripted() -> ScriptedProvider {
     model
 }
 
+/// The help desk's definition without a provider.
+pub fn builder() -> Result<AgentBuilder<Case, ()>, ConfigErrors> {
+    Ok(Agent::builder()
+        .name("Help desk")
+        .flow(triage::flow()?)
+        .flow(billing::flow()?)
+        .flow(tech::flow()?))
+}
+
+/// Every conversation starts at the front desk (A3's initial agent): a directive from
+/// outside the turn, so no routing call is needed.
+pub async fn start(agent: &Agent<Case, ()>, session: &str) -> Result<(), AgentError> {
+    agent
+        .dispatch(session, Directive::go_to::<TriageFlow>().into())
+        .await
+}
+
 /// Stream each turn, printing the hops as they happen.
 pub async fn run(
     provider: Arc<dyn Provider>,
     out: &mut dyn Write,
 ) -> Result<Vec<AgentResponse<Case>>, Box<dyn Error>> {
-    let agent: Agent<Case, ()> = Agent::builder()
-        .name("Help desk")
-        .provider_arc(provider)
-        .flow(triage::flow()?)
-        .flow(billing::flow()?)
-        .flow(tech::flow()?)
-        .build()?;
-    // Every conversation starts at the front desk (A3's initial agent): a directive
-    // from outside the turn, so no routing call is needed.
-    agent
-        .dispatch("case", Directive::go_to::<TriageFlow>().into())
-        .await?;
+    let agent = builder()?.provider_arc(provider).build()?;
+    start(&agent, "case").await?;
 
     let mut responses = Vec::new();
     for message in MESSAGES {

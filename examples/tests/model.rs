@@ -24,7 +24,7 @@ fn connect_with(vars: &[(&str, &str)], fallback: Fallback) -> Result<Model, Mode
     connect(choose(&e, fallback), &e, ScriptedProvider::new, no_local)
 }
 
-fn no_local() -> Result<String, ModelError> {
+fn no_local(_: Option<&str>) -> Result<String, ModelError> {
     panic!("the local model must not be started")
 }
 
@@ -33,7 +33,10 @@ const LOCAL_STDOUT: &str = "OPENAI_BASE_URL=http://127.0.0.1:18080/v1\nOPENAI_AP
 #[test]
 fn with_nothing_set_the_main_example_uses_the_local_model_and_the_others_their_script() {
     let none = env(&[]);
-    assert_eq!(choose(&none, Fallback::Local), Choice::Local);
+    assert_eq!(
+        choose(&none, Fallback::Local),
+        Choice::Local { model: None }
+    );
     assert_eq!(choose(&none, Fallback::Scripted), Choice::Scripted);
 }
 
@@ -42,7 +45,7 @@ fn agent_local_turns_the_scripted_fallback_into_the_local_model() {
     for on in ["1", "true", "yes"] {
         assert_eq!(
             choose(&env(&[("AGENT_LOCAL", on)]), Fallback::Scripted),
-            Choice::Local
+            Choice::Local { model: None }
         );
     }
     assert_eq!(
@@ -76,18 +79,91 @@ fn vendor_keys_are_tried_in_order_openai_anthropic_gemini() {
 }
 
 #[test]
-fn a_base_url_beats_every_key() {
-    let e = env(&[
-        ("OPENAI_API_KEY", "sk-1"),
+fn vendor_keys_beat_a_base_url_and_the_description_names_what_was_ignored() {
+    let vars = [
         ("ANTHROPIC_API_KEY", "a-1"),
         ("AGENT_BASE_URL", "http://localhost:11434/v1"),
-    ]);
+        ("LOCAL_MODEL", "gemma-3-270m"),
+    ];
+    let e = env(&vars);
+    assert_eq!(choose(&e, Fallback::Scripted), Choice::Anthropic);
+    let m = connect_with(&vars, Fallback::Local).unwrap();
     assert_eq!(
-        choose(&e, Fallback::Scripted),
+        m.description(),
+        "using Anthropic claude-haiku-4-5 (ANTHROPIC_API_KEY is set; AGENT_BASE_URL, LOCAL_MODEL ignored: ANTHROPIC_API_KEY is set)"
+    );
+    assert_eq!(
+        choose(&env(&vars[1..]), Fallback::Scripted),
         Choice::Compatible {
             base_url: "http://localhost:11434/v1".into()
         }
     );
+}
+
+#[test]
+fn local_model_or_agent_model_names_the_local_model_and_reaches_the_script() {
+    for var in ["LOCAL_MODEL", "AGENT_MODEL"] {
+        let vars = [(var, "gemma-3-270m")];
+        let e = env(&vars);
+        let choice = choose(&e, Fallback::Scripted);
+        assert_eq!(
+            choice,
+            Choice::Local {
+                model: Some("gemma-3-270m".into())
+            },
+            "{var} picks the local model even where the example would use its script"
+        );
+        let mut asked = None;
+        let m = connect(choice, &e, ScriptedProvider::new, |name| {
+            asked = name.map(str::to_owned);
+            Ok(LOCAL_STDOUT.to_owned())
+        })
+        .unwrap();
+        assert_eq!(asked.as_deref(), Some("gemma-3-270m"));
+        assert!(
+            m.description()
+                .contains("LOCAL_MODEL / AGENT_MODEL names it"),
+            "{}",
+            m.description()
+        );
+        assert_eq!(
+            m.config().max_reply_chars,
+            120,
+            "the 270M model gets short replies"
+        );
+    }
+    let e = env(&[
+        ("LOCAL_MODEL", "gemma-3-270m"),
+        ("AGENT_MODEL", "qwen2.5-coder-1.5b-instruct"),
+    ]);
+    let err = connect(
+        choose(&e, Fallback::Local),
+        &e,
+        ScriptedProvider::new,
+        no_local,
+    )
+    .unwrap_err();
+    assert!(matches!(err, ModelError::Ambiguous { .. }), "{err:?}");
+    assert!(err.to_string().contains("unset one of them"), "{err}");
+}
+
+#[test]
+fn the_default_local_model_gets_room_for_real_replies() {
+    let out = LOCAL_STDOUT.replace("gemma-3-270m", "qwen2.5-coder-1.5b-instruct");
+    let m = connect(
+        Choice::Local { model: None },
+        &env(&[]),
+        ScriptedProvider::new,
+        |name| {
+            assert_eq!(name, None, "the script picks its default");
+            Ok(out.clone())
+        },
+    )
+    .unwrap();
+    assert!(m.is_local());
+    let c = m.config();
+    assert_eq!(c.temperature, Some(0.0));
+    assert!(c.max_reply_chars >= 300 && c.max_tokens.is_some(), "{c:?}");
 }
 
 #[test]
@@ -165,9 +241,12 @@ fn the_scripted_fallback_says_how_to_use_a_real_model() {
 #[test]
 fn the_local_model_is_read_from_the_scripts_output() {
     let e = env(&[]);
-    let m = connect(Choice::Local, &e, ScriptedProvider::new, || {
-        Ok(LOCAL_STDOUT.to_owned())
-    })
+    let m = connect(
+        Choice::Local { model: None },
+        &e,
+        ScriptedProvider::new,
+        |_| Ok(LOCAL_STDOUT.to_owned()),
+    )
     .unwrap();
     assert_eq!(
         m.description(),
@@ -200,9 +279,12 @@ fn parsing_the_scripts_output_ignores_other_lines_and_accepts_export_and_quotes(
 fn output_without_an_address_is_a_typed_error() {
     let err = parse_local("[local-llm] stage 1/4\n").unwrap_err();
     assert!(matches!(err, ModelError::LocalOutput(_)), "{err:?}");
-    let err = connect(Choice::Local, &env(&[]), ScriptedProvider::new, || {
-        Ok("OPENAI_MODEL=x\n".into())
-    })
+    let err = connect(
+        Choice::Local { model: None },
+        &env(&[]),
+        ScriptedProvider::new,
+        |_| Ok("OPENAI_MODEL=x\n".into()),
+    )
     .unwrap_err();
     assert!(matches!(err, ModelError::LocalOutput(_)), "{err:?}");
     assert!(
@@ -213,9 +295,12 @@ fn output_without_an_address_is_a_typed_error() {
 
 #[test]
 fn a_failing_start_is_reported_not_panicked() {
-    let err = connect(Choice::Local, &env(&[]), ScriptedProvider::new, || {
-        Err(ModelError::LocalStart("exit status 1".into()))
-    })
+    let err = connect(
+        Choice::Local { model: None },
+        &env(&[]),
+        ScriptedProvider::new,
+        |_| Err(ModelError::LocalStart("exit status 1".into())),
+    )
     .unwrap_err();
     assert!(
         err.to_string().contains("could not start the local model"),

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::Spanned;
 
-use super::scenario::{Expect, STOPPED_KINDS, Scenario, Turn};
 use super::Suite;
+use super::scenario::{Expect, STOPPED_KINDS, Scenario, Turn};
 use crate::agent::Agent;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::suggest;
@@ -175,6 +175,8 @@ struct FileExpect {
     #[serde(default)]
     data: BTreeMap<Spanned<String>, Value>,
     #[serde(default)]
+    present: Vec<Spanned<String>>,
+    #[serde(default)]
     absent: Vec<Spanned<String>>,
     flow: Option<Spanned<String>>,
     step: Option<Spanned<String>>,
@@ -235,11 +237,7 @@ impl Check<'_> {
 
     fn suite(&mut self, name: &str, file: FileSuite) -> Suite {
         let default_clock = file.defaults.clock.as_ref().and_then(|c| self.clock(c));
-        let default_context = file
-            .defaults
-            .context
-            .as_ref()
-            .and_then(|c| self.context(c));
+        let default_context = file.defaults.context.as_ref().and_then(|c| self.context(c));
         let mut seen: Vec<String> = Vec::new();
         let mut scenarios = Vec::new();
         for s in file.scenarios {
@@ -253,7 +251,10 @@ impl Check<'_> {
             }
             seen.push(s.name.get_ref().clone());
             if s.turns.is_empty() {
-                self.problem(&span, format!("scenario `{}` has no [[scenario.turn]]", s.name.get_ref()));
+                self.problem(
+                    &span,
+                    format!("scenario `{}` has no [[scenario.turn]]", s.name.get_ref()),
+                );
             }
             let mut turns = Vec::new();
             for t in s.turns {
@@ -283,7 +284,11 @@ impl Check<'_> {
             scenarios.push(Scenario {
                 name: s.name.into_inner(),
                 tags: s.tags,
-                clock_ms: s.clock.as_ref().and_then(|c| self.clock(c)).or(default_clock),
+                clock_ms: s
+                    .clock
+                    .as_ref()
+                    .and_then(|c| self.clock(c))
+                    .or(default_clock),
                 context: s
                     .context
                     .as_ref()
@@ -323,7 +328,10 @@ impl Check<'_> {
         match (self.catalog.context)(c.get_ref()) {
             Ok(()) => Some(c.get_ref().clone()),
             Err(e) => {
-                self.problem(&c.span(), format!("context does not fit the agent's context type: {e}"));
+                self.problem(
+                    &c.span(),
+                    format!("context does not fit the agent's context type: {e}"),
+                );
                 None
             }
         }
@@ -333,7 +341,10 @@ impl Check<'_> {
         let known = &self.catalog.fields;
         if !known.iter().any(|k| k == f.get_ref()) {
             let hint = suggest(f.get_ref(), known, "fields");
-            self.problem(&f.span(), format!("unknown data field `{}`; {hint}", f.get_ref()));
+            self.problem(
+                &f.span(),
+                format!("unknown data field `{}`; {hint}", f.get_ref()),
+            );
         }
     }
 
@@ -342,6 +353,10 @@ impl Check<'_> {
         for (field, value) in &t.data {
             self.field(field);
             out.push(Expect::data(field.get_ref().clone(), value.clone()));
+        }
+        for field in &t.present {
+            self.field(field);
+            out.push(Expect::present(field.get_ref().clone()));
         }
         for field in &t.absent {
             self.field(field);
@@ -352,14 +367,21 @@ impl Check<'_> {
             if f.get_ref().is_empty() {
                 out.push(Expect::no_flow());
             } else {
-                let mut known: Vec<String> =
-                    self.catalog.flows.iter().map(|(id, _)| id.clone()).collect();
+                let mut known: Vec<String> = self
+                    .catalog
+                    .flows
+                    .iter()
+                    .map(|(id, _)| id.clone())
+                    .collect();
                 known.extend(self.catalog.code_flows.iter().cloned());
                 if !known.contains(f.get_ref()) {
                     let hint = suggest(f.get_ref(), &known, "flows");
                     self.problem(
                         &f.span(),
-                        format!("unknown flow `{}` (\"\" means no flow); {hint}", f.get_ref()),
+                        format!(
+                            "unknown flow `{}` (\"\" means no flow); {hint}",
+                            f.get_ref()
+                        ),
                     );
                 }
                 out.push(Expect::flow(f.get_ref().clone()));
@@ -377,7 +399,11 @@ impl Check<'_> {
             if !STOPPED_KINDS.contains(&k.get_ref().as_str()) {
                 self.problem(
                     &k.span(),
-                    format!("unknown stopped kind `{}`; kinds: {}", k.get_ref(), STOPPED_KINDS.join(", ")),
+                    format!(
+                        "unknown stopped kind `{}`; kinds: {}",
+                        k.get_ref(),
+                        STOPPED_KINDS.join(", ")
+                    ),
                 );
             }
             out.push(Expect::stopped(k.get_ref().clone()));
@@ -391,11 +417,19 @@ impl Check<'_> {
                     format!("unknown tool `{}`; {hint}", tool.name.get_ref()),
                 );
             }
-            out.push(Expect::tool_with(tool.name.get_ref().clone(), tool.args.clone(), tool.times));
+            out.push(Expect::tool_with(
+                tool.name.get_ref().clone(),
+                tool.args.clone(),
+                tool.times,
+            ));
         }
         for (patterns, negate) in [(&t.reply, false), (&t.reply_not, true)] {
             for p in patterns {
-                let made = if negate { Expect::not_reply(p.get_ref()) } else { Expect::reply(p.get_ref()) };
+                let made = if negate {
+                    Expect::not_reply(p.get_ref())
+                } else {
+                    Expect::reply(p.get_ref())
+                };
                 match made {
                     Ok(e) => out.push(e),
                     Err(e) => self.problem(&p.span(), format!("invalid pattern: {e}")),

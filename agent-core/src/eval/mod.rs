@@ -48,6 +48,7 @@
 //!                                             # aborted, auto_step_cap, transition_cap,
 //!                                             # responded, flow_failed
 //! data = { city = "Lisbon", guests = 2 }      # fields equal (strings: any case)
+//! present = ["booking_id"]                    # fields set, to any value
 //! absent = ["guests"]                         # fields not set (nobody said them)
 //! tools = [{ name = "book_room", times = 1, args = { hotel = "Grand" } }]
 //!                                             # exact count of calls this turn whose

@@ -67,7 +67,11 @@ impl Drop for InFlight {
 }
 
 impl Recorder {
-    pub(crate) fn new(inner: Arc<dyn Provider>, temperature: Option<f32>, seed: Option<u64>) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn Provider>,
+        temperature: Option<f32>,
+        seed: Option<u64>,
+    ) -> Self {
         Self {
             inner,
             temperature,
@@ -113,10 +117,9 @@ impl Recorder {
             .wire_body(request)
             .unwrap_or_else(|| canonical_body(request));
         let mut log = self.lock();
-        let prefix = log
-            .previous
-            .as_ref()
-            .map_or(0, |p| p.iter().zip(&body).take_while(|(a, b)| a == b).count());
+        let prefix = log.previous.as_ref().map_or(0, |p| {
+            p.iter().zip(&body).take_while(|(a, b)| a == b).count()
+        });
         let first = log.previous.is_none();
         let body_bytes = body.len();
         log.previous = Some(body);

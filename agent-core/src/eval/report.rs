@@ -308,7 +308,11 @@ fn summarize(scenarios: &[ScenarioReport]) -> Summary {
     let per_turn = |f: &dyn Fn(&TurnStats) -> f64| turns.iter().map(|t| f(t)).sum::<f64>() / n;
     let mut prefix = (0usize, 0usize);
     let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for c in runs.iter().flat_map(|r| r.calls.iter()).filter(|c| !c.first) {
+    for c in runs
+        .iter()
+        .flat_map(|r| r.calls.iter())
+        .filter(|c| !c.first)
+    {
         prefix.0 += c.prefix_bytes;
         prefix.1 += c.body_bytes;
         let kind = serde_json::to_value(c.kind)
@@ -367,7 +371,8 @@ impl EvalReport {
             .iter()
             .map(|s| {
                 let m = &s.summary;
-                let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.0} %", v * 100.0));
+                let pct =
+                    |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.0} %", v * 100.0));
                 let count = |k: &str| m.runs.get(k).copied().unwrap_or(0);
                 [
                     s.suite.clone(),
@@ -457,7 +462,11 @@ impl EvalReport {
             let _ = writeln!(
                 out,
                 "Cacheable prefix by call kind: {}. Mean turn {:.1} s, slowest {:.1} s; suite took {:.0} s.\n",
-                if kinds.is_empty() { "-".to_owned() } else { kinds.join(", ") },
+                if kinds.is_empty() {
+                    "-".to_owned()
+                } else {
+                    kinds.join(", ")
+                },
                 s.summary.latency_ms_per_turn / 1000.0,
                 s.summary.latency_ms_max / 1000.0,
                 s.elapsed_s
@@ -469,7 +478,13 @@ impl EvalReport {
                     Some(false) => "FAIL",
                     None => "-",
                 };
-                let _ = writeln!(out, "| {} | {} | {} |", sc.name, mark(sc.pass_1), mark(sc.pass_k));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} |",
+                    sc.name,
+                    mark(sc.pass_1),
+                    mark(sc.pass_k)
+                );
             }
             let fails = s.failure_lines();
             if !fails.is_empty() {

@@ -165,11 +165,8 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
             .buffer_unordered(o.concurrency.max(1))
             .collect()
             .await;
-        let mut scenarios: Vec<ScenarioReport> = suite
-            .scenarios
-            .iter()
-            .map(ScenarioReport::new)
-            .collect();
+        let mut scenarios: Vec<ScenarioReport> =
+            suite.scenarios.iter().map(ScenarioReport::new).collect();
         for (i, r) in runs {
             scenarios[i].runs.push(r);
         }
@@ -252,12 +249,14 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                     stats.error = Some(e.to_string());
                     run.turns.push(stats);
                     match classify(&e) {
-                        Blame::Model => run
-                            .failures
-                            .push(Failure::turn(n, format!("the model's answer was unusable: {e}"))),
+                        Blame::Model => run.failures.push(Failure::turn(
+                            n,
+                            format!("the model's answer was unusable: {e}"),
+                        )),
                         Blame::Server => {
                             run.outcome = Outcome::Errored;
-                            run.failures.push(Failure::turn(n, format!("model server: {e}")));
+                            run.failures
+                                .push(Failure::turn(n, format!("model server: {e}")));
                             break;
                         }
                         Blame::Engine => return run.fault(Some(n), format!("engine error: {e}")),
@@ -265,7 +264,11 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                 }
                 Ok(Err(join)) => {
                     run.turns.push(stats);
-                    let what = if join.is_panic() { "panicked" } else { "was cancelled" };
+                    let what = if join.is_panic() {
+                        "panicked"
+                    } else {
+                        "was cancelled"
+                    };
                     return run.fault(Some(n), format!("the turn {what}: {join}"));
                 }
                 Err(_) => {
@@ -277,13 +280,17 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                         run.outcome = Outcome::Errored;
                         run.failures.push(Failure::turn(
                             n,
-                            format!("the model did not answer within the turn deadline ({limit:?})"),
+                            format!(
+                                "the model did not answer within the turn deadline ({limit:?})"
+                            ),
                         ));
                         break;
                     }
                     return run.fault(
                         Some(n),
-                        format!("the turn hung past its deadline ({limit:?}) with no model call pending"),
+                        format!(
+                            "the turn hung past its deadline ({limit:?}) with no model call pending"
+                        ),
                     );
                 }
             }

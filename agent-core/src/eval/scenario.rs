@@ -45,6 +45,11 @@ pub enum Expect {
         /// Expected value.
         value: Value,
     },
+    /// A data field is set (any value other than `null`).
+    Present {
+        /// Field (JSON name).
+        field: String,
+    },
     /// A data field is not set (`null`): nobody said it.
     Absent {
         /// Field (JSON name).
@@ -133,6 +138,12 @@ impl Expect {
             value: value.into(),
         }
     }
+    /// `field` is set, to any value.
+    pub fn present(field: impl Into<String>) -> Self {
+        Expect::Present {
+            field: field.into(),
+        }
+    }
     /// `field` is not set.
     pub fn absent(field: impl Into<String>) -> Self {
         Expect::Absent {
@@ -191,6 +202,12 @@ impl Expect {
                     Err(format!("data.{field}: expected {value}, found {found}"))
                 }
             }
+            Expect::Present { field } => match seen.data.get(field) {
+                None | Some(Value::Null) => {
+                    Err(format!("data.{field}: expected a value, found none"))
+                }
+                Some(_) => Ok(()),
+            },
             Expect::Absent { field } => match seen.data.get(field) {
                 None | Some(Value::Null) => Ok(()),
                 Some(found) => Err(format!(
@@ -423,7 +440,12 @@ mod tests {
 
     #[test]
     fn reply_patterns_match_or_must_not() {
-        assert!(Expect::reply("(?i)which date").unwrap().check(&seen()).is_ok());
+        assert!(
+            Expect::reply("(?i)which date")
+                .unwrap()
+                .check(&seen())
+                .is_ok()
+        );
         assert!(
             Expect::not_reply("(?i)confirmed")
                 .unwrap()

@@ -23,6 +23,7 @@ mod bench_example;
 mod branching;
 mod concierge;
 mod data_extraction;
+mod eval;
 mod flow_control;
 mod instructions;
 mod persistence;

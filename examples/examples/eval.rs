@@ -1,0 +1,293 @@
+//! The eval: the example agents' suites (`examples/evals/*.toml`) on a real model, with
+//! pass^1, pass^k, calls, tokens and the cacheable prefix per suite.
+//!
+//! `cargo run --release -p examples --example eval -- [options]`
+//!
+//! The model comes from the environment like every example's (`examples::model`); with
+//! nothing set it is the local default model (`scripts/local-llm.sh`), and
+//! `LOCAL_MODEL=gemma-3-270m` picks the small one. Options:
+//!
+//! - `--suite NAME` (repeatable): `concierge`, `triage`; default: both;
+//! - `--quick`: the development subset (tag `quick`, one greedy run each, a few minutes);
+//! - `--smoke`: the CI subset (tag `smoke`, one greedy run each);
+//! - `--tag TAG`: only scenarios with this tag;
+//! - `--k N`: runs at temperature 0.7 per scenario for pass^k (default 3; 0 with
+//!   `--quick`/`--smoke`);
+//! - `--concurrency N` (default 1: a local server with one slot gains nothing);
+//! - `--turn-timeout SECS` (default 180);
+//! - `--out DIR`: where `report.json` and `report.md` go (default `target/eval`);
+//! - `--check`: load and check the suite files against the agents, run nothing.
+//!
+//! Exit status: 0 when every run finished (pass or fail: quality is a figure, not a
+//! gate), 1 when a run hit an engine fault (a panic, a hang, an engine error on a usable
+//! answer, a broken protocol), 2 for bad options or suite files, 3 when no model is
+//! reachable.
+
+#[allow(dead_code)]
+#[path = "concierge.rs"]
+mod concierge;
+#[allow(dead_code)]
+#[path = "triage.rs"]
+mod triage;
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::AgentConfig;
+use agent_core::eval::{Catalog, EvalReport, RunOptions, Runner, Setup, Suite, SuiteReport};
+use agent_core::provider::Provider;
+use agent_core::testing::ScriptedProvider;
+use futures::FutureExt;
+
+/// The suites, by name: the file and how to run it.
+pub const SUITES: [&str; 2] = ["concierge", "triage"];
+
+/// Where the suite files live.
+pub fn suite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("evals")
+}
+
+/// Parsed command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Suites to run.
+    pub suites: Vec<String>,
+    /// Only scenarios with this tag.
+    pub tag: Option<String>,
+    /// Run options.
+    pub k: u32,
+    /// Concurrent runs.
+    pub concurrency: usize,
+    /// Turn deadline.
+    pub turn_timeout: Duration,
+    /// Report folder.
+    pub out: PathBuf,
+    /// Only check the files.
+    pub check: bool,
+}
+
+/// Read the options (`args` without the program name).
+pub fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        suites: Vec::new(),
+        tag: None,
+        k: 3,
+        concurrency: 1,
+        turn_timeout: Duration::from_secs(180),
+        out: Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/eval"),
+        check: false,
+    };
+    let mut k_given = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match a.as_str() {
+            "--suite" => {
+                let s = value("--suite")?;
+                if !SUITES.contains(&s.as_str()) {
+                    return Err(format!(
+                        "unknown suite `{s}`; suites: {}",
+                        SUITES.join(", ")
+                    ));
+                }
+                o.suites.push(s);
+            }
+            "--quick" => o.tag = Some("quick".into()),
+            "--smoke" => o.tag = Some("smoke".into()),
+            "--tag" => o.tag = Some(value("--tag")?),
+            "--k" => {
+                let v = value("--k")?;
+                o.k = v
+                    .parse()
+                    .map_err(|_| format!("--k takes a number, got {v:?}"))?;
+                k_given = true;
+            }
+            "--concurrency" => {
+                let v = value("--concurrency")?;
+                o.concurrency =
+                    v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        format!("--concurrency takes a number above 0, got {v:?}")
+                    })?;
+            }
+            "--turn-timeout" => {
+                let v = value("--turn-timeout")?;
+                let secs: u64 = v
+                    .parse()
+                    .map_err(|_| format!("--turn-timeout takes seconds, got {v:?}"))?;
+                o.turn_timeout = Duration::from_secs(secs);
+            }
+            "--out" => o.out = PathBuf::from(value("--out")?),
+            "--check" => o.check = true,
+            "-h" | "--help" => return Err(HELP.to_owned()),
+            other => return Err(format!("unknown option `{other}`\n{HELP}")),
+        }
+    }
+    if matches!(o.tag.as_deref(), Some("quick" | "smoke")) && !k_given {
+        o.k = 0;
+    }
+    if o.suites.is_empty() {
+        o.suites = SUITES.iter().map(|s| (*s).to_owned()).collect();
+    }
+    Ok(o)
+}
+
+const HELP: &str = "usage: eval [--suite concierge|triage]... [--quick|--smoke|--tag TAG] [--k N] \
+                    [--concurrency N] [--turn-timeout SECS] [--out DIR] [--check]";
+
+/// The concierge as the eval builds it for one run.
+fn concierge_agent(
+    config: AgentConfig,
+) -> impl Fn(
+    Setup<concierge::Concierge>,
+) -> Result<
+    agent_core::Agent<concierge::Booking, concierge::Concierge>,
+    agent_core::error::ConfigErrors,
+> + Send
++ Sync
++ 'static {
+    move |setup| setup.apply(concierge::builder(config.clone())?).build()
+}
+
+/// The help desk as the eval builds it for one run.
+fn triage_agent(
+    config: AgentConfig,
+) -> impl Fn(Setup<()>) -> Result<agent_core::Agent<triage::Case, ()>, agent_core::error::ConfigErrors>
++ Send
++ Sync
++ 'static {
+    move |setup| {
+        setup
+            .apply(triage::builder()?.config(config.clone()))
+            .build()
+    }
+}
+
+/// Load one suite, checked against its agent.
+pub fn load(name: &str, config: &AgentConfig) -> Result<Suite, Box<dyn Error>> {
+    let path = suite_dir().join(format!("{name}.toml"));
+    let offline: Arc<dyn Provider> = Arc::new(ScriptedProvider::new());
+    let catalog = match name {
+        "concierge" => Catalog::of(&concierge_agent(config.clone())(Setup {
+            provider: offline,
+            clock: None,
+            context: None,
+        })?),
+        _ => Catalog::of(&triage_agent(config.clone())(Setup {
+            provider: offline,
+            clock: None,
+            context: None,
+        })?),
+    };
+    Ok(Suite::load(path, &catalog)?)
+}
+
+async fn run_suite(
+    name: &str,
+    suite: &Suite,
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+    options: RunOptions,
+) -> SuiteReport {
+    match name {
+        "concierge" => {
+            Runner::new(provider, concierge_agent(config))
+                .options(options)
+                .run(suite)
+                .await
+        }
+        _ => {
+            Runner::new(provider, triage_agent(config))
+                .on_start(|agent, session| {
+                    async move { triage::start(&agent, &session).await }.boxed()
+                })
+                .options(options)
+                .run(suite)
+                .await
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Suites are checked before any model starts: a typo costs nothing.
+    let mut suites = Vec::new();
+    for name in &o.suites {
+        match load(name, &AgentConfig::default()) {
+            Ok(mut s) => {
+                if let Some(tag) = &o.tag {
+                    s = s.only(tag);
+                }
+                eprintln!("[eval] {name}: {} scenarios", s.scenarios.len());
+                suites.push((name.clone(), s));
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if o.check {
+        println!("suite files are valid: {}", o.suites.join(", "));
+        return ExitCode::SUCCESS;
+    }
+    let model = match examples::model::real_only() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("no model to evaluate: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    println!("{}", model.description());
+    let options = RunOptions {
+        k: o.k,
+        concurrency: o.concurrency,
+        turn_timeout: o.turn_timeout,
+        ..RunOptions::default()
+    };
+    let mut report = EvalReport { suites: Vec::new() };
+    for (name, suite) in &suites {
+        let r = run_suite(
+            name,
+            suite,
+            model.provider(),
+            model.config(),
+            options.clone(),
+        )
+        .await;
+        report.suites.push(r);
+    }
+    println!("\n{}", report.table());
+    if let Err(e) = write_reports(&o.out, &report) {
+        eprintln!("could not write the reports to {}: {e}", o.out.display());
+    } else {
+        println!("reports: {0}/report.json, {0}/report.md", o.out.display());
+    }
+    let faults = report.faults();
+    if faults > 0 {
+        eprintln!("{faults} run(s) hit an engine fault (see above)");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+fn write_reports(dir: &Path, report: &EvalReport) -> Result<(), Box<dyn Error>> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(report)?)?;
+    std::fs::write(dir.join("report.md"), report.markdown())?;
+    Ok(())
+}
