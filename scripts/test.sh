@@ -3,9 +3,12 @@
 # feature, against real servers started here on 127.0.0.1:
 #   - throwaway PostgreSQL and Redis (scripts/services.sh; Debian packages) for the
 #     session-store conformance suite;
-#   - a real small model behind llama.cpp's OpenAI-compatible server
-#     (scripts/local-llm.sh; PyPI packages, pinned and hashed) for the providers'
-#     end-to-end tests;
+#   - real small models behind llama.cpp's OpenAI-compatible server
+#     (scripts/local-llm.sh; PyPI packages, pinned and hashed): Gemma 3 270M on port
+#     18081 (LLM_GEMMA_PORT) for the providers' end-to-end tests (fast, and its template returns tool
+#     calls), and the local default model (Qwen2.5-Coder 1.5B Instruct) on 18080 for the
+#     eval's smoke subset, which fails the run on engine faults only (a panic, a hang,
+#     an engine error on a usable answer, a broken protocol), never on answer quality;
 #   - Debian's Chromium and ChromeDriver (scripts/browser.sh) for the web chat's
 #     browser test.
 # Both are stopped on exit. In CI (CI=true) a server that cannot start fails the run;
@@ -16,7 +19,7 @@ rustup toolchain install >/dev/null 2>&1 || true
 
 cleanup() {
   bash scripts/services.sh stop >/dev/null 2>&1 || true
-  bash scripts/local-llm.sh stop >/dev/null 2>&1 || true
+  bash scripts/local-llm.sh stop-all >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -35,12 +38,18 @@ else
   required "PostgreSQL/Redis"
 fi
 
-echo "== local model (llama.cpp server + Gemma 3 270M)" >&2
-if lines="$(bash scripts/local-llm.sh start)"; then
+echo "== local models (llama.cpp server: the default model, and Gemma 3 270M)" >&2
+local_default=0
+if bash scripts/local-llm.sh start >/dev/null; then
+  local_default=1
+else
+  required "the local default model"
+fi
+if lines="$(LOCAL_MODEL=gemma-3-270m LLM_PORT="${LLM_GEMMA_PORT:-18081}" bash scripts/local-llm.sh start)"; then
   eval "$lines"
   export OPENAI_BASE_URL OPENAI_API_KEY OPENAI_MODEL
 else
-  required "the local model server"
+  required "the local Gemma model"
 fi
 
 echo "== headless Chromium + ChromeDriver (web chat browser test)" >&2
@@ -50,3 +59,12 @@ fi
 
 echo "== cargo test --workspace --all-features" >&2
 cargo test --workspace --all-features
+
+if [ "$local_default" = 1 ]; then
+  echo "== eval: smoke subset on the local default model (fails on engine faults only)" >&2
+  # The eval picks its model like the examples: with no key or base URL set, the local
+  # default model, which is running already. The Gemma variables above are for the
+  # providers' tests only.
+  env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u OPENAI_MODEL \
+    cargo run -p examples --example eval -- --smoke --out target/eval-smoke
+fi
