@@ -321,7 +321,11 @@ impl OpenAi {
             filtered = self
                 .extra
                 .iter()
-                .filter(|(k, _)| !RESERVED_FIELDS.contains(&k.as_str()))
+                // A seed in the request (the eval's runs) beats a configured one.
+                .filter(|(k, _)| {
+                    !RESERVED_FIELDS.contains(&k.as_str())
+                        && !(k.as_str() == "seed" && req.seed.is_some())
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             &filtered
@@ -456,7 +460,7 @@ fn whole_as_events(
 }
 
 /// Body fields the client writes itself (extras cannot override them).
-const RESERVED_FIELDS: [&str; 10] = [
+const RESERVED_FIELDS: [&str; 9] = [
     "model",
     "messages",
     "tools",
@@ -464,7 +468,6 @@ const RESERVED_FIELDS: [&str; 10] = [
     "max_completion_tokens",
     "max_tokens",
     "temperature",
-    "seed",
     "stream",
     "stream_options",
 ];

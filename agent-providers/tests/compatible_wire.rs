@@ -201,6 +201,31 @@ async fn a_key_and_extras_are_sent_when_configured() {
 }
 
 #[tokio::test]
+async fn a_request_seed_is_sent_and_beats_a_configured_one() {
+    let (s, p) = setup().await;
+    for _ in 0..2 {
+        s.enqueue(
+            PATH,
+            Reply::json(200, &fixture("compatible/llamacpp_plain.json")),
+        );
+    }
+    let p = p.extra("seed", json!(42));
+    let mut req = plain_request();
+    req.seed = Some(7);
+    p.generate(&req).await.unwrap();
+    let body = serde_json::to_string(&s.last().body).unwrap();
+    assert_eq!(s.last().body["seed"], 7);
+    assert_eq!(body.matches("\"seed\"").count(), 1, "{body}");
+    assert_eq!(
+        p.wire_body(&req).map(|b| b.len()),
+        Some(serde_json::to_vec(&s.last().body).unwrap().len())
+    );
+    req.seed = None;
+    p.generate(&req).await.unwrap();
+    assert_eq!(s.last().body["seed"], 42);
+}
+
+#[tokio::test]
 async fn bare_string_error_bodies_become_messages() {
     let (s, p) = setup().await;
     s.enqueue(
