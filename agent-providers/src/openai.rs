@@ -323,8 +323,8 @@ impl OpenAi {
                 .iter()
                 // A seed in the request (the eval's runs) beats a configured one.
                 .filter(|(k, _)| {
-                    !RESERVED_FIELDS.contains(&k.as_str())
-                        && !(k.as_str() == "seed" && req.seed.is_some())
+                    let seed_overridden = k.as_str() == "seed" && req.seed.is_some();
+                    !(RESERVED_FIELDS.contains(&k.as_str()) || seed_overridden)
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
