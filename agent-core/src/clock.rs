@@ -46,3 +46,103 @@ impl Clock for ManualClock {
         self.now.load(Ordering::SeqCst)
     }
 }
+
+/// The agent's time zone: a fixed UTC offset and the name the model is shown.
+/// Dates the user gives ("tomorrow", "next Friday") resolve in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeZone {
+    name: String,
+    offset_minutes: i16,
+}
+
+impl Default for TimeZone {
+    fn default() -> Self {
+        Self::utc()
+    }
+}
+
+impl TimeZone {
+    /// UTC.
+    pub fn utc() -> Self {
+        Self {
+            name: "UTC".into(),
+            offset_minutes: 0,
+        }
+    }
+
+    /// A fixed offset from UTC (minutes, -1080..=1080), shown to the model as `name`
+    /// (for instance `"Europe/Lisbon"`); out-of-range offsets are clamped.
+    pub fn fixed(name: impl Into<String>, offset_minutes: i16) -> Self {
+        Self {
+            name: name.into(),
+            offset_minutes: offset_minutes.clamp(-1080, 1080),
+        }
+    }
+
+    /// The name shown to the model.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The offset from UTC in minutes.
+    pub fn offset_minutes(&self) -> i16 {
+        self.offset_minutes
+    }
+
+    /// The local date and time of `now_ms` (milliseconds since the Unix epoch).
+    pub fn local(&self, now_ms: u64) -> time::OffsetDateTime {
+        let secs = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+        let offset = time::UtcOffset::from_whole_seconds(i32::from(self.offset_minutes) * 60)
+            .unwrap_or(time::UtcOffset::UTC);
+        time::OffsetDateTime::from_unix_timestamp(secs)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+            .to_offset(offset)
+    }
+
+    /// The line that tells the model what day it is:
+    /// `Today is Monday, 15 June 2026 (2026-06-15), 09:30 Europe/Lisbon (UTC+01:00).`
+    pub fn today_line(&self, now_ms: u64) -> String {
+        let t = self.local(now_ms);
+        let off = self.offset_minutes;
+        let sign = if off < 0 { '-' } else { '+' };
+        let zone = if self.name == "UTC" && off == 0 {
+            "UTC".to_owned()
+        } else {
+            format!(
+                "{} (UTC{sign}{:02}:{:02})",
+                self.name,
+                off.unsigned_abs() / 60,
+                off.unsigned_abs() % 60
+            )
+        };
+        format!(
+            "Today is {}, {} {} {} ({}-{:02}-{:02}), {:02}:{:02} {zone}. Write dates as YYYY-MM-DD, counted from today.",
+            t.weekday(),
+            t.day(),
+            t.month(),
+            t.year(),
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn today_line_names_weekday_date_and_zone() {
+        // 2026-06-15T08:30:00Z is 09:30 in UTC+01:00, a Monday.
+        let ms = 1_781_512_200_000;
+        let tz = TimeZone::fixed("Europe/Lisbon", 60);
+        assert_eq!(
+            tz.today_line(ms),
+            "Today is Monday, 15 June 2026 (2026-06-15), 09:30 Europe/Lisbon (UTC+01:00). Write dates as YYYY-MM-DD, counted from today."
+        );
+        assert!(TimeZone::utc().today_line(ms).contains("08:30 UTC."));
+    }
+}

@@ -27,6 +27,10 @@ pub enum DataError {
         /// The fields the type has.
         known: Vec<String>,
     },
+    /// Values that break their field's constraints (range, pattern, length, enum,
+    /// date format, size cap); nothing was written.
+    #[error("{}; the write was not applied", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Rejected(Vec<FieldRejection>),
     /// The type rejected the values.
     #[error("invalid value for {}: {message}; the write was not applied", if fields.is_empty() { "the data".to_string() } else { format!("field(s) {}", fields.join(", ")) })]
     Invalid {
@@ -35,6 +39,21 @@ pub enum DataError {
         /// The deserializer's message.
         message: String,
     },
+}
+
+/// One value refused by its field's constraints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FieldRejection {
+    /// The field.
+    pub field: String,
+    /// Why, in words a user can be shown ("must be at most 12").
+    pub reason: String,
+}
+
+impl std::fmt::Display for FieldRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.field, self.reason)
+    }
 }
 
 /// A directive whose shape breaks the rules, or whose target does not exist.

@@ -55,7 +55,7 @@ fn render_static_instructions<D, C>(out: &mut String, title: &str, list: &[Instr
 
 pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::data::DataSchema) {
     let mut x = String::from(
-        "Before replying, put in `data` every value the user's latest message states for these fields, and leave out the others:\n",
+        "Before replying, fill `data` with what the user's latest message states for these fields:\n",
     );
     for field in &flow.collectable {
         let desc = schema

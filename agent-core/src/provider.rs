@@ -215,6 +215,40 @@ pub struct ModelRequest {
     pub seed: Option<u64>,
 }
 
+impl ModelRequest {
+    /// Everything the engine told the model in this call: the system text, then the
+    /// per-turn state the engine appends to the latest user message (after the marker
+    /// [`STATE_MARKER`]), so tests and logs can read the whole prompt in one place.
+    pub fn instructions(&self) -> String {
+        let mut out = self.system.clone();
+        if let Some((_, state)) = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .and_then(|m| m.content.split_once(STATE_MARKER))
+        {
+            out.push('\n');
+            out.push_str(state);
+        }
+        out
+    }
+}
+
+impl Message {
+    /// The text without the per-turn state the engine appends to the latest user
+    /// message of a request: what the author wrote.
+    pub fn authored(&self) -> &str {
+        match self.content.split_once(STATE_MARKER) {
+            Some((said, _)) => said.strip_suffix("\n\n").unwrap_or(said),
+            None => &self.content,
+        }
+    }
+}
+
+/// Where the per-turn state starts in the latest user message of a request.
+pub const STATE_MARKER: &str = "[Agent notes for this reply, not from the user]";
+
 /// Token usage of one or more calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {

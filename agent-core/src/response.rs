@@ -157,6 +157,17 @@ pub struct ToolCallRecord {
     pub ok: bool,
 }
 
+/// A value the model wrote that was not stored, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DroppedValue {
+    /// The field.
+    pub field: String,
+    /// The value the model wrote.
+    pub value: Value,
+    /// Why it was not stored.
+    pub reason: String,
+}
+
 /// A flow hop inside the turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transition {
@@ -199,8 +210,15 @@ pub struct AgentResponse<D> {
     pub usage: Usage,
     /// Fields the model wrote that the active flow does not collect (not written).
     pub dropped_fields: Vec<String>,
-    /// Model data writes rejected by the data type (not written), with the reason.
+    /// Model data writes rejected by the data type or a field's constraints (not
+    /// written), with the reason.
     pub rejected_data: Vec<String>,
+    /// Values the model wrote that nothing the user said supports (not written).
+    #[serde(default)]
+    pub ungrounded: Vec<DroppedValue>,
+    /// Fields stored from the model without grounding (marked `inferred`).
+    #[serde(default)]
+    pub inferred: Vec<String>,
     /// Session version after the save.
     pub version: u64,
     /// True when this is the stored answer to an inbound event already processed.
@@ -231,6 +249,9 @@ pub enum Event<D> {
     ToolResult(ToolCallRecord),
     /// More of the assistant message.
     TextDelta(String),
+    /// A value the model wrote was not stored (unsupported by what the user said, or
+    /// refused by the field's constraints).
+    DataDropped(DroppedValue),
     /// The turn finished.
     Done(Box<AgentResponse<D>>),
     /// The turn failed (the session is unchanged).

@@ -287,7 +287,15 @@ impl Answer {
 /// Condition texts to the keys the engine listed in the prompt ("- cN: text").
 fn condition_keys(req: &ModelRequest) -> HashMap<String, String> {
     let mut keys = HashMap::new();
-    for line in req.system.lines() {
+    // The list is in the per-turn state, appended to the latest user message.
+    let state = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::provider::Role::User)
+        .map(|m| &*m.content)
+        .unwrap_or_default();
+    for line in req.system.lines().chain(state.lines()) {
         if let Some(rest) = line.strip_prefix("- c")
             && let Some((n, text)) = rest.split_once(": ")
             && !n.is_empty()

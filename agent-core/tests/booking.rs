@@ -130,7 +130,7 @@ async fn a_when_branch_judged_true_redirects_and_rerenders() {
     p.respond(Answer::message("Booking now").judging("the user wants another date", true));
     p.respond(Answer::message("Which date instead?"));
     let r = a.respond("s", "actually, another date").await.unwrap();
-    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(r.step.as_deref(), Some("ask_date"), "{r:#?}");
     assert_eq!(r.message, "Which date instead?");
     assert_eq!(r.model_calls, 2);
 }
@@ -164,7 +164,7 @@ async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
     assert_eq!(r.model_calls, 2, "route + respond");
     let route = &p.requests()[0];
     assert_eq!(route.kind, CallKind::Route);
-    assert!(route.system.contains("booking") && route.system.contains("feedback"));
+    assert!(route.instructions().contains("booking") && route.instructions().contains("feedback"));
 
     // Inside a flow no routing call is made; the respond call offers a switch instead.
     p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
@@ -197,10 +197,10 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
     assert_eq!(r.flow.as_deref(), Some("feedback"));
     assert_eq!(r.message, "How was your last stay?");
     // The first flow's message is not shown, but the next flow hears it.
-    let system = p.last_request().unwrap().system;
+    let state = p.last_request().unwrap().messages.last().unwrap().content.to_string();
     assert!(
-        system.contains("Let me take your feedback instead."),
-        "{system}"
+        state.contains("Let me take your feedback instead."),
+        "{state}"
     );
     assert_eq!(
         r.transitions.last().map(|t| t.to.as_str()),

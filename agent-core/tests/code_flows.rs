@@ -202,7 +202,7 @@ async fn tutor_then_reminder(config: AgentConfig) {
     assert_eq!(r.model_calls, 1, "one extraction per answered question");
     let extraction = p.requests().pop().unwrap();
     assert_eq!(extraction.kind, CallKind::Extract);
-    assert!(extraction.system.contains("\"What's your name?\""));
+    assert!(extraction.instructions().contains("\"What's your name?\""));
     let sent: Vec<&str> = extraction
         .messages
         .iter()
@@ -439,10 +439,10 @@ async fn detector_low_confidence_falls_back_to_classic() {
     assert_eq!(r.stopped, StoppedReason::Responded);
     assert_eq!(r.flow, None);
     let route = &p.requests()[0];
-    assert!(route.system.contains("confidence"));
+    assert!(route.instructions().contains("confidence"));
     assert!(
         route
-            .system
+            .instructions()
             .contains("Only pick a task the user clearly asks for.")
     );
 

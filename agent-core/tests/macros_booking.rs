@@ -297,7 +297,7 @@ async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
     assert_eq!(r.model_calls, 2, "route + respond");
     let route = &p.requests()[0];
     assert_eq!(route.kind, CallKind::Route);
-    assert!(route.system.contains("booking") && route.system.contains("feedback"));
+    assert!(route.instructions().contains("booking") && route.instructions().contains("feedback"));
 
     // Inside a flow no routing call is made; the respond call offers a switch instead.
     p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));

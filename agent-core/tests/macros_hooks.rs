@@ -104,7 +104,7 @@ async fn hooks_see_their_typed_views_and_prepare_feeds_the_prompt() {
         "{:?}",
         logged()
     );
-    assert!(p.requests()[0].system.contains("Tier gold guest."));
+    assert!(p.requests()[0].instructions().contains("Tier gold guest."));
 
     p.respond(Answer::message("How many?").with_data(json!({"city": "Porto"})));
     let r = a.respond("hooks", "Porto").await.unwrap();
@@ -116,7 +116,7 @@ async fn hooks_see_their_typed_views_and_prepare_feeds_the_prompt() {
     assert!(
         p.requests()
             .iter()
-            .any(|q| q.system.contains("Destination: Porto.")),
+            .any(|q| q.instructions().contains("Destination: Porto.")),
         "{:#?}",
         p.requests()
     );

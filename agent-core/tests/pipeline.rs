@@ -260,11 +260,11 @@ async fn hooks_run_at_their_moments_with_the_real_session() {
     );
     let reqs = respond_requests(&p);
     assert!(
-        reqs[0].system.contains("PREPARE-CITY"),
+        reqs[0].instructions().contains("PREPARE-CITY"),
         "{}",
         reqs[0].system
     );
-    assert!(!reqs[0].system.contains("PREPARE-GUESTS"));
+    assert!(!reqs[0].instructions().contains("PREPARE-GUESTS"));
     assert_eq!(
         stored(&a, "s").await.unwrap().context.tier,
         "vip",
@@ -310,11 +310,11 @@ async fn hooks_run_at_their_moments_with_the_real_session() {
     let reqs = respond_requests(&p);
     assert_eq!(reqs.len(), 2);
     assert!(
-        reqs[1].system.contains("PREPARE-GUESTS"),
+        reqs[1].instructions().contains("PREPARE-GUESTS"),
         "{}",
         reqs[1].system
     );
-    assert!(!reqs[1].system.contains("PREPARE-CITY"));
+    assert!(!reqs[1].instructions().contains("PREPARE-CITY"));
 
     // Turn 3: the flow completes; on_complete sees the data, then on_exit.
     p.respond(logged_answer(&l, "All set.", json!({ "guests": 2 })));
@@ -371,7 +371,7 @@ async fn step_on_enter_runs_before_prepare_and_the_model_call() {
     let r = a.respond("s", "hi").await.unwrap();
     let every_call_sees_on_enter = respond_requests(&p)
         .iter()
-        .all(|q| q.system.contains("ENTER-MARK"));
+        .all(|q| q.instructions().contains("ENTER-MARK"));
     assert_eq!(
         (drain(&l), r.model_calls, every_call_sees_on_enter),
         (
@@ -644,7 +644,7 @@ fn skip_agent(p: &ScriptedProvider, tier: &str, l: &Log) -> Built<Agent<Booking,
     p.default_answer(
         CallKind::Respond,
         Answer::from_fn(|req: &ModelRequest| {
-            let message = if req.system.contains("Step `ask_city`") {
+            let message = if req.instructions().contains("Step `ask_city`") {
                 "Which city?"
             } else {
                 "Hello, I am the concierge."
@@ -699,7 +699,7 @@ async fn a_skipped_step_is_never_prepared_or_rendered() {
     assert_eq!(r.step.as_deref(), Some("ask_city"));
     let rendered_intro = respond_requests(&p)
         .iter()
-        .any(|q| q.system.contains("Step `intro`"));
+        .any(|q| q.instructions().contains("Step `intro`"));
     assert_eq!(
         (drain(&l), rendered_intro, r.model_calls),
         (Vec::<String>::new(), false, 1),
@@ -777,7 +777,7 @@ async fn model_writes_to_fields_the_flow_does_not_collect_are_dropped() {
 }
 
 #[tokio::test]
-async fn a_model_value_of_the_wrong_type_rejects_the_whole_patch_and_the_turn_succeeds() {
+async fn a_model_value_of_the_wrong_type_is_refused_alone_and_the_reply_asks_again() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
     p.respond(Answer::message("Which city?"));
@@ -788,14 +788,18 @@ async fn a_model_value_of_the_wrong_type_rejects_the_whole_patch_and_the_turn_su
             .with_data(json!({ "city": "Lisbon", "guests": "many" }))
             .claiming("ask_date"),
     );
-    p.default_answer(CallKind::Respond, Answer::message("Which city, again?"));
+    p.default_answer(CallKind::Respond, Answer::message("How many guests, in digits?"));
     let r = a.respond("s", "Lisbon, many of us").await.unwrap();
-    assert!(!r.rejected_data.is_empty());
-    assert_eq!(r.data.city, None, "nothing of the patch is written");
+    assert_eq!(r.rejected_data, ["guests must be a whole number"]);
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"), "the valid value lands");
     assert_eq!(r.data.guests, None);
-    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    // The speculative reply assumed the refused value: the step is rendered again,
+    // told why.
+    assert_eq!(r.message, "How many guests, in digits?");
+    let last = p.last_request().unwrap().instructions();
+    assert!(last.contains("`guests` = many was not accepted: it must be a whole number"), "{last}");
     let s = stored(&a, "s").await.unwrap();
-    assert_eq!((s.data.city, s.data.guests), (None, None));
+    assert_eq!((s.data.city.as_deref(), s.data.guests), (Some("Lisbon"), None));
 }
 
 // ---------------------------------------------------------------------------------
@@ -1006,11 +1010,11 @@ async fn go_to_after_the_model_answered_renders_the_new_flow_in_the_same_turn() 
     let reqs = respond_requests(&p);
     assert_eq!(reqs.len(), 2);
     assert!(
-        reqs[1].system.contains("Let me hand you over to feedback."),
+        reqs[1].instructions().contains("Let me hand you over to feedback."),
         "the first message is carried as context: {}",
         reqs[1].system
     );
-    assert!(!reqs[0].system.contains("Let me hand you over"));
+    assert!(!reqs[0].instructions().contains("Let me hand you over"));
 }
 
 #[tokio::test]
@@ -1040,7 +1044,7 @@ async fn respond_stream_emits_a_transition_event() {
     assert_eq!(r.message, "How was your stay?");
     assert!(
         respond_requests(&p)[1]
-            .system
+            .instructions()
             .contains("Your booking is confirmed.")
     );
 }
@@ -1460,9 +1464,9 @@ async fn a_predicted_steps_prepare_output_is_withdrawn_when_the_walk_stays_on_th
     assert_eq!(r.message, "Which city, then?");
     let reqs = p.requests();
     assert_eq!(reqs.len(), 2);
-    assert!(reqs[0].system.contains("PREPARE-GUESTS"));
+    assert!(reqs[0].instructions().contains("PREPARE-GUESTS"));
     assert!(
-        !reqs[1].system.contains("PREPARE-GUESTS"),
+        !reqs[1].instructions().contains("PREPARE-GUESTS"),
         "{}",
         reqs[1].system
     );

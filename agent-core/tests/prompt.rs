@@ -58,7 +58,7 @@ async fn the_system_prompt_carries_every_static_section_and_the_step_prompt() {
     let a = agent_with_prompt_parts(&p);
     p.respond(Answer::message("Which city?"));
     a.respond("s", "hi").await.unwrap();
-    let sys = p.last_request().unwrap().system;
+    let sys = p.last_request().unwrap().instructions();
     for needle in [
         "You are Concierge. A friendly hotel concierge.",
         "Goal: Book hotel rooms.",
@@ -80,7 +80,7 @@ async fn an_if_instruction_appears_only_while_its_predicate_holds() {
     let a = agent_with_prompt_parts(&p);
     p.respond(Answer::message("Which city?"));
     a.respond("s", "hi").await.unwrap();
-    assert!(!p.last_request().unwrap().system.contains("gold lounge"));
+    assert!(!p.last_request().unwrap().instructions().contains("gold lounge"));
 
     a.dispatch(
         "s",
@@ -95,7 +95,7 @@ async fn an_if_instruction_appears_only_while_its_predicate_holds() {
     assert!(
         p.last_request()
             .unwrap()
-            .system
+            .instructions()
             .contains("- SHOULD mention the gold lounge")
     );
 }
@@ -115,8 +115,8 @@ async fn collected_data_and_history_reach_the_model() {
     p.respond(Answer::message("Noted").with_data(json!({"check_in": "2026-07-01"})));
     a.respond("s", "July 1").await.unwrap();
     let req = p.last_request().unwrap();
-    assert!(req.system.contains(r#""city":"Lisbon""#), "{}", req.system);
-    let texts: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(req.instructions().contains(r#""city":"Lisbon""#), "{}", req.system);
+    let texts: Vec<&str> = req.messages.iter().map(|m| m.authored()).collect();
     assert_eq!(
         texts,
         ["hi", "Which city?", "Lisbon", "Which date?", "July 1"]
@@ -132,16 +132,28 @@ async fn the_respond_call_sends_a_schema_with_only_the_fields_the_flow_collects(
     let req = p.last_request().unwrap();
     assert_eq!(req.kind, CallKind::Respond);
     let schema = &req.output.unwrap().schema;
-    let data_props = schema["properties"]["data"]["properties"]
-        .as_object()
-        .unwrap();
+    let data = &schema["properties"]["data"];
+    let data_props = data["properties"].as_object().unwrap();
     let mut keys: Vec<&str> = data_props.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["check_in", "city", "guests"]);
+    // Every field is required (a constrained decoder writes keys in schema order, so
+    // an optional earlier key could never follow a later one) and may be null.
+    let mut required: Vec<&str> = data["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, keys);
+    let city = &data_props["city"]["anyOf"];
+    assert_eq!(city[1]["type"], "null");
     assert_eq!(
-        data_props["city"]["description"], "City the guest wants to stay in",
+        city[0]["description"], "City the guest wants to stay in",
         "field docs become extraction hints"
     );
+    assert_eq!(city[0]["type"], "string");
     assert!(schema["properties"]["message"]["maxLength"].is_number());
 }
 

@@ -754,10 +754,12 @@ async fn a_hostile_message_is_handled_as_data_and_reaches_the_model_only_as_the_
     assert_eq!(r.model_calls, 1);
 
     let req = p.last_request().unwrap();
-    assert_eq!(req.messages, vec![Message::user(hostile.clone())]);
+    assert_eq!(req.messages.len(), 1);
+    assert_eq!(req.messages[0].role, Role::User);
+    assert_eq!(req.messages[0].authored(), hostile, "verbatim, state appended after it");
     for needle in ["Ignore all previous", "DAN", "Atlantis", "pwned", "🦀"] {
         assert!(
-            !req.system.contains(needle),
+            !req.instructions().contains(needle),
             "`{needle}` leaked into the system prompt"
         );
     }
@@ -1162,7 +1164,7 @@ async fn history_over_the_token_budget_is_summarised_and_the_summary_reaches_the
     a.respond("s", "Is breakfast included?").await.unwrap();
     let respond = first_of(&p, CallKind::Respond).unwrap();
     assert!(
-        respond.system.contains(
+        respond.instructions().contains(
             "Summary of the earlier conversation: The user plans a family trip to Lisbon next summer."
         ),
         "{}",

@@ -24,6 +24,43 @@ mod snapshots;
 /// time every field is optional (data is collected over turns). Generates the field enum
 /// (`BookingField`), the patch builder (`Booking::patch().city("Lisbon")`), the JSON
 /// schema (doc comments are the field descriptions), and the step views `#[flow]` uses.
+///
+/// # Field constraints: `#[field(...)]`
+///
+/// Constraints on a field's value go into that field's JSON-schema property. The model
+/// (and a local model's grammar) sees them, and the engine checks every write against
+/// them. Keys, comma-separated, each at most once per field:
+///
+/// | key | fields | schema |
+/// |---|---|---|
+/// | `range = 1..=12` | integers, `f32`, `f64` | `minimum`, `maximum` |
+/// | `len = 1..=80` | `String` (`Vec<T>`) | `minLength`, `maxLength` (`minItems`, `maxItems`) |
+/// | `pattern = "^[A-Z]{3}$"` | `String` | `pattern` (not anchored: write `^…$`) |
+/// | `one_of("standard", "suite")` | `String` | `enum` (plus `null`) |
+/// | `inferred` | any | `"x-inferred": true`: the value need not be grounded in what the user said |
+///
+/// Ranges are inclusive, and either end may be left out: `..=100`, `1..=` (or `1..`).
+/// Bounds are number literals (negative allowed; integers for integer fields, within the
+/// type's range). For an exact length write `len = 5..=5`.
+///
+/// ```ignore
+/// #[data]
+/// pub struct Booking {
+///     /// Number of guests
+///     #[field(range = 1..=12)]
+///     pub guests: u8,
+///     /// Check-in date, ISO 8601
+///     #[field(pattern = r"^\d{4}-\d{2}-\d{2}$")]
+///     pub check_in: String,
+///     #[field(one_of("standard", "suite"), inferred)]
+///     pub room: String,
+/// }
+/// ```
+///
+/// Compile errors: an unknown key (with a suggestion), a key on a field of the wrong
+/// type, a malformed value, an empty range (`12..=1`), a bound outside the type, an
+/// invalid regex (a basic syntax check), a key given twice, and `#[field]` in a
+/// `#[context]`.
 #[proc_macro_attribute]
 pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
     data::expand(data::Kind::Data, attr.into(), item.into()).into()

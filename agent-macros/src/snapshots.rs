@@ -34,6 +34,77 @@ fn data_expands_to_optional_fields_field_enum_patch_view_and_callback() {
 }
 
 #[test]
+fn data_field_constraints_become_schemars_attributes_and_are_stripped() {
+    let out = crate::data::expand(
+        crate::data::Kind::Data,
+        quote!(),
+        quote! {
+            pub struct Stay {
+                /// Number of guests
+                #[field(range = 1..=12)]
+                pub guests: u8,
+                #[field(range = -10.5..=)]
+                pub min_temp: Option<f64>,
+                #[field(range = ..=5000)]
+                pub budget: i64,
+                /// Check-in date (ISO 8601)
+                #[field(pattern = "^\\d{4}-\\d{2}-\\d{2}$", len = 10..=10)]
+                pub check_in: String,
+                #[field(one_of("standard", "suite"), inferred)]
+                #[serde(default)]
+                pub room: String,
+                #[field(len = ..=3)]
+                pub tags: Vec<String>,
+            }
+        },
+    );
+    expect_file!["snapshots/data_fields.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn data_field_errors_are_all_reported_and_the_struct_still_expands() {
+    let out = crate::data::expand(
+        crate::data::Kind::Data,
+        quote!(),
+        quote! {
+            pub struct Stay {
+                #[field(rnage = 1..=12, range = 12..=1)]
+                pub guests: u8,
+                #[field(range = 1..=12, pattern = "(")]
+                pub city: String,
+                #[field(range = 1..12, len = 1.5..=, one_of(1, 2), inferred = true)]
+                pub notes: String,
+                #[field(range = -1..=300, one_of("a"), pattern = "x")]
+                pub nights: u8,
+                #[field]
+                pub pets: bool,
+                #[field(inferred, inferred)]
+                pub source: String,
+            }
+        },
+    );
+    expect_file!["snapshots/data_field_errors.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn field_constraints_on_a_context_are_an_error() {
+    let out = crate::data::expand(
+        crate::data::Kind::Context,
+        quote!(),
+        quote! {
+            pub struct Concierge {
+                #[field(range = 1..=3)]
+                pub tier: u8,
+            }
+        },
+    )
+    .to_string();
+    assert!(out.contains("`#[field(...)]` constraints are only for `#[data]` fields"));
+    assert!(!out.contains("schemars"), "{out}");
+    assert!(!out.contains("# [field"), "{out}");
+}
+
+#[test]
 fn context_expands_to_field_enum_and_patch() {
     let out = crate::data::expand(
         crate::data::Kind::Context,

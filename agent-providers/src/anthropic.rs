@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
+use std::time::Duration;
 
 use agent_core::error::ProviderError;
 use agent_core::provider::{
@@ -19,14 +20,14 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use futures::FutureExt;
 use futures::stream::BoxStream;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::http;
+use crate::http::{self, Transport};
 use crate::openai::schema_name;
 use crate::secret::ApiKey;
-use crate::stream::{Assembler, SseParser, StreamDelta, drive, event_json, into_chunks};
+use crate::stream::{Assembler, SseParser, StreamDelta, event_json, into_chunks};
 use crate::{ConfigError, WithModel, env_lookup, normalise_base_url};
 
 /// Anthropic's API.
@@ -65,9 +66,8 @@ pub struct Anthropic {
     base_url: String,
     url: String,
     key: ApiKey,
-    headers: HeaderMap,
     custom_headers: Vec<(HeaderName, HeaderValue)>,
-    client: reqwest::Client,
+    transport: Transport,
     structured: StructuredMode,
     max_tokens: u32,
     default_temperature: Option<f32>,
@@ -80,6 +80,7 @@ impl fmt::Debug for Anthropic {
             .field("base_url", &self.base_url)
             .field("key", &self.key)
             .field("structured", &self.structured)
+            .field("timeouts", &self.transport.timeouts)
             .finish_non_exhaustive()
     }
 }
@@ -93,9 +94,8 @@ impl Anthropic {
             base_url: DEFAULT_BASE_URL.to_owned(),
             url: format!("{DEFAULT_BASE_URL}/v1/messages"),
             key: key.into(),
-            headers: HeaderMap::new(),
             custom_headers: Vec::new(),
-            client: http::shared_client(),
+            transport: Transport::new(),
             structured: StructuredMode::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
             default_temperature: None,
@@ -136,7 +136,8 @@ impl Anthropic {
             extra.push((HeaderName::from_static("x-api-key"), v));
         }
         extra.extend(self.custom_headers.iter().cloned());
-        self.headers = http::json_headers(extra);
+        self.transport
+            .set_headers(http::json_headers(extra), Some(&self.key), &self.base_url);
     }
 
     /// The model to call.
@@ -150,24 +151,44 @@ impl Anthropic {
     pub fn base_url(mut self, url: &str) -> Result<Self, ConfigError> {
         self.base_url = normalise_base_url(url)?;
         self.url = format!("{}/v1/messages", self.base_url);
+        self.refresh();
         Ok(self)
     }
 
     /// An extra header on every request (e.g. `anthropic-beta`).
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            self.custom_headers.push((n, v));
+        if let Some(h) = http::custom_header(name, value) {
+            self.custom_headers.push(h);
             self.refresh();
         }
         self
     }
 
-    /// Use this HTTP client.
+    /// Use this HTTP client (the [timeouts](crate::timeouts) of this client still apply).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+        self.transport.client = client;
+        self
+    }
+
+    /// Limit on a whole non-streamed call (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s);
+    /// past it the call fails with [`ProviderError::Timeout`].
+    pub fn request_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.request = limit;
+        self
+    }
+
+    /// Limit from a streamed call to its first event (default
+    /// [`DEFAULT_FIRST_BYTE_TIMEOUT`](crate::timeouts::DEFAULT_FIRST_BYTE_TIMEOUT), 30 s).
+    pub fn first_byte_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.first_byte = limit;
+        self
+    }
+
+    /// Limit between two events of a stream (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](crate::timeouts::DEFAULT_STREAM_IDLE_TIMEOUT), 60 s).
+    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.idle = limit;
         self
     }
 
@@ -267,18 +288,11 @@ impl Anthropic {
         let answer = self.answer_tool(req).map(Cow::into_owned);
         let connect = async move {
             let body = self.request_body(req, true)?;
-            let resp = http::post(
-                &self.client,
-                &self.url,
-                &self.headers,
-                body,
-                Some(&self.key),
-            )
-            .await?;
-            Ok(http::sse_events(resp, Some(self.key.clone())))
+            let resp = self.transport.post(&self.url, body).await?;
+            Ok(http::sse_events(resp))
         }
         .boxed();
-        drive(
+        self.transport.stream(
             connect,
             MessagesStream {
                 asm: Assembler::new("toolu_"),
@@ -309,17 +323,14 @@ impl Provider for Anthropic {
     }
 
     async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = self.request_body(req, false)?;
-        let resp = http::post(
-            &self.client,
-            &self.url,
-            &self.headers,
-            body,
-            Some(&self.key),
-        )
-        .await?;
-        let bytes = http::body(resp, Some(&self.key)).await?;
-        parse_response(&bytes, self.answer_tool(req).as_deref())
+        self.transport
+            .call(async {
+                let body = self.request_body(req, false)?;
+                let resp = self.transport.post(&self.url, body).await?;
+                let bytes = http::body(resp).await?;
+                parse_response(&bytes, self.answer_tool(req).as_deref())
+            })
+            .await
     }
 
     fn generate_stream<'a>(

@@ -8,6 +8,7 @@
 //! that closes without `[DONE]` after its finish reason).
 
 use std::fmt;
+use std::time::Duration;
 
 use agent_core::error::ProviderError;
 use agent_core::provider::{ModelRequest, ModelResponse, Provider, StreamChunk};
@@ -90,9 +91,29 @@ impl OpenAiCompatible {
         Self(self.0.header(name, value))
     }
 
-    /// Use this HTTP client.
+    /// Use this HTTP client (the [timeouts](crate::timeouts) of this client still apply).
     pub fn http_client(self, client: reqwest::Client) -> Self {
         Self(self.0.http_client(client))
+    }
+
+    /// Limit on a whole non-streamed call (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s; a
+    /// large local model on a CPU may need more).
+    pub fn request_timeout(self, limit: Duration) -> Self {
+        Self(self.0.request_timeout(limit))
+    }
+
+    /// Limit from a streamed call to its first event (default
+    /// [`DEFAULT_FIRST_BYTE_TIMEOUT`](crate::timeouts::DEFAULT_FIRST_BYTE_TIMEOUT), 30 s;
+    /// a local server reads the whole prompt before its first event).
+    pub fn first_byte_timeout(self, limit: Duration) -> Self {
+        Self(self.0.first_byte_timeout(limit))
+    }
+
+    /// Limit between two events of a stream (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](crate::timeouts::DEFAULT_STREAM_IDLE_TIMEOUT), 60 s).
+    pub fn stream_idle_timeout(self, limit: Duration) -> Self {
+        Self(self.0.stream_idle_timeout(limit))
     }
 
     /// An extra top-level body field (e.g. llama.cpp's `seed`, vLLM's `top_k`).

@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::time::Duration;
 
 use agent_core::error::ProviderError;
 use agent_core::provider::{
@@ -21,13 +22,13 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use futures::FutureExt;
 use futures::stream::BoxStream;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::http;
+use crate::http::{self, Transport};
 use crate::secret::ApiKey;
-use crate::stream::{Assembler, SseParser, StreamDelta, drive, event_json, into_chunks};
+use crate::stream::{Assembler, SseParser, StreamDelta, event_json, into_chunks};
 use crate::{ConfigError, WithModel, env_lookup, normalise_base_url};
 
 /// Gemini's API.
@@ -56,9 +57,8 @@ pub struct Gemini {
     url: String,
     stream_url: String,
     key: ApiKey,
-    headers: HeaderMap,
     custom_headers: Vec<(HeaderName, HeaderValue)>,
-    client: reqwest::Client,
+    transport: Transport,
     default_temperature: Option<f32>,
     default_max_tokens: Option<u32>,
 }
@@ -69,6 +69,7 @@ impl fmt::Debug for Gemini {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("key", &self.key)
+            .field("timeouts", &self.transport.timeouts)
             .finish_non_exhaustive()
     }
 }
@@ -83,9 +84,8 @@ impl Gemini {
             url: String::new(),
             stream_url: String::new(),
             key: key.into(),
-            headers: HeaderMap::new(),
             custom_headers: Vec::new(),
-            client: http::shared_client(),
+            transport: Transport::new(),
             default_temperature: None,
             default_max_tokens: None,
         };
@@ -129,7 +129,8 @@ impl Gemini {
             extra.push((HeaderName::from_static("x-goog-api-key"), v));
         }
         extra.extend(self.custom_headers.iter().cloned());
-        self.headers = http::json_headers(extra);
+        self.transport
+            .set_headers(http::json_headers(extra), Some(&self.key), &self.base_url);
     }
 
     /// The model to call (`gemini-2.5-flash` or `models/gemini-2.5-flash`).
@@ -149,19 +150,38 @@ impl Gemini {
 
     /// An extra header on every request.
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            self.custom_headers.push((n, v));
+        if let Some(h) = http::custom_header(name, value) {
+            self.custom_headers.push(h);
             self.refresh();
         }
         self
     }
 
-    /// Use this HTTP client.
+    /// Use this HTTP client (the [timeouts](crate::timeouts) of this client still apply).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+        self.transport.client = client;
+        self
+    }
+
+    /// Limit on a whole non-streamed call (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s);
+    /// past it the call fails with [`ProviderError::Timeout`].
+    pub fn request_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.request = limit;
+        self
+    }
+
+    /// Limit from a streamed call to its first event (default
+    /// [`DEFAULT_FIRST_BYTE_TIMEOUT`](crate::timeouts::DEFAULT_FIRST_BYTE_TIMEOUT), 30 s).
+    pub fn first_byte_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.first_byte = limit;
+        self
+    }
+
+    /// Limit between two events of a stream (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](crate::timeouts::DEFAULT_STREAM_IDLE_TIMEOUT), 60 s).
+    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.idle = limit;
         self
     }
 
@@ -233,18 +253,11 @@ impl Gemini {
     ) -> BoxStream<'a, Result<StreamDelta, ProviderError>> {
         let connect = async move {
             let body = self.request_body(req)?;
-            let resp = http::post(
-                &self.client,
-                &self.stream_url,
-                &self.headers,
-                body,
-                Some(&self.key),
-            )
-            .await?;
-            Ok(http::sse_events(resp, Some(self.key.clone())))
+            let resp = self.transport.post(&self.stream_url, body).await?;
+            Ok(http::sse_events(resp))
         }
         .boxed();
-        drive(
+        self.transport.stream(
             connect,
             GenerateStream {
                 asm: Assembler::new(SYNTHETIC_ID),
@@ -271,17 +284,13 @@ impl Provider for Gemini {
     }
 
     async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = self.request_body(req)?;
-        let resp = http::post(
-            &self.client,
-            &self.url,
-            &self.headers,
-            body,
-            Some(&self.key),
-        )
-        .await?;
-        let bytes = http::body(resp, Some(&self.key)).await?;
-        parse_response(&bytes)
+        self.transport
+            .call(async {
+                let body = self.request_body(req)?;
+                let resp = self.transport.post(&self.url, body).await?;
+                parse_response(&http::body(resp).await?)
+            })
+            .await
     }
 
     fn generate_stream<'a>(

@@ -1,19 +1,24 @@
 //! The HTTP plumbing shared by every vendor: one pooled client, JSON POSTs, error
-//! mapping (status, `Retry-After`, vendor error bodies), SSE decoding. Nothing here ever
-//! puts an API key in an error: messages go through [`ApiKey::redact`].
+//! mapping (status, `Retry-After`, vendor error bodies), SSE decoding, and the
+//! [`Transport`] every call goes through: it applies the [timeouts](crate::timeouts) and
+//! scrubs every error of the client's [`Secrets`].
 
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use agent_core::error::ProviderError;
 use bytes::Bytes;
-use eventsource_stream::{Event, EventStreamError, Eventsource};
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::secret::ApiKey;
+use crate::secret::{ApiKey, Secrets, is_credential_name};
+use crate::stream::{Events, SseParser, StreamDelta, drive};
+use crate::timeouts::{Timeouts, deadline, within};
 
 /// Longest error body kept in an error message.
 const MAX_ERROR_BODY: usize = 600;
@@ -51,34 +56,100 @@ pub(crate) fn json_headers(extra: Vec<(HeaderName, HeaderValue)>) -> HeaderMap {
     h
 }
 
-/// POST a JSON body; a non-2xx answer becomes [`ProviderError::Http`].
-pub(crate) async fn post(
-    client: &reqwest::Client,
-    url: &str,
-    headers: &HeaderMap,
-    body: Vec<u8>,
-    key: Option<&ApiKey>,
-) -> Result<reqwest::Response, ProviderError> {
-    let resp = client
-        .post(url)
-        .headers(headers.clone())
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| network_error(e, key))?;
-    if resp.status().is_success() {
-        Ok(resp)
-    } else {
-        Err(status_error(resp, key).await)
+/// An extra header from a client's builder (`None` if the name or value is not valid
+/// HTTP). A header whose name says it carries a credential (`authorization`, `cookie`,
+/// names containing `key`, `token`, `secret`, `auth`…) is sensitive: hidden in `Debug`
+/// and scrubbed from errors like the API key.
+pub(crate) fn custom_header(name: &str, value: &str) -> Option<(HeaderName, HeaderValue)> {
+    let n = HeaderName::from_bytes(name.as_bytes()).ok()?;
+    let mut v = HeaderValue::from_str(value).ok()?;
+    if is_credential_name(n.as_str()) {
+        v.set_sensitive(true);
+    }
+    Some((n, v))
+}
+
+/// How a client talks to its API: the HTTP client, the headers of every call, the
+/// secrets they carry, and the limits on waiting. Every call and every stream of every
+/// vendor goes through [`Transport::call`] or [`Transport::stream`]: the one place where
+/// the timeouts apply and where errors lose the secrets.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    pub(crate) client: reqwest::Client,
+    headers: HeaderMap,
+    secrets: Secrets,
+    pub(crate) timeouts: Timeouts,
+}
+
+impl Transport {
+    pub(crate) fn new() -> Self {
+        Self {
+            client: shared_client(),
+            headers: HeaderMap::new(),
+            secrets: Secrets::default(),
+            timeouts: Timeouts::default(),
+        }
+    }
+
+    /// The headers of every call; the secrets are collected again from them, the key and
+    /// the base URL.
+    pub(crate) fn set_headers(&mut self, headers: HeaderMap, key: Option<&ApiKey>, url: &str) {
+        self.secrets = Secrets::collect(key, &headers, url);
+        self.headers = headers;
+    }
+
+    /// POST a JSON body; a non-2xx answer becomes [`ProviderError::Http`]. Use inside
+    /// [`call`](Self::call) or a [`stream`](Self::stream)'s connection.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let resp = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+            .map_err(network_error)?;
+        if resp.status().is_success() {
+            Ok(resp)
+        } else {
+            Err(status_error(resp).await)
+        }
+    }
+
+    /// A whole call, limited by the request timeout; its error, if any, without secrets.
+    pub(crate) async fn call<T>(
+        &self,
+        call: impl Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
+        let limit = self.timeouts.request;
+        let by = deadline(tokio::time::Instant::now(), limit);
+        let result = within(by, call)
+            .await
+            .unwrap_or(Err(ProviderError::Timeout(limit)));
+        result.map_err(|e| self.secrets.scrub(e))
+    }
+
+    /// A streamed call: `connect` opens it, `parser` reads its events; limited by the
+    /// first-byte and idle timeouts; every error without secrets.
+    pub(crate) fn stream<'a, P: SseParser + 'a>(
+        &self,
+        connect: BoxFuture<'a, Result<Events, ProviderError>>,
+        parser: P,
+    ) -> BoxStream<'a, Result<StreamDelta, ProviderError>> {
+        let secrets = self.secrets.clone();
+        drive(connect, parser, self.timeouts)
+            .map(move |r| r.map_err(|e| secrets.scrub(e)))
+            .boxed()
     }
 }
 
 /// The whole body of a successful answer.
-pub(crate) async fn body(
-    resp: reqwest::Response,
-    key: Option<&ApiKey>,
-) -> Result<Bytes, ProviderError> {
-    resp.bytes().await.map_err(|e| network_error(e, key))
+pub(crate) async fn body(resp: reqwest::Response) -> Result<Bytes, ProviderError> {
+    resp.bytes().await.map_err(network_error)
 }
 
 /// Parse a JSON answer into its wire type.
@@ -94,8 +165,8 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// A transport failure, with its causes, without the URL and without the key.
-pub(crate) fn network_error(e: reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
+/// A transport failure, with its causes, without the URL.
+pub(crate) fn network_error(e: reqwest::Error) -> ProviderError {
     let timed_out = e.is_timeout();
     let e = e.without_url();
     let mut msg = e.to_string();
@@ -108,25 +179,18 @@ pub(crate) fn network_error(e: reqwest::Error, key: Option<&ApiKey>) -> Provider
     if timed_out && !msg.contains("timed out") {
         msg.push_str(" (timed out)");
     }
-    ProviderError::Network(redact(key, msg))
-}
-
-fn redact(key: Option<&ApiKey>, msg: String) -> String {
-    match key {
-        Some(k) => k.redact(msg),
-        None => msg,
-    }
+    ProviderError::Network(msg)
 }
 
 /// A non-2xx answer: status, the vendor's error message, and how long to wait.
-pub(crate) async fn status_error(resp: reqwest::Response, key: Option<&ApiKey>) -> ProviderError {
+pub(crate) async fn status_error(resp: reqwest::Response) -> ProviderError {
     let status = resp.status().as_u16();
     let header_wait = retry_after(resp.headers());
     let text = resp.text().await.unwrap_or_default();
     let (message, body_wait) = error_details(&text);
     ProviderError::Http {
         status,
-        message: redact(key, message),
+        message,
         retry_after: header_wait.or(body_wait),
     }
 }
@@ -211,15 +275,12 @@ pub(crate) fn snippet(s: &str) -> String {
 }
 
 /// The server-sent events of a streamed answer.
-pub(crate) fn sse_events(
-    resp: reqwest::Response,
-    key: Option<ApiKey>,
-) -> BoxStream<'static, Result<Event, ProviderError>> {
+pub(crate) fn sse_events(resp: reqwest::Response) -> Events {
     resp.bytes_stream()
         .eventsource()
-        .map(move |r| {
+        .map(|r| {
             r.map_err(|e| match e {
-                EventStreamError::Transport(t) => match network_error(t, key.as_ref()) {
+                EventStreamError::Transport(t) => match network_error(t) {
                     ProviderError::Network(m) => {
                         ProviderError::Network(format!("the stream broke: {m}"))
                     }

@@ -11,15 +11,26 @@
 //!
 //! Every request carries the whole history, the tools and the output schema. API keys
 //! are held in [`ApiKey`], which never prints: not in `Debug`, not in logs, not in errors.
+//! Every error a client returns is scrubbed of its secrets (the key, credential headers
+//! such as `Authorization`, `x-api-key`, `x-goog-api-key`, credential query parameters),
+//! whole or in part (any run of 10 of their characters), whatever the server echoed
+//! back: an error body, a body that is not JSON, an `error` event inside a stream.
+//!
+//! No call waits forever. Each client has [timeouts] by default: 60 s for a whole call,
+//! 30 s from a streamed call to its first event, 60 s between two events of a stream
+//! (`request_timeout`, `first_byte_timeout`, `stream_idle_timeout` on every builder).
+//! Past one, the call fails with `ProviderError::Timeout`, which the resilience layer
+//! retries like any transient error.
 //!
 //! [`resilience::Resilient`] wraps any providers with retries, backoff, timeouts and ordered
 //! model fallback, exactly as the A3 resilience spec documents, on an injectable
 //! [`resilience::Clock`] so tests never sleep.
 //!
 //! ```no_run
+//! use std::time::Duration;
 //! use agent_providers::{OpenAi, resilience::Resilient};
 //! # fn demo() -> Result<(), agent_providers::ConfigError> {
-//! let openai = OpenAi::from_env()?;
+//! let openai = OpenAi::from_env()?.request_timeout(Duration::from_secs(120));
 //! // gpt-4o first, gpt-4o-mini if it keeps failing; 2 retries each, exponential backoff.
 //! let provider = Resilient::models(&openai, ["gpt-4o", "gpt-4o-mini"]);
 //! # let _ = provider; Ok(()) }
@@ -33,6 +44,7 @@ pub mod openai;
 pub mod resilience;
 mod secret;
 pub mod stream;
+pub mod timeouts;
 
 pub use agent_core::provider::Provider;
 pub use anthropic::{Anthropic, StructuredMode};
@@ -42,6 +54,9 @@ pub use openai::OpenAi;
 pub use resilience::{ResilienceError, Resilient, TimeoutError};
 pub use secret::ApiKey;
 pub use stream::StreamDelta;
+pub use timeouts::{
+    DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT,
+};
 
 /// A provider could not be configured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

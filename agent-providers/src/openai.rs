@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
+use std::time::Duration;
 
 use agent_core::error::ProviderError;
 use agent_core::provider::{
@@ -16,15 +17,14 @@ use async_trait::async_trait;
 use eventsource_stream::Event;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::http;
+use crate::http::{self, Transport};
 use crate::secret::ApiKey;
 use crate::stream::{
-    Assembler, SseParser, StreamDelta, drive, event_json, into_chunks, parse_arguments,
-    settle_finish,
+    Assembler, SseParser, StreamDelta, event_json, into_chunks, parse_arguments, settle_finish,
 };
 use crate::{ConfigError, WithModel, env_lookup, normalise_base_url};
 
@@ -61,8 +61,7 @@ pub struct OpenAi {
     organization: Option<String>,
     project: Option<String>,
     custom_headers: Vec<(HeaderName, HeaderValue)>,
-    headers: HeaderMap,
-    client: reqwest::Client,
+    transport: Transport,
     extra: Map<String, Value>,
     strict: bool,
     stream_usage: bool,
@@ -80,6 +79,7 @@ impl fmt::Debug for OpenAi {
         .field("base_url", &self.base_url)
         .field("key", &self.key)
         .field("strict", &self.strict)
+        .field("timeouts", &self.transport.timeouts)
         .finish_non_exhaustive()
     }
 }
@@ -105,8 +105,7 @@ impl OpenAi {
             organization: None,
             project: None,
             custom_headers: Vec::new(),
-            headers: HeaderMap::new(),
-            client: http::shared_client(),
+            transport: Transport::new(),
             extra: Map::new(),
             strict: false,
             stream_usage: true,
@@ -175,7 +174,8 @@ impl OpenAi {
             extra.push((HeaderName::from_static("openai-project"), v));
         }
         extra.extend(self.custom_headers.iter().cloned());
-        self.headers = http::json_headers(extra);
+        self.transport
+            .set_headers(http::json_headers(extra), self.key.as_ref(), &self.base_url);
     }
 
     pub(crate) fn with_key(mut self, key: Option<ApiKey>) -> Self {
@@ -196,6 +196,7 @@ impl OpenAi {
     pub fn base_url(mut self, url: &str) -> Result<Self, ConfigError> {
         self.base_url = normalise_base_url(url)?;
         self.url = format!("{}/chat/completions", self.base_url);
+        self.refresh();
         Ok(self)
     }
 
@@ -214,20 +215,42 @@ impl OpenAi {
     }
 
     /// An extra header on every request (ignored if the name or value is not valid HTTP).
+    /// A header named like a credential (`authorization`, `…-key`, `…token…`) is kept out
+    /// of `Debug` and errors like the key.
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            self.custom_headers.push((n, v));
+        if let Some(h) = http::custom_header(name, value) {
+            self.custom_headers.push(h);
             self.refresh();
         }
         self
     }
 
-    /// Use this HTTP client (proxies, custom TLS, timeouts).
+    /// Use this HTTP client (proxies, custom TLS). The [timeouts](crate::timeouts) of
+    /// this client still apply.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+        self.transport.client = client;
+        self
+    }
+
+    /// Limit on a whole non-streamed call (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s);
+    /// past it the call fails with [`ProviderError::Timeout`].
+    pub fn request_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.request = limit;
+        self
+    }
+
+    /// Limit from a streamed call to its first event (default
+    /// [`DEFAULT_FIRST_BYTE_TIMEOUT`](crate::timeouts::DEFAULT_FIRST_BYTE_TIMEOUT), 30 s).
+    pub fn first_byte_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.first_byte = limit;
+        self
+    }
+
+    /// Limit between two events of a stream (default
+    /// [`DEFAULT_STREAM_IDLE_TIMEOUT`](crate::timeouts::DEFAULT_STREAM_IDLE_TIMEOUT), 60 s).
+    pub fn stream_idle_timeout(mut self, limit: Duration) -> Self {
+        self.transport.timeouts.idle = limit;
         self
     }
 
@@ -357,23 +380,16 @@ impl OpenAi {
     ) -> BoxStream<'a, Result<StreamDelta, ProviderError>> {
         let connect = async move {
             let body = self.request_body(req, true)?;
-            let resp = http::post(
-                &self.client,
-                &self.url,
-                &self.headers,
-                body,
-                self.key.as_ref(),
-            )
-            .await?;
+            let resp = self.transport.post(&self.url, body).await?;
             if is_json(&resp) {
                 // A server that ignored `stream: true` and answered whole.
-                let bytes = http::body(resp, self.key.as_ref()).await?;
+                let bytes = http::body(resp).await?;
                 return whole_as_events(&bytes);
             }
-            Ok(http::sse_events(resp, self.key.clone()))
+            Ok(http::sse_events(resp))
         }
         .boxed();
-        drive(
+        self.transport.stream(
             connect,
             ChatStream {
                 asm: Assembler::new("call_"),
@@ -398,17 +414,13 @@ impl Provider for OpenAi {
     }
 
     async fn generate(&self, req: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = self.request_body(req, false)?;
-        let resp = http::post(
-            &self.client,
-            &self.url,
-            &self.headers,
-            body,
-            self.key.as_ref(),
-        )
-        .await?;
-        let bytes = http::body(resp, self.key.as_ref()).await?;
-        parse_response(&bytes)
+        self.transport
+            .call(async {
+                let body = self.request_body(req, false)?;
+                let resp = self.transport.post(&self.url, body).await?;
+                parse_response(&http::body(resp).await?)
+            })
+            .await
     }
 
     fn generate_stream<'a>(

@@ -11,6 +11,9 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::timeouts::{Timeouts, deadline, within};
 
 /// One piece of a streamed answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +214,8 @@ pub(crate) trait SseParser: Send {
     fn finish(&mut self) -> ModelResponse;
 }
 
-type Events = BoxStream<'static, Result<Event, ProviderError>>;
+/// The events of a connection.
+pub(crate) type Events = BoxStream<'static, Result<Event, ProviderError>>;
 
 enum Phase<'a> {
     Connect(BoxFuture<'a, Result<Events, ProviderError>>),
@@ -219,38 +223,65 @@ enum Phase<'a> {
     Finished,
 }
 
+struct Drive<'a, P> {
+    phase: Phase<'a>,
+    parser: P,
+    queue: VecDeque<StreamDelta>,
+    /// When the first poll opened the connection (the first-byte limit counts from it).
+    started: Option<Instant>,
+    /// Whether an event arrived (from then on, the idle limit applies).
+    seen: bool,
+}
+
 /// Run a vendor parser over the events of a connection: deltas in order, exactly one
-/// `Done` or one error at the end.
+/// `Done` or one error at the end. The connection and its first event must come within
+/// the first-byte timeout (counted from the first poll); from then on, each wait for the
+/// next event is limited by the idle timeout.
 pub(crate) fn drive<'a, P: SseParser + 'a>(
     connect: BoxFuture<'a, Result<Events, ProviderError>>,
     parser: P,
+    timeouts: Timeouts,
 ) -> BoxStream<'a, Result<StreamDelta, ProviderError>> {
-    let state = (
-        Phase::Connect(connect),
+    let state = Drive {
+        phase: Phase::Connect(connect),
         parser,
-        VecDeque::<StreamDelta>::new(),
-    );
-    futures::stream::unfold(state, |(mut phase, mut parser, mut queue)| async move {
+        queue: VecDeque::new(),
+        started: None,
+        seen: false,
+    };
+    futures::stream::unfold(state, move |mut st| async move {
         loop {
-            if let Some(d) = queue.pop_front() {
-                return Some((Ok(d), (phase, parser, queue)));
+            if let Some(d) = st.queue.pop_front() {
+                return Some((Ok(d), st));
             }
-            match std::mem::replace(&mut phase, Phase::Finished) {
+            let started = *st.started.get_or_insert_with(Instant::now);
+            let (by, limit) = if st.seen {
+                (deadline(Instant::now(), timeouts.idle), timeouts.idle)
+            } else {
+                (deadline(started, timeouts.first_byte), timeouts.first_byte)
+            };
+            let timed_out = ProviderError::Timeout(limit);
+            match std::mem::replace(&mut st.phase, Phase::Finished) {
                 Phase::Finished => return None,
-                Phase::Connect(fut) => match fut.await {
-                    Ok(events) => phase = Phase::Events(events),
-                    Err(e) => return Some((Err(e), (Phase::Finished, parser, queue))),
+                Phase::Connect(fut) => match within(by, fut).await {
+                    Some(Ok(events)) => st.phase = Phase::Events(events),
+                    Some(Err(e)) => return Some((Err(e), st)),
+                    None => return Some((Err(timed_out), st)),
                 },
-                Phase::Events(mut events) => match events.next().await {
-                    Some(Ok(ev)) => match parser.event(&ev, &mut queue) {
-                        Ok(true) => queue.push_back(StreamDelta::Done(parser.finish())),
-                        Ok(false) => phase = Phase::Events(events),
-                        Err(e) => return Some((Err(e), (Phase::Finished, parser, queue))),
-                    },
-                    Some(Err(e)) => return Some((Err(e), (Phase::Finished, parser, queue))),
-                    None => match parser.end_of_stream() {
-                        Ok(()) => queue.push_back(StreamDelta::Done(parser.finish())),
-                        Err(e) => return Some((Err(e), (Phase::Finished, parser, queue))),
+                Phase::Events(mut events) => match within(by, events.next()).await {
+                    None => return Some((Err(timed_out), st)),
+                    Some(Some(Ok(ev))) => {
+                        st.seen = true;
+                        match st.parser.event(&ev, &mut st.queue) {
+                            Ok(true) => st.queue.push_back(StreamDelta::Done(st.parser.finish())),
+                            Ok(false) => st.phase = Phase::Events(events),
+                            Err(e) => return Some((Err(e), st)),
+                        }
+                    }
+                    Some(Some(Err(e))) => return Some((Err(e), st)),
+                    Some(None) => match st.parser.end_of_stream() {
+                        Ok(()) => st.queue.push_back(StreamDelta::Done(st.parser.finish())),
+                        Err(e) => return Some((Err(e), st)),
                     },
                 },
             }

@@ -460,6 +460,27 @@ async fn retry_on_all_retries_request_timeouts_too() {
 }
 
 #[tokio::test]
+async fn a_timeout_reported_by_the_provider_is_retried_then_falls_over() {
+    // The provider's own limits (no answer, no first event) are transient, unlike this
+    // layer's own cancellation above.
+    let late = ProviderError::Timeout(Duration::from_secs(60));
+    let a = fake("a", vec![Step::Err(late.clone()), Step::Ok("second try")]);
+    let clock = ManualClock::auto_advance();
+    let r = layer(&a, &clock).call(&req()).await.unwrap();
+    assert_eq!((r.content.as_str(), a.calls()), ("second try", 2));
+
+    let a = fake("a", (0..3).map(|_| Step::Err(late.clone())).collect());
+    let b = fake("b", vec![Step::Ok("from b")]);
+    let r = layer(&a, &clock)
+        .fallback(b.clone())
+        .call(&req())
+        .await
+        .unwrap();
+    assert_eq!(r.content, "from b");
+    assert_eq!((a.calls(), b.calls()), (3, 1));
+}
+
+#[tokio::test]
 async fn the_total_timeout_cuts_a_hanging_call_with_a_timeout_error() {
     let p = fake("m", vec![Step::Hang]);
     let clock = ManualClock::new();

@@ -779,6 +779,10 @@ fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
                 "version": r.version,
             }),
         ),
+        TurnEvent::DataDropped(d) => sse(
+            "dropped",
+            json!({ "field": d.field, "value": d.value, "reason": d.reason }),
+        ),
         TurnEvent::Error(e) => sse("error", json!({ "message": e.to_string() })),
     }
 }

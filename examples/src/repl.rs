@@ -125,6 +125,9 @@ async fn turn<D: AgentData, C: AgentContext>(
                 writeln!(out, "  [calling {name}({arguments})]")?;
             }
             Event::ToolResult(t) => writeln!(out, "  [{} -> {}]", t.name, t.output)?,
+            Event::DataDropped(d) => {
+                writeln!(out, "  [not stored: {} = {} ({})]", d.field, d.value, d.reason)?;
+            }
             Event::TextDelta(text) => {
                 if !speaking {
                     write!(out, "{}", if said { "       " } else { "agent: " })?;

@@ -123,6 +123,16 @@ pub struct Directive {
 }
 
 impl Directive {
+    /// Every data write it carries: its own and its position's (`go_to` with data).
+    pub fn data_patches(&self) -> impl Iterator<Item = &Patch> {
+        let positional = match &self.position {
+            Some(Position::GoTo(g)) => g.data.as_ref(),
+            Some(Position::GoToStep(g)) => g.data.as_ref(),
+            _ => None,
+        };
+        self.data.iter().chain(positional)
+    }
+
     /// An empty directive (no effect).
     pub fn new() -> Self {
         Self::default()

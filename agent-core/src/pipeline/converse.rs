@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 
 use super::model::{CallOutcome, Target};
 use super::{Phase, Stop, Turn};
-use crate::data::{AgentContext, AgentData};
+use crate::data::ground::{Evidence, Grounding, normalize, resolve_date};
+use crate::data::{AgentContext, AgentData, Extracted, read_extraction};
+use crate::provider::Role;
+use crate::response::{DroppedValue, Event};
 use crate::directive::{Directive, merge};
 use crate::error::AgentError;
 use crate::flow::Flow;
@@ -16,11 +19,22 @@ use crate::response::{DirectiveSource, StoppedReason};
 use crate::step::StepKind;
 use crate::tool::Tool;
 
+/// What becomes of one value the model extracted.
+pub(crate) enum Verdict {
+    Keep { inferred: bool },
+    NotCollected,
+    Ungrounded(String),
+    Refused(String),
+}
+
 /// A speculative first call and what it rendered.
 struct Speculation<D, C> {
     predicted: Stop,
     out: CallOutcome,
     generation: u32,
+    /// Every value it extracted was stored: its reply did not assume a value that the
+    /// engine dropped or refused.
+    clean: bool,
     /// What the predicted step's `prepare` hook added, withdrawn if the walk lands
     /// elsewhere.
     undo: Option<PrepareUndo<D, C>>,
@@ -39,8 +53,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         flow.collectable_idx.iter().any(|&i| !self.is_present(i))
     }
 
-    /// Write what the model extracted: only fields the active flow collects, validated
-    /// atomically by the data type; everything else is dropped and reported.
+    /// Write what the model extracted, field by field: only fields the active flow
+    /// collects, only values that what the user said supports (grounding), only values
+    /// their field's constraints accept. Everything else is not stored, reported, and
+    /// noted for the reply, which asks again with the reason.
     async fn absorb_model_data(
         &mut self,
         flow: &Flow<D, C>,
@@ -48,15 +64,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(), AgentError> {
         let Some(data) = data else { return Ok(()) };
         let mut patch = Map::new();
-        for (k, v) in data {
-            if v.is_null() {
-                continue;
-            }
-            if flow.collectable.iter().any(|f| f.as_ref() == k) {
-                patch.insert(k, v);
-            } else {
-                tracing::warn!(field = %k, flow = %flow.id, "model wrote a field the flow does not collect; dropped");
-                self.dropped.push(k);
+        for (x, verdict) in self.screen(flow, data) {
+            match verdict {
+                Verdict::Keep { inferred } => {
+                    if inferred {
+                        self.inferred.push(x.field.clone());
+                    }
+                    patch.insert(x.field, x.value);
+                }
+                Verdict::NotCollected => {
+                    tracing::warn!(field = %x.field, flow = %flow.id, "model wrote a field the flow does not collect; dropped");
+                    self.dropped.push(x.field);
+                }
+                Verdict::Ungrounded(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value not grounded in what the user said; dropped");
+                    self.drop_value(x.field, x.value, reason, false);
+                }
+                Verdict::Refused(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value refused by the field's constraints");
+                    self.rejected.push(format!("{} {reason}", x.field));
+                    self.drop_value(x.field, x.value, reason, true);
+                }
             }
         }
         if patch.is_empty() {
@@ -74,9 +102,104 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Err(e) => {
                 tracing::warn!(error = %e, "model data rejected by the data type");
                 self.rejected.push(e.to_string());
+                self.notes
+                    .push(format!("Not stored: {e}. Ask the user again for it."));
             }
         }
         Ok(())
+    }
+
+    /// Judge each value the model extracted, without side effects (the live-streaming
+    /// decision simulates the turn with it too).
+    pub(crate) fn screen(
+        &self,
+        flow: &Flow<D, C>,
+        data: Map<String, Value>,
+    ) -> Vec<(Extracted, Verdict)> {
+        let evidence = self.a.config.grounding.then(|| self.evidence());
+        read_extraction(&self.a.schema, data)
+            .into_iter()
+            .map(|x| {
+                if !flow.collectable.iter().any(|f| f.as_ref() == x.field) {
+                    return (x, Verdict::NotCollected);
+                }
+                let mut x = x;
+                let mut inferred = false;
+                if let (Some(ev), Some(prop)) = (&evidence, self.a.schema.property(&x.field)) {
+                    match ev.check(prop, &x.value, x.quote.as_deref()) {
+                        Grounding::Grounded => {}
+                        Grounding::Inferred => inferred = true,
+                        Grounding::Unsupported(r) => match self.date_from_message(&x.value, ev) {
+                            // A wrong date, while the message names one day: that day.
+                            Some(day) => {
+                                tracing::info!(field = %x.field, model = %x.value, %day, "date corrected from the user's words");
+                                x.value = Value::String(day);
+                            }
+                            None => return (x, Verdict::Ungrounded(r)),
+                        },
+                    }
+                }
+                match self.a.schema.check_value(&x.field, &x.value) {
+                    Some(r) => (x, Verdict::Refused(r)),
+                    None => (x, Verdict::Keep { inferred }),
+                }
+            })
+            .collect()
+    }
+
+    /// The day the latest message names, as `YYYY-MM-DD`, when the model wrote a date.
+    fn date_from_message(&self, value: &Value, ev: &Evidence<'_>) -> Option<String> {
+        let written = value.as_str().and_then(crate::data::validate::parse_date)?;
+        let day = resolve_date(self.msg, ev.today)?;
+        (day != written).then(|| {
+            format!("{}-{:02}-{:02}", day.year(), u8::from(day.month()), day.day())
+        })
+    }
+
+    /// Record a value that was not stored; `refused` values broke a constraint (the
+    /// user is told why), the others were never said (the user is simply asked).
+    fn drop_value(&mut self, field: String, value: Value, reason: String, refused: bool) {
+        let shown = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        self.notes.push(if refused {
+            format!("`{field}` = {shown} was not accepted: it {reason}. Tell the user and ask again.")
+        } else {
+            format!("`{field}` is not known yet: the user did not say it. Do not assume it; ask if needed.")
+        });
+        let d = DroppedValue {
+            field,
+            value,
+            reason,
+        };
+        self.emit(Event::DataDropped(d.clone()));
+        if !refused {
+            self.ungrounded.push(d);
+        }
+    }
+
+    /// What the user said this session, for grounding.
+    pub(crate) fn evidence(&self) -> Evidence<'_> {
+        let mut said: Vec<String> = self
+            .s
+            .history
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| normalize(&m.content))
+            .collect();
+        said.push(normalize(self.msg));
+        said.dedup();
+        Evidence {
+            said,
+            today: self
+                .a
+                .config
+                .time_zone
+                .local(self.a.clock.now_ms())
+                .date(),
+            defs: self.a.schema.defs(),
+        }
     }
 
     fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
@@ -159,6 +282,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     predicted: Stop::Render(f, j),
                     out,
                     generation: self.aug.generation,
+                    clean: true,
                     undo,
                 });
             }
@@ -173,6 +297,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     predicted: Stop::Closing(f, j),
                     out,
                     generation: self.aug.generation,
+                    clean: true,
                     undo: None,
                 });
             }
@@ -187,7 +312,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.judged.insert(c, v);
             }
             let data = sp.out.data.take();
+            let before = self.notes.len();
             self.absorb_model_data(&flow, data).await?;
+            sp.clean = self.notes.len() == before;
             if let Some(target) = sp.out.switch_flow.take() {
                 let said = std::mem::take(&mut sp.out.message);
                 self.model_switch(target, said).await?;
@@ -211,7 +338,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     fn accepts(&self, sp: &Speculation<D, C>, actual: &Stop, alt: Option<usize>) -> bool {
-        if sp.generation != self.aug.generation {
+        if sp.generation != self.aug.generation || !sp.clean {
             return false;
         }
         let claimed = sp.out.claimed.as_deref();

@@ -100,6 +100,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) usage: Usage,
     pub(crate) dropped: Vec<String>,
     pub(crate) rejected: Vec<String>,
+    pub(crate) ungrounded: Vec<crate::response::DroppedValue>,
+    pub(crate) inferred: Vec<String>,
+    /// What the next rendering must tell the user: values not stored and why.
+    pub(crate) notes: Vec<String>,
     /// Verdicts of `when` conditions judged this turn, by condition text.
     pub(crate) judged: FxHashMap<String, bool>,
     /// Conditions of the awaiting step left for the speculative respond call to judge
@@ -185,6 +189,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             usage: Usage::default(),
             dropped: Vec::new(),
             rejected: Vec::new(),
+            ungrounded: Vec::new(),
+            inferred: Vec::new(),
+            notes: Vec::new(),
             judged: FxHashMap::default(),
             deferred: Vec::new(),
             hops: 0,
@@ -561,6 +568,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             usage: self.usage,
             dropped_fields: std::mem::take(&mut self.dropped),
             rejected_data: std::mem::take(&mut self.rejected),
+            ungrounded: std::mem::take(&mut self.ungrounded),
+            inferred: std::mem::take(&mut self.inferred),
             version: self.s.version,
             duplicate: false,
             meta: self.response_meta(),
@@ -593,6 +602,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                     usage: response.usage,
                     dropped_fields: Vec::new(),
                     rejected_data: Vec::new(),
+                    ungrounded: Vec::new(),
+                    inferred: Vec::new(),
                     version: response.version,
                     duplicate: false,
                     meta: response.meta.clone(),

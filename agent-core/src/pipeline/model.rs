@@ -20,8 +20,8 @@ use crate::flow::Flow;
 use crate::fxhash::FxHasher;
 use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
-    CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, StreamChunk,
-    ToolCall,
+    CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, Role,
+    STATE_MARKER, StreamChunk, ToolCall,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
 use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError, execute};
@@ -78,6 +78,22 @@ struct RespondOut {
     conditions: Option<Judged>,
 }
 
+/// The per-turn state goes after the history, appended to the latest user message in
+/// this request only (the stored history keeps the user's words), so every byte
+/// before it is what the previous call sent.
+fn attach_state(messages: &mut Vec<Message>, state: &str) {
+    if state.is_empty() {
+        return;
+    }
+    match messages.iter_mut().rev().find(|m| m.role == Role::User) {
+        Some(m) => {
+            let text = format!("{}\n\n{STATE_MARKER}\n{state}", &*m.content);
+            m.content = text.into();
+        }
+        None => messages.push(Message::user(format!("{STATE_MARKER}\n{state}"))),
+    }
+}
+
 fn strip_fences(content: &str) -> &str {
     let t = content.trim();
     t.strip_prefix("```json")
@@ -110,7 +126,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             messages,
             tools: Vec::new(),
             output: None,
-            max_tokens: self.a.config.max_tokens,
+            max_tokens: Some(self.a.config.max_tokens.unwrap_or_else(|| {
+                self.a.config.token_limits.of(kind, self.s.flow.is_some())
+            })),
             temperature: self.a.config.temperature,
             seed: self.a.config.seed,
         }
@@ -118,6 +136,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     pub(super) fn history_messages(&self) -> Vec<Message> {
         self.s.history.clone()
+    }
+
+    /// Today's date, weekday and time zone on the agent's clock (when configured).
+    pub(super) fn push_today(&self, sys: &mut String) {
+        if self.a.config.date_in_prompt {
+            sys.push_str(&self.a.config.time_zone.today_line(self.a.clock.now_ms()));
+            sys.push('\n');
+        }
     }
 
     /// One provider call, streamed when a sink is attached; counts calls and usage.
@@ -217,11 +243,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Target::Step(f, _) | Target::Closing(f, _) => Some(f.clone()),
             Target::Classic => None,
         };
+        // Static sections first (the same bytes every call in this flow), the per-turn
+        // state last, after the history: provider prompt caches reuse the prefix.
         let mut sys = String::with_capacity(self.a.prompt_capacity());
+        let mut state = String::new();
         sys.push_str(&self.a.section);
-        if let Some(sum) = &self.s.summary {
-            let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
-        }
         {
             let cx = self.cx();
             let mut dynamic = String::new();
@@ -233,17 +259,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             }
             if !dynamic.is_empty() {
-                sys.push_str("Rules for now:\n");
-                sys.push_str(&dynamic);
+                state.push_str("Rules for now:\n");
+                state.push_str(&dynamic);
             }
         }
         let mut claims: Vec<String> = Vec::new();
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         if let Some(f) = &flow {
             sys.push_str(&f.section);
+            if extract {
+                sys.push_str(&f.extract_section);
+                sys.push_str(if self.a.config.cite_quotes {
+                    "Write each as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
+                } else {
+                    "Write null for a field the user has not stated. Never guess a value.\n"
+                });
+            }
+            sys.push_str(&self.a.switch_sections[f.index]);
             if let Ok(data) = serde_json::to_string(&self.s.data) {
                 push_all(
-                    &mut sys,
+                    &mut state,
                     &["Collected so far (null = not yet): ", &data, "\n"],
                 );
             }
@@ -251,13 +286,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             match &target {
                 Target::Step(_, j) => {
                     let step = &f.steps[*j];
-                    sys.push_str("Now, ");
-                    sys.push_str(&step.section);
+                    state.push_str("Now, ");
+                    state.push_str(&step.section);
                     tools.extend(step.tools.iter().cloned());
                     if let Some(a) = alt.filter(|a| a != j) {
                         let s = &f.steps[a];
                         push_all(
-                            &mut sys,
+                            &mut state,
                             &[
                                 "But if the user's latest message does not answer the pending question (",
                                 &s.id,
@@ -277,7 +312,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
                     let _ = writeln!(
-                        sys,
+                        state,
                         "The task is finishing: everything needed is collected. The user is answering this step: {}Confirm the outcome to the user; use the tools offered if an action is needed.",
                         step.section
                     );
@@ -286,9 +321,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Classic => {}
             }
         }
-        if extract && let Some(f) = &flow {
-            sys.push_str(&f.extract_section);
-        }
         let conditions: Vec<String> =
             if extract || alt.is_some() || matches!(target, Target::Closing(..)) {
                 std::mem::take(&mut self.deferred)
@@ -296,21 +328,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Vec::new()
             };
         if !conditions.is_empty() {
-            sys.push_str("Also judge whether each condition holds for the user's latest message, true or false, in `conditions`:\n");
+            state.push_str("Also judge whether each condition holds for the user's latest message, true or false, in `conditions`:\n");
             for (i, c) in conditions.iter().enumerate() {
-                push_condition(&mut sys, i, c);
+                push_condition(&mut state, i, c);
             }
         }
         if let Some(c) = &self.carried {
             let _ = writeln!(
-                sys,
+                state,
                 "Context from the previous part of this turn, not yet shown to the user: \"{c}\". Carry over what matters from it."
             );
         }
         if !self.aug.append.is_empty() {
-            sys.push_str("For this turn:\n");
+            state.push_str("For this turn:\n");
             for a in &self.aug.append {
-                let _ = writeln!(sys, "- {a}");
+                let _ = writeln!(state, "- {a}");
+            }
+        }
+        if !self.notes.is_empty() {
+            state.push_str("About the user's latest message:\n");
+            for n in &self.notes {
+                let _ = writeln!(state, "- {n}");
             }
         }
         for t in &self.aug.tools {
@@ -318,9 +356,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             tools.push(t.clone());
         }
         dedupe_tools(&mut tools);
-        if let Some(f) = &flow {
-            sys.push_str(&self.a.switch_sections[f.index]);
-        }
 
         // Schema-intent routing: the classic reply names the flow the user wants.
         let intents: Option<Vec<(String, String)>> = (flow.is_none()
@@ -402,8 +437,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => None,
         };
 
-        self.a.note_prompt_len(sys.len());
-        let mut req = self.request(CallKind::Respond, sys, self.history_messages());
+        self.push_today(&mut sys);
+        if let Some(sum) = &self.s.summary {
+            let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
+        }
+        self.a.note_prompt_len(sys.len() + state.len());
+        let mut messages = self.history_messages();
+        attach_state(&mut messages, &state);
+        let mut req = self.request(CallKind::Respond, sys, messages);
         req.tools = tools.iter().map(|t| t.spec()).collect();
         req.output = output;
         let live = LiveTarget {
@@ -531,6 +572,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
     }
 
+    /// Why a tool's data writes would be refused by the fields' constraints, if so.
+    fn refused_tool_write(
+        &self,
+        directive: &crate::directive::Directive,
+        dispatched: &[crate::directive::Directive],
+    ) -> Option<String> {
+        std::iter::once(directive)
+            .chain(dispatched)
+            .flat_map(|d| d.data_patches())
+            .find_map(|patch| {
+                patch.iter().find_map(|(k, v)| {
+                    let why = self.a.schema.check_value(k, v)?;
+                    Some(format!("the value for `{k}` was refused: it {why}"))
+                })
+            })
+    }
+
     /// Execute one round of tool calls: concurrency-safe ones in parallel, the others in
     /// order. Failures and panics become failed results the model sees.
     async fn run_tools(
@@ -612,23 +670,31 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut contents = Vec::with_capacity(calls.len());
         for (c, r) in calls.iter().zip(results) {
             let Some((r, dispatcher)) = r else { continue };
+            // A failed tool changes nothing: its directive and its dispatched writes
+            // are dropped. A write its field constraints refuse fails the call, and
+            // the model sees why.
+            let dispatched = dispatcher.drain();
+            let r = r.and_then(|out| match self.refused_tool_write(&out.directive, &dispatched) {
+                Some(why) => Err(ToolError::Failed(why)),
+                None => Ok(out),
+            });
             let (content, ok) = match r {
                 Ok(out) => {
                     let src = DirectiveSource::Tool(c.name.clone());
                     if !out.directive.is_empty() {
                         self.post_bus.push((src, out.directive));
                     }
+                    for d in dispatched {
+                        self.post_bus
+                            .push((DirectiveSource::ToolDispatch(c.name.clone()), d));
+                    }
                     (out.content, true)
                 }
                 Err(e) => {
-                    tracing::warn!(tool = %c.name, error = %e, "tool call failed");
+                    tracing::warn!(tool = %c.name, error = %e, "tool call failed; its writes are dropped");
                     (format!("ERROR: {e}"), false)
                 }
             };
-            for d in dispatcher.drain() {
-                self.post_bus
-                    .push((DirectiveSource::ToolDispatch(c.name.clone()), d));
-            }
             let rec = ToolCallRecord {
                 name: c.name.clone(),
                 arguments: c.arguments.clone(),
@@ -648,15 +714,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         flow: &Arc<Flow<D, C>>,
     ) -> Result<Option<Map<String, Value>>, AgentError> {
         let mut sys = String::from(
-            "Extract structured data from the user's latest message. Put in `data` every value it states for these fields, and leave out the others:\n",
+            "Extract structured data from the user's latest message into `data`, for these fields:\n",
         );
         for field in &flow.collectable {
             let _ = writeln!(sys, "- {field}");
         }
+        sys.push_str(if self.a.config.cite_quotes {
+            "Write each as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the message does not state it. Never guess a value.\n"
+        } else {
+            "Write null for a field the message does not state. Never guess a value.\n"
+        });
+        self.push_today(&mut sys);
         let schema = self.a.cached_schema(2 | (flow.index as u64) << 4, || {
             let mut schema = json!({
                 "type": "object",
-                "properties": { "data": self.a.schema.object_schema(&flow.collectable) },
+                "properties": { "data": self.a.schema.extraction_schema(&flow.collectable, self.a.config.cite_quotes) },
                 "required": ["data"],
                 "additionalProperties": false,
             });
@@ -891,7 +963,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut props = Map::new();
         let mut required = Vec::new();
         if extract {
-            props.insert("data".into(), self.a.schema.object_schema(&f.collectable));
+            props.insert(
+                "data".into(),
+                self.a
+                    .schema
+                    .extraction_schema(&f.collectable, self.a.config.cite_quotes),
+            );
             required.push("data");
         }
         if n_conditions > 0 {
@@ -995,9 +1072,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // Simulate what the turn will do with these decisions, on copies.
         let mut patch = Map::new();
         if let Some(Value::Object(d)) = out.data {
-            for (k, v) in d {
-                if !v.is_null() && flow.collectable.iter().any(|f| f.as_ref() == k) {
-                    patch.insert(k, v);
+            for (x, verdict) in self.screen(&flow, d) {
+                match verdict {
+                    super::converse::Verdict::Keep { .. } => {
+                        patch.insert(x.field, x.value);
+                    }
+                    super::converse::Verdict::NotCollected => {}
+                    // A value that will not be stored changes the reply: not final.
+                    _ => return false,
                 }
             }
         }

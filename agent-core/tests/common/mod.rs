@@ -123,12 +123,16 @@ pub fn feedback_flow() -> Flow<Booking, Concierge> {
         .expect("feedback flow is valid")
 }
 
+/// The tests' "today": Monday 2026-06-15, 09:30 UTC (so "July 1" is 2026-07-01).
+pub const TODAY_MS: u64 = 1_781_515_800_000;
+
 pub fn agent(
     provider: &ScriptedProvider,
     flows: Vec<Flow<Booking, Concierge>>,
 ) -> Agent<Booking, Concierge> {
     let mut b = Agent::builder()
         .name("Concierge")
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
         .provider(provider.clone());
     for f in flows {
         b = b.flow(f);
@@ -147,6 +151,7 @@ pub fn booking_with_store(
     let a = Agent::builder()
         .name("Concierge")
         .provider(provider.clone())
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
         .flow(booking_flow(false))
         .store_arc(store.clone())
         .build()

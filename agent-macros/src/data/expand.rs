@@ -104,17 +104,20 @@ pub fn expand(def: &DataDef) -> TokenStream {
         let FieldDef {
             ident, attrs, vis, ..
         } = f;
-        let ty = match kind {
+        let (ty, constraints) = match kind {
             Kind::Data => {
                 let v = f.value_ty();
-                quote!(::core::option::Option<#v>)
+                (
+                    quote!(::core::option::Option<#v>),
+                    super::field::schema_attrs(&f.constraints),
+                )
             }
             Kind::Context => {
                 let t = &f.ty;
-                quote!(#t)
+                (quote!(#t), quote!())
             }
         };
-        quote! { #(#attrs)* #vis #ident: #ty }
+        quote! { #(#attrs)* #constraints #vis #ident: #ty }
     });
     let schemars_attr = if kind == Kind::Data {
         quote!(#[schemars(crate = "::agent_core::__private::schemars")])

@@ -1,6 +1,7 @@
 //! `#[data]` and `#[context]`: typed agent data and context.
 //!
 //! - [`parse`] reads the struct and its attribute arguments;
+//! - [`field`] reads, checks and emits the `#[field(...)]` constraints of data fields;
 //! - [`validate`] checks the shape (named fields, no generics) and collects all errors;
 //! - [`expand`] emits the runtime struct, the field enum, the patch builder, the view
 //!   struct and the callback macro that `#[flow]` uses to learn the fields;
@@ -8,6 +9,7 @@
 
 pub mod callback;
 pub mod expand;
+pub mod field;
 pub mod parse;
 pub mod validate;
 

@@ -18,6 +18,10 @@ pub struct FieldDef {
     pub ty: syn::Type,
     /// `T` for a field written `Option<T>`.
     pub inner: Option<syn::Type>,
+    /// The `#[field(...)]` attributes (not in `attrs`: they are not emitted).
+    pub field_attrs: Vec<syn::Attribute>,
+    /// What they say (empty for `#[context]`, where they are an error).
+    pub constraints: super::field::Constraints,
 }
 
 impl FieldDef {
@@ -105,9 +109,20 @@ pub fn parse(
                 Kind::Data => option_inner(&f.ty),
                 Kind::Context => None,
             };
+            let (field_attrs, attrs): (Vec<_>, Vec<_>) = f
+                .attrs
+                .iter()
+                .cloned()
+                .partition(|a| a.path().is_ident("field"));
+            let constraints = match kind {
+                Kind::Data => super::field::parse(&field_attrs, errors),
+                Kind::Context => super::field::Constraints::default(),
+            };
             fields.push(FieldDef {
                 ident,
-                attrs: f.attrs.clone(),
+                attrs,
+                field_attrs,
+                constraints,
                 vis: f.vis.clone(),
                 ty: f.ty.clone(),
                 inner,

@@ -36,5 +36,16 @@ pub fn validate(def: &DataDef, errors: &mut Errors) {
                 "field names starting with `__` are reserved for generated code",
             );
         }
+        match def.kind {
+            Kind::Data => super::field::validate(f, errors),
+            Kind::Context => {
+                for a in &f.field_attrs {
+                    errors.push_spanned(
+                        a,
+                        "`#[field(...)]` constraints are only for `#[data]` fields: the model writes data, code writes the context",
+                    );
+                }
+            }
+        }
     }
 }

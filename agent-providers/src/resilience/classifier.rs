@@ -40,13 +40,15 @@ const TRANSIENT_MESSAGES: [&str; 7] = [
 /// - throttling: messages containing `throttl`, `rate limit`, `too many requests`,
 ///   `request limit`, `quota`;
 /// - timeouts reported by the API or the transport: messages containing `timeout` or
-///   `timed out`;
+///   `timed out`, and [`ProviderError::Timeout`] returned by a provider (the server did
+///   not answer within the provider's own [timeouts](crate::timeouts));
 /// - HTTP 408, 429 and every 5xx (including 529 Overloaded).
 ///
 /// Not retryable:
 /// - HTTP 400, 401, 403 and 404, whatever their message says;
-/// - [`ProviderError::Timeout`]: a cancellation by the resilience layer's own
-///   per-request timeout (the next model is tried; `RetryOn::All` retries it);
+/// - a cancellation by the resilience layer's own per-request timeout (recorded as
+///   [`ProviderError::Timeout`]; the layer itself does not retry it with this
+///   classifier, the next model is tried; `RetryOn::All` retries it);
 /// - anything else.
 pub fn is_retryable(error: &ProviderError) -> bool {
     match error {
@@ -59,7 +61,7 @@ pub fn is_retryable(error: &ProviderError) -> bool {
             _ => transient_message(message),
         },
         ProviderError::Network(_) => true,
-        ProviderError::Timeout(_) => false,
+        ProviderError::Timeout(_) => true,
         ProviderError::InvalidResponse(m) | ProviderError::Other(m) => transient_message(m),
     }
 }
@@ -123,8 +125,8 @@ mod tests {
     }
 
     #[test]
-    fn our_own_timeout_is_an_intentional_cancellation() {
-        assert!(!is_retryable(&ProviderError::Timeout(Duration::from_secs(
+    fn a_provider_timeout_is_transient() {
+        assert!(is_retryable(&ProviderError::Timeout(Duration::from_secs(
             1
         ))));
     }

@@ -15,7 +15,8 @@
 //!
 //! Defaults (`ResilienceConfig::default()`): 2 extra attempts per model, retry on
 //! transient errors ([`classifier::is_retryable`]), exponential backoff from 500 ms capped
-//! at 30 s with full jitter, no request timeout, no total timeout.
+//! at 30 s with full jitter, no request timeout, no total timeout (each client still
+//! has its own [timeouts](crate::timeouts): 60 s per call, 30 s to a stream's first event).
 //!
 //! Decisions the spec leaves open, pinned here:
 //! - `Retry-After` (header, `retry-after-ms`, Gemini's `RetryInfo`) is a lower bound on
@@ -27,8 +28,12 @@
 //!   after that, errors reach the caller as they are. The request timeout covers the whole
 //!   stream of that attempt.
 //! - The per-request timeout cancels the call and records [`ProviderError::Timeout`],
-//!   which the built-in classifier does not retry (the spec's "intentional cancellation");
-//!   the next model is tried. `RetryOn::All` retries it.
+//!   which is not retried with the built-in classifier (the spec's "intentional
+//!   cancellation"); the next model is tried. `RetryOn::All` retries it; a custom
+//!   classifier decides.
+//! - A [`ProviderError::Timeout`] returned by a provider itself (the server did not
+//!   answer within the provider's own [timeouts](crate::timeouts)) is transient, like a
+//!   transport timeout: retried, then the next model.
 
 pub mod backoff;
 pub mod classifier;
@@ -385,12 +390,14 @@ impl Resilient {
         &self.config
     }
 
-    fn retryable(&self, e: &ProviderError) -> bool {
+    /// Whether to retry the same model; `cancelled` when this layer's own request
+    /// timeout cut the call (an intentional cancellation for the built-in classifier).
+    fn retryable(&self, e: &ProviderError, cancelled: bool) -> bool {
         match self.config.retry_on {
             RetryOn::All => true,
             RetryOn::Transient => match &self.config.classifier {
                 Some(c) => c(e),
-                None => is_retryable(e),
+                None => !cancelled && is_retryable(e),
             },
         }
     }
@@ -486,6 +493,7 @@ impl Resilient {
                         }
                     }
                 };
+                let cancelled = outcome.is_none();
                 let error = match outcome {
                     Some(Ok(v)) => {
                         if attempt > 1 || !failures.is_empty() {
@@ -510,7 +518,7 @@ impl Resilient {
                 };
                 // 4. Record, then retry, fall over, or give up.
                 tracing::warn!(model, attempt, error = %error, "model call failed");
-                let retry = attempt < tries && self.retryable(&error);
+                let retry = attempt < tries && self.retryable(&error, cancelled);
                 let wait = retry.then(|| self.wait_before(attempt - 1, &error));
                 failures.push(AttemptFailure {
                     model: model.to_owned(),

@@ -5,6 +5,7 @@
 pub mod booking;
 pub mod fake_model;
 pub mod server;
+pub mod vendors;
 
 use std::sync::Arc;
 

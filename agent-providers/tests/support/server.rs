@@ -6,6 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -37,6 +38,13 @@ pub struct Reply {
     pub body: Body,
     /// Never answer (a server past every timeout).
     pub hang: bool,
+    /// After the body's pieces, keep the connection open without ending the body (a
+    /// stream that stalls).
+    pub stall: bool,
+    /// The status line's reason phrase (default: the usual one for the status).
+    pub reason: Option<String>,
+    /// A pause before each piece of a chunked body (a slow stream).
+    pub pace: Duration,
     /// Computed from the request (overrides everything else).
     pub dynamic: Option<Responder>,
 }
@@ -49,6 +57,9 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::Full(body.as_bytes().to_vec()),
             hang: false,
+            stall: false,
+            reason: None,
+            pace: Duration::ZERO,
             dynamic: None,
         }
     }
@@ -66,6 +77,9 @@ impl Reply {
                 cut: false,
             },
             hang: false,
+            stall: false,
+            reason: None,
+            pace: Duration::ZERO,
             dynamic: None,
         }
     }
@@ -78,6 +92,29 @@ impl Reply {
             *cut = true;
         }
         r
+    }
+
+    /// The status line and headers of an SSE answer, its first `events` events, then
+    /// nothing more, the connection held open.
+    pub fn sse_stall(text: &str, events: usize) -> Self {
+        let mut r = Self::sse(text);
+        if let Body::Chunked { chunks, .. } = &mut r.body {
+            chunks.truncate(events);
+        }
+        r.stall = true;
+        r
+    }
+
+    /// A pause before each piece of the body.
+    pub fn paced(mut self, pause: Duration) -> Self {
+        self.pace = pause;
+        self
+    }
+
+    /// Another reason phrase on the status line.
+    pub fn reason(mut self, reason: &str) -> Self {
+        self.reason = Some(reason.into());
+        self
     }
 
     /// A server that accepts the request and never answers.
@@ -293,18 +330,21 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         if reply.hang {
             std::future::pending::<()>().await;
         }
-        let reason = match reply.status {
-            200 => "OK",
-            400 => "Bad Request",
-            401 => "Unauthorized",
-            404 => "Not Found",
-            408 => "Request Timeout",
-            429 => "Too Many Requests",
-            500 => "Internal Server Error",
-            503 => "Service Unavailable",
-            529 => "Overloaded",
-            _ => "Status",
-        };
+        let reason = reply.reason.clone().unwrap_or_else(|| {
+            match reply.status {
+                200 => "OK",
+                400 => "Bad Request",
+                401 => "Unauthorized",
+                404 => "Not Found",
+                408 => "Request Timeout",
+                429 => "Too Many Requests",
+                500 => "Internal Server Error",
+                503 => "Service Unavailable",
+                529 => "Overloaded",
+                _ => "Status",
+            }
+            .to_owned()
+        });
         let mut out = format!("HTTP/1.1 {} {reason}\r\n", reply.status);
         for (k, v) in &reply.headers {
             out.push_str(&format!("{k}: {v}\r\n"));
@@ -320,12 +360,19 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
                 out.push_str("transfer-encoding: chunked\r\n\r\n");
                 sock.write_all(out.as_bytes()).await?;
                 for c in chunks {
+                    if !reply.pace.is_zero() {
+                        tokio::time::sleep(reply.pace).await;
+                    }
                     let mut piece = format!("{:x}\r\n", c.len()).into_bytes();
                     piece.extend_from_slice(c);
                     piece.extend_from_slice(b"\r\n");
                     sock.write_all(&piece).await?;
                     sock.flush().await?;
                     tokio::task::yield_now().await;
+                }
+                if reply.stall {
+                    sock.flush().await?;
+                    std::future::pending::<()>().await;
                 }
                 if *cut {
                     sock.flush().await?;

@@ -30,7 +30,7 @@ async fn every_emitter_steers_the_recovery_and_the_survey_follows() {
     assert!(sources(0).contains(&DirectiveSource::Prepare("ask_email".into())));
     assert!(
         model.requests()[0]
-            .system
+            .instructions()
             .contains("Never say whether an account exists.")
     );
     assert_eq!(model.calls_of(CallKind::Route), 0);

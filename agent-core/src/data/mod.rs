@@ -15,7 +15,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::error::DataError;
+use crate::error::{DataError, FieldRejection};
+
+pub(crate) mod extract;
+pub(crate) mod ground;
+pub(crate) mod validate;
+
+pub(crate) use extract::{Extracted, read_extraction};
 
 /// A shallow write to session data or context: top-level keys replace, nested values are
 /// not deep-merged. `null` clears an optional field.
@@ -76,7 +82,12 @@ pub struct DataSchema {
     index: HashMap<Arc<str>, usize>,
     properties: Map<String, Value>,
     defs: Option<Value>,
+    patterns: validate::Patterns,
+    max_value_bytes: usize,
 }
+
+/// Largest serialized value one field may hold unless configured otherwise.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 4096;
 
 impl DataSchema {
     /// Read the schema of `D` (its top-level properties are the fields).
@@ -95,12 +106,66 @@ impl DataSchema {
             .enumerate()
             .map(|(i, f)| (f.clone(), i))
             .collect();
+        let mut patterns = validate::Patterns::default();
+        validate::Patterns::collect(root, &mut patterns);
         Self {
             fields,
             index,
             properties,
             defs,
+            patterns,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
         }
+    }
+
+    /// Cap the serialized size of each stored value.
+    pub fn with_max_value_bytes(mut self, max: usize) -> Self {
+        self.max_value_bytes = max;
+        self
+    }
+
+    /// Add constraints to a field's schema (`minimum`, `pattern`, `enum`, ...): they
+    /// are sent to the model and checked on every write. Unknown fields are an error.
+    pub fn constrain(&mut self, field: &str, constraints: &Value) -> Result<(), DataError> {
+        let Some(Value::Object(p)) = self.properties.get_mut(field) else {
+            return Err(DataError::UnknownField {
+                field: field.to_owned(),
+                known: self.fields.iter().map(|f| f.to_string()).collect(),
+            });
+        };
+        if let Value::Object(c) = constraints {
+            for (k, v) in c {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        validate::Patterns::collect(constraints, &mut self.patterns);
+        Ok(())
+    }
+
+    /// Patterns in the schema that do not compile (`pattern`, reason).
+    pub fn invalid_patterns(&self) -> Vec<(String, String)> {
+        self.patterns
+            .invalid()
+            .map(|(p, e)| (p.to_owned(), e.to_owned()))
+            .collect()
+    }
+
+    /// Why `value` may not be stored in `field` (its schema's constraints, the size
+    /// cap); `None` when it may. The one check every write passes.
+    pub fn check_value(&self, field: &str, value: &Value) -> Option<String> {
+        let size = serde_json::to_string(value).map_or(0, |s| s.len());
+        if size > self.max_value_bytes {
+            return Some(format!(
+                "is too long ({size} bytes; at most {} allowed)",
+                self.max_value_bytes
+            ));
+        }
+        let prop = self.properties.get(field)?;
+        validate::Rules {
+            defs: self.defs.as_ref(),
+            patterns: &self.patterns,
+        }
+        .check(prop, value)
     }
 
     /// Field names in schema order.
@@ -123,7 +188,7 @@ impl DataSchema {
         self.defs.as_ref()
     }
 
-    /// An object schema limited to `fields`, every one optional: what the model may write.
+    /// An object schema limited to `fields`, every one optional.
     pub fn object_schema(&self, fields: &[Arc<str>]) -> Value {
         let mut props = Map::new();
         for f in fields {
@@ -161,6 +226,18 @@ impl DataSchema {
                 field: unknown.clone(),
                 known: self.fields.iter().map(|f| f.to_string()).collect(),
             });
+        }
+        let rejected: Vec<FieldRejection> = patch
+            .iter()
+            .filter_map(|(k, v)| {
+                self.check_value(k, v).map(|reason| FieldRejection {
+                    field: k.clone(),
+                    reason,
+                })
+            })
+            .collect();
+        if !rejected.is_empty() {
+            return Err(DataError::Rejected(rejected));
         }
         apply_unchecked(value, patch)
     }
@@ -256,7 +333,11 @@ mod tests {
         p.insert("guests".into(), "many".into());
         let err = s.apply(&b, &p).unwrap_err();
         match err {
-            DataError::Invalid { fields, .. } => assert_eq!(fields, vec!["guests".to_string()]),
+            DataError::Rejected(r) => {
+                assert_eq!(r.len(), 1);
+                assert_eq!(r[0].field, "guests");
+                assert_eq!(r[0].reason, "must be a whole number");
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -1,0 +1,180 @@
+//! The shape of the `data` object the model fills, and reading it back.
+//!
+//! Every field the flow collects is required and nullable, in one fixed order: a
+//! grammar-constrained decoder (llama.cpp) writes the keys in schema order, so with
+//! optional keys a model that began with a later field could never go back to an
+//! earlier one (that is how `check_in` was never extracted once `city` was written).
+//! Each value comes with the user's words it was taken from:
+//! `{"quote": "the two of us", "value": 2}`, which grounding checks ([`super::ground`]).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::DataSchema;
+
+/// One value the model extracted.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Extracted {
+    pub(crate) field: String,
+    pub(crate) value: Value,
+    pub(crate) quote: Option<String>,
+}
+
+impl DataSchema {
+    /// The `data` object schema for `fields`: all required, each `null` or a quote and
+    /// a value (or the bare value when `quoted` is off).
+    pub fn extraction_schema(&self, fields: &[Arc<str>], quoted: bool) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for f in fields {
+            let Some(p) = self.property(f) else { continue };
+            let value = non_null(p);
+            let entry = if quoted {
+                let mut wrapped = json!({
+                    "type": "object",
+                    "properties": {
+                        "quote": { "type": "string", "description": "the user's own words this value comes from" },
+                        "value": value,
+                    },
+                    "required": ["quote", "value"],
+                    "additionalProperties": false,
+                });
+                if let (Some(d), Value::Object(o)) = (p.get("description"), &mut wrapped) {
+                    o.insert("description".into(), d.clone());
+                }
+                json!({ "anyOf": [wrapped, { "type": "null" }] })
+            } else {
+                json!({ "anyOf": [value, { "type": "null" }] })
+            };
+            props.insert(f.to_string(), entry);
+            required.push(Value::String(f.to_string()));
+        }
+        json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// A field schema without its `null` alternative (the wrapper adds one).
+fn non_null(p: &Value) -> Value {
+    let mut p = p.clone();
+    let Value::Object(o) = &mut p else { return p };
+    if let Some(Value::Array(types)) = o.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let t = types.remove(0);
+            o.insert("type".into(), t);
+        }
+    }
+    if let Some(Value::Array(branches)) = o.get_mut("anyOf") {
+        branches.retain(|b| b.get("type").and_then(Value::as_str) != Some("null"));
+        if branches.len() == 1 {
+            let only = branches.remove(0);
+            o.remove("anyOf");
+            if let Value::Object(b) = only {
+                for (k, v) in b {
+                    o.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(e)) = o.get_mut("enum") {
+        e.retain(|v| !v.is_null());
+    }
+    p
+}
+
+/// The values in a model's `data` object, quoted or bare; nulls (not stated) skipped.
+pub(crate) fn read_extraction(schema: &DataSchema, data: Map<String, Value>) -> Vec<Extracted> {
+    let mut out = Vec::with_capacity(data.len());
+    for (field, v) in data {
+        let (value, quote) = match v {
+            Value::Null => continue,
+            Value::Object(mut o) if is_quoted(schema, &field, &o) => {
+                let quote = match o.remove("quote") {
+                    Some(Value::String(q)) => Some(q),
+                    _ => None,
+                };
+                (o.remove("value").unwrap_or(Value::Null), quote)
+            }
+            other => (other, None),
+        };
+        if value.is_null() {
+            continue;
+        }
+        out.push(Extracted {
+            field,
+            value,
+            quote,
+        });
+    }
+    out
+}
+
+/// A `{"quote", "value"}` wrapper, not a field whose own values are objects.
+fn is_quoted(schema: &DataSchema, field: &str, o: &Map<String, Value>) -> bool {
+    if !o.contains_key("value") || o.keys().any(|k| k != "value" && k != "quote") {
+        return false;
+    }
+    let own_object = schema.property(field).is_some_and(|p| {
+        let t = p.get("type");
+        t == Some(&json!("object")) || t.and_then(Value::as_array).is_some_and(|a| a.contains(&json!("object")))
+    });
+    !own_object
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    struct Booking {
+        /// City
+        city: Option<String>,
+        check_in: Option<String>,
+        guests: Option<u8>,
+    }
+
+    #[test]
+    fn every_field_is_required_and_nullable() {
+        let s = DataSchema::of::<Booking>();
+        let fields: Vec<Arc<str>> = vec!["city".into(), "check_in".into(), "guests".into()];
+        let schema = s.extraction_schema(&fields, true);
+        assert_eq!(schema["required"], json!(["city", "check_in", "guests"]));
+        let city = &schema["properties"]["city"]["anyOf"];
+        assert_eq!(city[1], json!({ "type": "null" }));
+        assert_eq!(city[0]["properties"]["value"]["type"], json!("string"));
+        assert_eq!(city[0]["description"], json!("City"));
+        let guests = &schema["properties"]["guests"]["anyOf"][0]["properties"]["value"];
+        assert_eq!(guests["type"], json!("integer"));
+    }
+
+    #[test]
+    fn quoted_and_bare_values_are_read() {
+        let s = DataSchema::of::<Booking>();
+        let data = json!({
+            "city": { "quote": "Lisbon", "value": "Lisbon" },
+            "guests": 2,
+            "check_in": null,
+        });
+        let Value::Object(m) = data else { unreachable!() };
+        let got = read_extraction(&s, m);
+        assert_eq!(got.len(), 2);
+        assert!(got.contains(&Extracted {
+            field: "city".into(),
+            value: json!("Lisbon"),
+            quote: Some("Lisbon".into()),
+        }));
+        assert!(got.contains(&Extracted {
+            field: "guests".into(),
+            value: json!(2),
+            quote: None,
+        }));
+    }
+}
