@@ -1064,6 +1064,35 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 }
             }
         }
+        for f in &self.flows {
+            for st in &f.steps {
+                for t in &st.must_call {
+                    let offered = st
+                        .tools
+                        .iter()
+                        .chain(&f.tools)
+                        .chain(&self.tools)
+                        .any(|x| x.name() == t.as_ref());
+                    if !offered {
+                        let names: Vec<String> = st
+                            .tools
+                            .iter()
+                            .chain(&f.tools)
+                            .chain(&self.tools)
+                            .map(|x| x.name().to_owned())
+                            .collect();
+                        errs.push(FlowConfigurationError {
+                            flow: f.id.to_string(),
+                            step: Some(st.id.to_string()),
+                            problem: format!(
+                                "`requires_tool({t})`: no tool `{t}` is offered at this step"
+                            ),
+                            help: suggest(t, &names, "tools"),
+                        });
+                    }
+                }
+            }
+        }
         let mut names = HashSet::new();
         for t in &self.tools {
             check_tool(t.as_ref(), "", None, &mut errs);
@@ -1122,7 +1151,15 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             if let Err(e) = schema.constrain(field, c) {
                 errs.push(agent_err(
                     format!("cannot constrain `{field}`: {e}"),
-                    suggest(field, &schema.fields().iter().map(|f| f.to_string()).collect::<Vec<_>>(), "fields"),
+                    suggest(
+                        field,
+                        &schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.to_string())
+                            .collect::<Vec<_>>(),
+                        "fields",
+                    ),
                 ));
             }
         }

@@ -447,7 +447,33 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                         ));
                     }
                 }
-                StepKind::Reply(_) => {
+                StepKind::Reply(text) => {
+                    match crate::template::placeholders(text) {
+                        Err(why) => errs.push(err(
+                            Some(&sid),
+                            format!("the reply template is malformed: {why}"),
+                            "placeholders are `{field}`; `{{` and `}}` write braces".into(),
+                        )),
+                        Ok(names) => {
+                            for name in names {
+                                let present = s.requires.iter().any(|f| f.as_ref() == name)
+                                    || self.required.iter().any(|f| f == name);
+                                if !known_fields.iter().any(|f| f == name) {
+                                    errs.push(err(
+                                        Some(&sid),
+                                        format!("the reply template names `{{{name}}}`, which is not a data field"),
+                                        suggest(name, &known_fields, "fields"),
+                                    ));
+                                } else if !present {
+                                    errs.push(err(
+                                        Some(&sid),
+                                        format!("the reply template names `{{{name}}}`, which may be empty at this step"),
+                                        format!("add `{name}` to the step's `requires` or the flow's `required`"),
+                                    ));
+                                }
+                            }
+                        }
+                    }
                     for (what, bad) in [
                         ("prompt", s.prompt.is_some()),
                         ("collect", !s.collect.is_empty()),

@@ -58,6 +58,7 @@ pub mod session;
 pub mod signal;
 pub mod step;
 pub mod store;
+pub mod template;
 pub mod testing;
 pub mod tool;
 pub mod typed;

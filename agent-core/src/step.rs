@@ -39,6 +39,8 @@ pub struct Step<D, C> {
     pub(crate) finalize: Option<Arc<dyn PostHook<D, C>>>,
     pub(crate) branches: Option<Vec<Branch<D, C>>>,
     pub(crate) end: bool,
+    /// Tools that must have run successfully before the step may end its flow.
+    pub(crate) must_call: Vec<Arc<str>>,
     /// Rendered once at build: the step's prompt section.
     pub(crate) section: String,
 }
@@ -76,6 +78,7 @@ impl<D, C> Step<D, C> {
             finalize: None,
             branches: None,
             end: false,
+            must_call: Vec::new(),
             section: String::new(),
         }
     }
@@ -173,6 +176,13 @@ impl<D, C> Step<D, C> {
     /// Set the whole branch table (an empty table is a configuration error).
     pub fn branches(mut self, table: Vec<Branch<D, C>>) -> Self {
         self.branches = Some(table);
+        self
+    }
+    /// The flow may not finish at this step until `tool` has run successfully this
+    /// turn: a model reply that skipped it is not used, and the step is asked again,
+    /// told that nothing was done. (A booking step can never close on "Booked!" alone.)
+    pub fn requires_tool(mut self, tool: impl Into<String>) -> Self {
+        self.must_call.push(Arc::from(tool.into()));
         self
     }
     /// Terminal: no linear successor.

@@ -788,18 +788,31 @@ async fn a_model_value_of_the_wrong_type_is_refused_alone_and_the_reply_asks_aga
             .with_data(json!({ "city": "Lisbon", "guests": "many" }))
             .claiming("ask_date"),
     );
-    p.default_answer(CallKind::Respond, Answer::message("How many guests, in digits?"));
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("How many guests, in digits?"),
+    );
     let r = a.respond("s", "Lisbon, many of us").await.unwrap();
     assert_eq!(r.rejected_data, ["guests must be a whole number"]);
-    assert_eq!(r.data.city.as_deref(), Some("Lisbon"), "the valid value lands");
+    assert_eq!(
+        r.data.city.as_deref(),
+        Some("Lisbon"),
+        "the valid value lands"
+    );
     assert_eq!(r.data.guests, None);
     // The speculative reply assumed the refused value: the step is rendered again,
     // told why.
     assert_eq!(r.message, "How many guests, in digits?");
     let last = p.last_request().unwrap().instructions();
-    assert!(last.contains("`guests` = many was not accepted: it must be a whole number"), "{last}");
+    assert!(
+        last.contains("`guests` = many was not accepted: it must be a whole number"),
+        "{last}"
+    );
     let s = stored(&a, "s").await.unwrap();
-    assert_eq!((s.data.city.as_deref(), s.data.guests), (Some("Lisbon"), None));
+    assert_eq!(
+        (s.data.city.as_deref(), s.data.guests),
+        (Some("Lisbon"), None)
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -1010,7 +1023,9 @@ async fn go_to_after_the_model_answered_renders_the_new_flow_in_the_same_turn() 
     let reqs = respond_requests(&p);
     assert_eq!(reqs.len(), 2);
     assert!(
-        reqs[1].instructions().contains("Let me hand you over to feedback."),
+        reqs[1]
+            .instructions()
+            .contains("Let me hand you over to feedback."),
         "the first message is carried as context: {}",
         reqs[1].system
     );

@@ -80,7 +80,12 @@ async fn an_if_instruction_appears_only_while_its_predicate_holds() {
     let a = agent_with_prompt_parts(&p);
     p.respond(Answer::message("Which city?"));
     a.respond("s", "hi").await.unwrap();
-    assert!(!p.last_request().unwrap().instructions().contains("gold lounge"));
+    assert!(
+        !p.last_request()
+            .unwrap()
+            .instructions()
+            .contains("gold lounge")
+    );
 
     a.dispatch(
         "s",
@@ -115,7 +120,11 @@ async fn collected_data_and_history_reach_the_model() {
     p.respond(Answer::message("Noted").with_data(json!({"check_in": "2026-07-01"})));
     a.respond("s", "July 1").await.unwrap();
     let req = p.last_request().unwrap();
-    assert!(req.instructions().contains(r#""city":"Lisbon""#), "{}", req.system);
+    assert!(
+        req.instructions().contains(r#""city":"Lisbon""#),
+        "{}",
+        req.system
+    );
     let texts: Vec<&str> = req.messages.iter().map(|m| m.authored()).collect();
     assert_eq!(
         texts,

@@ -756,7 +756,11 @@ async fn a_hostile_message_is_handled_as_data_and_reaches_the_model_only_as_the_
     let req = p.last_request().unwrap();
     assert_eq!(req.messages.len(), 1);
     assert_eq!(req.messages[0].role, Role::User);
-    assert_eq!(req.messages[0].authored(), hostile, "verbatim, state appended after it");
+    assert_eq!(
+        req.messages[0].authored(),
+        hostile,
+        "verbatim, state appended after it"
+    );
     for needle in ["Ignore all previous", "DAN", "Atlantis", "pwned", "🦀"] {
         assert!(
             !req.instructions().contains(needle),

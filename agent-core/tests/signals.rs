@@ -114,7 +114,9 @@ async fn a_pre_signal_whose_when_is_judged_true_fires() {
     assert_eq!(p.calls_of(CallKind::Classify), 1);
     let classify = &requests_of(&p, CallKind::Classify)[0];
     assert!(
-        classify.instructions().contains("- c0: the user is frustrated"),
+        classify
+            .instructions()
+            .contains("- c0: the user is frustrated"),
         "{}",
         classify.system
     );
@@ -737,7 +739,11 @@ async fn post_signals_judge_the_reply_and_their_position_becomes_the_next_turns_
         [CallKind::Route, CallKind::Respond, CallKind::Classify]
     );
     let classify = &requests_of(&p, CallKind::Classify)[0];
-    assert!(classify.instructions().contains(cond), "{}", classify.system);
+    assert!(
+        classify.instructions().contains(cond),
+        "{}",
+        classify.system
+    );
     let last = classify.messages.last().expect("history");
     assert_eq!((last.role, last.content.as_str()), (Role::Assistant, reply));
     assert_eq!(
@@ -844,7 +850,11 @@ async fn post_signal_append_prompt_and_halt_are_dropped() {
     );
     assert_eq!(r.message, "Which city, again?");
     for req in requests_of(&p, CallKind::Respond) {
-        assert!(!req.instructions().contains("Mention the spa."), "{}", req.system);
+        assert!(
+            !req.instructions().contains("Mention the spa."),
+            "{}",
+            req.system
+        );
     }
     assert_eq!(p.calls_of(CallKind::Respond), 2);
 }
@@ -1048,11 +1058,15 @@ async fn classifier_batch_size_one_splits_two_when_signals_into_two_calls() {
     let classify = requests_of(&p, CallKind::Classify);
     assert_eq!(classify.len(), 2);
     assert!(
-        classify[0].instructions().contains("the user says they are a VIP")
+        classify[0]
+            .instructions()
+            .contains("the user says they are a VIP")
             && !classify[0].instructions().contains("in a hurry")
     );
     assert!(
-        classify[1].instructions().contains("the user is in a hurry")
+        classify[1]
+            .instructions()
+            .contains("the user is in a hurry")
             && !classify[1].instructions().contains("VIP")
     );
     assert_eq!(r.signals, ["vip", "rush"]);

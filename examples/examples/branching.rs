@@ -121,6 +121,11 @@ pub async fn run(
     let agent: Agent<Ticket, ()> = Agent::builder()
         .name("Helpdesk")
         .provider_arc(provider)
+        // The model judges severity; nobody states it, so it is not grounded.
+        .constrain(
+            "severity",
+            json!({ "minimum": 1, "maximum": 5, "x-inferred": true }),
+        )
         .flow(support()?)
         .flow(callback()?)
         .build()?;

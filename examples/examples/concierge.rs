@@ -23,14 +23,18 @@ use agent_core::typed::prelude::*;
 use examples::show::{self, Transcript};
 use serde_json::json;
 
-/// What the concierge collects. Field docs become extraction hints for the model.
+/// What the concierge collects. Field docs become extraction hints for the model;
+/// `#[field]` constraints are sent to it and checked by the engine on every write.
 #[data]
 pub struct Booking {
     /// City the guest wants to stay in
+    #[field(len = 1..=80)]
     pub city: String,
-    /// Check-in date, ISO 8601
+    /// Check-in date, YYYY-MM-DD
+    #[field(pattern = r"^\d{4}-\d{2}-\d{2}$")]
     pub check_in: String,
     /// Number of guests, 1 to 12
+    #[field(range = 1..=12)]
     pub guests: u8,
     /// Confirmation number
     pub booking_id: String,
@@ -81,14 +85,22 @@ mod booking {
     ))]
     fn route() {}
 
-    /// The fn body is the step's `prepare` hook: it runs before the model call.
-    #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
-           tools(book_room), branches(when "the user wants another date" => ask_date))]
+    /// The fn body is the step's `prepare` hook: it runs before the model call. The
+    /// flow cannot end here unless `book_room` ran: a reply claiming a booking without
+    /// it is replaced.
+    #[step(end, prompt = "Summarise the booking and ask the guest to confirm. Nothing is booked until book_room has run.",
+           tools(book_room), requires_tool(book_room),
+           branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
         PreDirective::new().append_prompt(format!("Guest tier: {}", v.context().tier))
     }
 
-    #[step(end, reply = "A specialist will call you about groups.")]
+    /// A reply template: rendered by code from the data, never by the model.
+    #[step(
+        end,
+        requires(city, guests),
+        reply = "A specialist will call you about your group of {guests} in {city}."
+    )]
     fn large_group() {}
 }
 

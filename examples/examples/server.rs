@@ -393,12 +393,15 @@ fn scripted_answer(req: &ModelRequest) -> Result<ModelResponse, agent_core::erro
         .iter()
         .rev()
         .find(|m| m.role == Role::User)
-        .map(|m| m.content.as_str())
+        .map(|m| m.authored())
         .unwrap_or("");
     match req.kind {
         CallKind::Classify | CallKind::Route => {
             let flow = (req.kind == CallKind::Route).then(|| "booking".to_owned());
-            reply(json!({ "conditions": judged(&req.system, user), "flow": flow }).to_string())
+            reply(
+                json!({ "conditions": judged(&req.instructions(), user), "flow": flow })
+                    .to_string(),
+            )
         }
         CallKind::Summarize => reply("The guest is booking a hotel room.".into()),
         CallKind::Extract => reply(json!({ "data": extract(user) }).to_string()),
@@ -431,7 +434,8 @@ fn respond(
             "Your booking is complete. Reload the page to start a new conversation.".into(),
         );
     };
-    let known = collected(&req.system);
+    let said = req.instructions();
+    let known = collected(&said);
     let extracting = schema_prop(req, "data").is_some();
     let data = if extracting {
         extract(user)
@@ -463,7 +467,7 @@ fn respond(
         return reply(structured(req, user, Map::new(), None, message));
     }
 
-    let closing = req.system.contains("The task is finishing");
+    let closing = said.contains("The task is finishing");
     let offers_booking = req.tools.iter().any(|t| t.name == "book_room");
     let complete = b.city.is_some() && b.check_in.is_some() && b.guests.is_some();
     if closing {
@@ -487,8 +491,8 @@ fn respond(
 
     // Speak for the step the engine asks for ("Now, Step `x`: ..."), or re-ask the
     // pending question when the message does not answer it (the engine offers both).
-    let target = between(&req.system, "Now, Step `", "`");
-    let pending = between(&req.system, "Set `step` to \"", "\" in that case");
+    let target = between(&said, "Now, Step `", "`");
+    let pending = between(&said, "Set `step` to \"", "\" in that case");
     let answers = |step: &str| match step {
         "ask_city" => data.contains_key("city"),
         "ask_date" => data.contains_key("check_in"),
@@ -556,7 +560,7 @@ fn structured(
     if schema_prop(req, "conditions").is_some() {
         m.insert(
             "conditions".into(),
-            Value::Object(judged(&req.system, user)),
+            Value::Object(judged(&req.instructions(), user)),
         );
     }
     if let Some(Value::Array(allowed)) = schema_prop(req, "step").and_then(|s| s.get("enum")) {

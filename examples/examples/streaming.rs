@@ -128,6 +128,14 @@ pub async fn run(
                     seen.push("tool_result");
                     writeln!(out, "  ~ {} returned: {}", t.name, t.output)?;
                 }
+                Event::DataDropped(d) => {
+                    seen.push("data_dropped");
+                    writeln!(
+                        out,
+                        "  ~ not stored: {} = {} ({})",
+                        d.field, d.value, d.reason
+                    )?;
+                }
                 // Text as it arrives, on one line.
                 Event::TextDelta(text) => {
                     if !speaking {

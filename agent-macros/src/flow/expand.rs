@@ -490,6 +490,10 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             });
             sb.push(quote!(.branches(::std::vec::Vec::from([#(#entries),*]))));
         }
+        for t in &s.requires_tool {
+            let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t).name());
+            sb.push(quote!(.requires_tool(#t)));
+        }
         if s.end {
             sb.push(quote!(.end()));
         }

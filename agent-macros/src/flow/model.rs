@@ -89,6 +89,8 @@ pub struct StepDef {
     pub requires: FieldList,
     /// `tools(..)` and the key span.
     pub tools: Option<(Span, Vec<syn::Expr>)>,
+    /// `requires_tool(..)`: tools that must have run before the flow ends here.
+    pub requires_tool: Vec<syn::Expr>,
     /// `end`.
     pub end: bool,
     /// `skip = |view| ..`.

@@ -39,6 +39,7 @@ const STEP_KEYS: &[&str] = &[
     "collect",
     "requires",
     "tools",
+    "requires_tool",
     "end",
     "skip",
     "if",
@@ -289,6 +290,7 @@ fn step(
         collect: FieldList::default(),
         requires: FieldList::default(),
         tools: None,
+        requires_tool: Vec::new(),
         end: false,
         skip: None,
         if_: None,
@@ -339,6 +341,7 @@ fn step(
                     }
                 }
                 "tools" => s.tools = Some((key.span(), expr_list(input)?)),
+                "requires_tool" => s.requires_tool.extend(expr_list(input)?),
                 "end" => s.end = true,
                 "skip" => s.skip = Some(value(input)?),
                 "if" => s.if_ = Some(value(input)?),

@@ -45,6 +45,7 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             duplicate_tools(tools, &format!("step `{}`", s.ident), errors);
         }
         step_shape(s, errors);
+        reply_template(s, &def.flow.required.idents, errors);
         hook_shape(s, errors);
         if let Some(b) = &s.branches {
             branch_table(s, b, &names, errors);
@@ -56,10 +57,14 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
 }
 
 fn step_shape(s: &StepDef, errors: &mut Errors) {
-    let conflicts: [(&str, Option<proc_macro2::Span>); 3] = [
+    let conflicts: [(&str, Option<proc_macro2::Span>); 4] = [
         ("prompt", s.prompt.as_ref().map(|p| p.0)),
         ("collect", s.collect.key),
         ("tools", s.tools.as_ref().map(|t| t.0)),
+        (
+            "requires_tool",
+            s.requires_tool.first().map(syn::spanned::Spanned::span),
+        ),
     ];
     match &s.shape {
         Shape::Auto(_) => {
@@ -95,6 +100,53 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
             }
         }
         Shape::Model => {}
+    }
+}
+
+/// A `reply` text's `{field}` placeholders must be present at the step: in its
+/// `requires` or the flow's `required` (both already checked against the data type).
+/// The syntax is the runtime's (`agent_core::template`), which this crate cannot import.
+fn reply_template(s: &StepDef, required: &[syn::Ident], errors: &mut Errors) {
+    let Shape::Reply(lit) = &s.shape else { return };
+    let text = lit.value();
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find(['{', '}']) {
+        let tail = &rest[i..];
+        if let Some(t) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
+            rest = t;
+            continue;
+        }
+        let Some(end) = tail.find('}').filter(|_| tail.starts_with('{')) else {
+            errors.push(
+                lit.span(),
+                "malformed reply template: a brace without its pair; placeholders are `{field}`, and `{{` / `}}` write braces",
+            );
+            return;
+        };
+        let name = tail[1..end].trim();
+        rest = &tail[end + 1..];
+        let present = s.requires.idents.iter().chain(required).any(|f| f == name);
+        if !present {
+            let known: Vec<String> = s
+                .requires
+                .idents
+                .iter()
+                .chain(required)
+                .map(ToString::to_string)
+                .collect();
+            errors.push(
+                lit.span(),
+                format!(
+                    "the reply names `{{{name}}}`, which may be empty at step `{}`: add `{name}` to the step's `requires(..)` or the flow's `required(..)`{}",
+                    s.ident,
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (present here: {})", known.join(", "))
+                    }
+                ),
+            );
+        }
     }
 }
 

@@ -32,7 +32,11 @@ async fn signals_reply_extract_augment_and_fire_once() {
         .into_iter()
         .find(|q| q.kind == CallKind::Respond)
         .unwrap();
-    assert!(respond.instructions().contains("apologise first, once, briefly"));
+    assert!(
+        respond
+            .instructions()
+            .contains("apologise first, once, briefly")
+    );
 
     // Still upset, but `frustrated` fires once per session.
     let r = t.response(2).unwrap();

@@ -44,7 +44,11 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
         "Your INV-7 refund is on its way. Anything else?"
     );
     let desk = &model.requests()[4];
-    assert!(desk.instructions().contains("\"Refund done.\""), "{}", desk.system);
+    assert!(
+        desk.instructions().contains("\"Refund done.\""),
+        "{}",
+        desk.system
+    );
 
     // The desk's `when` branch, judged in its reply call, sent the user to support.
     assert!(rs[2].transitions.contains(&hop("triage", "tech")));
