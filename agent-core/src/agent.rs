@@ -102,6 +102,11 @@ pub struct AgentConfig {
     pub max_transitions_per_turn: u32,
     /// Tool rounds per model call.
     pub max_tool_rounds: u32,
+    /// Offer a flow's tools as an `action` field of the structured answer instead of
+    /// the provider's native tools. For servers whose JSON-schema decoding leaves no
+    /// room for a native tool call (llama.cpp: with a schema, Qwen2.5 writes its calls
+    /// as text and they never run). Off by default.
+    pub tools_in_answer: bool,
     /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
     /// it is cancelled and becomes a failed result the model (or the code flow) sees;
     /// `None` lets tools run as long as they take.
@@ -178,6 +183,7 @@ impl Default for AgentConfig {
             max_auto_steps_per_turn: 10,
             max_transitions_per_turn: 10,
             max_tool_rounds: 5,
+            tools_in_answer: false,
             tool_timeout: Some(Duration::from_secs(60)),
             history_token_budget: 6000,
             keep_last_messages: 12,

@@ -317,20 +317,23 @@ impl Model {
         matches!(self.choice, Choice::Local { .. })
     }
     /// Engine settings suited to this model. Small local models get temperature 0, a
-    /// token limit and short replies (the 270M model rambles into any budget); the
-    /// others the defaults.
+    /// token limit, short replies (the 270M model rambles into any budget) and their
+    /// tools in the answer's schema (llama.cpp cannot combine native tool calls with a
+    /// JSON schema); the others the defaults.
     pub fn config(&self) -> AgentConfig {
         match &self.choice {
             Choice::Local { .. } if self.name.starts_with("gemma-3-270m") => AgentConfig {
                 max_reply_chars: 120,
                 max_tokens: Some(384),
                 temperature: Some(0.0),
+                tools_in_answer: true,
                 ..AgentConfig::default()
             },
             Choice::Local { .. } => AgentConfig {
                 max_reply_chars: 400,
                 max_tokens: Some(512),
                 temperature: Some(0.0),
+                tools_in_answer: true,
                 ..AgentConfig::default()
             },
             _ => AgentConfig::default(),
@@ -417,9 +420,13 @@ pub fn connect(
                 });
             }
             let server = parse_local(&start_local(model.as_deref())?)?;
+            // A 2-core CPU reads a long prompt slowly (about 17 s for 1,400 tokens cold,
+            // more under load): wider limits than the hosted-API defaults.
             let mut p = OpenAiCompatible::new(&server.base_url)?
                 .model(server.model.clone())
-                .temperature_default(0.0);
+                .temperature_default(0.0)
+                .request_timeout(std::time::Duration::from_secs(300))
+                .first_byte_timeout(std::time::Duration::from_secs(300));
             if let Some(k) = server.api_key {
                 p = p.api_key(k);
             }

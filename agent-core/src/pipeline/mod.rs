@@ -136,6 +136,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) speculating: bool,
     /// Reply text already reached the consumer (live streaming).
     pub(crate) streamed: bool,
+    /// Characters of reply text streamed live so far (capped at `max_reply_chars`).
+    pub(crate) live_chars: usize,
     /// The active code flow started this turn (the message started it; it does not
     /// answer its first question).
     pub(crate) code_fresh: bool,
@@ -214,6 +216,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             event_id,
             speculating: false,
             streamed: false,
+            live_chars: 0,
             prepared: FxHashSet::default(),
             code_fresh: false,
             meta_flow: None,
@@ -347,6 +350,11 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             message = r;
             stopped = StoppedReason::Reply;
         }
+        let max = self.a.config.max_reply_chars;
+        if message.chars().nth(max).is_some() {
+            tracing::warn!(max, "reply longer than max_reply_chars; cut");
+        }
+        let message = cap_chars(message, max);
         self.finish(message, stopped, deltas).await
     }
 
@@ -674,4 +682,15 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         Ok(response)
     }
+}
+
+/// The first `max` characters of `text`: `max_reply_chars` holds for every reply,
+/// whatever wrote it (a model ignoring `maxLength`, a verbatim reply, a code flow).
+/// A hard cut, the same one live streaming applies, so streamed text still equals
+/// the final message.
+pub(crate) fn cap_chars(mut text: String, max: usize) -> String {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        text.truncate(at);
+    }
+    text
 }

@@ -21,7 +21,7 @@ use crate::fxhash::FxHasher;
 use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
     CallKind, FinishReason, Message, ModelRequest, ModelResponse, OutputSchema, Role, STATE_MARKER,
-    StreamChunk, ToolCall,
+    StreamChunk, ToolCall, ToolSpec,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
 use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError, execute};
@@ -46,6 +46,8 @@ pub(crate) struct CallOutcome {
     pub(crate) claimed: Option<String>,
     pub(crate) switch_flow: Option<String>,
     pub(crate) verdicts: Vec<(String, bool)>,
+    /// A tool the model asked for in its answer (`tools_in_answer`).
+    pub(crate) tool_call: Option<ToolCall>,
 }
 
 /// The classifier's answer.
@@ -76,6 +78,8 @@ struct RespondOut {
     intent: Option<String>,
     #[serde(default)]
     conditions: Option<Judged>,
+    #[serde(default)]
+    action: Option<Value>,
 }
 
 /// The per-turn state goes after the history, appended to the latest user message in
@@ -92,6 +96,75 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
         }
         None => messages.push(Message::user(format!("{STATE_MARKER}\n{state}"))),
     }
+}
+
+/// The tools, described in the prompt for a model that calls them through its answer.
+fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec]) {
+    sys.push_str("Tools you can use:\n");
+    for t in specs {
+        let _ = writeln!(sys, "- {}: {}", t.name, t.description);
+    }
+    sys.push_str("To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null.\n");
+}
+
+/// `schema` with a required `action`: null, or one of the tools with its arguments.
+/// Keys are written in schema order (alphabetical): `action` comes before `message`
+/// and `tool` before `with`, so the model decides to act before it describes the
+/// outcome (asked after the message, Qwen2.5 1.5B announced bookings and never acted).
+fn with_tool_call(schema: &Value, specs: &[ToolSpec]) -> Value {
+    let mut schema = schema.clone();
+    let mut options: Vec<Value> = specs
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "tool": { "const": t.name },
+                    "with": t.parameters,
+                },
+                "required": ["tool", "with"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    options.push(json!({ "type": "null" }));
+    if let Some(o) = schema.as_object_mut() {
+        if let Some(Value::Object(props)) = o.get_mut("properties") {
+            props.insert("action".into(), json!({ "anyOf": options }));
+        }
+        if let Some(Value::Array(req)) = o.get_mut("required") {
+            req.push(Value::String("action".into()));
+        }
+    }
+    schema
+}
+
+fn without_action(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(o) = schema.as_object_mut() {
+        if let Some(Value::Object(props)) = o.get_mut("properties") {
+            props.remove("action");
+        }
+        if let Some(Value::Array(req)) = o.get_mut("required") {
+            req.retain(|r| r != "action");
+        }
+    }
+    schema
+}
+
+/// The answer's `action` as a call the tool loop can run.
+fn read_tool_call(v: Value, n: u32) -> Result<ToolCall, String> {
+    let Value::Object(mut o) = v else {
+        return Err("`action` is not an object".into());
+    };
+    let Some(Value::String(name)) = o.remove("tool") else {
+        return Err("`action` has no `tool`".into());
+    };
+    Ok(ToolCall {
+        id: format!("answer-{n}"),
+        name,
+        arguments: o.remove("with").unwrap_or_else(|| json!({})),
+    })
 }
 
 fn strip_fences(content: &str) -> &str {
@@ -184,7 +257,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         let structured = req.output.is_some();
         // Text of a round that also offers tools may turn out not to be the reply.
-        let mut undecided = live.is_some() && req.tools.is_empty();
+        let mut undecided = live.is_some_and(|l| !l.held) && req.tools.is_empty();
         let mut is_live = false;
         let mut extractor = MessageExtractor::new();
         let mut deltas: Vec<String> = Vec::new();
@@ -206,6 +279,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             is_live = Box::pin(self.live_ok(lt, head.as_deref())).await;
                         }
                     }
+                    let piece = if is_live {
+                        // Live text stops at `max_reply_chars`, where the final
+                        // message is cut too.
+                        let budget = self
+                            .a
+                            .config
+                            .max_reply_chars
+                            .saturating_sub(self.live_chars);
+                        let cut = super::cap_chars(piece, budget);
+                        self.live_chars += cut.chars().count();
+                        cut
+                    } else {
+                        piece
+                    };
                     if !piece.is_empty() {
                         let sent = is_live;
                         if sent {
@@ -440,6 +527,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => None,
         };
 
+        // Servers that cannot combine tools with a JSON schema (llama.cpp) get the tools
+        // as an `action` field of the answer instead.
+        let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+        let in_answer = self.a.config.tools_in_answer && flow.is_some() && !specs.is_empty();
+        let output = match output {
+            Some(mut o) if in_answer => {
+                tools_in_answer_section(&mut sys, &specs);
+                o.schema = Arc::new(with_tool_call(&o.schema, &specs));
+                Some(o)
+            }
+            other => other,
+        };
         self.push_today(&mut sys);
         if let Some(sum) = &self.s.summary {
             let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
@@ -448,7 +547,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut messages = self.history_messages();
         attach_state(&mut messages, &state);
         let mut req = self.request(CallKind::Respond, sys, messages);
-        req.tools = tools.iter().map(|t| t.spec()).collect();
+        if !in_answer {
+            req.tools = specs;
+        }
         req.output = output;
         let live = LiveTarget {
             target: match &target {
@@ -459,6 +560,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             alt,
             speculative: self.speculating,
             conditions: conditions.clone(),
+            // The message of an answer that may still call a tool is not final.
+            held: in_answer,
         };
         let (resp, deltas) = self.tool_loop(&mut req, &tools, &live).await?;
         if !structured {
@@ -471,6 +574,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut resp = resp;
         let mut deltas = deltas;
         let mut attempts = 0;
+        let mut acted = false;
         loop {
             let parsed = if resp.finish == FinishReason::Length {
                 Err(CUT_SHORT.to_string())
@@ -506,6 +610,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 known
                             })
                             .or(intent);
+                        let tool_call = match out.action {
+                            None | Some(Value::Null) => None,
+                            Some(v) => Some(read_tool_call(v, self.calls)?),
+                        };
                         let judged = out.conditions.unwrap_or_default();
                         let verdicts = conditions
                             .iter()
@@ -519,11 +627,37 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             claimed,
                             switch_flow,
                             verdicts,
+                            tool_call,
                         })
                     })
             };
             match parsed {
                 Ok(mut out) => {
+                    if let Some(call) = out.tool_call.take()
+                        && !acted
+                    {
+                        // A tool asked for in the answer: run it, then ask again with
+                        // its result, as a native tool round would.
+                        acted = true;
+                        let mut assistant = Message::assistant(String::new());
+                        assistant.tool_calls = vec![call.clone()];
+                        req.messages.push(assistant);
+                        let results = self.run_tools(&tools, std::slice::from_ref(&call)).await;
+                        for content in results {
+                            req.messages.push(Message::tool(call.id.clone(), content));
+                        }
+                        // The follow-up writes the message; no second action, so a
+                        // model repeating itself cannot book twice.
+                        if let Some(o) = req.output.as_mut() {
+                            o.schema = Arc::new(without_action(&o.schema));
+                        }
+                        req.kind = CallKind::ToolRound;
+                        let (r, d) = self.call(&req, None).await?;
+                        resp = r;
+                        deltas = d;
+                        attempts = 0;
+                        continue;
+                    }
                     out.deltas = std::mem::take(&mut deltas);
                     return Ok(out);
                 }
@@ -1028,6 +1162,7 @@ pub(crate) struct LiveTarget {
     alt: Option<usize>,
     speculative: bool,
     conditions: Vec<String>,
+    held: bool,
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {

@@ -1,0 +1,449 @@
+//! What the user reads and what is stored follow the state: grounded and validated
+//! values, notes that make the reply ask again, the date in the prompt, reply
+//! templates, steps that need their tool, bounded replies and values, and tools that
+//! fail without writing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_core::clock::{ManualClock, TimeZone};
+use agent_core::prelude::*;
+use agent_core::provider::CallKind;
+use agent_core::response::Event;
+use agent_core::testing::{Answer, ScriptedProvider};
+use common::*;
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+fn booking(p: &ScriptedProvider) -> AgentBuilder<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+}
+
+#[tokio::test]
+async fn a_value_nobody_said_is_not_stored_and_is_reported() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("London for 12, noted!")
+            .with_data(json!({ "city": "London", "guests": 12 }))
+            .claiming("ask_date"),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("Which city?"));
+    let mut events = a.respond_stream("s", "Hi, I need a hotel");
+    let mut dropped = Vec::new();
+    let mut done = None;
+    while let Some(e) = events.next().await {
+        match e {
+            Event::DataDropped(d) => dropped.push(d.field),
+            Event::Done(r) => done = Some(r),
+            _ => {}
+        }
+    }
+    let r = done.unwrap();
+    assert_eq!(r.data, Booking::default(), "nothing invented is stored");
+    let fields: Vec<&str> = r.ungrounded.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(fields, ["city", "guests"]);
+    assert_eq!(dropped, ["city", "guests"]);
+    // The draft assumed the values: the step is rendered again, and says nothing of them.
+    assert_eq!(r.message, "Which city?");
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    let last = p.last_request().unwrap().instructions();
+    assert!(last.contains("`city` is not known yet"), "{last}");
+}
+
+#[tokio::test]
+async fn said_values_are_stored_with_dates_resolved_on_the_agent_clock() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("Lisbon for two from tomorrow. Shall I book?").with_data(json!({
+            "city": "Lisbon",
+            "guests": 2,
+            // The model wrote today's date; the user said "tomorrow".
+            "check_in": "2026-06-15",
+        })),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("Shall I book?"));
+    let r = a
+        .respond("s", "Lisbon, for the two of us, from tomorrow")
+        .await
+        .unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.data.guests, Some(2));
+    assert_eq!(
+        r.data.check_in.as_deref(),
+        Some("2026-06-16"),
+        "the day the user named, corrected by code"
+    );
+    assert!(r.ungrounded.is_empty(), "{:?}", r.ungrounded);
+    let sys = &p.requests()[0].system;
+    assert!(
+        sys.contains("Today is Monday, 15 June 2026 (2026-06-15)"),
+        "{sys}"
+    );
+}
+
+#[tokio::test]
+async fn the_time_zone_and_the_date_line_are_configurable() {
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .config(AgentConfig {
+            time_zone: TimeZone::fixed("Asia/Tokyo", 9 * 60),
+            ..AgentConfig::default()
+        })
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let sys = p.last_request().unwrap().system;
+    assert!(sys.contains("18:30 Asia/Tokyo (UTC+09:00)"), "{sys}");
+
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .config(AgentConfig {
+            date_in_prompt: false,
+            ..AgentConfig::default()
+        })
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    assert!(!p.last_request().unwrap().system.contains("Today is"));
+}
+
+#[tokio::test]
+async fn a_value_outside_its_range_is_refused_and_asked_again_with_the_reason() {
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .constrain("guests", json!({ "minimum": 1, "maximum": 12 }))
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    p.respond(
+        Answer::message("40 guests in Lisbon, great!")
+            .with_data(json!({ "city": "Lisbon", "guests": 40 })),
+    );
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("We take up to 12 guests. Which date?"),
+    );
+    let r = a.respond("s", "Lisbon, we are 40").await.unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.data.guests, None);
+    assert_eq!(r.rejected_data, ["guests must be at most 12"]);
+    assert_eq!(r.message, "We take up to 12 guests. Which date?");
+    let last = p.last_request().unwrap().instructions();
+    assert!(
+        last.contains("`guests` = 40 was not accepted: it must be at most 12"),
+        "{last}"
+    );
+    // The constraint reached the model's schema too.
+    let extracting = p
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.output)
+        .find(|o| !o.schema["properties"]["data"].is_null())
+        .unwrap();
+    let guests = &extracting.schema["properties"]["data"]["properties"]["guests"]["anyOf"][0];
+    assert_eq!(guests["maximum"], 12, "{guests}");
+}
+
+#[tokio::test]
+async fn a_dispatched_write_that_breaks_a_constraint_is_a_typed_error_and_changes_nothing() {
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .constrain("guests", json!({ "maximum": 12 }))
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    a.dispatch(
+        "s",
+        Directive::new().data(json!({ "guests": 100 }).as_object().cloned().unwrap()),
+    )
+    .await
+    .unwrap();
+    // The dispatched directive applies at the next turn: a typed error, nothing saved.
+    let err = a.respond("s", "hello").await.unwrap_err();
+    assert!(
+        err.to_string().contains("guests must be at most 12"),
+        "{err}"
+    );
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.data.guests, None);
+    assert_eq!(s.turns, 1);
+}
+
+#[tokio::test]
+async fn a_bad_constraint_fails_build() {
+    let p = ScriptedProvider::new();
+    let err = booking(&p)
+        .constrain("gusts", json!({ "maximum": 12 }))
+        .constrain("city", json!({ "pattern": "(" }))
+        .flow(booking_flow(false))
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("cannot constrain `gusts`"), "{err}");
+    assert!(err.contains("guests"), "did you mean: {err}");
+    assert!(err.contains("does not compile"), "{err}");
+}
+
+#[tokio::test]
+async fn an_oversized_reply_is_cut_and_an_oversized_value_refused() {
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .config(AgentConfig {
+            max_reply_chars: 50,
+            max_value_bytes: 64,
+            ..AgentConfig::default()
+        })
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    let long_city = "Llanfair".repeat(20);
+    p.respond(Answer::message("y".repeat(8 * 1024 * 1024)).with_data(json!({ "city": long_city })));
+    p.default_answer(CallKind::Respond, Answer::message("z".repeat(100_000)));
+    let r = a.respond("s", &long_city).await.unwrap();
+    assert_eq!(r.message.chars().count(), 50);
+    assert_eq!(r.data.city, None);
+    assert!(
+        r.rejected_data[0].starts_with("city is too long"),
+        "{:?}",
+        r.rejected_data
+    );
+}
+
+fn failing_tool(fail: &'static str) -> Arc<dyn Tool<Booking, Concierge>> {
+    #[derive(Deserialize, JsonSchema)]
+    struct Args {}
+    FnTool::new(
+        "charge",
+        "Charge the card.",
+        move |cx: ToolCx<Booking, Concierge>, _a: Args| async move {
+            cx.dispatch(
+                Directive::new().data(
+                    json!({ "booking_id": "CHARGED" })
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+                ),
+            );
+            match fail {
+                "error" => Err(ToolError::Failed("card declined".into())),
+                "panic" => panic!("tool bug"),
+                _ => Ok(ToolOutput::text("ok")
+                    .data(json!({ "guests": 99 }).as_object().cloned().unwrap())),
+            }
+        },
+    )
+    .into_arc()
+}
+
+#[tokio::test]
+async fn a_failed_tool_writes_nothing_and_a_refused_write_fails_the_tool() {
+    for fail in ["error", "panic", "refused"] {
+        let p = ScriptedProvider::new();
+        let a = booking(&p)
+            .constrain("guests", json!({ "maximum": 12 }))
+            .tool(failing_tool(fail))
+            .flow(booking_flow(false))
+            .build()
+            .unwrap();
+        p.respond(Answer::tool("charge", json!({})));
+        p.tool_round(Answer::message("Something went wrong."));
+        let r = a.respond("s", "charge me").await.unwrap();
+        assert!(!r.tool_calls[0].ok, "{fail}");
+        assert_eq!(
+            r.data.booking_id, None,
+            "{fail}: the dispatched write is dropped"
+        );
+        assert_eq!(r.data.guests, None, "{fail}");
+        if fail == "refused" {
+            assert!(
+                r.tool_calls[0].output.contains("must be at most 12"),
+                "{}",
+                r.tool_calls[0].output
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_step_that_requires_its_tool_does_not_end_the_flow_without_it() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .required(["city"])
+        .step(Step::model("ask_city").collect(["city"]))
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm the booking.")
+                .tool(book_room())
+                .requires_tool("book_room")
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let a = booking(&p).flow(flow).build().unwrap();
+    p.respond(
+        Answer::message("Lisbon. Shall I book?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("confirm"),
+    );
+    p.respond(Answer::message("Lisbon. Shall I book?"));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("confirm"), "{r:?}");
+
+    // The model claims the booking without calling the tool: not used, asked again.
+    p.respond(Answer::message("Your room is booked!"));
+    p.respond(Answer::message("Shall I go ahead and book it?"));
+    let r = a.respond("s", "yes").await.unwrap();
+    assert_eq!(r.message, "Shall I go ahead and book it?");
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.data.booking_id, None);
+    let last = p.last_request().unwrap().instructions();
+    assert!(last.contains("`book_room` has not run"), "{last}");
+
+    // With the tool, the flow completes.
+    p.respond(Answer::tool("book_room", json!({ "hotel": "Grand" })));
+    p.tool_round(Answer::message("Booked: BK-5."));
+    let r = a.respond("s", "yes, book it").await.unwrap();
+    assert_eq!(r.flow, None);
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+}
+
+#[tokio::test]
+async fn requires_tool_must_name_an_offered_tool() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::<Booking, Concierge>::builder("booking")
+        .step(Step::model("confirm").requires_tool("book_rom").end())
+        .build()
+        .unwrap();
+    let err = booking(&p)
+        .tool(book_room())
+        .flow(flow)
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("no tool `book_rom`"), "{err}");
+    assert!(err.contains("book_room"), "did you mean: {err}");
+}
+
+#[tokio::test]
+async fn a_reply_template_renders_the_data_and_is_checked_at_build() {
+    let flow = |text: &str, requires: &[&str]| {
+        Flow::<Booking, Concierge>::builder("booking")
+            .required(["city"])
+            .step(Step::model("ask_city").collect(["city"]))
+            .step(
+                Step::reply("done", text)
+                    .requires(requires.iter().copied())
+                    .end(),
+            )
+            .build()
+    };
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .flow(flow("Noted {city} {{ok}}.", &[]).unwrap())
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Noted.").with_data(json!({ "city": "Lisbon" })));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "Noted Lisbon {ok}.");
+
+    let err = flow("Booked {booking_id}.", &[]).unwrap_err().to_string();
+    assert!(err.contains("may be empty at this step"), "{err}");
+    let err = flow("Booked {bookingid}.", &[]).unwrap_err().to_string();
+    assert!(err.contains("not a data field"), "{err}");
+    assert!(flow("Booked {booking_id}.", &["booking_id"]).is_ok());
+    let err = flow("Booked {city.", &[]).unwrap_err().to_string();
+    assert!(err.contains("malformed"), "{err}");
+}
+
+#[tokio::test]
+async fn tools_can_be_called_through_the_structured_answer() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .required(["city"])
+        .step(Step::model("ask_city").collect(["city"]))
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm the booking.")
+                .tool(book_room())
+                .requires_tool("book_room")
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let a = booking(&p)
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .flow(flow)
+        .build()
+        .unwrap();
+    p.respond(
+        Answer::message("Lisbon. Shall I book?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("confirm"),
+    );
+    p.respond(Answer::message("Lisbon. Shall I book?"));
+    a.respond("s", "Lisbon").await.unwrap();
+
+    p.respond(Answer::from_fn(|req| {
+        // No native tools: the tool is a field of the answer's schema.
+        assert!(req.tools.is_empty());
+        let schema = &req.output.as_ref().unwrap().schema;
+        let options = schema["properties"]["action"]["anyOf"].as_array().unwrap();
+        assert_eq!(options[0]["properties"]["tool"]["const"], "book_room");
+        assert!(
+            req.system
+                .contains("Tools you can use:\n- book_room: Book the room.")
+        );
+        Ok(agent_core::provider::ModelResponse {
+            content: json!({
+                "message": "Booking now.",
+                "action": { "tool": "book_room", "with": { "hotel": "Grand" } },
+            })
+            .to_string(),
+            tool_calls: Vec::new(),
+            usage: agent_core::provider::Usage::default(),
+            finish: agent_core::provider::FinishReason::Stop,
+        })
+    }));
+    p.tool_round(Answer::message("Booked: BK-5."));
+    let r = a.respond("s", "yes, book it").await.unwrap();
+    assert_eq!(r.message, "Booked: BK-5.");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert!(r.tool_calls[0].ok);
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.flow, None, "the tool completed the flow");
+    // The tool round saw the call and its result.
+    let last = p.last_request().unwrap();
+    assert_eq!(last.kind, CallKind::ToolRound);
+    let follow_up = &last.output.as_ref().unwrap().schema;
+    assert!(
+        follow_up["properties"]["action"].is_null(),
+        "one action per answer"
+    );
+    assert_eq!(
+        last.messages.last().unwrap().content.as_str(),
+        "booked BK-5"
+    );
+}
