@@ -103,9 +103,11 @@ pub struct AgentConfig {
     /// Tool rounds per model call.
     pub max_tool_rounds: u32,
     /// Offer a flow's tools as an `action` field of the structured answer instead of
-    /// the provider's native tools. For servers whose JSON-schema decoding leaves no
-    /// room for a native tool call (llama.cpp: with a schema, Qwen2.5 writes its calls
-    /// as text and they never run). Off by default.
+    /// the provider's native tools, for servers and models that cannot call a tool
+    /// while a JSON schema constrains the answer. Off by default. Measured on
+    /// Qwen2.5-Coder 1.5B under llama.cpp: natively it never called `book_room`; with
+    /// actions it did, but also before the guest had confirmed, so the examples keep
+    /// native tools until a step can hold its tools back until it is answered.
     pub tools_in_answer: bool,
     /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
     /// it is cancelled and becomes a failed result the model (or the code flow) sees;

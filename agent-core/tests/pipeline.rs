@@ -805,7 +805,7 @@ async fn a_model_value_of_the_wrong_type_is_refused_alone_and_the_reply_asks_aga
     assert_eq!(r.message, "How many guests, in digits?");
     let last = p.last_request().unwrap().instructions();
     assert!(
-        last.contains("`guests` = many was not accepted: it must be a whole number"),
+        last.contains("guests many is not possible: it must be a whole number"),
         "{last}"
     );
     let s = stored(&a, "s").await.unwrap();

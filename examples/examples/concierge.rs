@@ -88,7 +88,7 @@ mod booking {
     /// The fn body is the step's `prepare` hook: it runs before the model call. The
     /// flow cannot end here unless `book_room` ran: a reply claiming a booking without
     /// it is replaced.
-    #[step(end, prompt = "Summarise the booking and ask the guest to confirm. Nothing is booked until book_room has run.",
+    #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
            tools(book_room), requires_tool(book_room),
            branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {

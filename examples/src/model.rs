@@ -317,23 +317,20 @@ impl Model {
         matches!(self.choice, Choice::Local { .. })
     }
     /// Engine settings suited to this model. Small local models get temperature 0, a
-    /// token limit, short replies (the 270M model rambles into any budget) and their
-    /// tools in the answer's schema (llama.cpp cannot combine native tool calls with a
-    /// JSON schema); the others the defaults.
+    /// token limit and short replies (the 270M model rambles into any budget); the
+    /// others the defaults.
     pub fn config(&self) -> AgentConfig {
         match &self.choice {
             Choice::Local { .. } if self.name.starts_with("gemma-3-270m") => AgentConfig {
                 max_reply_chars: 120,
                 max_tokens: Some(384),
                 temperature: Some(0.0),
-                tools_in_answer: true,
                 ..AgentConfig::default()
             },
             Choice::Local { .. } => AgentConfig {
                 max_reply_chars: 400,
                 max_tokens: Some(512),
                 temperature: Some(0.0),
-                tools_in_answer: true,
                 ..AgentConfig::default()
             },
             _ => AgentConfig::default(),

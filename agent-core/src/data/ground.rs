@@ -301,18 +301,41 @@ const NUMBER_WORDS: &[(&str, f64)] = &[
     ("dodici", 12.0),
 ];
 
-/// `n` is stated in `text`: as digits (also "2x", "2nd"), or in words.
+/// `n` is stated in `text`: as digits (also "2x", "2nd"), or in words. The parts of a
+/// date ("2026-07-01") and zero-padded numbers are not counts.
 fn states_number(text: &str, n: f64) -> bool {
-    words(text).any(|w| {
-        let digits: String = w
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        let as_digits = !digits.is_empty()
-            && digits.parse::<f64>().is_ok_and(|d| d == n)
-            && w[digits.len()..].chars().all(char::is_alphabetic);
-        as_digits || NUMBER_WORDS.iter().any(|(word, v)| *v == n && w == *word)
-    }) || decimal_stated(text, n)
+    let ws: Vec<&str> = words(text).collect();
+    let year = |i: usize| {
+        ws.get(i)
+            .is_some_and(|w| w.len() == 4 && w.chars().all(|c| c.is_ascii_digit()))
+    };
+    let part = |i: usize| {
+        ws.get(i)
+            .is_some_and(|w| (1..=2).contains(&w.len()) && w.chars().all(|c| c.is_ascii_digit()))
+    };
+    // A year, month and day in a row ("2026 07 01" once normalised).
+    let in_date = |i: usize| {
+        (i >= 1 && year(i - 1) && part(i) && part(i + 1))
+            || (i >= 2 && year(i - 2) && part(i - 1) && part(i))
+    };
+    ws.iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            let padded = w.len() > 1 && w.starts_with('0');
+            !(in_date(*i) || padded)
+        })
+        .any(|(_, w)| {
+            let w = *w;
+            let digits: String = w
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let as_digits = !digits.is_empty()
+                && digits.parse::<f64>().is_ok_and(|d| d == n)
+                && w[digits.len()..].chars().all(char::is_alphabetic);
+            as_digits || NUMBER_WORDS.iter().any(|(word, v)| *v == n && w == *word)
+        })
+        || decimal_stated(text, n)
 }
 
 /// "1.5" and "1,5" are split in two words by [`normalize`]; join them back.
@@ -676,6 +699,10 @@ mod tests {
         ));
         assert!(ok(&["we are 4"], json!(4)));
         assert!(!ok(&["we are 4"], json!(40)));
+        assert!(!ok(&["Hotel in Lisbon on 2026-07-01"], json!(1)));
+        assert!(!ok(&["Hotel in Lisbon on 2026-07-01"], json!(7)));
+        assert!(ok(&["2026-07-01 for 3"], json!(3)));
+        assert!(ok(&["Lisbon in 2026, 3 of us"], json!(3)));
         assert!(!ok(&["Lisbon"], json!("Porto")));
         assert!(ok(&["1.5 kg"], json!(1.5)));
         assert!(ok(&["+351 912 345 678"], json!("+351912345678")));

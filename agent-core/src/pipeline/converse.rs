@@ -148,10 +148,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The reply about to be rendered replaces a draft written for another position:
-    /// say where the conversation really is and what is still missing, so the new
-    /// reply does not repeat the draft's claims.
-    fn note_mismatch(&mut self, flow: &Flow<D, C>, claimed: Option<&str>, at: usize) {
-        let here = flow.steps[at].id.as_ref();
+    /// say what is still missing, so the new reply does not repeat the draft's claims.
+    fn note_mismatch(&mut self, flow: &Flow<D, C>) {
         let missing: Vec<&str> = flow
             .required_idx
             .iter()
@@ -159,19 +157,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .filter(|(i, _)| !self.is_present(**i))
             .map(|(_, f)| f.as_ref())
             .collect();
-        let mut note = match claimed {
-            Some(c) if c != here => {
-                format!("The conversation is at step `{here}`, not `{c}`.")
-            }
-            _ => format!("The conversation is at step `{here}`."),
-        };
         if !missing.is_empty() {
-            note.push_str(&format!(
-                " Not known yet: {}. Do not say these are set.",
-                missing.join(", ")
-            ));
+            let note = format!("Still needed from the user: {}.", missing.join(", "));
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
         }
-        self.notes.push(note);
     }
 
     /// A tool the step requires that has not run successfully this turn.
@@ -203,10 +194,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
+        // Small models repeat these lines to the user: they are written to be safe
+        // to repeat.
         self.notes.push(if refused {
-            format!("`{field}` = {shown} was not accepted: it {reason}. Tell the user and ask again.")
+            format!("{field} {shown} is not possible: it {reason}. Ask for {field} again.")
         } else {
-            format!("`{field}` is not known yet: the user did not say it. Do not assume it; ask if needed.")
+            format!("{field} is not known yet; ask for it when needed.")
         });
         let d = DroppedValue {
             field,
@@ -375,7 +368,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     fn accepts(&self, sp: &Speculation<D, C>, actual: &Stop, alt: Option<usize>) -> bool {
-        if sp.generation != self.aug.generation || !sp.clean {
+        // An action asked for in a speculative answer never ran: render again at the
+        // resolved step, where the model may ask for it and it runs.
+        if sp.generation != self.aug.generation || !sp.clean || sp.out.tool_call.is_some() {
             return false;
         }
         let claimed = sp.out.claimed.as_deref();
@@ -485,7 +480,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let reuse = spec.take().filter(|sp| {
                         let ok = self.accepts(sp, &stop, alt);
                         if !ok && !self.streamed {
-                            self.note_mismatch(&flow, sp.out.claimed.as_deref(), *j);
+                            self.note_mismatch(&flow);
                         }
                         if !ok && self.streamed {
                             tracing::error!(
@@ -639,7 +634,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 // The model replied as if done, but the step's tool did not run: that
                 // reply is not used; the step is asked again, told so.
                 self.notes.push(format!(
-                    "`{missing}` has not run: nothing is done yet. Do not say it is; call `{missing}` if the user has confirmed, or ask them to confirm."
+                    "Nothing has been done yet ({missing} did not run): ask the user whether to go ahead."
                 ));
                 self.awaiting = false;
                 self.landed = Some((flow.id.to_string(), flow.steps[*j].id.to_string()));

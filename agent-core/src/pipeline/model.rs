@@ -633,8 +633,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             };
             match parsed {
                 Ok(mut out) => {
-                    if let Some(call) = out.tool_call.take()
+                    // A speculative answer's action waits: it runs only if the walk
+                    // accepts that answer, and then in a rendering of its own.
+                    if !self.speculating
                         && !acted
+                        && let Some(call) = out.tool_call.take()
                     {
                         // A tool asked for in the answer: run it, then ask again with
                         // its result, as a native tool round would.
