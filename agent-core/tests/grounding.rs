@@ -282,10 +282,9 @@ async fn a_failed_tool_writes_nothing_and_a_refused_write_fails_the_tool() {
     }
 }
 
-#[tokio::test]
-async fn a_step_that_requires_its_tool_does_not_end_the_flow_without_it() {
-    let p = ScriptedProvider::new();
-    let flow = Flow::builder("booking")
+/// ask_city -> confirm (offers `book_room`, which must run before the flow ends).
+fn city_then_confirm() -> Flow<Booking, Concierge> {
+    Flow::builder("booking")
         .required(["city"])
         .step(Step::model("ask_city").collect(["city"]))
         .step(
@@ -296,7 +295,13 @@ async fn a_step_that_requires_its_tool_does_not_end_the_flow_without_it() {
                 .end(),
         )
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_step_that_requires_its_tool_does_not_end_the_flow_without_it() {
+    let p = ScriptedProvider::new();
+    let flow = city_then_confirm();
     let a = booking(&p).flow(flow).build().unwrap();
     p.respond(
         Answer::message("Lisbon. Shall I book?")
@@ -378,18 +383,7 @@ async fn a_reply_template_renders_the_data_and_is_checked_at_build() {
 #[tokio::test]
 async fn tools_can_be_called_through_the_structured_answer() {
     let p = ScriptedProvider::new();
-    let flow = Flow::builder("booking")
-        .required(["city"])
-        .step(Step::model("ask_city").collect(["city"]))
-        .step(
-            Step::model("confirm")
-                .prompt("Confirm the booking.")
-                .tool(book_room())
-                .requires_tool("book_room")
-                .end(),
-        )
-        .build()
-        .unwrap();
+    let flow = city_then_confirm();
     let a = booking(&p)
         .config(AgentConfig {
             tools_in_answer: true,

@@ -99,7 +99,7 @@ mod booking {
     #[step(
         end,
         requires(city, guests),
-        reply = "A specialist will call you about your group of {guests} in {city}."
+        reply = "A specialist will call you about groups: {guests} guests in {city}."
     )]
     fn large_group() {}
 }
