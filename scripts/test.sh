@@ -22,6 +22,7 @@ cleanup() {
   bash scripts/local-llm.sh stop-all >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+stage() { echo "== $1 (test.sh at $((SECONDS / 60))m$((SECONDS % 60))s)" >&2; }
 
 required() {
   if [ "${CI:-}" = "true" ]; then
@@ -31,14 +32,14 @@ required() {
   echo "test.sh: $1 could not start; the tests that need it will report skipped" >&2
 }
 
-echo "== services (PostgreSQL, Redis)" >&2
+stage "services (PostgreSQL, Redis)"
 if lines="$(bash scripts/services.sh start)"; then
   eval "$lines"
 else
   required "PostgreSQL/Redis"
 fi
 
-echo "== local models (llama.cpp server: the default model, and Gemma 3 270M)" >&2
+stage "local models (llama.cpp server: the default model, and Gemma 3 270M)"
 local_default=0
 if bash scripts/local-llm.sh start >/dev/null; then
   local_default=1
@@ -52,19 +53,20 @@ else
   required "the local Gemma model"
 fi
 
-echo "== headless Chromium + ChromeDriver (web chat browser test)" >&2
+stage "headless Chromium + ChromeDriver (web chat browser test)"
 if ! bash scripts/browser.sh >&2; then
   required "Chromium"
 fi
 
-echo "== cargo test --workspace --all-features" >&2
+stage "cargo test --workspace --all-features"
 cargo test --workspace --all-features
 
 if [ "$local_default" = 1 ]; then
-  echo "== eval: smoke subset on the local default model (fails on engine faults only)" >&2
+  stage "eval: smoke subset on the local default model (fails on engine faults only)"
   # The eval picks its model like the examples: with no key or base URL set, the local
   # default model, which is running already. The Gemma variables above are for the
   # providers' tests only.
   env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u OPENAI_MODEL \
     cargo run -p examples --example eval -- --smoke --out target/eval-smoke
 fi
+stage "done"

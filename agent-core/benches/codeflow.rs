@@ -71,7 +71,10 @@ fn counter() -> CodeFlow<(), ()> {
 }
 
 fn bench_replay(c: &mut Criterion) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    else {
         return;
     };
     let mut group = c.benchmark_group("code_flow_resumed_turn");

@@ -32,6 +32,7 @@ const TURNS: u64 = 4;
 
 fn bench_turns(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap_or_else(|e| {
             eprintln!("{e}");
@@ -68,7 +69,10 @@ fn bench_turns(c: &mut Criterion) {
 }
 
 fn report_idle_session_size() {
-    let rt = match tokio::runtime::Builder::new_current_thread().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
         Ok(rt) => rt,
         Err(_) => return,
     };
@@ -97,7 +101,10 @@ criterion_group!(benches, bench_turns);
 /// `TURN_PROFILE=N` (and `TURN_PROFILE_SCRIPT=1|2|3`): run N turns of a script and
 /// exit, for instruction counting under callgrind, which needs a fixed amount of work.
 fn profile_run(n: u64) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    else {
         return;
     };
     let script = std::env::var("TURN_PROFILE_SCRIPT").unwrap_or_default();

@@ -2,15 +2,17 @@
 //! the entry points `respond`, `respond_stream` and `dispatch`.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{FutureExt, Stream};
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::backoff::ConflictBackoff;
 use crate::clock::{Clock, SystemClock};
 use crate::codeflow::{CodeFlow, Fallback, IntoCodeFlow, ResponseHook, ResponseMeta, Router};
 use crate::data::{AgentContext, AgentData, DataSchema, FieldSet};
@@ -21,7 +23,8 @@ use crate::flow::{Flow, suggest};
 use crate::fxhash::FxHashMap;
 use crate::hook::PreHook;
 use crate::instruction::Instruction;
-use crate::pipeline::{Sink, Turn};
+use crate::pipeline::deadline::{Deadline, within};
+use crate::pipeline::{Sink, Turn, guard};
 use crate::provider::Provider;
 use crate::response::{AgentResponse, Event};
 use crate::session::Session;
@@ -115,6 +118,16 @@ pub struct AgentConfig {
     ///
     /// [`Tool::timeout`]: crate::tool::Tool::timeout
     pub tool_timeout: Option<Duration>,
+    /// Time limit of a whole turn (default 180 s): past it the turn ends with
+    /// [`AgentError::TurnTimeout`] and the session is unchanged; a code flow still
+    /// running a tenth of the limit before it is stopped as a failed step instead (see
+    /// `max_flow_failures`). It counts from the moment the session is held (waiting
+    /// for it does not count) to the save. `None` lets turns run as long as they take.
+    /// Only code that awaits can be stopped: a hook, tool or code flow that loops
+    /// without ever awaiting holds its thread past any deadline. The deadline uses
+    /// Tokio's timer: on another executor turns run without it (a warning is logged);
+    /// in a Tokio runtime built without timers a turn fails with a configuration error.
+    pub turn_timeout: Option<Duration>,
     /// Estimated history tokens (chars / 4) above which old turns are summarised.
     pub history_token_budget: usize,
     /// Messages kept verbatim when compacting.
@@ -125,10 +138,13 @@ pub struct AgentConfig {
     pub max_reply_chars: usize,
     /// Extra attempts when the model's structured answer is malformed.
     pub repair_attempts: u32,
-    /// Most conditions judged in one classifier call.
+    /// Most conditions judged in one classifier call (at least 1; `build()` rejects 0).
     pub classifier_batch_size: usize,
     /// Concurrent-save behaviour.
     pub conflict: ConflictPolicy,
+    /// Pause before each re-run of a conflicting turn (jittered exponential; 20 ms
+    /// doubling up to 500 ms by default; [`ConflictBackoff::NONE`] re-runs at once).
+    pub conflict_backoff: ConflictBackoff,
     /// Recently saved sessions kept decoded, so the next turn skips decoding when the
     /// stored bytes are unchanged (0 disables).
     pub session_cache: usize,
@@ -167,7 +183,14 @@ pub struct AgentConfig {
     /// Consecutive failed turns (error or panic in its fn) after which a code flow is
     /// cleared and the classic reply takes over.
     pub max_flow_failures: u32,
-    /// The reply of a turn whose code flow step failed (below the limit).
+    /// For how many turns after a flow completes the user's messages are read for
+    /// corrections of its fields ("actually, make it Porto"); each flow's
+    /// [`crate::flow::Corrections`] says what happens then: refused with a clear reply
+    /// (the default) or the flow reopens. 0 turns it off. Default 3.
+    pub correction_window: u32,
+    /// The reply of a turn that went wrong on the agent's side: a code flow step
+    /// failed (below the limit), or a cycle of auto steps hit
+    /// `max_auto_steps_per_turn` (the user is never left with an empty message).
     pub flow_error_reply: String,
     /// New effects (`say`, `tool`, `now_ms`, …) a code flow may record in one turn;
     /// past it the run stops as a failed step, so a loop that never asks cannot grow
@@ -187,6 +210,7 @@ impl Default for AgentConfig {
             max_tool_rounds: 5,
             tools_in_answer: false,
             tool_timeout: Some(Duration::from_secs(60)),
+            turn_timeout: Some(Duration::from_secs(180)),
             history_token_budget: 6000,
             keep_last_messages: 12,
             max_message_bytes: 32 * 1024,
@@ -194,6 +218,7 @@ impl Default for AgentConfig {
             repair_attempts: 1,
             classifier_batch_size: 32,
             conflict: ConflictPolicy::Retry(3),
+            conflict_backoff: ConflictBackoff::default(),
             session_cache: 256,
             remembered_events: 32,
             temperature: None,
@@ -207,6 +232,7 @@ impl Default for AgentConfig {
             seed: None,
             always_replay: false,
             max_flow_failures: 2,
+            correction_window: 3,
             flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
                 .into(),
             flow_commands: false,
@@ -512,6 +538,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             config: AgentConfig::default(),
             clock: None,
             constraints: Vec::new(),
+            checks: Vec::new(),
         }
     }
 
@@ -612,9 +639,12 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         }
         let lock = inner.session_lock(session_id);
         let _guard = lock.lock().await;
+        // The deadline starts once the session is held: waiting for it (and for a
+        // lease or an approval, when those exist) is not the turn's work.
+        let deadline = Deadline::start(inner.config.turn_timeout);
         let mut attempt = 0;
         loop {
-            let mut load = self.load_for_turn(session_id).await?;
+            let mut load = within(deadline, self.load_for_turn(session_id)).await?;
             let loaded = load.session.version;
             if let Some(id) = options.event_id.as_deref()
                 && let Some(done) = load.session.processed_event(id)
@@ -622,7 +652,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 return replayed(done, sink);
             }
             self.check_flow_version(&mut load.session)?;
-            let turn = Turn::new(inner, load, message, sink, options.event_id.clone());
+            let mut turn = Turn::new(inner, load, message, sink, options.event_id.clone());
+            turn.deadline = deadline;
             let span = tracing::info_span!(
                 "turn",
                 session = session_id,
@@ -630,7 +661,16 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 source = tracing::field::Empty,
                 flow = tracing::field::Empty,
             );
-            match turn.run().instrument(span).await {
+            // Callbacks are caught where they are called (naming them); this catches
+            // whatever else panics, so no panic unwinds out of `respond`.
+            let run = AssertUnwindSafe(turn.run().instrument(span)).catch_unwind();
+            let result = run.await.unwrap_or_else(|p| {
+                Err(AgentError::HookPanicked {
+                    what: "code called during the turn (a provider, store or data type)".into(),
+                    message: crate::tool::panic_message(p.as_ref()),
+                })
+            });
+            match result {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
                     if options.event_id.is_some()
                         && attempt == 0
@@ -654,6 +694,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                             found: fresh.version,
                         }));
                     }
+                    let backoff = inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
                     continue;
                 }
                 Err(AgentError::Store(StoreError::Conflict { .. }))
@@ -666,6 +708,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                         attempt,
                         "save conflict; re-running the turn on fresh state"
                     );
+                    let backoff = inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
                     continue;
                 }
                 other => return other,
@@ -705,7 +749,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             problem: problem.clone(),
         };
         if let Some(m) = &self.inner.migrate {
-            m(session, &change).map_err(|reason| AgentError::IncompatibleSession {
+            let migrated = guard::call(|| "migration hook".into(), || m(session, &change))?;
+            migrated.map_err(|reason| AgentError::IncompatibleSession {
                 session_id: session.id.clone(),
                 problem: format!("{problem}; migration failed: {reason}"),
             })?;
@@ -788,7 +833,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
 
     /// Queue a directive for a session from outside any turn (a webhook, a queue). It is
     /// validated now (shape and targets) and applied first thing next turn; it merges
-    /// with a directive already pending.
+    /// with a directive already pending. One with a position (or a reply) decides the
+    /// turn and skips routing; one that only writes data or context leaves routing and
+    /// signals to run as usual.
     pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
         let lock = self.inner.session_lock(session_id);
         let _guard = lock.lock().await;
@@ -809,6 +856,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 Err(StoreError::Conflict { .. }) if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
                 {
                     attempt += 1;
+                    let backoff = self.inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
                 }
                 other => return Ok(other?),
             }
@@ -845,6 +894,7 @@ pub struct AgentBuilder<D, C> {
     config: AgentConfig,
     clock: Option<Arc<dyn Clock>>,
     constraints: Vec<(String, serde_json::Value)>,
+    checks: Vec<crate::data::custom::FieldCheck>,
 }
 
 impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
@@ -969,6 +1019,22 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     /// an unknown field or a pattern that does not compile fails `build()`.
     pub fn constrain(mut self, field: impl Into<String>, constraints: serde_json::Value) -> Self {
         self.constraints.push((field.into(), constraints));
+        self
+    }
+    /// A custom check on a field, run on every write after its schema constraints: `Ok`
+    /// with the value to store (return it unchanged, or normalised: trimmed, title-cased;
+    /// keep normalisers idempotent), or `Err` with a message the user may be shown. A
+    /// model value it refuses is asked for again with the message; a tool's write fails
+    /// the tool call; a hook's or dispatch's write fails the turn with
+    /// [`crate::error::DataError::Rejected`]. `#[field(validate = path)]` on a `#[data]`
+    /// field does the same for flows built with `#[flow]`. An unknown field fails `build()`.
+    pub fn validate<T, F>(mut self, field: impl Into<String>, f: F) -> Self
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + 'static,
+        F: Fn(T) -> Result<T, String> + Send + Sync + 'static,
+    {
+        self.checks
+            .push(crate::data::custom::FieldCheck::typed(field, f));
         self
     }
     /// The clock (default: system time).
@@ -1111,6 +1177,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 ));
             }
         }
+        errs.extend(check_config(&self.config));
         let mut sig_ids = HashSet::new();
         for s in &self.signals {
             if !sig_ids.insert(s.id.clone()) {
@@ -1136,6 +1203,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         for (i, f) in flows.iter_mut().enumerate() {
             f.index = i;
         }
+        crate::flow::assign_owned_fields(&mut flows);
         let (switch_sections, switch_ids) = crate::prompt::render_switch_sections(&flows);
         let section = crate::prompt::render_agent_section(
             &self.name,
@@ -1161,6 +1229,31 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                     format!("cannot constrain `{field}`: {e}"),
                     suggest(
                         field,
+                        &schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.to_string())
+                            .collect::<Vec<_>>(),
+                        "fields",
+                    ),
+                ));
+            }
+        }
+        // The data type's own checks come with its `#[flow]`s (every flow of the agent
+        // shares the type, so the first flow that carries them has them all), then the
+        // builder's.
+        let type_checks = flows
+            .iter()
+            .find(|f| !f.field_checks.is_empty())
+            .map(|f| f.field_checks.clone())
+            .unwrap_or_default();
+        for check in type_checks.into_iter().chain(self.checks) {
+            let field = check.field.clone();
+            if let Err(e) = schema.add_check(check) {
+                errs.push(agent_err(
+                    format!("cannot validate `{field}`: {e}"),
+                    suggest(
+                        &field,
                         &schema
                             .fields()
                             .iter()
@@ -1215,6 +1308,30 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             }),
         })
     }
+}
+
+/// Engine settings that cannot work, found at `build()` rather than mid-conversation.
+fn check_config(c: &AgentConfig) -> Vec<FlowConfigurationError> {
+    let problem = |problem: &str, help: &str| FlowConfigurationError {
+        flow: String::new(),
+        step: None,
+        problem: problem.into(),
+        help: help.into(),
+    };
+    let mut errs = Vec::new();
+    if c.classifier_batch_size == 0 {
+        errs.push(problem(
+            "`classifier_batch_size` is 0: no condition could ever be judged",
+            "use at least 1 (default 32)",
+        ));
+    }
+    if c.conflict_backoff.base > c.conflict_backoff.max {
+        errs.push(problem(
+            "`conflict_backoff.base` is longer than `conflict_backoff.max`",
+            "make `max` at least `base` (default 20 ms and 500 ms)",
+        ));
+    }
+    errs
 }
 
 /// Tool checks shared by flow and agent builders.

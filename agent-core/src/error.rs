@@ -264,13 +264,25 @@ pub enum AgentError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A hook or predicate panicked.
+    /// A user callback (hook, predicate, signal handler, reply function, migration
+    /// or response hook) panicked. The turn was stopped before its save, so the
+    /// session is unchanged (except for `on_response`, which runs after the save and is
+    /// reported in [`AgentResponse::hook_failures`](crate::response::AgentResponse)).
     #[error("{what} panicked: {message}")]
     HookPanicked {
-        /// Which hook.
+        /// Which callback ("prepare hook of step `confirm` in flow `booking`").
         what: String,
         /// Panic payload, when it was a string.
         message: String,
+    },
+    /// The turn ran past [`AgentConfig::turn_timeout`](crate::AgentConfig) and was
+    /// stopped before its save; the session is unchanged.
+    #[error(
+        "the turn took longer than {after:?} and was stopped; the session was left unchanged (raise `turn_timeout`, or look for a tool, hook or code flow that does not finish)"
+    )]
+    TurnTimeout {
+        /// The limit.
+        after: Duration,
     },
     /// The stored session cannot continue with the current flow definitions.
     #[error(
@@ -297,9 +309,12 @@ pub enum AgentError {
     },
 }
 
-/// A code flow that cannot be replayed faithfully. The turn fails and the stored
-/// session is left unchanged: these are bugs in the flow's code, not in the input.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
+/// A code flow that cannot be replayed faithfully: a bug in the flow's code, not in
+/// the input. It counts as a failed step of the flow (reported in
+/// `StoppedReason::FlowFailed::replay`), so repeated failures clear the flow instead
+/// of failing every turn; in always-replay mode (the test kit) the turn fails with it.
+#[derive(Debug, Clone, Error, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CodeFlowError {
     /// The replay called something other than what the journal recorded here.
     #[error(

@@ -51,7 +51,15 @@ pub struct Flow<D, C> {
     pub(crate) collectable_idx: Vec<usize>,
     pub(crate) initial_data: Option<Patch>,
     pub(crate) reentrant: bool,
+    /// The fields this flow owns (only it collects or requires them), with the values
+    /// a new session has: written back when the flow is entered again after it
+    /// completed, so it starts over (set by the agent builder, which knows the others).
+    pub(crate) owned_reset: Patch,
     pub(crate) on_complete: Option<Directive>,
+    /// Custom field checks of the data type (`#[field(validate = ..)]`), which the agent
+    /// installs in its schema.
+    pub(crate) field_checks: Vec<crate::data::custom::FieldCheck>,
+    pub(crate) corrections: Corrections,
     pub(crate) hooks: FlowHooks<D, C>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) instructions: Vec<Instruction<D, C>>,
@@ -93,6 +101,8 @@ impl<D, C> Flow<D, C> {
             initial_data: None,
             reentrant: false,
             on_complete: None,
+            field_checks: Vec::new(),
+            corrections: Corrections::default(),
             hooks: FlowHooks::default(),
             tools: Vec::new(),
             instructions: Vec::new(),
@@ -162,7 +172,9 @@ impl<D, C> Flow<D, C> {
         &self.collectable
     }
     pub(crate) fn is_eligible(&self, cx: &Cx<'_, D, C>) -> bool {
-        self.if_.as_ref().is_none_or(|p| p(cx))
+        self.if_.as_ref().is_none_or(|p| {
+            crate::pipeline::guard::test(p, cx, || format!("`if` predicate of flow `{}`", self.id))
+        })
     }
     /// Every flow id this flow can reach by a static target (branch flows, directive
     /// targets, `on_complete`): checked against the registry by the agent builder.
@@ -225,6 +237,21 @@ impl<D, C> IntoFlow<D, C> for Result<Flow<D, C>, ConfigErrors> {
     }
 }
 
+/// What a correction of a completed flow's field does, within
+/// [`crate::AgentConfig::correction_window`] turns of its completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Corrections {
+    /// Nothing changes; the reply tells the user the completed task cannot change any
+    /// more (a booking made is made). The default: no completed work changes by a
+    /// model's reading of a message.
+    #[default]
+    Refuse,
+    /// The flow reopens with its fields kept and the corrected one changed (steps that
+    /// `depends_on` it ask again), and runs on from there, so its end step (and a tool
+    /// it `requires_tool`) runs again with the new value.
+    Reopen,
+}
+
 /// Builder for [`Flow`].
 pub struct FlowBuilder<D, C> {
     id: String,
@@ -237,6 +264,8 @@ pub struct FlowBuilder<D, C> {
     initial_data: Option<Patch>,
     reentrant: bool,
     on_complete: Option<Directive>,
+    field_checks: Vec<crate::data::custom::FieldCheck>,
+    corrections: Corrections,
     hooks: FlowHooks<D, C>,
     tools: Vec<Arc<dyn Tool<D, C>>>,
     instructions: Vec<Instruction<D, C>>,
@@ -322,6 +351,21 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
     /// Add a flow-scoped instruction.
     pub fn instruction(mut self, i: Instruction<D, C>) -> Self {
         self.instructions.push(i);
+        self
+    }
+    /// What a correction of this flow's fields does after it completed (default
+    /// [`Corrections::Refuse`]).
+    pub fn corrections(mut self, c: Corrections) -> Self {
+        self.corrections = c;
+        self
+    }
+    /// Custom checks of the data's fields (what `#[flow]` passes from the `#[data]`
+    /// type's `#[field(validate = ..)]`); the agent runs them on every write.
+    pub fn checks(
+        mut self,
+        checks: impl IntoIterator<Item = crate::data::custom::FieldCheck>,
+    ) -> Self {
+        self.field_checks.extend(checks);
         self
     }
     /// Add a step (declaration order is the linear order).
@@ -420,6 +464,16 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 if let Some(i) = check_field(&mut errs, Some(&sid), "requires", f) {
                     ridx.push(i);
                 }
+            }
+            for f in &s.depends_on {
+                check_field(&mut errs, Some(&sid), "depends_on", f);
+            }
+            if !s.depends_on.is_empty() && s.collect.is_empty() {
+                errs.push(err(
+                    Some(&sid),
+                    "`depends_on` on a step that collects nothing".into(),
+                    "a correction clears what the step collects: add `collect(..)` or remove `depends_on`".into(),
+                ));
             }
             s.collect_idx = cidx;
             s.requires_idx = ridx;
@@ -553,6 +607,15 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 String::new(),
             ));
         }
+        if self.on_complete.is_some() && self.hooks.on_complete.is_some() {
+            // Two sources of the completion directive would merge silently, the
+            // hook's position overriding the declared one.
+            errs.push(err(
+                None,
+                "both `on_complete` (a directive) and `on_complete_hook` are set".into(),
+                "keep one: return the directive from the hook, e.g. `Directive::go_to(..)`".into(),
+            ));
+        }
         let mut seen = HashSet::new();
         for t in &self.tools {
             crate::agent::check_tool(t.as_ref(), &fid, None, &mut errs);
@@ -622,7 +685,10 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             collectable_idx,
             initial_data: self.initial_data,
             reentrant: self.reentrant,
+            owned_reset: Patch::new(),
             on_complete: self.on_complete,
+            field_checks: self.field_checks,
+            corrections: self.corrections,
             hooks: self.hooks,
             tools: self.tools,
             instructions: self.instructions,
@@ -636,6 +702,42 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         flow.version = structural_version(&flow);
         crate::prompt::render_flow_sections(&mut flow, &schema);
         Ok(flow)
+    }
+}
+
+/// Give each flow the fields it owns: those it collects or requires (flow `required`
+/// and `optional`, step `collect` and `requires`) that no other registered flow collects
+/// or requires, each with its value in `D::default()`. Computed once, at agent build.
+pub(crate) fn assign_owned_fields<D: AgentData, C>(flows: &mut [Flow<D, C>]) {
+    let fields_of = |f: &Flow<D, C>| -> HashSet<Arc<str>> {
+        f.collectable
+            .iter()
+            .cloned()
+            .chain(f.steps.iter().flat_map(|s| s.requires.iter().cloned()))
+            .collect()
+    };
+    let all: Vec<HashSet<Arc<str>>> = flows.iter().map(fields_of).collect();
+    let defaults = match serde_json::to_value(D::default()) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => Patch::new(),
+    };
+    for (i, flow) in flows.iter_mut().enumerate() {
+        let mut owned: Vec<&Arc<str>> = all[i]
+            .iter()
+            .filter(|f| {
+                all.iter()
+                    .enumerate()
+                    .all(|(j, o)| j == i || !o.contains(*f))
+            })
+            .collect();
+        owned.sort();
+        flow.owned_reset = owned
+            .into_iter()
+            .map(|f| {
+                let v = defaults.get(f.as_ref()).cloned();
+                (f.to_string(), v.unwrap_or(serde_json::Value::Null))
+            })
+            .collect();
     }
 }
 

@@ -3,6 +3,9 @@
 //! Hooks are async traits so that generated code (and users) can await inside them;
 //! plain closures implement them through blanket impls, so builders accept
 //! `|cx: &Cx<'_, D, C>| ...` directly.
+//!
+//! A hook, predicate or signal handler that panics fails the turn with
+//! [`AgentError::HookPanicked`] naming it; the session is left unchanged.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,6 +13,7 @@ use async_trait::async_trait;
 
 use crate::data::{DataSchema, FieldSet};
 use crate::directive::{Directive, PreDirective};
+use crate::error::AgentError;
 use crate::provider::Message;
 
 /// Directives dispatched from inside a hook or tool (`cx.dispatch(..)`); they join the
@@ -17,6 +21,10 @@ use crate::provider::Message;
 #[derive(Debug, Clone, Default)]
 pub struct Dispatcher {
     queue: Arc<Mutex<Vec<Directive>>>,
+    /// The first callback that panicked where the engine cannot return an error at
+    /// once (a predicate inside a filter): the turn fails with it before anything is
+    /// saved or another model call is made.
+    fault: Arc<Mutex<Option<AgentError>>>,
 }
 
 impl Dispatcher {
@@ -29,6 +37,18 @@ impl Dispatcher {
     pub(crate) fn drain(&self) -> Vec<Directive> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         std::mem::take(&mut *q)
+    }
+    /// Remember a callback's failure (the first one wins).
+    pub(crate) fn fault(&self, error: AgentError) {
+        let mut f = self.fault.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(error);
+        }
+    }
+    /// The remembered failure, if any.
+    pub(crate) fn take_fault(&self) -> Option<AgentError> {
+        let mut f = self.fault.lock().unwrap_or_else(|e| e.into_inner());
+        f.take()
     }
 }
 
@@ -88,7 +108,8 @@ impl<'a, D, C> Cx<'a, D, C> {
     }
 }
 
-/// A code predicate (`if`, `skip`): pure, synchronous, free.
+/// A code predicate (`if`, `skip`): pure, synchronous, free. One that panics fails the
+/// turn with [`AgentError::HookPanicked`] naming it; the session is left unchanged.
 pub type Predicate<D, C> = Arc<dyn Fn(&Cx<'_, D, C>) -> bool + Send + Sync>;
 
 /// A pre-LLM hook (`on_enter`, `prepare`): feeds the prompt and tools of this turn.

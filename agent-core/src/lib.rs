@@ -32,11 +32,12 @@
 //! assert_eq!(r.model_calls, 1);
 //! # });
 //! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
-//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
 //! # }
 //! ```
 
 pub mod agent;
+pub mod backoff;
 pub mod branch;
 pub mod clock;
 pub mod codeflow;
@@ -64,6 +65,7 @@ pub mod tool;
 pub mod typed;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, FlowVersionChange, TurnOptions};
+pub use backoff::ConflictBackoff;
 
 /// The README's examples are compiled and run as doctests.
 #[cfg(doctest)]

@@ -164,7 +164,7 @@ pub(crate) fn render_dynamic_instructions<D, C>(
 ) {
     for i in list {
         if let Some(p) = &i.if_
-            && p(cx)
+            && crate::pipeline::guard::test(p, cx, || "`if` predicate of an instruction".into())
         {
             i.render(out);
         }

@@ -41,8 +41,9 @@ pub enum StoppedReason {
     },
     /// The agent replied with no active flow.
     Responded,
-    /// A code flow's step failed (an error or a panic in its fn); the flow stays at
-    /// its last good position, or is cleared after repeated failures.
+    /// A code flow's step failed (an error or a panic in its fn, a broken replay
+    /// rule, a loop past its limits); the flow stays at its last good position, or is
+    /// cleared after `max_flow_failures` failed turns in a row.
     FlowFailed {
         /// The flow.
         flow: String,
@@ -50,6 +51,10 @@ pub enum StoppedReason {
         message: String,
         /// Whether the flow was cleared.
         cleared: bool,
+        /// The replay rule the flow broke, when that is what failed (a bug in the
+        /// flow's code, e.g. `NonDeterministic`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<crate::error::CodeFlowError>,
     },
 }
 
@@ -228,6 +233,11 @@ pub struct AgentResponse<D> {
     /// sees it.
     #[serde(default)]
     pub meta: crate::codeflow::ResponseMeta,
+    /// Callbacks that failed after the turn was saved (a panicking `on_response`
+    /// hook), as `HookPanicked` messages: the turn stands, and each failure is also
+    /// logged at error level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_failures: Vec<String>,
 }
 
 /// A streamed event. Text deltas concatenate to the final message; the stream ends with

@@ -125,6 +125,16 @@ pub struct ProcessedEvent {
     pub response: serde_json::Value,
 }
 
+/// A flow that completed, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletedFlow {
+    /// The flow id.
+    pub flow: String,
+    /// The session's turn count when it completed (the turn that completed it is
+    /// `turn + 1`).
+    pub turn: u64,
+}
+
 /// The persisted state of one conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(bound(
@@ -149,6 +159,10 @@ pub struct Session<D, C> {
     /// Flows that completed in this session (order of completion).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_flows: Vec<String>,
+    /// The flow that completed last and the turn it completed in: its fields may still
+    /// be corrected for [`crate::AgentConfig::correction_window`] turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_completed: Option<CompletedFlow>,
     /// Conversation history (after compaction: the recent part).
     #[serde(default)]
     pub history: Vec<Message>,
@@ -192,6 +206,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             flow: None,
             step: None,
             completed_flows: Vec::new(),
+            last_completed: None,
             history: Vec::new(),
             summary: None,
             pending: None,

@@ -29,6 +29,8 @@ pub struct Step<D, C> {
     pub(crate) requires: Vec<Arc<str>>,
     pub(crate) collect_idx: Vec<usize>,
     pub(crate) requires_idx: Vec<usize>,
+    /// Fields whose correction clears what this step collects, so it asks again.
+    pub(crate) depends_on: Vec<Arc<str>>,
     pub(crate) skip: Option<Predicate<D, C>>,
     pub(crate) if_: Option<Predicate<D, C>>,
     pub(crate) when: Option<String>,
@@ -68,6 +70,7 @@ impl<D, C> Step<D, C> {
             requires: Vec::new(),
             collect_idx: Vec::new(),
             requires_idx: Vec::new(),
+            depends_on: Vec::new(),
             skip: None,
             if_: None,
             when: None,
@@ -118,6 +121,18 @@ impl<D, C> Step<D, C> {
         S: AsRef<str>,
     {
         self.requires
+            .extend(fields.into_iter().map(|f| Arc::from(f.as_ref())));
+        self
+    }
+    /// Fields this step's answer depends on: when the user corrects one of them (a
+    /// stored value replaced by another), the fields this step collects are cleared, so
+    /// the step asks again ("the hotel" after "actually, Porto instead of Lisbon").
+    pub fn depends_on<I, S>(mut self, fields: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.depends_on
             .extend(fields.into_iter().map(|f| Arc::from(f.as_ref())));
         self
     }

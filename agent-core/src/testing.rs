@@ -8,16 +8,18 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::agent::{Agent, AgentConfig};
-use crate::data::{AgentContext, AgentData};
-use crate::error::{AgentError, ProviderError};
+use crate::agent::AgentConfig;
+use crate::error::ProviderError;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use crate::provider::{
     CallKind, FinishReason, ModelRequest, ModelResponse, Provider, StreamChunk, ToolCall, Usage,
 };
-use crate::response::{AgentResponse, StoppedReason};
+
+mod conversation;
+
+pub use conversation::{Conversation, ConversationError, Said};
 
 type AnswerFn = Arc<dyn Fn(&ModelRequest) -> Result<ModelResponse, ProviderError> + Send + Sync>;
 
@@ -50,7 +52,7 @@ enum AnswerKind {
 
 impl std::fmt::Debug for Answer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Answer")
+        write!(f, "Answer({})", self.describe())
     }
 }
 
@@ -194,6 +196,43 @@ impl Answer {
     ) -> Self {
         Self {
             kind: AnswerKind::Fn(Arc::new(f)),
+        }
+    }
+
+    /// What the answer says, short: `message "When?" with data {"city":"Porto"}`.
+    fn describe(&self) -> String {
+        const MAX: usize = 80;
+        let short = |s: String| match s.char_indices().nth(MAX) {
+            Some((i, _)) => format!("{}…", &s[..i]),
+            None => s,
+        };
+        match &self.kind {
+            AnswerKind::Reply { message, data, .. } => {
+                let mut d = format!("message {:?}", short(message.clone()));
+                if let Some(data) = data {
+                    d.push_str(&format!(" with data {}", short(data.to_string())));
+                }
+                d
+            }
+            AnswerKind::Verdicts {
+                conditions, flow, ..
+            } => {
+                let judged: Vec<String> = conditions
+                    .iter()
+                    .map(|(c, v)| format!("{c:?}={v}"))
+                    .collect();
+                match flow {
+                    Some(f) => format!("route to {f:?} verdicts [{}]", judged.join(", ")),
+                    None => format!("verdicts [{}]", judged.join(", ")),
+                }
+            }
+            AnswerKind::Raw(c, _) => format!("raw {:?}", short(c.clone())),
+            AnswerKind::Tools(calls) => {
+                let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+                format!("tool call(s) {}", names.join(", "))
+            }
+            AnswerKind::Error(e) => format!("error {:?}", short(e.to_string())),
+            AnswerKind::Fn(_) => "computed answer (Answer::from_fn)".to_owned(),
         }
     }
 
@@ -437,6 +476,29 @@ impl ScriptedProvider {
     pub fn unused(&self) -> usize {
         self.lock().queues.values().map(VecDeque::len).sum()
     }
+    /// Remove the answers still queued and describe each, kind first
+    /// (`Respond: message "When?"`), in a fixed order of kinds, each kind in queue order.
+    pub fn take_unused(&self) -> Vec<String> {
+        const KINDS: [CallKind; 6] = [
+            CallKind::Respond,
+            CallKind::Extract,
+            CallKind::Classify,
+            CallKind::Route,
+            CallKind::ToolRound,
+            CallKind::Summarize,
+        ];
+        let mut s = self.lock();
+        KINDS
+            .iter()
+            .flat_map(|kind| {
+                s.queues
+                    .remove(kind)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |a| format!("{kind:?}: {}", a.describe()))
+            })
+            .collect()
+    }
 }
 
 #[async_trait]
@@ -498,82 +560,6 @@ impl Provider for ScriptedProvider {
                 futures::stream::iter(items)
             }),
         )
-    }
-}
-
-/// A conversation under test: say something, then assert on what happened.
-pub struct Conversation<D, C> {
-    agent: Agent<D, C>,
-    provider: ScriptedProvider,
-    session: String,
-}
-
-/// The outcome of one `say`, with assertion helpers.
-#[derive(Debug)]
-pub struct Said<D> {
-    /// The response.
-    pub response: AgentResponse<D>,
-}
-
-impl<D> Said<D> {
-    /// Assert the current step.
-    pub fn expect_step(&self, step: &str) -> &Self {
-        assert_eq!(self.response.step.as_deref(), Some(step), "current step");
-        self
-    }
-    /// Assert the active flow.
-    pub fn expect_flow(&self, flow: Option<&str>) -> &Self {
-        assert_eq!(self.response.flow.as_deref(), flow, "active flow");
-        self
-    }
-    /// Assert the number of model calls this turn.
-    pub fn expect_calls(&self, n: u32) -> &Self {
-        assert_eq!(self.response.model_calls, n, "model calls this turn");
-        self
-    }
-    /// Assert the stopped reason.
-    pub fn expect_stopped(&self, r: StoppedReason) -> &Self {
-        assert_eq!(self.response.stopped, r, "stopped reason");
-        self
-    }
-    /// Assert on the data.
-    pub fn expect_data(&self, check: impl FnOnce(&D) -> bool) -> &Self {
-        assert!(check(&self.response.data), "data check failed");
-        self
-    }
-    /// Assert the message.
-    pub fn expect_message(&self, m: &str) -> &Self {
-        assert_eq!(self.response.message, m, "message");
-        self
-    }
-}
-
-impl<D: AgentData, C: AgentContext> Conversation<D, C> {
-    /// A conversation on a fresh session id.
-    pub fn new(agent: Agent<D, C>, provider: ScriptedProvider) -> Self {
-        Self {
-            agent,
-            provider,
-            session: "test-session".into(),
-        }
-    }
-    /// Use another session id.
-    pub fn session(mut self, id: impl Into<String>) -> Self {
-        self.session = id.into();
-        self
-    }
-    /// The scripted provider, to queue answers.
-    pub fn provider(&self) -> &ScriptedProvider {
-        &self.provider
-    }
-    /// The agent.
-    pub fn agent(&self) -> &Agent<D, C> {
-        &self.agent
-    }
-    /// Send a user message.
-    pub async fn say(&self, message: &str) -> Result<Said<D>, AgentError> {
-        let response = self.agent.respond(&self.session, message).await?;
-        Ok(Said { response })
     }
 }
 

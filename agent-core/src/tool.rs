@@ -452,18 +452,26 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
 }
 
-/// Run one call through the gates, catching errors and panics as failed results and
-/// cancelling it at its time limit (the tool's own, else `default_limit`).
+/// Run one call through the gates, catching errors and panics (the gates' too) as
+/// failed results and cancelling it at its time limit (the tool's own, else
+/// `default_limit`).
 pub(crate) async fn execute<D, C>(
     tool: &dyn Tool<D, C>,
     cx: ToolCx<D, C>,
     args: Value,
     default_limit: Option<Duration>,
 ) -> Result<ToolOutput, ToolError> {
-    if let Err(e) = tool.validate_input(&args) {
+    let panicked =
+        |p: Box<dyn std::any::Any + Send>| ToolError::Panicked(panic_message(p.as_ref()));
+    let valid =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.validate_input(&args)));
+    if let Err(e) = valid.map_err(panicked)? {
         return Err(ToolError::InvalidArguments(e));
     }
-    if let Err(e) = tool.check_permissions(&cx).await {
+    let permitted = std::panic::AssertUnwindSafe(tool.check_permissions(&cx))
+        .catch_unwind()
+        .await;
+    if let Err(e) = permitted.map_err(panicked)? {
         return Err(ToolError::PermissionDenied(e));
     }
     let call = std::panic::AssertUnwindSafe(tool.call(cx, args)).catch_unwind();

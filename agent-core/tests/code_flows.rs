@@ -806,10 +806,13 @@ async fn a_tool_past_its_time_limit_is_a_recoverable_timeout_and_retries_stay_bo
     );
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
 
-    // The recorded timeouts replay without calling the tool (or waiting) again.
+    // The recorded timeouts replay without calling the tool (or waiting) again. The
+    // flow ends without a word: the agent's own reply answers.
     p.extract(Answer::answering(json!(false)));
+    p.respond(Answer::message("Alright."));
     let started = tokio::time::Instant::now();
     let r = agent.respond("s", "no thanks").await.unwrap();
+    assert_eq!(r.message, "Alright.");
     assert_eq!(started.elapsed(), std::time::Duration::ZERO);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(
@@ -929,35 +932,74 @@ fn sloppy(counter: Arc<AtomicUsize>) -> CodeFlow<Notes, ()> {
     })
 }
 
+/// A broken replay rule is a failed step of the flow, reported with the typed error;
+/// it counts toward `max_flow_failures` (2 by default), after which the flow is
+/// cleared and the session goes on: no replay error can fail every turn for ever.
 #[tokio::test]
-async fn replay_that_diverges_is_a_typed_non_determinism_error() {
+async fn replay_that_diverges_is_a_typed_failure_that_cannot_wedge_the_session() {
     let p = ScriptedProvider::new();
     let agent = solo(&p, sloppy(Arc::default()));
     let r = agent.respond("s", "hi").await.unwrap();
     assert_eq!(r.message, "run 0\n\nName?");
-    let before = agent.session("s").await.unwrap();
+    let journal = agent
+        .session("s")
+        .await
+        .unwrap()
+        .unwrap()
+        .code
+        .unwrap()
+        .journal;
+
     p.extract(Answer::answering(json!("Ana")));
-    let err = agent.respond("s", "Ana").await.unwrap_err();
-    match &err {
-        AgentError::CodeFlow(CodeFlowError::NonDeterministic {
+    let r = agent.respond("s", "Ana").await.unwrap();
+    match &r.stopped {
+        StoppedReason::FlowFailed {
             flow,
-            position,
-            recorded,
-            called,
-        }) => {
-            assert_eq!(flow, "sloppy");
+            cleared: false,
+            replay:
+                Some(CodeFlowError::NonDeterministic {
+                    flow: f,
+                    position,
+                    recorded,
+                    called,
+                }),
+            message,
+        } => {
+            assert_eq!((flow.as_str(), f.as_str()), ("sloppy", "sloppy"));
             assert_eq!(*position, 0);
             assert_eq!(recorded, "say(\"run 0\")");
             assert_eq!(called, "say(\"run 1\")");
+            assert!(message.contains("journal position 0"), "{message}");
         }
-        other => panic!("expected a non-determinism error, got {other:?}"),
+        other => panic!("expected a non-determinism failure, got {other:?}"),
     }
-    assert!(err.to_string().contains("journal position 0"), "{err}");
-    assert_eq!(
-        agent.session("s").await.unwrap(),
-        before,
-        "the session is unchanged"
+    assert_eq!(r.message, AgentConfig::default().flow_error_reply);
+    let code = agent.session("s").await.unwrap().unwrap().code.unwrap();
+    assert_eq!(code.failures, 1);
+    assert_eq!(code.journal, journal, "the failed turn recorded nothing");
+
+    // The second failure in a row clears the flow; the agent's own reply answers.
+    p.respond(Answer::message("Sorry about that. How can I help?"));
+    let r = agent.respond("s", "Ana").await.unwrap();
+    assert!(
+        matches!(
+            &r.stopped,
+            StoppedReason::FlowFailed {
+                cleared: true,
+                replay: Some(CodeFlowError::NonDeterministic { .. }),
+                ..
+            }
+        ),
+        "{:?}",
+        r.stopped
     );
+    assert_eq!(r.message, "Sorry about that. How can I help?");
+    assert!(agent.session("s").await.unwrap().unwrap().code.is_none());
+
+    // The session moves on: the next turn starts the flow afresh.
+    let r = agent.respond("s", "hello").await.unwrap();
+    assert_eq!(r.message, "run 3\n\nName?");
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
 }
 
 #[tokio::test]
@@ -1008,6 +1050,8 @@ async fn time_randomness_and_ids_from_ctx_replay_identically() {
     let r = agent.respond("s", "hi").await.unwrap();
     clock.advance(std::time::Duration::from_secs(60));
     p.extract(Answer::answering(json!(true)));
+    // The flow ends without a word: the agent's own reply answers.
+    p.respond(Answer::message("Done."));
     agent.respond("s", "yes").await.unwrap();
     let seen = seen.lock().unwrap().clone();
     assert!(seen.len() >= 3, "replayed several times: {}", seen.len());
@@ -1357,6 +1401,7 @@ async fn a_flow_that_loops_without_asking_fails_at_the_effect_budget() {
             flow,
             message,
             cleared: false,
+            replay: None,
         } => {
             assert_eq!(flow, "looping");
             assert!(message.contains("50 effects"), "{message}");
@@ -1416,4 +1461,148 @@ async fn end_session_replies_then_erases_the_session() {
         agent.respond("s", "hello").await.unwrap().message,
         "Anything else?"
     );
+}
+
+/// A tool that stores `city` (as a booking lookup would).
+fn store_city(city: &'static str) -> FnTool<Notes, ()> {
+    FnTool::new(
+        "store_city",
+        "Remember the city.",
+        move |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| async move {
+            let patch = json!({ "city": city }).as_object().cloned().unwrap();
+            Ok(ToolOutput::text("stored").data(patch))
+        },
+    )
+}
+
+/// Issue 15: a flow that says something built from `ctx.data()`, then calls a tool
+/// that changes that data, then asks, used to fail every later turn with
+/// `NonDeterministic` (the replay saw the new data). `ctx.data()` shows each part of
+/// the fn the data as the turn it first ran in began, on every replay.
+#[tokio::test]
+async fn ctx_data_replays_as_it_was_when_that_part_first_ran() {
+    for config in [AgentConfig::default(), always_replay()] {
+        let p = ScriptedProvider::new();
+        let flow = CodeFlow::new("count", |ctx: Cx| async move {
+            ctx.say(format!("city was {:?}", ctx.data().city)).await;
+            ctx.tool(store_city("Porto"), json!({})).await?;
+            let _name: String = ctx.ask_text("name", "Name?").await;
+            ctx.say(format!("now city is {:?}", ctx.data().city)).await;
+            let _more: String = ctx.ask_text("more", "Anything else?").await;
+            ctx.say(format!("still {:?}", ctx.data().city)).await;
+            ctx.end("done")
+        });
+        let agent: Agent<Notes, ()> = Agent::builder()
+            .provider(p.clone())
+            .code_flow(flow)
+            .config(config)
+            .build()
+            .unwrap();
+        let r = agent.respond("s", "hi").await.unwrap();
+        assert_eq!(r.message, "city was None\n\nName?");
+        assert_eq!(r.data.city.as_deref(), Some("Porto"));
+
+        let r = agent.respond("s", "Ana").await.unwrap();
+        assert_eq!(r.message, "now city is Some(\"Porto\")\n\nAnything else?");
+        let r = agent.respond("s", "no").await.unwrap();
+        assert_eq!(r.message, "still Some(\"Porto\")");
+        assert_eq!(
+            r.stopped,
+            StoppedReason::FlowCompleted {
+                flow: "count".into()
+            }
+        );
+    }
+}
+
+/// What keeps those replays faithful is small: the fields that changed, where they
+/// changed; a turn that changed nothing adds nothing.
+#[tokio::test]
+async fn the_recorded_data_is_only_what_changed() {
+    let p = ScriptedProvider::new();
+    let flow = CodeFlow::new("count", |ctx: Cx| async move {
+        ctx.say(format!("city was {:?}", ctx.data().city)).await;
+        ctx.tool(store_city("Porto"), json!({})).await?;
+        let _a: String = ctx.ask_text("a", "A?").await;
+        let _b: String = ctx.ask_text("b", "B?").await;
+        let _c: String = ctx.ask_text("c", "C?").await;
+        ctx.end("done")
+    });
+    let agent = solo(&p, flow);
+    agent.respond("s", "hi").await.unwrap();
+    agent.respond("s", "1").await.unwrap();
+    agent.respond("s", "2").await.unwrap();
+    let code = agent.session("s").await.unwrap().unwrap().code.unwrap();
+    assert_eq!(
+        code.data,
+        Some(vec![agent_core::codeflow::DataDelta {
+            at: 3,
+            fields: json!({ "city": "Porto" }).as_object().cloned().unwrap(),
+        }])
+    );
+}
+
+/// Issue 15: a flow that ends without a word this turn sent an empty reply. The
+/// agent's own reply answers instead; the turn still reports how the flow ended.
+#[tokio::test]
+async fn a_code_flow_that_ends_without_a_word_leaves_the_reply_to_the_agent() {
+    let p = ScriptedProvider::new();
+    let flow = CodeFlow::new("quiet", |ctx: Cx| async move {
+        let _name: String = ctx.ask_text("name", "Name?").await;
+        ctx.end("done")
+    });
+    let agent = solo(&p, flow);
+    assert_eq!(agent.respond("s", "hi").await.unwrap().message, "Name?");
+    p.respond(Answer::message("Thanks, Ana. Anything else?"));
+    let r = agent.respond("s", "Ana").await.unwrap();
+    assert_eq!(r.message, "Thanks, Ana. Anything else?");
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "quiet".into()
+        }
+    );
+    assert_eq!(r.meta.end_reason.as_deref(), Some("done"));
+    assert_eq!(p.calls_of(CallKind::Respond), 1);
+    let s = agent.session("s").await.unwrap().unwrap();
+    assert!(s.code.is_none());
+    assert_eq!(
+        s.history.last().map(|m| m.content.as_str()),
+        Some("Thanks, Ana. Anything else?")
+    );
+}
+
+/// A data write the type refuses fails the tool call (the flow sees why), not the
+/// turn: the same call would otherwise fail every turn.
+#[tokio::test]
+async fn a_code_tool_whose_write_is_refused_fails_the_call_not_the_turn() {
+    let p = ScriptedProvider::new();
+    let bad = FnTool::new(
+        "bad_write",
+        "Writes a field the data type does not have.",
+        |_cx: ToolCx<Notes, ()>, _a: serde_json::Value| async move {
+            let patch = json!({ "colour": "red" }).as_object().cloned().unwrap();
+            Ok(ToolOutput::text("written").data(patch))
+        },
+    );
+    let flow = CodeFlow::new("writer", move |ctx: Cx| {
+        let bad = bad.clone();
+        async move {
+            match ctx.tool(bad, json!({})).await {
+                Ok(_) => ctx.say("saved").await,
+                Err(e) => ctx.say(format!("not saved: {}", e.message)).await,
+            }
+            ctx.end("done")
+        }
+    });
+    let agent = solo(&p, flow);
+    let r = agent.respond("s", "go").await.unwrap();
+    assert!(
+        r.message
+            .starts_with("not saved: the tool's data write was refused: unknown field `colour`"),
+        "{}",
+        r.message
+    );
+    assert!(!r.tool_calls[0].ok);
+    assert_eq!(r.data, Notes::default());
 }

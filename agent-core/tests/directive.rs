@@ -629,6 +629,21 @@ fn a_later_injected_tool_with_the_same_name_overrides_the_earlier_one() {
 }
 
 #[test]
+fn a_redefined_tool_keeps_its_first_position_and_takes_the_latest_definition() {
+    let earlier = Pre::new()
+        .inject_tool(tool("t", "old"))
+        .inject_tool(tool("u", "u"));
+    let later = Pre::new().inject_tool(tool("t", "new"));
+    assert_eq!(
+        tools_of(&merge_pre(earlier, later)),
+        vec![
+            ("t".to_owned(), "new".to_owned()),
+            ("u".to_owned(), "u".to_owned())
+        ]
+    );
+}
+
+#[test]
 fn merge_pre_dedupes_same_named_tools_already_inside_the_first_operand() {
     // "Concatenated, then deduped by name, later definition wins" must hold for the
     // concatenation as a whole, not only for names shared across the two operands.
@@ -695,6 +710,23 @@ proptest! {
         prop_assert_eq!(names.len(), got.len(), "duplicate names in {:?}", got);
         let got: BTreeMap<String, String> = got.into_iter().collect();
         prop_assert_eq!(got, last);
+    }
+
+    #[test]
+    fn inject_tools_keep_the_order_in_which_names_first_appear(
+        emitters in vec(vec("t[0-3]", 0..4), 0..6),
+    ) {
+        let bus = emitters.iter().map(|names| {
+            names.iter().fold(Pre::new(), |p, n| p.inject_tool(tool(n, "d")))
+        });
+        let mut first: Vec<String> = Vec::new();
+        for n in emitters.iter().flatten() {
+            if !first.contains(n) {
+                first.push(n.clone());
+            }
+        }
+        let got: Vec<String> = tools_of(&fold_pre(bus)).into_iter().map(|t| t.0).collect();
+        prop_assert_eq!(got, first);
     }
 
     #[test]

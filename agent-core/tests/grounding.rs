@@ -400,7 +400,10 @@ async fn tools_can_be_called_through_the_structured_answer() {
     p.respond(Answer::message("Lisbon. Shall I book?"));
     a.respond("s", "Lisbon").await.unwrap();
 
-    p.respond(Answer::from_fn(|req| {
+    // The user's answer at the last step may correct a value, so the first call of
+    // the turn extracts speculatively; its action waits, and the rendering at the
+    // resolved step asks for it again, where it runs.
+    let act = |req: &agent_core::provider::ModelRequest| {
         // No native tools: the tool is a field of the answer's schema.
         assert!(req.tools.is_empty());
         let schema = &req.output.as_ref().unwrap().schema;
@@ -420,7 +423,9 @@ async fn tools_can_be_called_through_the_structured_answer() {
             usage: agent_core::provider::Usage::default(),
             finish: agent_core::provider::FinishReason::Stop,
         })
-    }));
+    };
+    p.respond(Answer::from_fn(act));
+    p.respond(Answer::from_fn(act));
     p.tool_round(Answer::message("Booked: BK-5."));
     let r = a.respond("s", "yes, book it").await.unwrap();
     assert_eq!(r.message, "Booked: BK-5.");

@@ -55,6 +55,8 @@ fn data_field_constraints_become_schemars_attributes_and_are_stripped() {
                 pub room: String,
                 #[field(len = ..=3)]
                 pub tags: Vec<String>,
+                #[field(len = 1..=80, validate = crate::checks::served_city)]
+                pub city: String,
             }
         },
     );
@@ -80,6 +82,8 @@ fn data_field_errors_are_all_reported_and_the_struct_still_expands() {
                 pub pets: bool,
                 #[field(inferred, inferred)]
                 pub source: String,
+                #[field(validate, validate = 3)]
+                pub hotel: String,
             }
         },
     );

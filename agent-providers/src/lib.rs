@@ -69,9 +69,21 @@ pub enum ConfigError {
         /// What to set it to.
         hint: &'static str,
     },
-    /// The base URL is not an http(s) URL.
-    #[error("base URL `{0}` is not an http:// or https:// URL; pass e.g. http://127.0.0.1:8080/v1")]
+    /// The base URL is not an http(s) URL. The message says how to fix it.
+    #[error("base URL `{0}` is not an http:// or https:// URL; {fix}", fix = url_fix(.0))]
     InvalidBaseUrl(String),
+}
+
+/// How to fix a base URL without an http(s) scheme: the usual slip is a bare
+/// `host:port`, which only needs `http://` in front.
+fn url_fix(url: &str) -> String {
+    match url.split_once("://") {
+        None if !url.is_empty() => format!("add http:// in front: http://{url}"),
+        None => "pass e.g. http://127.0.0.1:8080/v1".to_owned(),
+        Some((scheme, rest)) => {
+            format!("use http:// or https:// instead of {scheme}://: http://{rest}")
+        }
+    }
 }
 
 /// Choose the model of a client: implemented by every vendor client, so
@@ -95,4 +107,25 @@ pub(crate) fn normalise_base_url(url: &str) -> Result<String, ConfigError> {
         return Err(ConfigError::InvalidBaseUrl(u.to_owned()));
     }
     Ok(u.trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_without_a_scheme_says_to_add_http() {
+        let e = OpenAiCompatible::new("127.0.0.1:9").err();
+        assert_eq!(
+            e.map(|e| e.to_string()).as_deref(),
+            Some(
+                "base URL `127.0.0.1:9` is not an http:// or https:// URL; add http:// in front: http://127.0.0.1:9"
+            )
+        );
+        let e = ConfigError::InvalidBaseUrl("ftp://host/v1".into()).to_string();
+        assert!(
+            e.ends_with("use http:// or https:// instead of ftp://: http://host/v1"),
+            "{e}"
+        );
+    }
 }

@@ -46,13 +46,64 @@ async fn a_plain_reply_sends_the_system_prompt_top_level() {
     assert_eq!(req.header("authorization"), None);
     let b = &req.body;
     assert_eq!(b["model"], "claude-haiku-4-5");
-    assert_eq!(b["system"], "You are a hotel concierge.");
+    // Prompt caching (on by default): a breakpoint after the system prompt and one after
+    // the user's latest words.
+    assert_eq!(
+        b["system"],
+        json!([{ "type": "text", "text": "You are a hotel concierge.", "cache_control": { "type": "ephemeral" } }])
+    );
     assert_eq!(b["max_tokens"], 64);
     assert_eq!(
         b["messages"],
-        json!([{ "role": "user", "content": [{ "type": "text", "text": "Hi" }] }])
+        json!([{ "role": "user", "content": [{ "type": "text", "text": "Hi", "cache_control": { "type": "ephemeral" } }] }])
     );
     assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
+}
+
+#[tokio::test]
+async fn the_cache_breakpoint_closes_the_users_words_before_the_engines_notes() {
+    use agent_core::provider::{Message, STATE_MARKER};
+    let (s, p) = setup().await;
+    for _ in 0..2 {
+        s.enqueue(
+            PATH,
+            Reply::json(200, &fixture("anthropic/message_plain.json")),
+        );
+    }
+    let mut req = plain_request();
+    req.messages = vec![
+        Message::user("Lisbon please"),
+        Message::assistant("Which date?"),
+        Message::user(format!(
+            "July 1st\n\n{STATE_MARKER}\nNow, ask how many guests."
+        )),
+    ];
+    p.generate(&req).await.unwrap();
+    let b = s.last().body;
+    let msgs = b["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[0]["content"],
+        json!([{ "type": "text", "text": "Lisbon please" }]),
+        "one breakpoint per request in the messages: the latest user words"
+    );
+    assert_eq!(
+        msgs[2]["content"],
+        json!([
+            { "type": "text", "text": "July 1st", "cache_control": { "type": "ephemeral" } },
+            { "type": "text", "text": format!("{STATE_MARKER}\nNow, ask how many guests.") },
+        ])
+    );
+
+    // Off: the system prompt is a plain string and nothing is marked.
+    let p = p.prompt_cache(false);
+    p.generate(&req).await.unwrap();
+    let b = s.last().body;
+    assert_eq!(b["system"], "You are a hotel concierge.");
+    assert!(!b.to_string().contains("cache_control"), "{b}");
+    assert_eq!(
+        b["messages"][2]["content"][0],
+        json!({ "type": "text", "text": "July 1st" })
+    );
 }
 
 #[tokio::test]

@@ -639,6 +639,77 @@ async fn a_stream_that_stalls_after_its_first_chunk_hits_the_request_timeout() {
     assert_eq!(err, Some(ProviderError::Timeout(Duration::from_secs(20))));
 }
 
+// ---- the message: identical causes grouped ----
+
+fn refused() -> ProviderError {
+    ProviderError::Network("tcp connect error: Connection refused (os error 111)".into())
+}
+
+#[tokio::test]
+async fn three_identical_failures_read_as_one_cause_with_its_count() {
+    let p = fake(
+        "compatible/m",
+        (0..3).map(|_| Step::Err(refused())).collect(),
+    );
+    let err = layer(&p, &ManualClock::auto_advance())
+        .call(&req())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.attempts().len(),
+        3,
+        "the typed error keeps every attempt"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("compatible/m, 3 attempts: network error"),
+        "{text}"
+    );
+    assert_eq!(text.matches("Connection refused").count(), 1, "{text}");
+    assert!(
+        !text.contains("errors above"),
+        "nothing is printed above: {text}"
+    );
+    assert!(text.len() < 300, "{} chars: {text}", text.len());
+}
+
+#[tokio::test]
+async fn different_causes_stay_apart_in_order_and_name_their_attempts() {
+    let a = fake(
+        "m1",
+        vec![
+            Step::Err(http(503)),
+            Step::Err(refused()),
+            Step::Err(http(503)),
+        ],
+    );
+    let b = fake("m2", vec![Step::Err(http(401))]);
+    let err = layer(&a, &ManualClock::auto_advance())
+        .fallback(b.clone())
+        .call(&req())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    let m1_503 = text.find("m1, 2 attempts (1, 3): HTTP 503").expect(&text);
+    let m1_refused = text.find("m1 attempt 2: network error").expect(&text);
+    let m2 = text.find("m2 attempt 1: HTTP 401").expect(&text);
+    assert!(m1_503 < m1_refused && m1_refused < m2, "{text}");
+}
+
+#[tokio::test]
+async fn a_total_timeout_groups_its_attempts_too() {
+    let p = fake("m", (0..3).map(|_| Step::Err(refused())).collect());
+    let err = layer(&p, &ManualClock::auto_advance())
+        .total_timeout(ms(1200))
+        .call(&req())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ResilienceError::Timeout(_)), "{text}");
+    assert!(err.attempts().len() >= 2, "{text}");
+    assert_eq!(text.matches("Connection refused").count(), 1, "{text}");
+}
+
 // ---- through the Provider trait ----
 
 #[tokio::test]
@@ -647,10 +718,7 @@ async fn through_the_provider_trait_errors_keep_their_history() {
     let r = layer(&p, &ManualClock::auto_advance());
     match r.generate(&req()).await {
         Err(ProviderError::Other(m)) => {
-            assert!(
-                m.contains("m attempt 1") && m.contains("m attempt 3"),
-                "{m}"
-            )
+            assert!(m.contains("m, 3 attempts: HTTP 503"), "{m}")
         }
         other => panic!("{other:?}"),
     }

@@ -56,7 +56,12 @@ const BUDGET_IDLE_BYTES: usize = 2048;
 /// Budget: µs added between the provider's first chunk and the consumer's first delta.
 const BUDGET_FIRST_DELTA_US: f64 = 50.0;
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> std::process::ExitCode {
+    examples::exit::report(bench())
+}
+
+/// Parse the options, measure, print the report.
+fn bench() -> Result<(), Box<dyn Error>> {
     // `Box<dyn Error + Send + Sync>` coerces to `Box<dyn Error>` (no `From` for `?`).
     let unsend = |e: BoxError| -> Box<dyn Error> { e };
     let Some(options) = Options::parse(std::env::args().skip(1)).map_err(unsend)? else {
@@ -644,9 +649,12 @@ fn cpu_model() -> Option<String> {
         .map(|(_, v)| v.trim().to_owned())
 }
 
-/// A current-thread runtime without I/O or timer drivers, as `benches/turn.rs` uses.
+/// A current-thread runtime without an I/O driver, as `benches/turn.rs` uses (the
+/// timer drives the turn deadline).
 fn current_thread() -> Result<tokio::runtime::Runtime, BoxError> {
-    Ok(tokio::runtime::Builder::new_current_thread().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?)
 }
 
 fn multi_thread(workers: usize) -> Result<tokio::runtime::Runtime, BoxError> {

@@ -138,9 +138,13 @@ pub async fn run(
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(demo().await)
+}
+
+/// The conversation on the model the environment chooses.
+async fn demo() -> Result<Transcript<Ticket>, Box<dyn Error>> {
     let model = examples::model::real_or_scripted(scripted)?;
     println!("{}", model.description());
-    run(model.provider(), &mut std::io::stdout()).await?;
-    Ok(())
+    run(model.provider(), &mut std::io::stdout()).await
 }

@@ -174,7 +174,12 @@ pub async fn run(
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(demo().await)
+}
+
+/// The conversation on the model the environment chooses.
+async fn demo() -> Result<Transcript<Booking>, Box<dyn Error>> {
     // A vendor from the environment, else the local model (see the module docs).
     let model = examples::model::real_or_local(scripted)?;
     println!("{}", model.description());
@@ -186,9 +191,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
     println!();
     let mut out = std::io::stdout();
-    run(model.provider(), model.config(), &mut out).await?;
+    let transcript = run(model.provider(), model.config(), &mut out).await?;
     if local {
         println!("(the local model keeps running; stop it with `bash scripts/local-llm.sh stop`)");
     }
-    Ok(())
+    Ok(transcript)
 }

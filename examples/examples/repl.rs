@@ -50,7 +50,12 @@ pub async fn run(
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(session().await)
+}
+
+/// The REPL on the model the environment chooses.
+async fn session() -> Result<ReplOutcome<concierge::Booking>, Box<dyn Error>> {
     let model = examples::model::real_or_scripted(scripted)?;
     println!("{}", model.description());
     let stdin = std::io::stdin();
@@ -60,6 +65,5 @@ async fn main() -> Result<(), Box<dyn Error>> {
         &mut stdin.lock(),
         &mut std::io::stdout(),
     )
-    .await?;
-    Ok(())
+    .await
 }

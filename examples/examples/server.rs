@@ -7,9 +7,13 @@
 //!
 //! The model is scripted by default: it reads the user's message with simple rules
 //! (a city, a date, a number of guests, a yes) and answers like a concierge would, so
-//! the server works offline and gives the same conversation every time. With
-//! `AGENT_BASE_URL` set (an OpenAI-compatible server such as llama.cpp, with
-//! `AGENT_MODEL`), or with `OPENAI_API_KEY` set, a real model answers instead.
+//! the server works offline and gives the same conversation every time. The model is
+//! chosen as in every example (`examples::model`): `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `AGENT_BASE_URL` (with `AGENT_MODEL`), or the
+//! local model (`AGENT_LOCAL=1`, `LOCAL_MODEL`), with retries for the hosted ones.
+//!
+//! A failed turn is logged on stderr (`[server] session ID: turn failed: ...`) and sent
+//! to the page as an `error` event; the session is unchanged.
 //!
 //! Routes:
 //! - `GET /`: the chat page (`GET /app.js`, `GET /style.css`: its script and style).
@@ -153,7 +157,17 @@ pub fn booking_flow() -> Result<Flow<Booking, ()>, ConfigErrors> {
 
 /// The booking agent over the given model.
 pub fn booking_agent(provider: Arc<dyn Provider>) -> Result<BookingAgent, ConfigErrors> {
+    booking_agent_with(provider, AgentConfig::default())
+}
+
+/// The booking agent with the engine settings suited to its model
+/// ([`examples::model::Model::config`]).
+pub fn booking_agent_with(
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+) -> Result<BookingAgent, ConfigErrors> {
     Agent::builder()
+        .config(config)
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers, one question at a time.")
         .instruction(Instruction::never("invent prices"))
@@ -659,23 +673,28 @@ impl<P: Provider> Provider for Typewriter<P> {
     }
 }
 
-/// The model chosen by the environment, as every example chooses it
-/// (`examples::model`: vendor keys, `AGENT_BASE_URL`, `LOCAL_MODEL` / `AGENT_MODEL`,
-/// `AGENT_LOCAL=1`), else the scripted concierge typing its answers out. Returns the
-/// model and a line describing it.
-pub fn provider_from_env() -> Result<(Arc<dyn Provider>, String), Box<dyn std::error::Error>> {
-    let model = examples::model::real_or_scripted(scripted_model)?;
+/// The model chosen by `env`, as every example chooses it ([`examples::model`]: vendor
+/// keys, `AGENT_BASE_URL`, `LOCAL_MODEL` / `AGENT_MODEL`, `AGENT_LOCAL=1`), else the
+/// scripted concierge. `start_local` starts the local model (the examples'
+/// [`examples::model::start_local_server`]).
+pub fn model_from(
+    env: examples::model::Env<'_>,
+    start_local: impl FnOnce(Option<&str>) -> Result<String, examples::model::ModelError>,
+) -> Result<examples::model::Model, examples::model::ModelError> {
+    let choice = examples::model::choose(env, examples::model::Fallback::Scripted);
+    examples::model::connect(choice, env, scripted_model, start_local)
+}
+
+/// The provider to serve: the chosen model, or the scripted concierge typing its
+/// answers out as a real model streams them.
+pub fn served(model: &examples::model::Model) -> Arc<dyn Provider> {
     if *model.choice() != examples::model::Choice::Scripted {
-        return Ok((model.provider(), model.description().to_owned()));
+        return model.provider();
     }
-    Ok((
-        Arc::new(Typewriter::new(
-            scripted_model(),
-            4,
-            Duration::from_millis(15),
-        )),
-        "scripted concierge (offline; set OPENAI_API_KEY, AGENT_BASE_URL or AGENT_LOCAL=1 for a real model)"
-            .into(),
+    Arc::new(Typewriter::new(
+        scripted_model(),
+        4,
+        Duration::from_millis(15),
     ))
 }
 
@@ -699,8 +718,24 @@ pub struct GraphQuery {
     pub format: Option<String>,
 }
 
-/// The router: the page, its assets and the JSON/SSE API over `agent`.
+/// Where the server logs what went wrong (stderr; tests keep the lines).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct Served {
+    agent: Arc<BookingAgent>,
+    log: Log,
+}
+
+/// The router: the page, its assets and the JSON/SSE API over `agent`, logging
+/// failures on stderr.
 pub fn app(agent: Arc<BookingAgent>) -> Router {
+    app_with_log(agent, Arc::new(|line: &str| eprintln!("{line}")))
+}
+
+/// [`app`] logging to `log`.
+pub fn app_with_log(agent: Arc<BookingAgent>, log: Log) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/app.js", get(script))
@@ -708,7 +743,7 @@ pub fn app(agent: Arc<BookingAgent>) -> Router {
         .route("/api/sessions/{id}", get(session))
         .route("/api/sessions/{id}/messages", post(message))
         .route("/api/graph", get(graph))
-        .with_state(agent)
+        .with_state(Served { agent, log })
 }
 
 async fn page() -> Html<&'static str> {
@@ -742,7 +777,9 @@ fn bad_request(what: &str) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({ "error": what }))).into_response()
 }
 
-fn server_error(e: &AgentError) -> Response {
+/// A store failure: logged, and answered with a 500.
+fn server_error(log: &Log, what: &str, e: &AgentError) -> Response {
+    log(&format!("[server] {what}: {e}"));
     (
         StatusCode::INTERNAL_SERVER_ERROR,
         Json(json!({ "error": e.to_string() })),
@@ -792,7 +829,7 @@ fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
 }
 
 async fn message(
-    State(agent): State<Arc<BookingAgent>>,
+    State(Served { agent, log }): State<Served>,
     Path(id): Path<String>,
     Json(body): Json<MessageIn>,
 ) -> Response {
@@ -802,13 +839,19 @@ async fn message(
     if body.text.trim().is_empty() {
         return bad_request("the message is empty");
     }
-    let events = agent
-        .respond_stream(&id, body.text.trim())
-        .map(|e| Ok::<_, Infallible>(to_sse(e)));
+    let events = agent.respond_stream(&id, body.text.trim()).map(move |e| {
+        // A failed turn reaches the page as an `error` event, and the log.
+        if let TurnEvent::Error(err) = &e {
+            log(&format!(
+                "[server] session {id}: turn failed: {err} (the session is unchanged)"
+            ));
+        }
+        Ok::<_, Infallible>(to_sse(e))
+    });
     Sse::new(events).into_response()
 }
 
-async fn session(State(agent): State<Arc<BookingAgent>>, Path(id): Path<String>) -> Response {
+async fn session(State(Served { agent, log }): State<Served>, Path(id): Path<String>) -> Response {
     if !valid_id(&id) {
         return bad_request("session ids are 1 to 64 letters, digits, '-' or '_'");
     }
@@ -847,11 +890,14 @@ async fn session(State(agent): State<Arc<BookingAgent>>, Path(id): Path<String>)
             "transcript": [],
         }))
         .into_response(),
-        Err(e) => server_error(&e),
+        Err(e) => server_error(&log, &format!("session {id}"), &e),
     }
 }
 
-async fn graph(State(agent): State<Arc<BookingAgent>>, Query(q): Query<GraphQuery>) -> Response {
+async fn graph(
+    State(Served { agent, log }): State<Served>,
+    Query(q): Query<GraphQuery>,
+) -> Response {
     let mut at: Option<(String, String)> = None;
     if let Some(id) = q.session.as_deref().filter(|id| valid_id(id)) {
         match agent.session(id).await {
@@ -861,7 +907,7 @@ async fn graph(State(agent): State<Arc<BookingAgent>>, Query(q): Query<GraphQuer
                 }
             }
             Ok(None) => {}
-            Err(e) => return server_error(&e),
+            Err(e) => return server_error(&log, &format!("graph of session {id}"), &e),
         }
     }
     let flows: Vec<Value> = agent
@@ -921,10 +967,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("PORT must be a port number, got {p:?}: {e}"))?,
         Err(_) => 3000,
     };
-    let (provider, described) = provider_from_env()?;
-    let agent = Arc::new(booking_agent(provider)?);
+    let model = model_from(
+        &examples::model::process_env,
+        examples::model::start_local_server,
+    )?;
+    let agent = Arc::new(booking_agent_with(served(&model), model.config())?);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("model: {described}");
+    println!("{}", model.description());
     println!("web chat on http://{}/", listener.local_addr()?);
     axum::serve(listener, app(agent)).await?;
     Ok(())

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
+use examples::exit::Tally;
 use examples::show;
 use futures::StreamExt;
 use serde_json::json;
@@ -88,11 +89,11 @@ pub fn scripted() -> ScriptedProvider {
 }
 
 /// Stream each turn, printing every event as it arrives. Returns, per turn, the
-/// events' names in order.
+/// events' names in order, and how the turns went.
 pub async fn run(
     provider: Arc<dyn Provider>,
     out: &mut dyn Write,
-) -> Result<Vec<Vec<&'static str>>, Box<dyn Error>> {
+) -> Result<(Vec<Vec<&'static str>>, Tally), Box<dyn Error>> {
     let agent: Agent<Order, ()> = Agent::builder()
         .name("Pizzeria")
         .provider_arc(provider)
@@ -100,6 +101,7 @@ pub async fn run(
         .build()?;
 
     let mut turns = Vec::new();
+    let mut tally = Tally::default();
     for message in MESSAGES {
         writeln!(out, "user:  {message}")?;
         let mut events = agent.respond_stream("pizza", message);
@@ -150,23 +152,32 @@ pub async fn run(
                     let deltas = seen.iter().filter(|e| **e == "text").count();
                     writeln!(out, "  ~ done ({deltas} text deltas)")?;
                     show::details(out, &r)?;
+                    tally.ok();
                 }
                 Event::Error(e) => {
                     seen.push("error");
                     writeln!(out, "  ~ error: {e} (the session is unchanged)\n")?;
+                    tally.failure(&e);
                 }
             }
             out.flush()?;
         }
         turns.push(seen);
+        if show::stop_if_unreachable(&tally, out)? {
+            break;
+        }
     }
-    Ok(turns)
+    Ok((turns, tally))
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(demo().await)
+}
+
+/// The conversation on the model the environment chooses.
+async fn demo() -> Result<(Vec<Vec<&'static str>>, Tally), Box<dyn Error>> {
     let model = examples::model::real_or_scripted(scripted)?;
     println!("{}", model.description());
-    run(model.provider(), &mut std::io::stdout()).await?;
-    Ok(())
+    run(model.provider(), &mut std::io::stdout()).await
 }

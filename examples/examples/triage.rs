@@ -18,6 +18,7 @@ use std::sync::Arc;
 use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
+use examples::exit::Tally;
 use examples::show;
 use futures::StreamExt;
 use serde_json::json;
@@ -120,15 +121,17 @@ pub async fn start(agent: &Agent<Case, ()>, session: &str) -> Result<(), AgentEr
         .await
 }
 
-/// Stream each turn, printing the hops as they happen.
+/// Stream each turn, printing the hops as they happen. Returns the responses of the
+/// turns that succeeded, and how the turns went.
 pub async fn run(
     provider: Arc<dyn Provider>,
     out: &mut dyn Write,
-) -> Result<Vec<AgentResponse<Case>>, Box<dyn Error>> {
+) -> Result<(Vec<AgentResponse<Case>>, Tally), Box<dyn Error>> {
     let agent = builder()?.provider_arc(provider).build()?;
     start(&agent, "case").await?;
 
     let mut responses = Vec::new();
+    let mut tally = Tally::default();
     for message in MESSAGES {
         writeln!(out, "user:  {message}")?;
         let mut events = agent.respond_stream("case", message);
@@ -141,20 +144,31 @@ pub async fn run(
                 Event::ToolCall { name, .. } => writeln!(out, "  >> tool {name}")?,
                 Event::Done(r) => {
                     show::response(out, &r)?;
+                    tally.ok();
                     responses.push(*r);
                 }
-                Event::Error(e) => writeln!(out, "error: {e} (the session is unchanged)\n")?,
+                Event::Error(e) => {
+                    writeln!(out, "error: {e} (the session is unchanged)\n")?;
+                    tally.failure(&e);
+                }
                 _ => {}
             }
         }
+        if show::stop_if_unreachable(&tally, out)? {
+            break;
+        }
     }
-    Ok(responses)
+    Ok((responses, tally))
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(demo().await)
+}
+
+/// The conversation on the model the environment chooses.
+async fn demo() -> Result<(Vec<AgentResponse<Case>>, Tally), Box<dyn Error>> {
     let model = examples::model::real_or_scripted(scripted)?;
     println!("{}", model.description());
-    run(model.provider(), &mut std::io::stdout()).await?;
-    Ok(())
+    run(model.provider(), &mut std::io::stdout()).await
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
+use examples::exit::Tally;
 use serde_json::json;
 
 /// What the agent keeps across flows.
@@ -101,11 +102,11 @@ pub fn scripted() -> ScriptedProvider {
 }
 
 /// Build the agent and have the conversation; returns the responses of the turns that
-/// succeeded.
+/// succeeded, and how the turns went.
 pub async fn run(
     provider: Arc<dyn Provider>,
     out: &mut dyn Write,
-) -> Result<Vec<AgentResponse<Notes>>, Box<dyn Error>> {
+) -> Result<(Vec<AgentResponse<Notes>>, Tally), Box<dyn Error>> {
     let agent: Agent<Notes, ()> = Agent::builder()
         .name("Tutor")
         .provider_arc(provider)
@@ -120,14 +121,20 @@ pub async fn run(
         })
         .build()?;
     let mut responses = Vec::new();
+    let mut tally = Tally::default();
     for m in MESSAGES {
         writeln!(out, "user:  {m}")?;
-        let r = match agent.respond("tutor-demo", m).await {
+        let outcome = agent.respond("tutor-demo", m).await;
+        tally.record(&outcome);
+        let r = match outcome {
             Ok(r) => r,
             Err(e) => {
                 // A failed turn (a model that cannot answer, an outage) changes nothing:
                 // the flow still waits on the same question.
                 writeln!(out, "error: {e}")?;
+                if examples::show::stop_if_unreachable(&tally, out)? {
+                    break;
+                }
                 continue;
             }
         };
@@ -148,7 +155,7 @@ pub async fn run(
         )?;
         responses.push(r);
     }
-    Ok(responses)
+    Ok((responses, tally))
 }
 
 /// The hook's output goes to stderr so the transcript stays clean.
@@ -157,9 +164,13 @@ fn tracing_free_log(line: &str) {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn Error>> {
+async fn main() -> std::process::ExitCode {
+    examples::exit::report(demo().await)
+}
+
+/// The conversation on the model the environment chooses.
+async fn demo() -> Result<(Vec<AgentResponse<Notes>>, Tally), Box<dyn Error>> {
     let model = examples::model::real_or_scripted(scripted)?;
     println!("{}", model.description());
-    run(model.provider(), &mut std::io::stdout()).await?;
-    Ok(())
+    run(model.provider(), &mut std::io::stdout()).await
 }

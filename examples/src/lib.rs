@@ -4,9 +4,12 @@
 //!   an OpenAI-compatible base URL, the local model, or the example's scripted model).
 //! - [`show`]: printing what a turn did (reply, step, data, model calls, directives).
 //! - [`repl`]: an interactive terminal for any agent.
+//! - [`exit`]: how an example ends: exit status 1 and the reason in words when it could
+//!   not start, the model could not be reached, or every turn failed.
 //! - [`Recorder`]: a provider wrapper that keeps the instructions (system prompt and per-turn state) it forwarded, to
 //!   show what the model was told.
 
+pub mod exit;
 pub mod model;
 pub mod repl;
 pub mod show;

@@ -16,6 +16,7 @@ use std::io::{self, BufRead, Write};
 use agent_core::prelude::*;
 use futures::StreamExt;
 
+use crate::exit::Tally;
 use crate::show;
 
 /// What happened during a REPL session.
@@ -29,6 +30,8 @@ pub struct ReplOutcome<D> {
     pub resets: usize,
     /// Whether the user typed `/quit` (rather than ending the input).
     pub quit: bool,
+    /// How the turns went, for the exit status.
+    pub tally: Tally,
 }
 
 const HELP: &str = "commands: /state (flow, step, data)  /reset (start over)  /help  /quit  /flow <id|stop|status> (agents with flow commands on)";
@@ -56,6 +59,7 @@ pub async fn run_with<D: AgentData, C: AgentContext>(
         errors: Vec::new(),
         resets: 0,
         quit: false,
+        tally: Tally::default(),
     };
     writeln!(out, "{} is listening. {HELP}", agent.name())?;
     let mut line = String::new();
@@ -148,10 +152,12 @@ async fn turn<D: AgentData, C: AgentContext>(
                     writeln!(out, "agent: {}", r.message)?;
                 }
                 show::details(out, &*r)?;
+                outcome.tally.ok();
                 outcome.responses.push(*r);
             }
             Event::Error(e) => {
                 writeln!(out, "error: {e} (the session is unchanged)")?;
+                outcome.tally.failure(&e);
                 outcome.errors.push(e.to_string());
             }
         }

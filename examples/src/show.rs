@@ -9,6 +9,8 @@ use agent_core::response::ChainEntry;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::exit::{Outcome, Tally};
+
 /// The data as compact JSON without the fields still missing (`null`).
 pub fn data<D: Serialize>(data: &D) -> String {
     match serde_json::to_value(data) {
@@ -39,6 +41,7 @@ pub fn stopped(reason: &StoppedReason) -> String {
             flow,
             message,
             cleared,
+            ..
         } => format!(
             "code flow `{flow}` failed ({message}){}",
             if *cleared { "; cleared" } else { "" }
@@ -201,7 +204,8 @@ pub async fn say<D: AgentData, C: AgentContext>(
 }
 
 /// Send each message in order on one session, printing every turn. Stops early when
-/// the model cannot be reached (other failures are printed and the conversation goes on).
+/// the model cannot be reached (other failures are printed and the conversation goes
+/// on); the example then exits with 1 ([`crate::exit`]).
 pub async fn converse<D: AgentData, C: AgentContext>(
     agent: &Agent<D, C>,
     session: &str,
@@ -211,14 +215,19 @@ pub async fn converse<D: AgentData, C: AgentContext>(
     let mut t = Transcript::default();
     for m in messages {
         say(agent, session, m, &mut t, out).await?;
-        if let Some(Turn {
-            outcome: Err(AgentError::Provider { .. }),
-            ..
-        }) = t.turns.last()
-        {
-            writeln!(out, "(the model cannot be reached: stopping here)")?;
+        if stop_if_unreachable(&t.tally(), out)? {
             break;
         }
     }
     Ok(t)
+}
+
+/// Whether a conversation should stop: a turn failed because the model could not be
+/// reached, and every later turn would wait out the same retries. Says so on `out`.
+pub fn stop_if_unreachable(tally: &Tally, out: &mut dyn Write) -> io::Result<bool> {
+    if tally.unreachable == 0 {
+        return Ok(false);
+    }
+    writeln!(out, "(the model cannot be reached: stopping here)")?;
+    Ok(true)
 }

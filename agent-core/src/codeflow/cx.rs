@@ -69,7 +69,10 @@ pub(crate) struct CxInner<D, C> {
     pub(crate) tx: mpsc::UnboundedSender<Request<D, C>>,
     pub(crate) flow: String,
     pub(crate) session_id: String,
+    /// The session's data as this turn began.
     pub(crate) data: D,
+    /// What `data()` shows, by journal position (see [`super::data_view`]).
+    pub(crate) views: Vec<(usize, D)>,
     pub(crate) context: C,
     pub(crate) input: Option<Value>,
     pub(crate) handoff_from: Option<String>,
@@ -553,9 +556,16 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         })
     }
 
-    /// The session's data as the turn began (read-only; tools write data).
+    /// The session's data (read-only; tools write data) as the turn in which this part
+    /// of the fn first ran began, on every replay too: code before the flow's first
+    /// question sees the data as the flow started, code after an answer sees it as the
+    /// turn that brought the answer began. A write made in the same turn (by a tool
+    /// this fn called) shows from the next answered question on; read a tool's result
+    /// from its return value instead. So a `say` built from the data says the same
+    /// thing on every replay.
     pub fn data(&self) -> &D {
-        &self.inner.data
+        let pos = self.lock().pos;
+        super::data_view::at(&self.inner.views, pos).unwrap_or(&self.inner.data)
     }
 
     /// The session's context.

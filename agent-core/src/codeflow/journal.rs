@@ -2,7 +2,7 @@
 //! order. Replaying the flow's fn against them brings it back to where it paused.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One recorded effect. Only outputs are kept (answers, tool results, said texts),
 /// never prompts, so a journal grows with the flow's steps, not with the history.
@@ -89,6 +89,25 @@ pub struct CodeState {
     /// The value passed with the handoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
+    /// What `ctx.data()` showed on each of the flow's turns, as changes (see
+    /// [`DataDelta`]), so a replay shows every part of the fn the data it saw when it
+    /// first ran. `None` in sessions saved before this was recorded: their flows see
+    /// the data as the turn begins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<DataDelta>>,
+}
+
+/// A change of the data `ctx.data()` shows, from a journal position on: the fields
+/// that differ from the view before it (from the data type's default for the first).
+/// The view changes only where a turn's run goes live (the flow's start, an answered
+/// question), so a flow whose turns see the same data records nothing, and the
+/// journal itself keeps outputs only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataDelta {
+    /// The journal position from which the view applies.
+    pub at: usize,
+    /// The changed fields (`null` for a field that was removed).
+    pub fields: Map<String, Value>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -104,6 +123,7 @@ impl CodeState {
             failures: 0,
             handoff_from: from,
             input,
+            data: Some(Vec::new()),
         }
     }
 

@@ -9,7 +9,13 @@
 //! something else at a recorded position is reported as
 //! [`CodeFlowError::NonDeterministic`](crate::error::CodeFlowError), never mis-fed:
 //! flows get time, randomness and ids from the context ([`FlowCx::now_ms`],
-//! [`FlowCx::random_u64`], [`FlowCx::new_id`]) so that replays agree.
+//! [`FlowCx::random_u64`], [`FlowCx::new_id`]) so that replays agree, and
+//! [`FlowCx::data`] shows each part of the fn the data it saw when it first ran.
+//!
+//! No failure can stop a session for good: an error or panic in the fn, a broken
+//! replay rule, a loop past `max_flow_effects_per_turn` or a run still going near
+//! `turn_timeout` is a failed step (the user gets `flow_error_reply`), and after
+//! `max_flow_failures` failed turns in a row the flow is cleared and the agent answers.
 //!
 //! ```
 //! use agent_core::prelude::*;
@@ -25,6 +31,7 @@
 //! ```
 
 mod cx;
+pub(crate) mod data_view;
 pub mod journal;
 
 use std::fmt;
@@ -37,7 +44,7 @@ use serde_json::Value;
 
 pub use cx::FlowCx;
 pub(crate) use cx::{CxInner, Replay, Request};
-pub use journal::{CodeState, Entry};
+pub use journal::{CodeState, DataDelta, Entry};
 
 /// How a code flow ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{DataError, FieldRejection};
 
+pub mod custom;
 pub(crate) mod extract;
 pub(crate) mod ground;
 pub(crate) mod validate;
@@ -84,6 +85,7 @@ pub struct DataSchema {
     defs: Option<Value>,
     patterns: validate::Patterns,
     max_value_bytes: usize,
+    checks: Vec<custom::FieldCheck>,
 }
 
 /// Largest serialized value one field may hold unless configured otherwise.
@@ -115,6 +117,7 @@ impl DataSchema {
             defs,
             patterns,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            checks: Vec::new(),
         }
     }
 
@@ -150,22 +153,66 @@ impl DataSchema {
             .collect()
     }
 
-    /// Why `value` may not be stored in `field` (its schema's constraints, the size
-    /// cap); `None` when it may. The one check every write passes.
+    /// Add a custom check (validator or normaliser) to a field; it runs after the
+    /// schema's constraints, in the order checks were added. Unknown fields are an error.
+    pub fn add_check(&mut self, check: custom::FieldCheck) -> Result<(), DataError> {
+        if self.index_of(&check.field).is_none() {
+            return Err(DataError::UnknownField {
+                field: check.field.clone(),
+                known: self.fields.iter().map(|f| f.to_string()).collect(),
+            });
+        }
+        self.checks.push(check);
+        Ok(())
+    }
+
+    /// The value `field` may store for `value` (normalised by the field's custom
+    /// checks), or why it may not be stored (its schema's constraints, the size cap, a
+    /// custom check). The one check every write passes.
+    pub fn admit(&self, field: &str, value: &Value) -> Result<Value, String> {
+        self.check_rules(field, value)?;
+        if value.is_null() {
+            return Ok(Value::Null);
+        }
+        let mut out = value.clone();
+        for c in self.checks.iter().filter(|c| c.field == field) {
+            let next = (c.check)(&out).map_err(|m| custom::refusal(&m))?;
+            if next != out {
+                // A normaliser's output must itself be a valid value.
+                self.check_rules(field, &next)
+                    .map_err(|why| format!("was normalised to {next}, which {why}"))?;
+                out = next;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Why `value` may not be stored in `field`; `None` when it may (see [`Self::admit`]).
     pub fn check_value(&self, field: &str, value: &Value) -> Option<String> {
+        self.admit(field, value).err()
+    }
+
+    /// The schema's constraints and the size cap.
+    fn check_rules(&self, field: &str, value: &Value) -> Result<(), String> {
         let size = serde_json::to_string(value).map_or(0, |s| s.len());
         if size > self.max_value_bytes {
-            return Some(format!(
+            return Err(format!(
                 "is too long ({size} bytes; at most {} allowed)",
                 self.max_value_bytes
             ));
         }
-        let prop = self.properties.get(field)?;
-        validate::Rules {
+        let Some(prop) = self.properties.get(field) else {
+            return Ok(());
+        };
+        match (validate::Rules {
             defs: self.defs.as_ref(),
             patterns: &self.patterns,
-        }
+        })
         .check(prop, value)
+        {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
     }
 
     /// Field names in schema order.
@@ -227,19 +274,23 @@ impl DataSchema {
                 known: self.fields.iter().map(|f| f.to_string()).collect(),
             });
         }
-        let rejected: Vec<FieldRejection> = patch
-            .iter()
-            .filter_map(|(k, v)| {
-                self.check_value(k, v).map(|reason| FieldRejection {
+        let mut admitted = Patch::new();
+        let mut rejected: Vec<FieldRejection> = Vec::new();
+        for (k, v) in patch {
+            match self.admit(k, v) {
+                Ok(v) => {
+                    admitted.insert(k.clone(), v);
+                }
+                Err(reason) => rejected.push(FieldRejection {
                     field: k.clone(),
                     reason,
-                })
-            })
-            .collect();
+                }),
+            }
+        }
         if !rejected.is_empty() {
             return Err(DataError::Rejected(rejected));
         }
-        apply_unchecked(value, patch)
+        apply_unchecked(value, &admitted)
     }
 }
 

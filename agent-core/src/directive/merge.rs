@@ -1,7 +1,10 @@
 //! Algorithm 4: the one merge function for every directive bus.
 
+use std::sync::Arc;
+
 use super::{Directive, PreDirective};
 use crate::data::Patch;
+use crate::tool::Tool;
 
 /// Merge `b` (emitted later) into `a`.
 ///
@@ -39,22 +42,28 @@ fn merge_patch(a: Option<Patch>, b: Option<Patch>) -> Option<Patch> {
 }
 
 /// Merge two pre-directives: the base by [`merge`], `append_prompt` concatenated (no
-/// dedupe), `inject_tools` concatenated then deduped by tool name with the later
-/// definition winning, `halt` as OR.
+/// dedupe), `inject_tools` concatenated then deduped by tool name (a tool keeps the
+/// position where it first appeared and takes its latest definition), `halt` as OR.
 pub fn merge_pre<D, C>(a: PreDirective<D, C>, b: PreDirective<D, C>) -> PreDirective<D, C> {
     let mut append_prompt = a.append_prompt;
     append_prompt.extend(b.append_prompt);
     let mut tools: Vec<_> = Vec::with_capacity(a.inject_tools.len() + b.inject_tools.len());
     for t in a.inject_tools.into_iter().chain(b.inject_tools) {
-        tools.retain(|existing: &std::sync::Arc<dyn crate::tool::Tool<D, C>>| {
-            existing.name() != t.name()
-        });
-        tools.push(t);
+        add_tool(&mut tools, t);
     }
     PreDirective {
         base: merge(a.base, b.base),
         append_prompt,
         inject_tools: tools,
         halt: a.halt || b.halt,
+    }
+}
+
+/// Add an injected tool to a list deduped by name: a tool already there keeps its
+/// position (the order the model sees stays stable) and takes the later definition.
+pub(crate) fn add_tool<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>, t: Arc<dyn Tool<D, C>>) {
+    match tools.iter_mut().find(|e| e.name() == t.name()) {
+        Some(slot) => *slot = t,
+        None => tools.push(t),
     }
 }

@@ -17,6 +17,7 @@ use crate::data::Patch;
 use crate::error::DirectiveError;
 use crate::tool::Tool;
 
+pub(crate) use merge::add_tool;
 pub use merge::{merge, merge_pre};
 
 /// Where the conversation goes next.

@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{Phase, Turn};
+use super::reentry::Reentry;
+use super::{Phase, Turn, guard};
 use crate::data::{AgentContext, AgentData, Patch, apply_unchecked};
 use crate::directive::{Directive, Position, merge};
 use crate::error::{AgentError, DirectiveError};
@@ -22,6 +23,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.a
             .check_targets(&d, self.s.flow.as_deref())
             .map_err(|e| AgentError::directive(&source, e))?;
+        // A completed flow entered again starts over before the directive writes the
+        // data it carries for it.
+        let reentry = match self.reentered_by(&d) {
+            Some(f) => {
+                self.start_over(&f, &source)?;
+                Reentry::Keep
+            }
+            None => Reentry::StartOver,
+        };
         if let Some(p) = &d.data {
             self.write_data(&source, p).await?;
         }
@@ -43,7 +53,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 if let Some(p) = &g.data {
                     self.write_data(&source, p).await?;
                 }
-                self.enter_flow(&g.flow, None, source).await?;
+                self.enter_flow_as(&g.flow, None, source, reentry).await?;
             }
             Position::GoToStep(g) => {
                 if let Some(p) = &g.data {
@@ -52,7 +62,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let current = self.s.flow.clone();
                 match g.flow {
                     Some(f) if current.as_deref() != Some(f.as_str()) => {
-                        self.enter_flow(&f, Some(&g.step), source).await?;
+                        self.enter_flow_as(&f, Some(&g.step), source, reentry)
+                            .await?;
                     }
                     _ => {
                         self.s.step = Some(g.step);
@@ -123,9 +134,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .map_err(|e| AgentError::data(source, e))?;
         self.s.data = next;
         self.refresh_present();
-        if let Some(h) = self.flow().and_then(|f| f.hooks.on_data_update.clone()) {
+        if let Some(flow) = self.flow()
+            && let Some(h) = flow.hooks.on_data_update.clone()
+        {
             let cx = self.cx();
-            h.call(&cx).await;
+            let what = || format!("on_data_update hook of flow `{}`", flow.id);
+            guard::hook(h.call(&cx), what).await?;
         }
         Ok(())
     }
@@ -140,9 +154,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.s.context =
             apply_unchecked(&self.s.context, patch).map_err(|e| AgentError::data(source, e))?;
-        if let Some(h) = self.flow().and_then(|f| f.hooks.on_context_update.clone()) {
+        if let Some(flow) = self.flow()
+            && let Some(h) = flow.hooks.on_context_update.clone()
+        {
             let cx = self.cx();
-            h.call(&cx).await;
+            let what = || format!("on_context_update hook of flow `{}`", flow.id);
+            guard::hook(h.call(&cx), what).await?;
         }
         Ok(())
     }
@@ -151,20 +168,40 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.exit_flow().await;
     }
 
+    /// Run the active flow's `on_exit` hook. A panic is remembered on the dispatcher
+    /// (callers go on to change the position; the turn fails before the next model
+    /// call or the save).
     async fn exit_flow(&mut self) {
-        if let Some(h) = self.flow().and_then(|f| f.hooks.on_exit.clone()) {
+        if let Some(flow) = self.flow()
+            && let Some(h) = flow.hooks.on_exit.clone()
+        {
             let cx = self.cx();
-            h.call(&cx).await;
+            let what = || format!("on_exit hook of flow `{}`", flow.id);
+            if let Err(e) = guard::hook(h.call(&cx), what).await {
+                self.dispatcher.fault(e);
+            }
         }
     }
 
     /// Enter a flow (at `step` or its entry). Hops to a different flow count against
-    /// `max_transitions_per_turn`.
+    /// `max_transitions_per_turn`; a flow that completed before starts over.
     pub(crate) async fn enter_flow(
         &mut self,
         flow_id: &str,
         step: Option<&str>,
         source: DirectiveSource,
+    ) -> Result<(), AgentError> {
+        self.enter_flow_as(flow_id, step, source, Reentry::StartOver)
+            .await
+    }
+
+    /// [`Turn::enter_flow`], saying what re-entry does to the flow's own fields.
+    pub(crate) async fn enter_flow_as(
+        &mut self,
+        flow_id: &str,
+        step: Option<&str>,
+        source: DirectiveSource,
+        reentry: Reentry,
     ) -> Result<(), AgentError> {
         if self.a.code_flow(flow_id).is_some() {
             return self.start_code(flow_id, None, &source).await;
@@ -178,6 +215,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 },
             ));
         };
+        let start_over = reentry == Reentry::StartOver && self.reenters(flow_id);
         // Entering a declarative flow leaves an active code flow.
         let from = match &self.s.code {
             Some(c) => Some(c.flow.clone()),
@@ -199,6 +237,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             self.note_transition(from, flow_id, &source);
         }
+        if start_over {
+            self.start_over(flow_id, &source)?;
+        }
         self.pos_gen += 1;
         self.s.flow = Some(flow_id.to_owned());
         self.s.step = Some(match step {
@@ -212,7 +253,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(h) = flow.hooks.on_enter.clone() {
             let d = {
                 let cx = self.cx();
-                h.call(&cx).await
+                let what = || format!("on_enter hook of flow `{}`", flow.id);
+                guard::hook(h.call(&cx), what).await?
             };
             self.emit_pre(DirectiveSource::FlowOnEnter(flow.id.as_ref().to_owned()), d)
                 .await?;
@@ -249,13 +291,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(h) = flow.hooks.on_complete.clone() {
             let d = {
                 let cx = self.cx();
-                h.call(&cx).await
+                let what = || format!("on_complete hook of flow `{}`", flow.id);
+                guard::hook(h.call(&cx), what).await?
             };
             then = merge(then, d);
         }
         self.exit_flow().await;
         self.completed.push(fid.clone());
         self.s.completed_flows.push(fid.clone());
+        self.s.last_completed = Some(crate::session::CompletedFlow {
+            flow: fid.clone(),
+            turn: self.s.turns,
+        });
         self.s.flow = None;
         self.s.step = None;
         self.awaiting = false;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::Turn;
 use super::model::{CUT_SHORT, ask_for_repair, parse_json_object};
+use crate::codeflow::data_view::{self, DataViews};
 use crate::codeflow::{CodeFlow, CodeState, CxInner, Entry, FlowCx, Outcome, Replay, Request};
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, CodeFlowError};
@@ -32,7 +33,12 @@ pub(crate) enum CodeExit {
 enum RunEnd {
     Suspended(String),
     Done(Outcome),
-    Failed(String),
+    /// A failed step: an error or a panic in the fn, a runaway loop, the time limit,
+    /// or a broken replay rule (`replay`). Counts toward `max_flow_failures`.
+    Failed {
+        message: String,
+        replay: Option<CodeFlowError>,
+    },
 }
 
 pub(crate) fn join(parts: &[String]) -> String {
@@ -113,16 +119,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     self.s.code = Some(state);
                     return Ok(CodeExit::Reply(join(&said), StoppedReason::NeedsInput));
                 }
-                RunEnd::Failed(message) => {
+                RunEnd::Failed { message, replay } => {
                     let mut state = before;
                     state.failures += 1;
-                    tracing::warn!(flow = %state.flow, failures = state.failures, %message, "code flow step failed");
+                    if replay.is_some() {
+                        tracing::error!(flow = %state.flow, failures = state.failures, %message, "code flow broke a replay rule");
+                    } else {
+                        tracing::warn!(flow = %state.flow, failures = state.failures, %message, "code flow step failed");
+                    }
                     if state.failures >= self.a.config.max_flow_failures.max(1) {
                         // Repeated failures: clear the flow, the classic reply answers.
-                        self.flow_failed = Some(StoppedReason::FlowFailed {
+                        self.code_stopped = Some(StoppedReason::FlowFailed {
                             flow: state.flow.clone(),
                             message,
                             cleared: true,
+                            replay,
                         });
                         self.s.step = None;
                         return Ok(CodeExit::Classic { said: join(&said) });
@@ -137,6 +148,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             flow,
                             message,
                             cleared: false,
+                            replay,
                         },
                     ));
                 }
@@ -147,21 +159,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         self.s.completed_flows.push(id.clone());
                     }
                     self.s.step = None;
-                    match outcome {
+                    let ended = match outcome {
                         Outcome::EndSession { reason } => {
                             self.end_reason = reason.clone();
                             self.clear_session = true;
-                            return Ok(CodeExit::Reply(
-                                join(&said),
-                                StoppedReason::Aborted { reason },
-                            ));
+                            StoppedReason::Aborted { reason }
                         }
                         Outcome::End { reason } => {
                             self.end_reason = reason;
-                            return Ok(CodeExit::Reply(
-                                join(&said),
-                                StoppedReason::FlowCompleted { flow: id },
-                            ));
+                            StoppedReason::FlowCompleted { flow: id }
                         }
                         Outcome::Handoff { to, input } => {
                             if self.a.code_flow(&to).is_some() {
@@ -191,7 +197,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             self.meta_flow = None;
                             return Ok(CodeExit::Classic { said: join(&said) });
                         }
+                    };
+                    if said.is_empty() {
+                        // Ended without a word this turn: the agent's own reply answers
+                        // the message (never an empty one); the turn still reports
+                        // how the flow ended.
+                        self.code_stopped = Some(ended);
+                        return Ok(CodeExit::Classic {
+                            said: String::new(),
+                        });
                     }
+                    return Ok(CodeExit::Reply(join(&said), ended));
                 }
             }
         }
@@ -199,6 +215,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Replay the fn against the journal until it pauses, ends or fails. In
     /// always-replay mode, every new record starts the fn again from scratch.
+    ///
+    /// A broken replay rule (`NonDeterministic`, `EndedEarly`, a recorded answer that
+    /// no longer fits) is a failed step like an error in the fn: it counts toward
+    /// `max_flow_failures`, so a flow that can no longer be replayed is cleared and
+    /// the session goes on. In always-replay mode (the test kit's) it fails the turn
+    /// instead, so the test sees it at once.
     async fn run_code(
         &mut self,
         flow: &Arc<CodeFlow<D, C>>,
@@ -209,8 +231,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let budget = self.a.config.max_flow_effects_per_turn.max(1) as usize;
         let effect_limit = state.journal.len() + budget;
         let mut verified = usize::MAX;
+        let broke = |e: CodeFlowError| {
+            if always {
+                Err(AgentError::CodeFlow(e))
+            } else {
+                Ok(RunEnd::Failed {
+                    message: e.to_string(),
+                    replay: Some(e),
+                })
+            }
+        };
+        // The data as this turn began: what `ctx.data()` shows of the part that runs
+        // live, recorded so that replays show the same.
+        let turn_data = self.s.data.clone();
+        // No Tokio runtime, no timer: the flow runs without its stop (see `deadline`).
+        let stop_at = self
+            .deadline
+            .filter(|_| tokio::runtime::Handle::try_current().is_ok())
+            .map(|d| (d.flow_stop(), d.limit()));
         loop {
             let run_len = state.journal.len();
+            data_view::start(state, &turn_data);
+            let views = DataViews::build(state, &turn_data);
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Request<D, C>>();
             let inner = Arc::new(CxInner {
                 state: Mutex::new(Replay {
@@ -223,7 +265,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 tx,
                 flow: state.flow.clone(),
                 session_id: self.s.id.clone(),
-                data: self.s.data.clone(),
+                data: turn_data.clone(),
+                views: views.views,
                 context: self.s.context.clone(),
                 input: state.input.clone(),
                 handoff_from: state.handoff_from.clone(),
@@ -241,7 +284,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Suspend(String),
                 Restart,
                 Broken,
+                OutOfTime,
             }
+            // Only a fn that awaits can be stopped: one spinning without an await
+            // never yields to this timer (documented on `turn_timeout`).
+            let out_of_time = async {
+                match stop_at {
+                    Some((at, _)) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let mut out_of_time = std::pin::pin!(out_of_time);
             let mut served: Result<(), AgentError> = Ok(());
             let stop = loop {
                 tokio::select! {
@@ -249,6 +302,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     r = &mut fut => {
                         break Stop::Returned(r.map_err(|p| crate::tool::panic_message(p.as_ref())));
                     }
+                    () = &mut out_of_time => break Stop::OutOfTime,
                     req = rx.recv() => match req {
                         Some(Request::Extract { key, question, schema, reply }) => {
                             match self.extract_answer(&state.flow, &key, &question, schema).await {
@@ -281,25 +335,37 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             };
             state.journal = replay.journal;
+            views.live.record(state);
             message = replay.message;
             served?;
             if replay.runaway {
-                return Ok(RunEnd::Failed(format!(
-                    "the flow recorded {budget} effects in one turn without asking the user anything (a loop?); see `max_flow_effects_per_turn`"
-                )));
+                return Ok(RunEnd::Failed {
+                    message: format!(
+                        "the flow recorded {budget} effects in one turn without asking the user anything (a loop?); see `max_flow_effects_per_turn`"
+                    ),
+                    replay: None,
+                });
             }
             if let Some(e) = replay.error {
-                return Err(e.into());
+                return broke(e);
             }
             match stop {
                 Stop::Broken => {
-                    return Err(CodeFlowError::NonDeterministic {
+                    return broke(CodeFlowError::NonDeterministic {
                         flow: state.flow.clone(),
                         position: replay.pos,
                         recorded: "the run".into(),
                         called: "an effect after the context was stopped".into(),
-                    }
-                    .into());
+                    });
+                }
+                Stop::OutOfTime => {
+                    let limit = stop_at.map(|(_, l)| l).unwrap_or_default();
+                    return Ok(RunEnd::Failed {
+                        message: format!(
+                            "the flow was still running near the turn's time limit ({limit:?}, see `turn_timeout`); a loop that never asks the user?"
+                        ),
+                        replay: None,
+                    });
                 }
                 Stop::Restart => continue,
                 Stop::Suspend(q) => {
@@ -311,17 +377,24 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     return Ok(RunEnd::Suspended(q));
                 }
                 Stop::Returned(Err(panic)) => {
-                    return Ok(RunEnd::Failed(format!("the flow panicked: {panic}")));
+                    return Ok(RunEnd::Failed {
+                        message: format!("the flow panicked: {panic}"),
+                        replay: None,
+                    });
                 }
-                Stop::Returned(Ok(Err(e))) => return Ok(RunEnd::Failed(e.to_string())),
+                Stop::Returned(Ok(Err(e))) => {
+                    return Ok(RunEnd::Failed {
+                        message: e.to_string(),
+                        replay: None,
+                    });
+                }
                 Stop::Returned(Ok(Ok(outcome))) => {
                     if replay.pos < state.journal.len() {
-                        return Err(CodeFlowError::EndedEarly {
+                        return broke(CodeFlowError::EndedEarly {
                             flow: state.flow.clone(),
                             position: replay.pos,
                             recorded: state.journal.len(),
-                        }
-                        .into());
+                        });
                     }
                     return Ok(RunEnd::Done(outcome));
                 }
@@ -443,13 +516,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let (ok, content) = match r {
             Ok(out) => {
                 let src = DirectiveSource::Tool(name.clone());
-                if let Some(p) = &out.directive.data {
-                    self.write_data(&src, p).await?;
-                }
+                // A write the data type refuses fails the call (the flow sees why)
+                // rather than the turn: the same call would fail every turn.
+                let refused = match &out.directive.data {
+                    Some(p) => match self.write_data(&src, p).await {
+                        Err(AgentError::Data { error, .. }) => Some(error),
+                        other => other.map(|()| None)?,
+                    },
+                    None => None,
+                };
                 if out.directive.position.is_some() || out.directive.reply.is_some() {
                     tracing::warn!(tool = %name, "directive positions from tools called by code flows are ignored; return a handoff from the flow instead");
                 }
-                (true, out.content)
+                match refused {
+                    None => (true, out.content),
+                    Some(e) => {
+                        tracing::warn!(tool = %name, error = %e, "code flow tool's data write refused");
+                        (false, format!("the tool's data write was refused: {e}"))
+                    }
+                }
             }
             Err(e) => {
                 tracing::warn!(tool = %name, error = %e, "code flow tool call failed");

@@ -53,6 +53,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         flow.collectable_idx.iter().any(|&i| !self.is_present(i))
     }
 
+    /// Whether the speculative call extracts: whenever the flow collects anything, even
+    /// with every field present, so a correction ("actually, Porto") at the last step
+    /// is read in the same call instead of being lost.
+    fn may_extract(&self, flow: &Flow<D, C>) -> bool {
+        !flow.collectable_idx.is_empty()
+    }
+
     /// Write what the model extracted, field by field: only fields the active flow
     /// collects, only values that what the user said supports (grounding), only values
     /// their field's constraints accept. Everything else is not stored, reported, and
@@ -90,13 +97,30 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if patch.is_empty() {
             return Ok(());
         }
+        let (corrected, reopened) = self.corrections(flow, &mut patch);
         match self.a.schema.apply(&self.s.data, &patch) {
             Ok(next) => {
                 self.s.data = next;
                 self.refresh_present();
+                // The draft was written with the new value in view (same call), and
+                // a re-render shows it in the collected data: no note needed.
+                for (field, from, to) in corrected {
+                    tracing::info!(%field, %from, %to, "the user corrected a stored value");
+                }
+                // The first step whose answer was cleared asks again, if the flow had
+                // moved past it.
+                let here = self.s.step.as_deref().and_then(|s| flow.step_pos(s));
+                if let (Some(back), Some(here)) = (reopened, here)
+                    && back < here
+                {
+                    self.s.step = Some(flow.steps[back].id.to_string());
+                    self.awaiting = false;
+                    self.pos_gen += 1;
+                }
                 if let Some(h) = flow.hooks.on_data_update.clone() {
                     let cx = self.cx();
-                    h.call(&cx).await;
+                    let what = || format!("on_data_update hook of flow `{}`", flow.id);
+                    super::guard::hook(h.call(&cx), what).await?;
                 }
             }
             Err(e) => {
@@ -107,6 +131,50 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         Ok(())
+    }
+
+    /// The values in `patch` that replace a different stored value (the user corrected
+    /// them), as (field, old, new); the fields of steps that `depends_on` a corrected
+    /// field are cleared in the same patch, so those steps ask again (the first of them
+    /// is returned too).
+    pub(crate) fn corrections(
+        &self,
+        flow: &Flow<D, C>,
+        patch: &mut Map<String, Value>,
+    ) -> (Vec<(String, String, String)>, Option<usize>) {
+        let Ok(Value::Object(current)) = serde_json::to_value(&self.s.data) else {
+            return (Vec::new(), None);
+        };
+        let shown = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let corrected: Vec<(String, String, String)> = patch
+            .iter()
+            .filter_map(|(k, new)| {
+                let old = current.get(k).filter(|o| !o.is_null())?;
+                (old != new).then(|| (k.clone(), shown(old), shown(new)))
+            })
+            .collect();
+        let mut first = None;
+        for (j, step) in flow.steps.iter().enumerate() {
+            if !step
+                .depends_on
+                .iter()
+                .any(|d| corrected.iter().any(|(f, ..)| f == d.as_ref()))
+            {
+                continue;
+            }
+            for f in &step.collect {
+                let present = current.get(f.as_ref()).is_some_and(|v| !v.is_null());
+                if present && !patch.contains_key(f.as_ref()) {
+                    tracing::info!(field = %f, step = %step.id, "cleared: a field it depends on was corrected");
+                    patch.insert(f.to_string(), Value::Null);
+                    first = first.or(Some(j));
+                }
+            }
+        }
+        (corrected, first)
     }
 
     /// Judge each value the model extracted, without side effects (the live-streaming
@@ -139,9 +207,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         },
                     }
                 }
-                match self.a.schema.check_value(&x.field, &x.value) {
-                    Some(r) => (x, Verdict::Refused(r)),
-                    None => (x, Verdict::Keep { inferred }),
+                match self.a.schema.admit(&x.field, &x.value) {
+                    Err(r) => (x, Verdict::Refused(r)),
+                    Ok(v) => {
+                        x.value = v;
+                        (x, Verdict::Keep { inferred })
+                    }
                 }
             })
             .collect()
@@ -247,7 +318,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok((None, None));
         };
         let alt = self.awaiting_model_step(&flow);
-        if self.turn_over() || (!self.needs_extraction(&flow) && self.deferred.is_empty()) {
+        if self.turn_over() || (!self.may_extract(&flow) && self.deferred.is_empty()) {
             return Ok((None, alt));
         }
         let (predicted, _) = self.predict(true).await;
@@ -568,7 +639,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let msg = self.carried.take().unwrap_or_default();
                         (msg, StoppedReason::NeedsInput, Vec::new())
                     } else {
-                        let out = self.render_call(Target::Classic, false, None).await?;
+                        let correcting = self.correctable();
+                        let mut out = self.render_call(Target::Classic, false, None).await?;
+                        if let (Some(cf), Some(data)) = (correcting, out.data.take()) {
+                            match self.correct_completed(&cf, data).await? {
+                                super::correct::Outcome::None => {}
+                                // Rendered again: with the note, or inside the flow.
+                                super::correct::Outcome::Refused
+                                    if rounds <= self.rerender_cap() && !self.streamed =>
+                                {
+                                    continue;
+                                }
+                                super::correct::Outcome::Refused => {}
+                                super::correct::Outcome::Reopened => continue,
+                            }
+                        }
                         let picked = out.switch_flow.clone().or_else(|| {
                             match (&self.a.router, self.a.flow_count()) {
                                 (
@@ -606,7 +691,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 let d = {
                     let cx = self.cx();
-                    h.call(&cx).await
+                    let what =
+                        || super::guard::of_step("finalize hook", &flow.id, &flow.steps[*j].id);
+                    super::guard::hook(h.call(&cx), what).await?
                 };
                 self.post_bus.push((
                     DirectiveSource::Finalize(flow.steps[*j].id.as_ref().to_owned()),

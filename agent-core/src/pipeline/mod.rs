@@ -8,8 +8,12 @@ mod apply;
 mod code;
 mod command;
 mod converse;
+mod correct;
+pub(crate) mod deadline;
+pub(crate) mod guard;
 mod judged;
 mod model;
+mod reentry;
 mod signals;
 pub(crate) mod stream;
 mod walk;
@@ -91,6 +95,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) awaiting: bool,
     /// Bumped on every position change.
     pub(crate) pos_gen: u64,
+    /// A correction of a completed flow was handled this turn (read once per turn).
+    pub(crate) correction_done: bool,
     pub(crate) chain: Vec<ChainEntry>,
     pub(crate) executed: Vec<StepRef>,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
@@ -143,8 +149,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) code_fresh: bool,
     /// The flow that produced the reply and the one that handed off to it.
     pub(crate) meta_flow: Option<(String, Option<String>)>,
-    /// A code flow that failed repeatedly was cleared this turn.
-    pub(crate) flow_failed: Option<StoppedReason>,
+    /// How a code flow that left the reply to the classic path ended this turn (it
+    /// failed repeatedly and was cleared, or ended without saying anything): the
+    /// turn's stopped reason.
+    pub(crate) code_stopped: Option<StoppedReason>,
     /// The reply came from a code flow.
     pub(crate) from_code: bool,
     /// The reason a code flow gave to `ctx.end` this turn.
@@ -153,6 +161,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) prev: Option<crate::session::PreviousSave>,
     /// What this turn saved, for the decoded-session cache.
     pub(crate) saved: Option<(Vec<u8>, crate::session::HistorySpan)>,
+    /// When the turn's work must be done (`AgentConfig::turn_timeout`).
+    pub(crate) deadline: Option<deadline::Deadline>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -182,6 +192,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             dispatcher: Dispatcher::default(),
             awaiting,
             pos_gen: 0,
+            correction_done: false,
             chain: Vec::new(),
             executed: Vec::new(),
             tool_calls: Vec::new(),
@@ -220,11 +231,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             prepared: FxHashSet::default(),
             code_fresh: false,
             meta_flow: None,
-            flow_failed: None,
+            code_stopped: None,
             from_code: false,
             end_reason: None,
             prev,
             saved: None,
+            deadline: None,
         })
     }
 
@@ -279,8 +291,21 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.present.contains(idx)
     }
 
+    /// Fail the turn if a callback panicked where its error could not be returned at
+    /// once (see [`guard::test`]); checked before every model call and the save.
+    pub(crate) fn faulted(&self) -> Result<(), AgentError> {
+        self.dispatcher.take_fault().map_or(Ok(()), Err)
+    }
+
     /// Run the turn; on success the session is saved and the response returned.
     pub(crate) async fn run(mut self: Box<Self>) -> Result<AgentResponse<D>, AgentError> {
+        let (message, stopped, deltas) = deadline::within(self.deadline, self.compose()).await?;
+        self.finish(message, stopped, deltas).await
+    }
+
+    /// Everything up to the save: the message, why the turn stopped, and the text
+    /// deltas to stream.
+    async fn compose(&mut self) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
         self.s.history.push(Message::user(self.msg));
 
         if self.s.turns == 0
@@ -288,7 +313,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         {
             let d = {
                 let cx = self.cx();
-                h.call(&cx).await
+                guard::hook(h.call(&cx), || "on_enter hook of the agent".into()).await?
             };
             self.emit_pre(DirectiveSource::AgentOnEnter, d).await?;
         }
@@ -300,11 +325,18 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         };
         if let Some(cmd) = command {
             if let Some(reply) = self.command(cmd).await? {
-                return self.finish(reply, StoppedReason::Reply, Vec::new()).await;
+                return Ok((reply, StoppedReason::Reply, Vec::new()));
             }
         } else if let Some(p) = self.s.pending.take() {
+            // A pending directive decides where the turn goes only when it carries a
+            // position (or a reply); one that only writes state leaves routing and
+            // the pre-phase signals to run as usual.
+            let decides = p.position.is_some() || p.reply.is_some();
             self.record(&DirectiveSource::Pending, &p, &[], &[], false);
             self.apply(DirectiveSource::Pending, p, Phase::Pre).await?;
+            if !decides && !self.turn_over() {
+                self.pre_phase().await?;
+            }
         } else {
             self.pre_phase().await?;
         }
@@ -315,12 +347,13 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             match self.code_turn().await? {
                 code::CodeExit::Reply(message, stopped) => {
                     self.from_code = true;
-                    return self.finish(message, stopped, Vec::new()).await;
+                    return Ok((message, stopped, Vec::new()));
                 }
                 code::CodeExit::Classic { said: s } => said = s,
             }
         }
 
+        self.run_certain_auto_hooks().await?;
         let (mut message, mut stopped, mut deltas) = self.converse().await?;
         if self.s.code.is_some() && !matches!(stopped, StoppedReason::Aborted { .. }) {
             // A declarative flow handed the conversation to a code flow this turn.
@@ -341,8 +374,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             message = code::join(&[said, message]);
             deltas.clear();
         }
-        if let Some(f) = self.flow_failed.take() {
+        if let Some(f) = self.code_stopped.take() {
             stopped = f;
+        }
+        if matches!(stopped, StoppedReason::AutoStepCap { .. }) && message.is_empty() {
+            // A cycle of auto steps in the definition: the user still gets an answer.
+            message = self.a.config.flow_error_reply.clone();
         }
 
         self.post_signals(&mut message, &mut stopped).await?;
@@ -355,7 +392,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             tracing::warn!(max, "reply longer than max_reply_chars; cut");
         }
         let message = cap_chars(message, max);
-        self.finish(message, stopped, deltas).await
+        Ok((message, stopped, deltas))
     }
 
     /// Whether the classifier picks a flow this turn: no flow is active, there is a
@@ -444,8 +481,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         self.aug.append.extend(d.append_prompt);
         for t in d.inject_tools {
-            self.aug.tools.retain(|e| e.name() != t.name());
-            self.aug.tools.push(t);
+            crate::directive::add_tool(&mut self.aug.tools, t);
         }
         self.aug.halt |= d.halt;
         Box::pin(self.apply(source.clone(), d.base, Phase::Pre)).await?;
@@ -539,10 +575,14 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         stopped: StoppedReason,
         deltas: Vec<String>,
     ) -> Result<AgentResponse<D>, AgentError> {
+        self.faulted()?;
         if !message.is_empty() {
             self.s.history.push(Message::assistant(message.as_str()));
         }
-        self.compact_history().await?;
+        // A summary call may still run here, before the save: it stays within the
+        // deadline; the save itself is never cut.
+        let deadline = self.deadline;
+        deadline::within(deadline, self.compact_history()).await?;
         self.s.pending = self.next_pending.take();
         self.s.turns += 1;
         let version = self
@@ -581,6 +621,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             version: self.s.version,
             duplicate: false,
             meta: self.response_meta(),
+            hook_failures: Vec::new(),
         };
         if let Some(id) = self.event_id.take() {
             // The response is stored with the session, atomically: a duplicate of this
@@ -615,6 +656,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                     version: response.version,
                     duplicate: false,
                     meta: response.meta.clone(),
+                    hook_failures: Vec::new(),
                 };
                 &redacted
             } else {
@@ -673,11 +715,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         response.version = self.s.version;
         if let Some(h) = &self.a.on_response {
+            // The turn is saved: a panic here cannot undo it, so the caller gets the
+            // response with the failure listed.
             let meta = response.meta.clone();
-            if let Err(p) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h(&response, &meta)))
-            {
-                tracing::error!(panic = %crate::tool::panic_message(p.as_ref()), "on_response hook panicked (the turn was saved)");
+            if let Err(e) = guard::call(|| "on_response hook".into(), || h(&response, &meta)) {
+                tracing::error!(error = %e, "on_response hook failed (the turn was saved)");
+                response.hook_failures.push(e.to_string());
             }
         }
         Ok(response)

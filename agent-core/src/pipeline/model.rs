@@ -230,6 +230,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         req: &ModelRequest,
         live: Option<&LiveTarget>,
     ) -> Result<(ModelResponse, Vec<String>), AgentError> {
+        self.faulted()?;
         let kind = req.kind;
         self.calls += 1;
         let span = tracing::debug_span!(
@@ -467,7 +468,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .map(|f| (f.id.as_ref().to_owned(), f.route_description()));
                 decl.chain(code).collect()
             });
-        let structured = flow.is_some() || intents.is_some();
+        // A flow completed in the last few turns: the classic reply also reads the
+        // message for corrections of its fields (`pipeline/correct.rs`).
+        let correcting = if flow.is_none() && intents.is_none() {
+            self.correctable()
+        } else {
+            None
+        };
+        let structured = flow.is_some() || intents.is_some() || correcting.is_some();
         let output = match &flow {
             None if intents.is_some() => {
                 let ids = intents.as_deref().unwrap_or_default();
@@ -524,7 +532,44 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     schema,
                 })
             }
-            None => None,
+            None => correcting.as_ref().map(|cf| {
+                let done: Map<String, Value> = serde_json::to_value(&self.s.data)
+                    .ok()
+                    .and_then(|v| v.as_object().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|(k, _)| cf.collectable.iter().any(|f| f.as_ref() == k))
+                    .collect();
+                let _ = writeln!(
+                    state,
+                    "The user's {} is complete, with {}. If the user's latest message changes one of these details, write the new value in `data`; write null for every detail not changed.",
+                    cf.title,
+                    Value::Object(done)
+                );
+                sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
+                let schema = self.a.cached_schema(
+                    9 | (cf.index as u64 & 0xffff) << 4,
+                    || {
+                        let mut o = json!({
+                            "type": "object",
+                            "properties": {
+                                "data": self.a.schema.extraction_schema(&cf.collectable, false),
+                                "message": { "type": "string", "maxLength": self.a.config.max_reply_chars },
+                            },
+                            "required": ["data", "message"],
+                            "additionalProperties": false,
+                        });
+                        if let (Some(defs), Value::Object(m)) = (self.a.schema.defs(), &mut o) {
+                            m.insert("$defs".into(), defs.clone());
+                        }
+                        o
+                    },
+                );
+                OutputSchema {
+                    name: "turn".into(),
+                    schema,
+                }
+            }),
         };
 
         // Servers that cannot combine tools with a JSON schema (llama.cpp) get the tools
@@ -560,8 +605,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             alt,
             speculative: self.speculating,
             conditions: conditions.clone(),
-            // The message of an answer that may still call a tool is not final.
-            held: in_answer,
+            // The message of an answer that may still call a tool, or that may correct
+            // a completed flow, is not final.
+            held: in_answer || correcting.is_some(),
         };
         let (resp, deltas) = self.tool_loop(&mut req, &tools, &live).await?;
         if !structured {

@@ -1,8 +1,8 @@
 //! Signal phases. The pre phase shares one classifier call with routing and with the
 //! `when` conditions of the awaiting step's branches and successors.
 
-use super::Turn;
 use super::model::{Question, Verdicts};
+use super::{Turn, guard};
 use crate::data::{AgentContext, AgentData};
 use crate::directive::{PreDirective, ReplyWith, SignalDirective, merge_pre};
 use crate::error::AgentError;
@@ -30,7 +30,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             })
             .filter(|(_, s)| s.allowed(self.s.signals.get(&s.id), now))
-            .filter(|(_, s)| s.if_.as_ref().is_none_or(|p| p(&cx)))
+            .filter(|(_, s)| {
+                s.if_.as_ref().is_none_or(|p| {
+                    guard::test(p, &cx, || format!("`if` predicate of signal `{}`", s.id))
+                })
+            })
             .map(|(i, _)| i)
             .collect()
     }
@@ -69,11 +73,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     phase,
                     reply,
                 };
-                let mut sd = handler.call(&scx).await;
+                let what = || format!("signal handler `{}`", sig.id);
+                let mut sd = guard::hook(handler.call(&scx), what).await?;
                 if let Some(rw) = sd.reply_with.take() {
                     sd.pre.base.reply = Some(match rw {
                         ReplyWith::Text(t) => t,
-                        ReplyWith::Fn(f) => f(&scx),
+                        ReplyWith::Fn(f) => guard::call(
+                            || format!("reply function of signal `{}`", sig.id),
+                            || f(&scx),
+                        )?,
                     });
                 }
                 sd
@@ -136,7 +144,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if !step.end && !matches!(step.kind, StepKind::Auto) {
                 let cx = self.cx();
                 for s in flow.steps.iter().skip(idx + 1) {
-                    if s.if_.as_ref().is_none_or(|p| p(&cx))
+                    let what = || guard::of_step("`if` predicate", &flow.id, &s.id);
+                    if s.if_.as_ref().is_none_or(|p| guard::test(p, &cx, what))
                         && let Some(w) = &s.when
                         && !conds.contains(w)
                     {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::guard::{self, of_branch, of_step};
 use super::{Phase, Turn};
 use crate::branch::Target;
 use crate::data::{AgentContext, AgentData, FieldSet};
@@ -82,7 +83,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(h) = step.on_enter.clone() {
             let d = {
                 let cx = self.cx();
-                h.call(&cx).await
+                guard::hook(h.call(&cx), || of_step("on_enter hook", &flow.id, &step.id)).await?
             };
             self.emit_pre(DirectiveSource::StepOnEnter(step.id.as_ref().to_owned()), d)
                 .await?;
@@ -105,12 +106,55 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(h) = step.prepare.clone() {
             let d = {
                 let cx = self.cx();
-                h.call(&cx).await
+                guard::hook(h.call(&cx), || of_step("prepare hook", &flow.id, &step.id)).await?
             };
             self.emit_pre(DirectiveSource::Prepare(step.id.as_ref().to_owned()), d)
                 .await?;
         }
         Ok(self.pos_gen != before || self.turn_over())
+    }
+
+    /// Run the hooks of the auto steps the walk is certain to pass first: from a
+    /// position that does not await an answer, through auto steps without `skip`,
+    /// while only the definition (no condition) picks the next one. The walk would
+    /// run them before any model call anyway; run now, what they write (a tier, a
+    /// flag) is in the data the predicted walk reads, so the one speculative call
+    /// renders the step the walk will reach. A hook that moves the position stops
+    /// here; the walk goes on from where it put the conversation.
+    pub(crate) async fn run_certain_auto_hooks(&mut self) -> Result<(), AgentError> {
+        if self.awaiting || self.turn_over() {
+            return Ok(());
+        }
+        let Some(flow) = self.flow() else {
+            return Ok(());
+        };
+        let start = self.s.step.clone();
+        let mut idx = self.step_idx(&flow);
+        let mut passed = Vec::new();
+        for _ in 0..self.a.config.max_auto_steps_per_turn {
+            let step = &flow.steps[idx];
+            if !matches!(step.kind, StepKind::Auto) || step.skip.is_some() {
+                break;
+            }
+            passed.push(idx);
+            // The hooks see the step they belong to as the position, as in the walk.
+            self.s.step = Some(step.id.as_ref().to_owned());
+            let before = self.pos_gen;
+            let moved = self.enter_hooks(&flow, idx).await? || self.prepare(&flow, idx).await?;
+            if moved || self.pos_gen != before {
+                // The walk starts from the new position: the steps passed here ran.
+                for &j in &passed {
+                    self.mark_executed(&flow, j);
+                }
+                return Ok(());
+            }
+            match fixed_next(&flow, idx) {
+                Some(j) => idx = j,
+                None => break,
+            }
+        }
+        self.s.step = start;
+        Ok(())
     }
 
     /// A verbatim reply, a halt or a terminal outcome ends the walk.
@@ -156,7 +200,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             self.mark_executed(&flow, idx);
             let skipped = {
                 let cx = self.cx();
-                step.skip.as_ref().is_some_and(|p| p(&cx))
+                step.skip.as_ref().is_some_and(|p| {
+                    guard::test(p, &cx, || of_step("`skip` predicate", &flow.id, &step.id))
+                })
             };
             if skipped {
                 match self.advance(&flow, idx, false, false).await? {
@@ -277,7 +323,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             for (n, b) in step.branch_table().iter().enumerate() {
                 let code_ok = {
                     let cx = self.cx();
-                    b.if_.iter().all(|p| p(&cx))
+                    b.if_
+                        .iter()
+                        .all(|p| guard::test(p, &cx, || of_branch(n, &flow.id, &step.id)))
                 };
                 if !code_ok {
                     continue;
@@ -340,9 +388,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Conditions of a branch table from entry `from` on whose code predicates pass.
     pub(crate) fn due_branch_conditions(&self, step: &Step<D, C>, from: usize) -> Vec<String> {
         let cx = self.cx();
+        let flow = self.s.flow.as_deref().unwrap_or_default();
         let mut out = Vec::new();
-        for b in step.branch_table().iter().skip(from) {
-            if b.if_.iter().all(|p| p(&cx)) {
+        for (n, b) in step.branch_table().iter().enumerate().skip(from) {
+            if b.if_
+                .iter()
+                .all(|p| guard::test(p, &cx, || of_branch(n, flow, &step.id)))
+            {
                 for w in &b.when {
                     if !self.judged.contains_key(w.as_str()) && !out.contains(w) {
                         out.push(w.clone());
@@ -371,7 +423,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             candidates
                 .iter()
                 .map(|&j| &flow.steps[j])
-                .filter(|s| s.if_.as_ref().is_none_or(|p| p(&cx)))
+                .filter(|s| {
+                    s.if_.as_ref().is_none_or(|p| {
+                        guard::test(p, &cx, || of_step("`if` predicate", &flow.id, &s.id))
+                    })
+                })
                 .filter_map(|s| s.when.clone())
                 .filter(|w| !self.judged.contains_key(w.as_str()))
                 .collect()
@@ -385,7 +441,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let cx = self.cx();
         let passes = |s: &Step<D, C>, cx: &Cx<'_, D, C>| {
-            s.if_.as_ref().is_none_or(|p| p(cx))
+            s.if_
+                .as_ref()
+                .is_none_or(|p| guard::test(p, cx, || of_step("`if` predicate", &flow.id, &s.id)))
                 && s.when
                     .as_ref()
                     .is_none_or(|w| self.judged.get(w.as_str()) == Some(&true))
@@ -449,12 +507,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 continue;
             }
-            if step.on_enter.is_some() || step.prepare.is_some() {
+            // A hook that already ran this turn cannot redirect again.
+            let key = (flow.id.clone(), step.id.clone());
+            if (step.on_enter.is_some() && !self.entered.contains(&key))
+                || (step.prepare.is_some() && !self.prepared.contains(&key))
+            {
                 clean = false;
             }
             let skipped = {
                 let cx = self.cx();
-                step.skip.as_ref().is_some_and(|p| p(&cx))
+                step.skip.as_ref().is_some_and(|p| {
+                    guard::test(p, &cx, || of_step("`skip` predicate", &flow.id, &step.id))
+                })
             };
             let next = if skipped {
                 self.advance(&flow, idx, false, true).await
@@ -509,6 +573,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return None;
         }
         Some(Stop::Closing(flow.id.clone(), idx))
+    }
+}
+
+/// The step after `idx` when the definition alone decides it: a first branch entry
+/// without conditions that targets a step, or (no branches) a single linear successor.
+fn fixed_next<D, C>(flow: &Flow<D, C>, idx: usize) -> Option<usize> {
+    let step = &flow.steps[idx];
+    match step.branch_table().first() {
+        Some(b) if b.is_unconditional() => match &b.then {
+            Target::Step(s) => flow.step_pos(s),
+            _ => None,
+        },
+        Some(_) => None,
+        None => match flow.successors(idx).as_slice() {
+            [j] => Some(*j),
+            _ => None,
+        },
     }
 }
 

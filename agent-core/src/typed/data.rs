@@ -12,6 +12,11 @@ pub trait DataType: AgentData {
     type Patch: IntoDataPatch + Default;
     /// Field names in declaration order (the keys of the JSON object).
     const FIELDS: &'static [&'static str];
+    /// The custom checks of its fields (`#[field(validate = path)]`), which `#[flow]`
+    /// hands to the agent.
+    fn field_checks() -> Vec<crate::data::custom::FieldCheck> {
+        Vec::new()
+    }
 }
 
 /// A `#[context]` type: the agent's session context with a field enum and a fluent patch

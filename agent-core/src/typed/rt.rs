@@ -14,6 +14,7 @@ pub use super::flow::{FlowDef, StepId};
 pub use crate::branch::Branch;
 pub use crate::codeflow::FlowRef;
 pub use crate::data::Patch;
+pub use crate::data::custom::FieldCheck;
 pub use crate::directive::{Directive as RtDirective, PreDirective as RtPreDirective};
 pub use crate::error::ConfigErrors;
 pub use crate::flow::Flow;

@@ -173,6 +173,23 @@ pub fn expand(def: &DataDef) -> TokenStream {
         quote!()
     };
     let n = def.fields.len();
+    let checks: Vec<TokenStream> = match kind {
+        Kind::Data => def
+            .fields
+            .iter()
+            .filter_map(super::field::check_expr)
+            .collect(),
+        Kind::Context => Vec::new(),
+    };
+    let field_checks = if checks.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            fn field_checks() -> ::std::vec::Vec<::agent_core::__private::FieldCheck> {
+                ::std::vec![#(#checks),*]
+            }
+        }
+    };
     let common = quote! {
         #[doc = #enum_doc]
         #[allow(non_camel_case_types, dead_code)]
@@ -241,6 +258,7 @@ pub fn expand(def: &DataDef) -> TokenStream {
             type Field = #field_enum;
             type Patch = #patch;
             const FIELDS: &'static [&'static str] = &[#(#keys),*];
+            #field_checks
         }
     };
     let data_only = if kind == Kind::Data {

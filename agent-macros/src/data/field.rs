@@ -10,6 +10,11 @@
 //! | `pattern = "^[A-Z]{3}$"`  | `String`              | `pattern`                            |
 //! | `one_of("a", "b")`        | `String`              | `enum` (with `null`)                 |
 //! | `inferred`                | any                   | `"x-inferred": true`                 |
+//! | `validate = path`         | any                   | none: `path` runs on every write     |
+//!
+//! `validate` names a `fn(T) -> Result<T, String>` (`T` the field's value type): `Ok`
+//! with the value to store (unchanged or normalised), `Err` with a message for the user.
+//! A function of another shape is a type error on the path.
 //!
 //! Ranges are inclusive; either bound may be left out (`..=100`, `1..=`, `1..`).
 //!
@@ -23,7 +28,7 @@ use super::parse::FieldDef;
 use crate::diag::{Errors, suggest};
 
 /// The keys `#[field(...)]` accepts.
-pub const KEYS: &[&str] = &["range", "len", "pattern", "one_of", "inferred"];
+pub const KEYS: &[&str] = &["range", "len", "pattern", "one_of", "inferred", "validate"];
 
 /// A number literal of a bound.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -119,6 +124,8 @@ pub struct Constraints {
     pub one_of: Option<Entry<Vec<syn::LitStr>>>,
     /// `inferred`.
     pub inferred: Option<Entry<()>>,
+    /// `validate = path`.
+    pub validate: Option<Entry<syn::Path>>,
 }
 
 fn known_keys() -> String {
@@ -232,6 +239,9 @@ fn usage(key: &str) -> &'static str {
         "one_of" => {
             "`one_of` takes the allowed values as string literals: `one_of(\"standard\", \"suite\")`"
         }
+        "validate" => {
+            "`validate` takes the path of a `fn(T) -> Result<T, String>`: `validate = crate::check_city`"
+        }
         _ => "`inferred` is a flag and takes no value: write `inferred`",
     }
 }
@@ -330,6 +340,18 @@ fn parse_entry(item: &[TokenTree], c: &mut Constraints, errors: &mut Errors) {
                 None => malformed(errors, usage(&name).to_string()),
             }
         }
+        "validate" => match rest.split_first() {
+            Some((eq, v)) if is_punct(eq, '=') && !v.is_empty() => {
+                match syn::parse2::<syn::Path>(v.iter().cloned().collect()) {
+                    Ok(path) => set(&mut c.validate, entry(&key, &tokens, path), errors),
+                    Err(_) => errors.push_spanned(
+                        v.iter().cloned().collect::<TokenStream>(),
+                        usage(&name).to_string(),
+                    ),
+                }
+            }
+            _ => malformed(errors, usage(&name).to_string()),
+        },
         _ => {
             if rest.is_empty() {
                 set(&mut c.inferred, entry(&key, &tokens, ()), errors);
@@ -538,6 +560,27 @@ pub fn validate(f: &FieldDef, errors: &mut Errors) {
             seen.push(v.value());
         }
     }
+}
+
+/// The field's custom check, as a `FieldCheck` expression for `DataType::field_checks`:
+/// the path is coerced to `fn(T) -> Result<T, String>` with its own span, so a function
+/// of another shape is reported on the user's path.
+pub fn check_expr(f: &FieldDef) -> Option<TokenStream> {
+    let e = f.constraints.validate.as_ref()?;
+    let path = &e.value;
+    let ty = f.value_ty();
+    let key = f.ident.to_string();
+    let key = key.strip_prefix("r#").unwrap_or(&key).to_owned();
+    let span = syn::spanned::Spanned::span(path);
+    let check = quote::quote_spanned! {span=>
+        {
+            let __check: fn(#ty) -> ::core::result::Result<#ty, ::std::string::String> = #path;
+            __check
+        }
+    };
+    Some(quote! {
+        ::agent_core::__private::FieldCheck::typed::<#ty, _>(#key, #check)
+    })
 }
 
 /// The `#[schemars(...)]` attributes that put the constraints into the field's schema.

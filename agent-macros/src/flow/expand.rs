@@ -185,6 +185,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             let req = &def.flow.required.idents;
             let collect = def.steps.iter().flat_map(|s| s.collect.idents.iter());
             let requires = def.steps.iter().flat_map(|s| s.requires.idents.iter());
+            let depends_on = def.steps.iter().flat_map(|s| s.depends_on.idents.iter());
             let optional = &def.flow.optional.idents;
             quote! {
                 #p! {
@@ -197,6 +198,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
                     checks {
                         collect [#(#collect)*]
                         requires [#(#requires)*]
+                        depends_on [#(#depends_on)*]
                         required [#(#req)*]
                         optional [#(#optional)*]
                     }
@@ -310,6 +312,11 @@ pub fn expand(def: &FlowDef) -> TokenStream {
     let mut hooks = Vec::new();
     let mut builder = Vec::new();
     let f = &def.flow;
+    // The data type's `#[field(validate = ..)]` checks travel with the flow.
+    let checks = f
+        .data
+        .as_ref()
+        .map(|_| quote!(.checks(<__D as #rt::DataType>::field_checks())));
     if let Some(t) = &f.title {
         builder.push(quote!(.title(#t)));
     }
@@ -407,6 +414,10 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         let r = strs(&s.requires);
         if !r.is_empty() {
             sb.push(quote!(.requires([#(#r),*])));
+        }
+        let d = strs(&s.depends_on);
+        if !d.is_empty() {
+            sb.push(quote!(.depends_on([#(#d),*])));
         }
         if let Some((_, tools)) = &s.tools {
             for t in tools {
@@ -585,6 +596,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             pub fn flow() -> ::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors> {
                 #rt::Flow::<__D, __C>::builder(#id)
                     #(#builder)*
+                    #checks
                     .build()
             }
         }

@@ -87,6 +87,8 @@ pub struct StepDef {
     pub collect: FieldList,
     /// `requires(..)`.
     pub requires: FieldList,
+    /// `depends_on(..)`: a correction of one of these clears what the step collects.
+    pub depends_on: FieldList,
     /// `tools(..)` and the key span.
     pub tools: Option<(Span, Vec<syn::Expr>)>,
     /// `requires_tool(..)`: tools that must have run before the flow ends here.

@@ -38,6 +38,7 @@ const STEP_KEYS: &[&str] = &[
     "prompt",
     "collect",
     "requires",
+    "depends_on",
     "tools",
     "requires_tool",
     "end",
@@ -289,6 +290,7 @@ fn step(
         prompt: None,
         collect: FieldList::default(),
         requires: FieldList::default(),
+        depends_on: FieldList::default(),
         tools: None,
         requires_tool: Vec::new(),
         end: false,
@@ -336,6 +338,12 @@ fn step(
                 }
                 "requires" => {
                     s.requires = FieldList {
+                        key: Some(key.span()),
+                        idents: ident_list(input)?,
+                    }
+                }
+                "depends_on" => {
+                    s.depends_on = FieldList {
                         key: Some(key.span()),
                         idents: ident_list(input)?,
                     }

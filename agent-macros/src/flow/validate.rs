@@ -45,6 +45,12 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             duplicate_tools(tools, &format!("step `{}`", s.ident), errors);
         }
         step_shape(s, errors);
+        if let (Some(key), None) = (s.depends_on.key, s.collect.key) {
+            errors.push(
+                key,
+                format!("`depends_on` clears what a step collects when the user corrects a field it names; `{}` collects nothing: add `collect(..)` or remove `depends_on`", s.ident),
+            );
+        }
         reply_template(s, &def.flow.required.idents, errors);
         hook_shape(s, errors);
         if let Some(b) = &s.branches {

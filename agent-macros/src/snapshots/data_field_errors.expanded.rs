@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown `#[field]` key `rnage`; did you mean `range`? known keys: `range`, `len`, `pattern`, `one_of`, `inferred`"
+    "unknown `#[field]` key `rnage`; did you mean `range`? known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `validate`"
 }
 ::core::compile_error! {
     "`range` bounds are inclusive: write `1..=12` (an exclusive end, `1..12`, is not supported)"
@@ -11,10 +11,16 @@
     "`inferred` is a flag and takes no value: write `inferred`"
 }
 ::core::compile_error! {
-    "write the constraints in parentheses, like `#[field(range = 1..=12)]`; known keys: `range`, `len`, `pattern`, `one_of`, `inferred`"
+    "write the constraints in parentheses, like `#[field(range = 1..=12)]`; known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `validate`"
 }
 ::core::compile_error! {
     "`inferred` is given twice for this field"
+}
+::core::compile_error! {
+    "`validate` takes the path of a `fn(T) -> Result<T, String>`: `validate = crate::check_city`"
+}
+::core::compile_error! {
+    "`validate` takes the path of a `fn(T) -> Result<T, String>`: `validate = crate::check_city`"
 }
 ::core::compile_error! {
     "empty `range`: the minimum `12` is greater than the maximum `1`"
@@ -65,6 +71,7 @@ pub struct Stay {
     pub pets: ::core::option::Option<bool>,
     #[schemars(extend("x-inferred" = true))]
     pub source: ::core::option::Option<String>,
+    pub hotel: ::core::option::Option<String>,
 }
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
@@ -89,17 +96,20 @@ pub enum StayField {
     pets,
     ///The `source` field.
     source,
+    ///The `hotel` field.
+    hotel,
 }
 #[allow(dead_code)]
 impl StayField {
     /// Every field, in declaration order.
-    pub const ALL: [Self; 6usize] = [
+    pub const ALL: [Self; 7usize] = [
         Self::guests,
         Self::city,
         Self::notes,
         Self::nights,
         Self::pets,
         Self::source,
+        Self::hotel,
     ];
     /// The field's name (its JSON key).
     pub const fn name(self) -> &'static str {
@@ -110,6 +120,7 @@ impl StayField {
             Self::nights => "nights",
             Self::pets => "pets",
             Self::source => "source",
+            Self::hotel => "hotel",
         }
     }
 }
@@ -203,6 +214,21 @@ impl StayPatch {
             .insert("source".into(), ::agent_core::__private::serde_json::Value::Null);
         self
     }
+    ///Set `hotel`.
+    pub fn hotel(
+        mut self,
+        value: impl ::core::convert::Into<::std::string::String>,
+    ) -> Self {
+        let value: ::std::string::String = value.into();
+        self.map.insert("hotel".into(), ::agent_core::__private::to_json(&value));
+        self
+    }
+    ///Clear `hotel` (write `null`).
+    pub fn clear_hotel(mut self) -> Self {
+        self.map
+            .insert("hotel".into(), ::agent_core::__private::serde_json::Value::Null);
+        self
+    }
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
@@ -236,6 +262,7 @@ impl Stay {
         "nights",
         "pets",
         "source",
+        "hotel",
     ];
     /// The JSON schema of the data (field doc comments are the descriptions).
     pub fn json_schema() -> ::agent_core::__private::serde_json::Value {
@@ -252,6 +279,7 @@ impl ::agent_core::__private::DataType for Stay {
         "nights",
         "pets",
         "source",
+        "hotel",
     ];
 }
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
@@ -265,6 +293,7 @@ pub struct StayView<
     M3: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M4: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M5: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
+    M6: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
     /// (a plain value when the step `requires` it, else an `Option`)
     pub guests: <M0 as ::agent_core::__private::Mode>::Of<'a, u8>,
@@ -278,6 +307,8 @@ pub struct StayView<
     pub pets: <M4 as ::agent_core::__private::Mode>::Of<'a, bool>,
     /// (a plain value when the step `requires` it, else an `Option`)
     pub source: <M5 as ::agent_core::__private::Mode>::Of<'a, String>,
+    /// (a plain value when the step `requires` it, else an `Option`)
+    pub hotel: <M6 as ::agent_core::__private::Mode>::Of<'a, String>,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -290,7 +321,8 @@ impl<
     M3: ::agent_core::__private::Mode,
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
-> StayView<'a, C, M0, M1, M2, M3, M4, M5> {
+    M6: ::agent_core::__private::Mode,
+> StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
     /// The view of the turn, or `None` when a field the step requires is missing.
     #[doc(hidden)]
     pub fn __new(
@@ -304,6 +336,7 @@ impl<
             nights: <M3 as ::agent_core::__private::Mode>::get(&data.nights)?,
             pets: <M4 as ::agent_core::__private::Mode>::get(&data.pets)?,
             source: <M5 as ::agent_core::__private::Mode>::get(&data.source)?,
+            hotel: <M6 as ::agent_core::__private::Mode>::get(&data.hotel)?,
             __cx: cx,
         })
     }
@@ -321,7 +354,8 @@ impl<
     M3: ::agent_core::__private::Mode,
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
-> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5> {
+    M6: ::agent_core::__private::Mode,
+> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
     type Target = ::agent_core::__private::Cx<'a, Stay, C>;
     fn deref(&self) -> &Self::Target {
         self.__cx
@@ -331,8 +365,8 @@ impl<
 #[allow(unused_macros)]
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {
-        ::agent_core::__private::data_callback! { [guests city notes nights pets source]
-        $($t)* }
+        ::agent_core::__private::data_callback! { [guests city notes nights pets source
+        hotel] $($t)* }
     };
 }
 #[doc(hidden)]

@@ -26,6 +26,8 @@ pub struct Stay {
     pub room: ::core::option::Option<String>,
     #[schemars(length(max = 3i64))]
     pub tags: ::core::option::Option<Vec<String>>,
+    #[schemars(length(min = 1i64, max = 80i64))]
+    pub city: ::core::option::Option<String>,
 }
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
@@ -50,17 +52,20 @@ pub enum StayField {
     room,
     ///The `tags` field.
     tags,
+    ///The `city` field.
+    city,
 }
 #[allow(dead_code)]
 impl StayField {
     /// Every field, in declaration order.
-    pub const ALL: [Self; 6usize] = [
+    pub const ALL: [Self; 7usize] = [
         Self::guests,
         Self::min_temp,
         Self::budget,
         Self::check_in,
         Self::room,
         Self::tags,
+        Self::city,
     ];
     /// The field's name (its JSON key).
     pub const fn name(self) -> &'static str {
@@ -71,6 +76,7 @@ impl StayField {
             Self::check_in => "check_in",
             Self::room => "room",
             Self::tags => "tags",
+            Self::city => "city",
         }
     }
 }
@@ -160,6 +166,20 @@ impl StayPatch {
         self.map.insert("tags".into(), ::agent_core::__private::serde_json::Value::Null);
         self
     }
+    ///Set `city`.
+    pub fn city(
+        mut self,
+        value: impl ::core::convert::Into<::std::string::String>,
+    ) -> Self {
+        let value: ::std::string::String = value.into();
+        self.map.insert("city".into(), ::agent_core::__private::to_json(&value));
+        self
+    }
+    ///Clear `city` (write `null`).
+    pub fn clear_city(mut self) -> Self {
+        self.map.insert("city".into(), ::agent_core::__private::serde_json::Value::Null);
+        self
+    }
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
@@ -193,6 +213,7 @@ impl Stay {
         "check_in",
         "room",
         "tags",
+        "city",
     ];
     /// The JSON schema of the data (field doc comments are the descriptions).
     pub fn json_schema() -> ::agent_core::__private::serde_json::Value {
@@ -209,7 +230,15 @@ impl ::agent_core::__private::DataType for Stay {
         "check_in",
         "room",
         "tags",
+        "city",
     ];
+    fn field_checks() -> ::std::vec::Vec<::agent_core::__private::FieldCheck> {
+        ::std::vec![
+            ::agent_core::__private::FieldCheck::typed:: < String, _ > ("city", { let
+            __check : fn (String) -> ::core::result::Result < String,
+            ::std::string::String > = crate ::checks::served_city; __check })
+        ]
+    }
 }
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
@@ -222,6 +251,7 @@ pub struct StayView<
     M3: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M4: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M5: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
+    M6: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
     ///Number of guests (a plain value when the step `requires` it, else an `Option`)
     pub guests: <M0 as ::agent_core::__private::Mode>::Of<'a, u8>,
@@ -235,6 +265,8 @@ pub struct StayView<
     pub room: <M4 as ::agent_core::__private::Mode>::Of<'a, String>,
     /// (a plain value when the step `requires` it, else an `Option`)
     pub tags: <M5 as ::agent_core::__private::Mode>::Of<'a, Vec<String>>,
+    /// (a plain value when the step `requires` it, else an `Option`)
+    pub city: <M6 as ::agent_core::__private::Mode>::Of<'a, String>,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -247,7 +279,8 @@ impl<
     M3: ::agent_core::__private::Mode,
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
-> StayView<'a, C, M0, M1, M2, M3, M4, M5> {
+    M6: ::agent_core::__private::Mode,
+> StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
     /// The view of the turn, or `None` when a field the step requires is missing.
     #[doc(hidden)]
     pub fn __new(
@@ -261,6 +294,7 @@ impl<
             check_in: <M3 as ::agent_core::__private::Mode>::get(&data.check_in)?,
             room: <M4 as ::agent_core::__private::Mode>::get(&data.room)?,
             tags: <M5 as ::agent_core::__private::Mode>::get(&data.tags)?,
+            city: <M6 as ::agent_core::__private::Mode>::get(&data.city)?,
             __cx: cx,
         })
     }
@@ -278,7 +312,8 @@ impl<
     M3: ::agent_core::__private::Mode,
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
-> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5> {
+    M6: ::agent_core::__private::Mode,
+> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
     type Target = ::agent_core::__private::Cx<'a, Stay, C>;
     fn deref(&self) -> &Self::Target {
         self.__cx
@@ -289,7 +324,7 @@ impl<
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests min_temp budget check_in room
-        tags] $($t)* }
+        tags city] $($t)* }
     };
 }
 #[doc(hidden)]

@@ -82,7 +82,7 @@ Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
     prefix = __agent_flow_booking; vis = (); views { ask_city[] route[guests] confirm[]
     large_group[] __flow[] __completed[city guests] } checks { collect[city]
-    requires[guests] required[city guests] optional[] }
+    requires[guests] depends_on[] required[city guests] optional[] }
 }
 mod booking {
     #[allow(unused_imports)]
@@ -315,6 +315,7 @@ mod booking {
                 >::reply("large_group", "A specialist will call you.")
                     .end(),
             )
+            .checks(<__D as ::agent_core::__private::DataType>::field_checks())
             .build()
     }
 }

@@ -80,7 +80,7 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
 Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
     prefix = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[]
-    __completed[] } checks { collect[] requires[] required[] optional[] }
+    __completed[] } checks { collect[] requires[] depends_on[] required[] optional[] }
 }
 mod booking {
     #[allow(unused_imports)]
@@ -184,6 +184,7 @@ mod booking {
                     .branches(::std::vec::Vec::from([]))
                     .end(),
             )
+            .checks(<__D as ::agent_core::__private::DataType>::field_checks())
             .build()
     }
 }

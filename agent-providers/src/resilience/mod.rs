@@ -38,6 +38,7 @@
 pub mod backoff;
 pub mod classifier;
 pub mod clock;
+mod summary;
 
 use std::fmt;
 use std::future::Future;
@@ -135,14 +136,6 @@ impl fmt::Display for AttemptFailure {
     }
 }
 
-fn list(attempts: &[AttemptFailure]) -> String {
-    attempts
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 /// The total timeout ran out. Keeps every failed attempt (the one cut by the timeout
 /// included).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -150,7 +143,7 @@ fn list(attempts: &[AttemptFailure]) -> String {
     "the total timeout of {limit:?} was exceeded after {elapsed:?} ({} failed attempt(s){}{}); raise `total_timeout` or lower the retries",
     attempts.len(),
     if attempts.is_empty() { "" } else { ": " },
-    list(attempts)
+    summary::grouped(attempts)
 )]
 pub struct TimeoutError {
     /// The configured total timeout.
@@ -164,11 +157,11 @@ pub struct TimeoutError {
 /// Every model failed, or the total timeout ran out.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResilienceError {
-    /// Every attempt on every model failed.
+    /// Every attempt on every model failed. The message groups identical causes
+    /// ("m, 3 attempts: connection refused"); [`ResilienceError::attempts`] keeps each.
     #[error(
-        "every model failed ({} attempt(s)): {}; check the errors above (keys, model names, quotas) or add a fallback model",
-        attempts.len(),
-        list(attempts)
+        "every model failed: {}; check that the model's server is up and its address, key, model name and quota, or add a fallback model",
+        summary::grouped(attempts)
     )]
     Exhausted {
         /// Every failed attempt, in order.

@@ -6,7 +6,8 @@ mod streaming;
 
 #[tokio::test]
 async fn each_turn_streams_its_events_and_ends_with_done() {
-    let (model, turns, printed) = run_example!(streaming);
+    let (model, (turns, tally), printed) = run_example!(streaming);
+    assert_eq!((tally.turns, tally.failed), (3, 0), "{printed}");
     assert_eq!(turns.len(), 3);
     for events in &turns {
         assert_eq!(events.last(), Some(&"done"), "{events:?}\n{printed}");

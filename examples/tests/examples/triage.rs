@@ -16,7 +16,8 @@ fn hop(from: &str, to: &str) -> Transition {
 
 #[tokio::test]
 async fn the_desk_hands_over_and_takes_back_within_each_turn() {
-    let (model, rs, printed) = run_example!(triage);
+    let (model, (rs, tally), printed) = run_example!(triage);
+    assert_eq!(tally.failed, 0, "{printed}");
     assert_eq!(rs.len(), 3, "{printed}");
 
     // The model switched to billing; billing spoke in the same turn.

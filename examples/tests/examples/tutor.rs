@@ -8,7 +8,8 @@ use agent_core::prelude::*;
 
 #[tokio::test]
 async fn tutor_hands_off_to_reminder_and_schedules_it() {
-    let (model, rs, text) = run_example!(tutor);
+    let (model, (rs, tally), text) = run_example!(tutor);
+    assert_eq!(tally.failed, 0, "{text}");
     assert_eq!(rs[0].message, "What's your name?");
     assert_eq!(rs[0].flow.as_deref(), Some("tutor"));
     assert_eq!(
