@@ -81,7 +81,7 @@ pub mod prelude {
         CodeFlow, Fallback, FlowCx, FlowRef, FlowResult, Outcome, ResponseMeta, Router, Source,
         ToolFailure,
     };
-    pub use crate::data::{AgentContext, AgentData, Patch, patch_of};
+    pub use crate::data::{AgentContext, AgentData, Date, DateTime, Patch, patch_of};
     pub use crate::directive::{Directive, PreDirective, SignalDirective};
     pub use crate::error::{AgentError, ConfigErrors, FlowConfigurationError};
     pub use crate::flow::Flow;

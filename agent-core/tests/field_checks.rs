@@ -233,4 +233,50 @@ mod typed {
             ["city was refused: we only have hotels in Lisbon and Porto"]
         );
     }
+
+    #[data]
+    pub struct Stay {
+        /// Check-in day
+        pub check_in: Date,
+    }
+
+    #[flow(title = "Stay", data = Stay, required(check_in))]
+    mod stay {
+        #[step(prompt = "Ask for the check-in day.", collect(check_in))]
+        fn ask() {}
+
+        #[step(end, prompt = "Confirm.")]
+        fn confirm() {}
+    }
+
+    #[tokio::test]
+    async fn a_date_field_is_iso_in_the_schema_grounded_in_words_and_typed_in_the_data() {
+        let schema = Stay::json_schema();
+        let prop = &schema["properties"]["check_in"];
+        assert_eq!(prop["format"], "date", "{prop}");
+        let p = ScriptedProvider::new();
+        let a = Agent::<Stay, ()>::builder()
+            .provider(p.clone())
+            .clock(agent_core::clock::ManualClock::new(1_781_515_800_000))
+            .flow(stay::flow())
+            .build()
+            .unwrap();
+        // Words the model copied instead of a date: refused by the format, asked again.
+        p.respond(Answer::message("Noted.").with_data(json!({ "check_in": "July 1st" })));
+        p.default_answer(
+            agent_core::provider::CallKind::Respond,
+            Answer::message("Which day?"),
+        );
+        let r = a.respond("s", "July 1st").await.unwrap();
+        assert_eq!(r.data.check_in, None);
+        assert!(
+            r.rejected_data[0].contains("check_in"),
+            "{:?}",
+            r.rejected_data
+        );
+        // The ISO day the words name is stored, as a typed date.
+        p.respond(Answer::message("Noted.").with_data(json!({ "check_in": "2026-07-01" })));
+        let r = a.respond("s", "July 1st, I said").await.unwrap();
+        assert_eq!(r.data.check_in, Date::new(2026, 7, 1));
+    }
 }

@@ -30,9 +30,8 @@ pub struct Booking {
     /// City the guest wants to stay in
     #[field(len = 1..=80)]
     pub city: String,
-    /// Check-in date, YYYY-MM-DD
-    #[field(pattern = r"^\d{4}-\d{2}-\d{2}$")]
-    pub check_in: String,
+    /// Check-in date, YYYY-MM-DD (a typed `Date`: `format: date` in the schema)
+    pub check_in: Date,
     /// Number of guests, 1 to 12
     #[field(range = 1..=12)]
     pub guests: u8,

@@ -18,10 +18,12 @@ use serde_json::{Map, Value};
 use crate::error::{DataError, FieldRejection};
 
 pub mod custom;
+mod date;
 pub(crate) mod extract;
 pub(crate) mod ground;
 pub(crate) mod validate;
 
+pub use date::{Date, DateTime};
 pub(crate) use extract::{Extracted, read_extraction};
 
 /// A shallow write to session data or context: top-level keys replace, nested values are
