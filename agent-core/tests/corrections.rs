@@ -258,3 +258,60 @@ async fn no_change_and_the_end_of_the_window_cost_nothing() {
     a.respond("s", "Hello").await.unwrap();
     assert!(p.last_request().unwrap().output.is_none());
 }
+
+mod typed {
+    use agent_core::testing::{Answer, ScriptedProvider};
+    use agent_core::typed::prelude::*;
+    use serde_json::json;
+
+    #[data]
+    pub struct Order {
+        /// Pizza
+        pub pizza: String,
+        /// Order number
+        pub order_id: String,
+    }
+
+    /// Place the order.
+    #[tool]
+    async fn place(_cx: ToolCx<Order, ()>) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("placed")
+            .data(Order::patch().order_id("A1"))
+            .directive(Directive::complete()))
+    }
+
+    #[flow(title = "pizza order", data = Order, required(pizza), corrections = reopen)]
+    mod order {
+        #[step(prompt = "Ask which pizza.", collect(pizza))]
+        fn ask() {}
+
+        #[step(end, prompt = "Confirm.", tools(place))]
+        fn confirm() {}
+    }
+
+    #[tokio::test]
+    async fn corrections_reopen_is_a_flow_key() {
+        let p = ScriptedProvider::new();
+        let a = Agent::<Order, ()>::builder()
+            .provider(p.clone())
+            .flow(order::flow())
+            .tool(place)
+            .build()
+            .unwrap();
+        p.respond(
+            Answer::message("Margherita?")
+                .with_data(json!({ "pizza": "margherita" }))
+                .claiming("confirm"),
+        );
+        p.respond(Answer::message("Margherita. Order it?"));
+        a.respond("s", "a margherita").await.unwrap();
+        p.respond(Answer::tool("place", json!({})));
+        p.tool_round(Answer::message("Ordered."));
+        assert_eq!(a.respond("s", "yes").await.unwrap().flow, None);
+        p.respond(Answer::message("Sure.").with_data(json!({ "pizza": "diavola" })));
+        p.respond(Answer::message("Diavola then. Order it?"));
+        let r = a.respond("s", "make it a diavola").await.unwrap();
+        assert_eq!(r.flow.as_deref(), Some("order"));
+        assert_eq!(r.data.pizza.as_deref(), Some("diavola"));
+    }
+}

@@ -165,12 +165,16 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
             data = Booking,
             context = Concierge,
             required(city, guests),
-            on_complete = FeedbackFlow
+            on_complete = FeedbackFlow,
+            corrections = reopen
         ),
         quote! {
             mod booking {
                 #[step(prompt = "Ask the city.", collect(city))]
                 fn ask_city() {}
+
+                #[step(prompt = "Ask the hotel.", collect(hotel), depends_on(city))]
+                fn ask_hotel() {}
 
                 #[step(auto, requires(guests), branches(
                     if |b| b.guests > 8 => large_group,

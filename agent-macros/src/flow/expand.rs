@@ -342,6 +342,14 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         let p = quote_spanned!(e.span()=> #rt::data_patch(#e));
         builder.push(quote!(.initial_data(#p)));
     }
+    if let Some(c) = &f.corrections {
+        let v = if c == "reopen" {
+            quote!(Reopen)
+        } else {
+            quote!(Refuse)
+        };
+        builder.push(quote!(.corrections(#rt::Corrections::#v)));
+    }
     if f.reentrant {
         builder.push(quote!(.reentrant()));
     }

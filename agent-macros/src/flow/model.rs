@@ -157,6 +157,8 @@ pub struct FlowAttrs {
     pub on_complete_hook: Option<HookRef>,
     /// `reentrant`.
     pub reentrant: bool,
+    /// `corrections = refuse | reopen`: what a correction does after completion.
+    pub corrections: Option<syn::Ident>,
     /// `tools(..)`: offered in every step.
     pub tools: Vec<syn::Expr>,
     /// `initial_data = patch`.

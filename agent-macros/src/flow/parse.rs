@@ -28,6 +28,7 @@ const FLOW_KEYS: &[&str] = &[
     "on_context_update",
     "on_complete_hook",
     "reentrant",
+    "corrections",
     "tools",
     "initial_data",
 ];
@@ -259,6 +260,7 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                 "on_context_update" => a.on_context_update = Some(hook(value(input)?, fns)),
                 "on_complete_hook" => a.on_complete_hook = Some(hook(value(input)?, fns)),
                 "reentrant" => a.reentrant = true,
+                "corrections" => a.corrections = Some(value(input)?),
                 "tools" => a.tools = expr_list(input)?,
                 "initial_data" => a.initial_data = Some(value(input)?),
                 _ => return Err(unknown_key(key, FLOW_KEYS, "flow")),

@@ -24,6 +24,19 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
         );
     }
     duplicate_tools(&def.flow.tools, "the flow", errors);
+    if let Some(c) = &def.flow.corrections
+        && c != "refuse"
+        && c != "reopen"
+    {
+        let known = vec!["refuse".to_owned(), "reopen".to_owned()];
+        errors.push(
+            c.span(),
+            format!(
+                "`corrections = {c}`: a correction after completion is refused with a reply (`refuse`, the default) or reopens the flow (`reopen`); {}",
+                crate::diag::suggest(&c.to_string(), &known, "values")
+            ),
+        );
+    }
     let names: Vec<String> = def.steps.iter().map(|s| s.ident.to_string()).collect();
     for (i, s) in def.steps.iter().enumerate() {
         if names[..i].contains(&names[i]) {

@@ -8,6 +8,14 @@ type __agent_flow_booking_view_ask_city<'a> = <__agent_flow_booking_step_ask_cit
 >>::View;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
+struct __agent_flow_booking_step_ask_hotel;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
+type __agent_flow_booking_view_ask_hotel<'a> = <__agent_flow_booking_step_ask_hotel as ::agent_core::__private::StepView<
+    'a,
+>>::View;
+#[doc(hidden)]
+#[allow(non_camel_case_types, dead_code)]
 struct __agent_flow_booking_step_route;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
@@ -80,15 +88,17 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
 }
 Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
-    prefix = __agent_flow_booking; vis = (); views { ask_city[] route[guests] confirm[]
-    large_group[] __flow[] __completed[city guests] } checks { collect[city]
-    requires[guests] depends_on[] required[city guests] optional[] }
+    prefix = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
+    confirm[] large_group[] __flow[] __completed[city guests] } checks { collect[city
+    hotel] requires[guests] depends_on[city] required[city guests] optional[] }
 }
 mod booking {
     #[allow(unused_imports)]
     use super::*;
     #[allow(dead_code)]
     fn ask_city() {}
+    #[allow(dead_code)]
+    fn ask_hotel() {}
     #[allow(dead_code)]
     fn route() {}
     #[allow(dead_code)]
@@ -117,6 +127,8 @@ mod booking {
     pub enum Step {
         ///A model step. Ask the city.
         ask_city,
+        ///A model step. Ask the hotel.
+        ask_hotel,
         ///An `auto` step (no model call).
         route,
         ///A model step. Confirm.
@@ -127,8 +139,9 @@ mod booking {
     #[allow(dead_code)]
     impl Step {
         /// Every step, in declaration order.
-        pub const ALL: [Step; 4usize] = [
+        pub const ALL: [Step; 5usize] = [
             Step::ask_city,
+            Step::ask_hotel,
             Step::route,
             Step::confirm,
             Step::large_group,
@@ -137,6 +150,7 @@ mod booking {
         pub const fn id(self) -> &'static str {
             match self {
                 Step::ask_city => "ask_city",
+                Step::ask_hotel => "ask_hotel",
                 Step::route => "route",
                 Step::confirm => "confirm",
                 Step::large_group => "large_group",
@@ -155,6 +169,13 @@ mod booking {
         ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_ask_city<'a>;
+    }
+    #[doc = concat!("Step `", stringify!(ask_hotel), "`.")]
+    #[allow(non_snake_case)]
+    pub mod ask_hotel {
+        ///The typed view of step `ask_hotel`: the fields it `requires` are plain values, the others `Option`s.
+        #[allow(dead_code)]
+        pub type View<'a> = super::super::__agent_flow_booking_view_ask_hotel<'a>;
     }
     #[doc = concat!("Step `", stringify!(route), "`.")]
     #[allow(non_snake_case)]
@@ -188,7 +209,7 @@ mod booking {
     pub const ID: &str = "booking";
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
-    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: Hotel booking\n    ask_city[\"ask_city · collect city\"]\n    route{{\"route (auto)\"}}\n    confirm[\"confirm\"]\n    large_group>\"large_group: A specialist will call you.\"]\n    ask_city --> route\n    route -->|\"if |b| b.guests > 8\"| large_group\n    route -->|\"else\"| confirm\n    confirm -->|\"the user asks about pets\"| flow_PetsFlow\n    confirm -->|\"the user wants to leave feedback\"| step_feedback_Step_ask\n    confirm -->|\"the user gives up\"| directive_1\n    confirm --> END\n    large_group --> END\n    flow_PetsFlow[[\"PetsFlow\"]]\n    step_feedback_Step_ask[[\"feedback::Step::ask\"]]\n    directive_1([\"Directive::abort(#quot;gave up#quot;)\"])\n    on_complete[[\"FeedbackFlow\"]]\n    END -.->|on_complete| on_complete\n    END(((end)))\n";
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: Hotel booking\n    ask_city[\"ask_city · collect city\"]\n    ask_hotel[\"ask_hotel · collect hotel\"]\n    route{{\"route (auto)\"}}\n    confirm[\"confirm\"]\n    large_group>\"large_group: A specialist will call you.\"]\n    ask_city --> ask_hotel\n    ask_hotel --> route\n    route -->|\"if |b| b.guests > 8\"| large_group\n    route -->|\"else\"| confirm\n    confirm -->|\"the user asks about pets\"| flow_PetsFlow\n    confirm -->|\"the user wants to leave feedback\"| step_feedback_Step_ask\n    confirm -->|\"the user gives up\"| directive_1\n    confirm --> END\n    large_group --> END\n    flow_PetsFlow[[\"PetsFlow\"]]\n    step_feedback_Step_ask[[\"feedback::Step::ask\"]]\n    directive_1([\"Directive::abort(#quot;gave up#quot;)\"])\n    on_complete[[\"FeedbackFlow\"]]\n    END -.->|on_complete| on_complete\n    END(((end)))\n";
     /// The Mermaid diagram of the flow.
     #[allow(dead_code)]
     pub fn diagram() -> &'static str {
@@ -237,6 +258,7 @@ mod booking {
         ::agent_core::__private::Flow::<__D, __C>::builder("booking")
             .title("Hotel booking")
             .required(["city", "guests"])
+            .corrections(::agent_core::__private::Corrections::Reopen)
             .on_complete(
                 ::agent_core::__private::RtDirective::go_to(
                     ::agent_core::__private::flow_id::<FeedbackFlow>(),
@@ -246,6 +268,12 @@ mod booking {
                 ::agent_core::__private::RtStep::<__D, __C>::model("ask_city")
                     .prompt("Ask the city.")
                     .collect(["city"]),
+            )
+            .step(
+                ::agent_core::__private::RtStep::<__D, __C>::model("ask_hotel")
+                    .prompt("Ask the hotel.")
+                    .collect(["hotel"])
+                    .depends_on(["city"]),
             )
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::auto("route")
