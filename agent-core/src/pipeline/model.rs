@@ -358,20 +358,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         if let Some(f) = &flow {
             sys.push_str(&f.section);
-            if extract {
-                sys.push_str(&f.extract_section);
-                sys.push_str(if self.a.config.cite_quotes {
-                    "Write each as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
-                } else {
-                    "Write null for a field the user has not stated. Never guess a value.\n"
-                });
-            }
             sys.push_str(&self.a.switch_sections[f.index]);
             if let Ok(data) = serde_json::to_string(&self.s.data) {
                 push_all(
                     &mut state,
                     &["Collected so far (null = not yet): ", &data, "\n"],
                 );
+            }
+            // Whether this call extracts differs between the calls of a turn: it is
+            // state, so the system prompt stays the same bytes for every call in the flow.
+            if extract {
+                state.push_str(&f.extract_section);
+                state.push_str(if self.a.config.cite_quotes {
+                    "Write each as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
+                } else {
+                    "Write null for a field the user has not stated. Never guess a value.\n"
+                });
             }
             tools.extend(f.tools.iter().cloned());
             match &target {

@@ -237,7 +237,8 @@ pub fn anthropic_view(r: &Recorded) -> View {
             .iter()
             .rev()
             .filter(|m| m["role"] == "user")
-            .flat_map(|m| blocks(m).into_iter().rev())
+            // The user's own words are the first text block; the engine's notes follow.
+            .flat_map(|m| blocks(m).into_iter())
             .find(|bl| bl["type"] == "text")
             .and_then(|bl| bl["text"].as_str().map(str::to_owned))
             .unwrap_or_default(),
