@@ -317,26 +317,33 @@ impl Model {
         matches!(self.choice, Choice::Local { .. })
     }
     /// Engine settings suited to this model. Small local models get temperature 0, a
-    /// token limit and short replies (the 270M model rambles into any budget); the
-    /// others the defaults.
+    /// token limit and short replies (the 270M model rambles into any budget), and a
+    /// turn deadline that fits their 300 s call limit (a turn may make a few calls on a
+    /// busy 2-core CPU); the others the defaults.
     pub fn config(&self) -> AgentConfig {
+        let local_turn = Some(std::time::Duration::from_secs(LOCAL_TURN_SECS));
         match &self.choice {
             Choice::Local { .. } if self.name.starts_with("gemma-3-270m") => AgentConfig {
                 max_reply_chars: 120,
                 max_tokens: Some(384),
                 temperature: Some(0.0),
+                turn_timeout: local_turn,
                 ..AgentConfig::default()
             },
             Choice::Local { .. } => AgentConfig {
                 max_reply_chars: 400,
                 max_tokens: Some(512),
                 temperature: Some(0.0),
+                turn_timeout: local_turn,
                 ..AgentConfig::default()
             },
             _ => AgentConfig::default(),
         }
     }
 }
+
+/// The local models' turn deadline: two calls at their 300 s limit.
+pub const LOCAL_TURN_SECS: u64 = 600;
 
 /// Set up the chosen model. `scripted` builds the example's scripted model (only called
 /// for [`Choice::Scripted`]); `start_local` starts the local model by name and returns

@@ -335,6 +335,10 @@ enum Blame {
 fn classify(e: &AgentError) -> Blame {
     match e {
         AgentError::MalformedModelOutput { .. } => Blame::Model,
+        // The agent's own turn deadline: the model was too slow for it (a hang in our
+        // code with no call pending is caught by the runner's deadline, which an eval
+        // sets shorter than the agent's).
+        AgentError::TurnTimeout { .. } => Blame::Server,
         AgentError::Provider { source, .. } => match source {
             ProviderError::Network(_) | ProviderError::Timeout(_) => Blame::Server,
             ProviderError::Http { status, .. } if *status >= 500 || matches!(status, 408 | 429) => {
