@@ -36,7 +36,14 @@ const CALL_LIMIT: Duration = Duration::from_secs(300);
 /// The local model, or `None` after printing why the test is skipped.
 fn local_model(test: &str) -> Option<OpenAiCompatible> {
     match OpenAiCompatible::from_env() {
-        Ok(p) => Some(p.temperature_default(0.0)),
+        // The provider's hosted-API time limits (60 s) are too short for a CPU model
+        // on a busy machine: the test's own limit applies.
+        Ok(p) => Some(
+            p.temperature_default(0.0)
+                .request_timeout(CALL_LIMIT)
+                .first_byte_timeout(CALL_LIMIT)
+                .stream_idle_timeout(CALL_LIMIT),
+        ),
         Err(e) => {
             if std::env::var("AGENT_E2E_REQUIRED").is_ok_and(|v| v == "1") {
                 panic!(
