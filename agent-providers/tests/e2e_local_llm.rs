@@ -257,6 +257,8 @@ async fn e2e_the_booking_agent_completes_a_scripted_conversation() {
         max_reply_chars: 120,
         max_tokens: Some(320),
         temperature: Some(0.0),
+        // The test's own limit applies per turn (a turn may make two calls).
+        turn_timeout: Some(2 * CALL_LIMIT),
         ..AgentConfig::default()
     };
     let agent: Agent<Booking, support::booking::Concierge> = Agent::builder()
@@ -336,6 +338,7 @@ async fn e2e_a_code_flow_extracts_typed_answers_with_the_real_model() {
     let config = AgentConfig {
         max_tokens: Some(64),
         temperature: Some(0.0),
+        turn_timeout: Some(2 * CALL_LIMIT),
         ..AgentConfig::default()
     };
     let flow = CodeFlow::new(
