@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use std::process::ExitCode;
-//! # async fn demo() -> Result<examples::exit::Tally, Box<dyn std::error::Error>> { todo!() }
+//! # async fn demo() -> Result<examples::exit::Tally, Box<dyn std::error::Error>> { Ok(Default::default()) }
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> ExitCode {
 //!     examples::exit::report(demo().await)
