@@ -145,6 +145,13 @@ pub struct AgentConfig {
     /// Pause before each re-run of a conflicting turn (jittered exponential; 20 ms
     /// doubling up to 500 ms by default; [`ConflictBackoff::NONE`] re-runs at once).
     pub conflict_backoff: ConflictBackoff,
+    /// The session lease: a turn (or [`Agent::dispatch`]) first takes its session's
+    /// lease in the store, so turns on one session from several agents or processes
+    /// run one at a time instead of racing and re-running; a turn on a busy session
+    /// waits up to [`LeaseConfig::max_wait`](crate::store::LeaseConfig), then fails
+    /// with [`AgentError::SessionBusy`]. Default on (30 s ttl, 60 s wait). `None`, or a
+    /// store without leases, leaves only the compare-and-swap (and `conflict`).
+    pub lease: Option<crate::store::LeaseConfig>,
     /// Recently saved sessions kept decoded, so the next turn skips decoding when the
     /// stored bytes are unchanged (0 disables).
     pub session_cache: usize,
@@ -219,6 +226,7 @@ impl Default for AgentConfig {
             classifier_batch_size: 32,
             conflict: ConflictPolicy::Retry(3),
             conflict_backoff: ConflictBackoff::default(),
+            lease: Some(crate::store::LeaseConfig::default()),
             session_cache: 256,
             remembered_events: 32,
             temperature: None,
@@ -319,6 +327,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) config: AgentConfig,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) schema: Arc<DataSchema>,
+    /// What a model-written reply may claim only with the state behind it.
+    pub(crate) claim_guards: Vec<crate::claim::ClaimGuard>,
     /// How the classifier sees each flow and each code flow (built once).
     pub(crate) route_descs: Vec<String>,
     pub(crate) code_route_descs: Vec<String>,
@@ -328,6 +338,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) fresh_present: FieldSet,
     /// Rendered once at build: persona, goal, agent instructions, glossary, knowledge.
     pub(crate) section: String,
+    /// This agent's name in session leases (name, process id, a random part).
+    pub(crate) lease_holder: String,
     /// One lock per session id; idle locks are dropped once there are many.
     locks: Mutex<FxHashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Output schemas are the same for every turn at the same place: built once.
@@ -539,6 +551,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             clock: None,
             constraints: Vec::new(),
             checks: Vec::new(),
+            claims: Vec::new(),
         }
     }
 
@@ -639,9 +652,38 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         }
         let lock = inner.session_lock(session_id);
         let _guard = lock.lock().await;
-        // The deadline starts once the session is held: waiting for it (and for a
-        // lease or an approval, when those exist) is not the turn's work.
+        let lease = self.take_lease(session_id).await?;
+        // The deadline starts once the session is held: waiting for it and for its
+        // lease (and for an approval, when that exists) is not the turn's work.
         let deadline = Deadline::start(inner.config.turn_timeout);
+        // Pinned in place: the turn's future is large, and moving it into `hold` costs.
+        let work = std::pin::pin!(self.attempts(
+            session_id,
+            message,
+            options,
+            sink,
+            deadline,
+            lease.as_ref()
+        ));
+        let Some(held) = lease.as_deref() else {
+            return work.await;
+        };
+        let result = held.hold(work).await.unwrap_or_else(|e| Err(e.into()));
+        release(held).await;
+        result
+    }
+
+    /// The turn, re-run on fresh state after a save conflict (as `conflict` says).
+    async fn attempts(
+        &self,
+        session_id: &str,
+        message: &str,
+        options: &TurnOptions,
+        sink: Option<&Sink<D>>,
+        deadline: Option<Deadline>,
+        lease: Option<&Arc<crate::store::HeldLease>>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let inner = &self.inner;
         let mut attempt = 0;
         loop {
             let mut load = within(deadline, self.load_for_turn(session_id)).await?;
@@ -654,6 +696,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             self.check_flow_version(&mut load.session)?;
             let mut turn = Turn::new(inner, load, message, sink, options.event_id.clone());
             turn.deadline = deadline;
+            turn.lease = lease.cloned();
             let span = tracing::info_span!(
                 "turn",
                 session = session_id,
@@ -714,6 +757,44 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// The session's lease for a turn, waiting while another holder has it; `None`
+    /// when leases are off or the store keeps none.
+    async fn take_lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Arc<crate::store::HeldLease>>, AgentError> {
+        use crate::store::AcquireFailure;
+        let inner = &self.inner;
+        let Some(config) = inner.config.lease.as_ref() else {
+            return Ok(None);
+        };
+        if !inner.store.supports_leases() {
+            return Ok(None);
+        }
+        let store = inner.store.as_ref();
+        match crate::store::acquire_lease(store, session_id, &inner.lease_holder, config).await {
+            Ok(l) => Ok(Some(Arc::new(crate::store::HeldLease::new(
+                inner.store.clone(),
+                l,
+            )))),
+            Err(AcquireFailure::Busy { waited, holder }) => Err(AgentError::SessionBusy {
+                session_id: session_id.to_owned(),
+                waited,
+                holder,
+            }),
+            Err(AcquireFailure::Store(e)) => Err(e.into()),
+            Err(AcquireFailure::NoTimer) => Err(AgentError::Config(ConfigErrors(vec![
+                FlowConfigurationError {
+                    flow: String::new(),
+                    step: None,
+                    problem: "waiting for a busy session's lease needs a Tokio runtime with timers"
+                        .into(),
+                    help: "build the runtime with `enable_time()` or `enable_all()`, or set `AgentConfig::lease` to `None`".into(),
+                },
+            ]))),
         }
     }
 
@@ -839,6 +920,22 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
         let lock = self.inner.session_lock(session_id);
         let _guard = lock.lock().await;
+        let held = self.take_lease(session_id).await?;
+        let out = self
+            .dispatch_held(session_id, directive, held.as_deref())
+            .await;
+        if let Some(h) = &held {
+            release(h).await;
+        }
+        out
+    }
+
+    async fn dispatch_held(
+        &self,
+        session_id: &str,
+        directive: Directive,
+        held: Option<&crate::store::HeldLease>,
+    ) -> Result<(), AgentError> {
         let mut attempt = 0;
         loop {
             let mut session = self.load_or_new(session_id).await?;
@@ -852,7 +949,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             });
             session.version += 1;
             session.updated_ms = self.inner.clock.now_ms();
-            match self.inner.store.save(session.encode()?, expected).await {
+            let lease = held.map(crate::store::HeldLease::lease);
+            let store = self.inner.store.as_ref();
+            match crate::store::save_fenced(store, session.encode()?, expected, lease).await {
                 Err(StoreError::Conflict { .. }) if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
                 {
                     attempt += 1;
@@ -895,6 +994,7 @@ pub struct AgentBuilder<D, C> {
     clock: Option<Arc<dyn Clock>>,
     constraints: Vec<(String, serde_json::Value)>,
     checks: Vec<crate::data::custom::FieldCheck>,
+    claims: Vec<(String, Vec<String>)>,
 }
 
 impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
@@ -1037,6 +1137,27 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             .push(crate::data::custom::FieldCheck::typed(field, f));
         self
     }
+    /// A claim guard: a model-written reply that matches `pattern` (a regular
+    /// expression, e.g. `(?i)\b(booked|confirmed)\b`) needs every field of `requires`
+    /// set, checked after the turn's tools and hooks wrote their data. A reply that
+    /// claims it without them is rendered again once, told what is not so; if it still
+    /// does, its claiming sentences are removed and listed in
+    /// [`AgentResponse::withheld_claims`](crate::response::AgentResponse). Verbatim
+    /// replies (templates, directives) are code's own text and are not checked. With a
+    /// guard, a reply streams once checked rather than as it is generated. A pattern
+    /// that does not compile or an unknown field fails `build()`.
+    pub fn guard_claim<I, S>(mut self, pattern: impl Into<String>, requires: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.claims.push((
+            pattern.into(),
+            requires.into_iter().map(Into::into).collect(),
+        ));
+        self
+    }
+
     /// The clock (default: system time).
     pub fn clock(mut self, c: impl Clock + 'static) -> Self {
         self.clock = Some(Arc::new(c));
@@ -1270,12 +1391,45 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 "fix the regular expression in `#[field(pattern = ...)]` or `constrain`".into(),
             ));
         }
+        let mut claim_guards = Vec::with_capacity(self.claims.len());
+        for (pattern, requires) in self.claims {
+            let known: Vec<String> = schema.fields().iter().map(|f| f.to_string()).collect();
+            let mut ok = true;
+            for f in requires.iter().filter(|f| schema.index_of(f).is_none()) {
+                ok = false;
+                errs.push(agent_err(
+                    format!(
+                        "the claim guard `{pattern}` requires `{f}`, which is not a data field"
+                    ),
+                    suggest(f, &known, "fields"),
+                ));
+            }
+            if requires.is_empty() {
+                ok = false;
+                errs.push(agent_err(
+                    format!("the claim guard `{pattern}` requires no field"),
+                    "name the fields that must be set before a reply may say it".into(),
+                ));
+            }
+            match regex::Regex::new(&pattern) {
+                Ok(re) if ok => claim_guards.push(crate::claim::ClaimGuard {
+                    pattern: re,
+                    requires: requires.into_iter().map(Arc::from).collect(),
+                }),
+                Ok(_) => {}
+                Err(e) => errs.push(agent_err(
+                    format!("the claim guard pattern `{pattern}` does not compile: {e}"),
+                    "fix the regular expression passed to `guard_claim`".into(),
+                )),
+            }
+        }
         if !errs.is_empty() {
             return Err(ConfigErrors(errs));
         }
         let schema = Arc::new(schema);
         // Every new session starts from `D::default()`: its presence set is the same.
         let fresh_present = schema.present(&D::default());
+        let lease_holder = lease_holder(&self.name);
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 name: self.name,
@@ -1297,11 +1451,13 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 config: self.config,
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 schema,
+                claim_guards,
                 fresh_present,
                 route_descs,
                 code_route_descs,
                 prompt_len: std::sync::atomic::AtomicUsize::new(0),
                 section,
+                lease_holder,
                 locks: Mutex::new(FxHashMap::default()),
                 schema_cache: Mutex::new(FxHashMap::default()),
                 decoded: Mutex::new(FxHashMap::default()),
@@ -1331,7 +1487,36 @@ fn check_config(c: &AgentConfig) -> Vec<FlowConfigurationError> {
             "make `max` at least `base` (default 20 ms and 500 ms)",
         ));
     }
+    if let Some(l) = &c.lease {
+        if l.ttl < Duration::from_millis(10) {
+            errs.push(problem(
+                "`lease.ttl` is under 10 ms: a lease would expire before a turn could renew it",
+                "use a ttl of at least 10 ms (default 30 s), or `lease: None` to run without leases",
+            ));
+        }
+        if l.poll.base > l.poll.max {
+            errs.push(problem(
+                "`lease.poll.base` is longer than `lease.poll.max`",
+                "make `max` at least `base` (default 2 ms and 100 ms)",
+            ));
+        }
+    }
     errs
+}
+
+/// A holder name unique to this agent value: its name, the process id and a random
+/// part (two agents in one process hold leases apart).
+fn lease_holder(name: &str) -> String {
+    use std::hash::BuildHasher;
+    let nonce = std::hash::RandomState::new().hash_one((name, std::process::id()));
+    format!("{name}/pid{}/{:08x}", std::process::id(), nonce as u32)
+}
+
+/// Release a turn's lease; a failure only delays the next turn until it expires.
+async fn release(held: &crate::store::HeldLease) {
+    if let Err(e) = held.release().await {
+        tracing::warn!(session = %held.lease().session_id, error = %e, "releasing the session lease failed; it expires after its ttl");
+    }
 }
 
 /// Tool checks shared by flow and agent builders.

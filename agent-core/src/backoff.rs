@@ -1,6 +1,8 @@
 //! The pause before re-running a turn whose save conflicted: jittered exponential
 //! backoff, so writers racing on one session (several agent processes on a shared
-//! store) spread out instead of colliding again at once.
+//! store) spread out instead of colliding again at once. The same shape paces the
+//! attempts of a turn waiting for a busy session's lease
+//! ([`crate::store::LeaseConfig::poll`]).
 
 use std::hash::BuildHasher;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -73,7 +75,7 @@ impl ConflictBackoff {
 /// A value in `[0, 1)` that differs between processes, sessions, attempts and moments:
 /// std's randomly keyed hasher over the three (no random-number crate needed; this only
 /// spreads writers apart).
-fn jitter(session_id: &str, attempt: u32) -> f64 {
+pub(crate) fn jitter(session_id: &str, attempt: u32) -> f64 {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -100,7 +100,9 @@ impl TimeZone {
     }
 
     /// The line that tells the model what day it is:
-    /// `Today is Monday, 15 June 2026 (2026-06-15), 09:30 Europe/Lisbon (UTC+01:00).`
+    /// `Today is Monday, 15 June 2026 (2026-06-15), time zone Europe/Lisbon (UTC+01:00).`
+    /// No time of day: the line changes once a day, so the system prompt it sits in
+    /// stays the prefix a provider caches.
     pub fn today_line(&self, now_ms: u64) -> String {
         let t = self.local(now_ms);
         let off = self.offset_minutes;
@@ -116,7 +118,7 @@ impl TimeZone {
             )
         };
         format!(
-            "Today is {}, {} {} {} ({}-{:02}-{:02}), {:02}:{:02} {zone}. Write dates as YYYY-MM-DD, counted from today.",
+            "Today is {}, {} {} {} ({}-{:02}-{:02}), time zone {zone}. Write dates as YYYY-MM-DD, counted from today.",
             t.weekday(),
             t.day(),
             t.month(),
@@ -124,8 +126,6 @@ impl TimeZone {
             t.year(),
             u8::from(t.month()),
             t.day(),
-            t.hour(),
-            t.minute(),
         )
     }
 }
@@ -141,8 +141,8 @@ mod tests {
         let tz = TimeZone::fixed("Europe/Lisbon", 60);
         assert_eq!(
             tz.today_line(ms),
-            "Today is Monday, 15 June 2026 (2026-06-15), 09:30 Europe/Lisbon (UTC+01:00). Write dates as YYYY-MM-DD, counted from today."
+            "Today is Monday, 15 June 2026 (2026-06-15), time zone Europe/Lisbon (UTC+01:00). Write dates as YYYY-MM-DD, counted from today."
         );
-        assert!(TimeZone::utc().today_line(ms).contains("08:30 UTC."));
+        assert!(TimeZone::utc().today_line(ms).contains("time zone UTC."));
     }
 }

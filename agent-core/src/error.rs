@@ -220,6 +220,30 @@ pub enum StoreError {
     /// The backend failed.
     #[error("session store backend error: {0}")]
     Backend(String),
+    /// A save (or renewal) under a session lease that another holder took over: this
+    /// holder's lease expired (it did not renew in time) and the session's turns are
+    /// someone else's now. Nothing was written.
+    #[error(
+        "the lease on session `{session_id}` (fencing token {token}) was taken over{}; nothing was saved: the lease expired before it was renewed (raise the lease ttl if turns stall that long) and another turn holds the session now",
+        match current { Some(t) => format!(" (current token {t})"), None => String::new() }
+    )]
+    LeaseLost {
+        /// Session id.
+        session_id: String,
+        /// The token this holder had.
+        token: u64,
+        /// The session's current token, if it has a lease.
+        current: Option<u64>,
+    },
+    /// A lease method was called on a store that does not keep leases
+    /// ([`crate::store::SessionStore::supports_leases`] is `false`).
+    #[error(
+        "this session store does not keep session leases (session `{session_id}`); implement the lease methods of `SessionStore`, or run without leases (`AgentConfig::lease = None`)"
+    )]
+    LeasesUnsupported {
+        /// Session id.
+        session_id: String,
+    },
 }
 
 /// Why a turn failed. A failed turn never changes the stored session.
@@ -293,6 +317,21 @@ pub enum AgentError {
         session_id: String,
         /// What changed.
         problem: String,
+    },
+    /// Another turn (in this or another process) held the session for longer than
+    /// [`LeaseConfig::max_wait`](crate::store::LeaseConfig): this turn did not run
+    /// and the session is unchanged. Send the message again later.
+    #[error(
+        "session `{session_id}` is busy: another turn{} held it for the whole {waited:?} this turn waited; nothing ran (retry later, or raise `lease.max_wait`)",
+        match holder { Some(h) => format!(" (held by `{h}`)"), None => String::new() }
+    )]
+    SessionBusy {
+        /// Session id.
+        session_id: String,
+        /// How long this turn waited.
+        waited: Duration,
+        /// Who held the lease at the last attempt.
+        holder: Option<String>,
     },
     /// A code flow broke the replay rules.
     #[error(transparent)]

@@ -67,7 +67,8 @@ pub struct Flow<D, C> {
     pub(crate) step_index: crate::fxhash::FxHashMap<Arc<str>, usize>,
     /// Rendered once at build: the flow's prompt section.
     pub(crate) section: String,
-    /// Rendered once at build: the extraction instructions (fields and their docs).
+    /// Rendered once at build: the fields the flow collects and their docs (static, in
+    /// the system prompt; whether a call reads them from the message is per-call state).
     pub(crate) extract_section: String,
     /// Position in the agent's registry (set by the agent builder).
     pub(crate) index: usize,
@@ -639,6 +640,14 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                     ));
                 }
             }
+        }
+        for cycle in crate::graph::auto_cycles(&steps, &step_index) {
+            let names: Vec<String> = cycle.iter().map(|s| format!("`{s}`")).collect();
+            errs.push(err(
+                cycle.first().map(String::as_str),
+                format!("`auto` cycle with no exit: {} only lead to each other", names.join(" → ")),
+                "a turn entering them loops until the auto-step cap; add a branch to a model step or another flow, or mark one `end`".into(),
+            ));
         }
         if !errs.is_empty() {
             return Err(ConfigErrors(errs));

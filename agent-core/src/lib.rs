@@ -39,6 +39,7 @@
 pub mod agent;
 pub mod backoff;
 pub mod branch;
+mod claim;
 pub mod clock;
 pub mod codeflow;
 pub mod data;

@@ -54,9 +54,11 @@ fn render_static_instructions<D, C>(out: &mut String, title: &str, list: &[Instr
 }
 
 pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::data::DataSchema) {
-    let mut x = String::from(
-        "Before replying, fill `data` with what the user's latest message states for these fields:\n",
-    );
+    let mut x = if flow.collectable.is_empty() {
+        String::new()
+    } else {
+        String::from("Fields of `data` (details the user gives for this task):\n")
+    };
     for field in &flow.collectable {
         let desc = schema
             .property(field)

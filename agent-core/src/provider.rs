@@ -252,10 +252,16 @@ pub const STATE_MARKER: &str = "[Agent notes for this reply, not from the user]"
 /// Token usage of one or more calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens, cached ones included.
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// The part of `input_tokens` the provider read from its prompt cache (OpenAI and
+    /// llama.cpp `prompt_tokens_details.cached_tokens`, Anthropic
+    /// `cache_read_input_tokens`, Gemini `cachedContentTokenCount`); 0 when it does not
+    /// say. The measure of how well the prompt layout keeps a stable prefix.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
 }
 
 impl Usage {
@@ -263,6 +269,7 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
     }
 }
 

@@ -224,6 +224,10 @@ pub struct AgentResponse<D> {
     /// Fields stored from the model without grounding (marked `inferred`).
     #[serde(default)]
     pub inferred: Vec<String>,
+    /// Sentences removed from the model's reply because they claimed what the state
+    /// does not hold (claim guards, [`crate::agent::AgentBuilder::guard_claim`]).
+    #[serde(default)]
+    pub withheld_claims: Vec<String>,
     /// Session version after the save.
     pub version: u64,
     /// True when this is the stored answer to an inbound event already processed.

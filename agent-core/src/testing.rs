@@ -240,6 +240,7 @@ impl Answer {
         let usage = Usage {
             input_tokens: (req.system.len() / 4) as u64,
             output_tokens: 8,
+            cached_input_tokens: 0,
         };
         let ok = |content: String, finish| {
             Ok(ModelResponse {

@@ -49,6 +49,11 @@ pub enum ToolError {
         .0.as_millis()
     )]
     TimedOut(Duration),
+    /// The tool's result carries a directive that breaks the rules (`reply` with
+    /// `abort`, two position fields): reported where the result is converted, instead
+    /// of one of them being dropped.
+    #[error("the tool's result holds an invalid directive: {0}")]
+    InvalidDirective(crate::error::DirectiveError),
 }
 
 impl ToolError {

@@ -232,7 +232,19 @@ fn flat_position() -> BoxedStrategy<Position> {
     .boxed()
 }
 
-/// A directive around a position strategy; never `reply` with `abort`, so it is valid.
+/// Whether a position aborts, directly or at the end of a `complete.next` chain.
+fn ends_in_abort(p: Option<&Position>) -> bool {
+    match p {
+        Some(Position::Abort(_)) => true,
+        Some(Position::Complete(Complete { next: Some(n), .. })) => {
+            ends_in_abort(n.position.as_ref())
+        }
+        _ => false,
+    }
+}
+
+/// A directive around a position strategy; never `reply` with `abort` (also at the end
+/// of a `complete.next` chain), so it is valid.
 fn directive_with(position: BoxedStrategy<Option<Position>>) -> BoxedStrategy<Directive> {
     (
         position,
@@ -241,7 +253,7 @@ fn directive_with(position: BoxedStrategy<Option<Position>>) -> BoxedStrategy<Di
         option::of(patch_strategy()),
     )
         .prop_map(|(position, reply, data, context)| {
-            let reply = if matches!(position, Some(Position::Abort(_))) {
+            let reply = if ends_in_abort(position.as_ref()) {
                 None
             } else {
                 reply

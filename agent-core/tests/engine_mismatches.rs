@@ -293,12 +293,14 @@ async fn a_pending_directive_with_a_position_still_skips_routing() {
 // The auto-step cap
 // ---------------------------------------------------------------------------------
 
+// `y` may leave the flow (its branch back is conditional), so `build()` accepts the
+// cycle; at run time the predicate always holds and only the cap stops the walk.
 #[tokio::test]
 async fn the_auto_step_cap_tells_the_user_something_and_says_why_it_stopped() {
     let p = ScriptedProvider::new();
     let f = Flow::builder("loop")
         .step(Step::auto("x").branch(Branch::to_step("y")))
-        .step(Step::auto("y").branch(Branch::to_step("x")))
+        .step(Step::auto("y").branch(Branch::to_step("x").if_(|_: &Ctx<'_>| true)))
         .build()
         .unwrap();
     let config = AgentConfig {
@@ -326,7 +328,7 @@ async fn the_auto_step_cap_tells_the_user_something_and_says_why_it_stopped() {
         .flow(
             Flow::builder("loop")
                 .step(Step::auto("x").branch(Branch::to_step("y")))
-                .step(Step::auto("y").branch(Branch::to_step("x")))
+                .step(Step::auto("y").branch(Branch::to_step("x").if_(|_: &Ctx<'_>| true)))
                 .build()
                 .unwrap(),
         )

@@ -200,6 +200,7 @@ fn scripted_city() -> ScriptedProvider {
                 usage: agent_core::provider::Usage {
                     input_tokens: 100,
                     output_tokens: 10,
+                    cached_input_tokens: 60,
                 },
                 ..Default::default()
             })
@@ -235,6 +236,13 @@ async fn a_suite_runs_greedy_and_k_runs_and_reports_pass_rates() {
         (report.summary.prompt_tokens_per_turn - 100.0 * report.summary.calls_per_turn).abs()
             < 1e-9
     );
+    // The provider's own cache figures, summed over calls.
+    assert_eq!(report.summary.cached_prompt_share, Some(0.6));
+    let table = EvalReport {
+        suites: vec![report],
+    }
+    .table();
+    assert!(table.contains("60 %"), "{table}");
 }
 
 #[tokio::test]

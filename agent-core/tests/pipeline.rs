@@ -577,9 +577,11 @@ async fn auto_steps_and_code_only_branches_cost_zero_model_calls() {
 }
 
 fn cycle_agent(p: &ScriptedProvider, max: u32) -> Built<Agent<Booking, Concierge>> {
+    // `b` may leave the flow (its branch back is conditional), so `build()` accepts the
+    // cycle; at run time the predicate always holds and only the cap stops the walk.
     let f = flow("loop")
         .step(Step::auto("a").branch(Branch::to_step("b")))
-        .step(Step::auto("b").branch(Branch::to_step("a")))
+        .step(Step::auto("b").branch(Branch::to_step("a").if_(|_: &Ctx<'_>| true)))
         .build()?;
     builder(p)
         .config(AgentConfig {
@@ -907,6 +909,65 @@ async fn start_at_confirm(a: &Agent<Booking, Concierge>, id: &str) -> Result<(),
         Directive::go_to_step_in("booking", "confirm").data(patch(json!({ "city": "Lisbon" }))),
     )
     .await
+}
+
+/// `book`: completes the flow and writes the reply itself, from code.
+fn book_with_reply() -> Arc<dyn Tool<Booking, Concierge>> {
+    tool(
+        "book",
+        ToolOutput::text("booked G-2")
+            .directive(Directive::complete().reply("Booked: reference G-2.")),
+    )
+}
+
+#[tokio::test]
+async fn a_tool_that_writes_the_reply_is_not_followed_by_another_model_call() {
+    let p = ScriptedProvider::new();
+    let a = confirm_agent(
+        &p,
+        Step::model("confirm").tool(book_with_reply()),
+        flow("booking"),
+    )
+    .unwrap();
+    start_at_confirm(&a, "s").await.unwrap();
+    p.respond(Answer::tool("book", json!({})));
+    let r = a.respond("s", "yes, book it").await.unwrap();
+    assert_eq!(r.message, "Booked: reference G-2.");
+    assert_eq!(r.stopped, StoppedReason::Reply);
+    assert_eq!(r.flow, None, "the tool completed the flow");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(
+        r.model_calls, 1,
+        "no tool round: its message would be replaced"
+    );
+    assert!(p.requests().iter().all(|q| q.kind != CallKind::ToolRound));
+
+    // The same in a stream.
+    start_at_confirm(&a, "t").await.unwrap();
+    p.respond(Answer::tool("book", json!({})));
+    let events: Vec<Event<Booking>> = a.respond_stream("t", "yes, book it").collect().await;
+    let Some(Event::Done(r)) = events.last() else {
+        panic!("the stream ends with Done: {events:#?}");
+    };
+    assert_eq!(r.message, "Booked: reference G-2.");
+    assert_eq!(r.model_calls, 1);
+    assert_eq!(p.unused(), 0);
+}
+
+#[tokio::test]
+async fn a_tool_without_a_reply_is_followed_by_the_model_s_message() {
+    let p = ScriptedProvider::new();
+    let book = tool(
+        "book",
+        ToolOutput::text("booked G-2").directive(Directive::complete()),
+    );
+    let a = confirm_agent(&p, Step::model("confirm").tool(book), flow("booking")).unwrap();
+    start_at_confirm(&a, "s").await.unwrap();
+    p.respond(Answer::tool("book", json!({})));
+    p.tool_round(Answer::message("Your booking G-2 is made."));
+    let r = a.respond("s", "yes, book it").await.unwrap();
+    assert_eq!(r.message, "Your booking G-2 is made.");
+    assert_eq!(r.model_calls, 2, "respond + tool round");
 }
 
 #[tokio::test]

@@ -130,6 +130,62 @@ async fn collected_data_and_history_reach_the_model() {
         texts,
         ["hi", "Which city?", "Lisbon", "Which date?", "July 1"]
     );
+    // Known values and this task's fields; not the empty fields other parts of the
+    // agent fill (a booking id a tool writes), which small models list as "null".
+    let state = req.instructions();
+    let line = state
+        .lines()
+        .find(|l| l.starts_with("Collected so far"))
+        .unwrap();
+    assert!(line.contains(r#""city":"Lisbon""#), "{line}");
+    assert!(line.contains(r#""check_in":null"#), "{line}");
+    assert!(!line.contains("booking_id"), "{line}");
+    assert!(!line.contains("feedback"), "{line}");
+}
+
+#[tokio::test]
+async fn the_clock_and_the_state_come_after_the_history_and_the_schema_stays_put() {
+    let p = ScriptedProvider::new();
+    let a = agent_with_prompt_parts(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    p.respond(
+        Answer::message("Which date?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.respond("s", "Lisbon").await.unwrap();
+    let reqs = p.requests();
+    let (first, second) = (&reqs[0], &reqs[reqs.len() - 1]);
+    // The system prompt is the same bytes at every step (the date in it changes once
+    // a day); the step and the collected data are per-call state, after the history.
+    assert_eq!(first.system, second.system);
+    assert!(first.system.contains("Today is "), "{}", first.system);
+    let last = second.messages.last().unwrap().content.to_string();
+    let (_, state) = last.split_once(agent_core::provider::STATE_MARKER).unwrap();
+    assert!(
+        !state.contains("Today is"),
+        "a small model echoes it: {state}"
+    );
+    assert!(state.contains("Collected so far"), "{state}");
+    assert!(
+        second.system.contains("Fields of `data`"),
+        "{}",
+        second.system
+    );
+    // One answer schema for the flow, whichever step the call is for.
+    let schema =
+        |r: &agent_core::provider::ModelRequest| r.output.as_ref().map(|o| o.schema.clone());
+    assert_eq!(schema(first), schema(second));
+    let s = schema(second).unwrap();
+    assert_eq!(
+        s["properties"]["step"]["enum"],
+        json!(["ask_city", "ask_date"])
+    );
+    assert!(
+        s["properties"]["data"]["properties"]["check_in"].is_object(),
+        "{s}"
+    );
 }
 
 #[tokio::test]

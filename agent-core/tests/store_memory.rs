@@ -35,3 +35,4 @@ fn backend() -> Option<Memory> {
 }
 
 conformance::suite!(backend());
+conformance::lease::lease_suite!(backend());

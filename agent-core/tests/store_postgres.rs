@@ -62,7 +62,9 @@ fn backend() -> Option<Postgres> {
 }
 
 conformance::suite!(backend());
+conformance::lease::lease_suite!(backend());
 conformance::durable_suite!(backend());
+conformance::lease::lease_process_suite!(backend());
 
 #[tokio::test]
 async fn a_bad_table_name_is_refused_before_connecting() {

@@ -58,7 +58,9 @@ fn backend() -> Option<Redis> {
 }
 
 conformance::suite!(backend());
+conformance::lease::lease_suite!(backend());
 conformance::durable_suite!(backend());
+conformance::lease::lease_process_suite!(backend());
 
 #[tokio::test]
 async fn an_unreachable_server_is_a_backend_error() {

@@ -61,7 +61,9 @@ fn backend() -> Option<Sqlite> {
 }
 
 conformance::suite!(backend());
+conformance::lease::lease_suite!(backend());
 conformance::durable_suite!(backend());
+conformance::lease::lease_process_suite!(backend());
 
 #[tokio::test]
 async fn the_file_is_in_wal_mode_with_one_table() {

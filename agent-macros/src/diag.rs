@@ -7,6 +7,8 @@ use quote::ToTokens;
 #[derive(Default)]
 pub struct Errors {
     list: Vec<syn::Error>,
+    /// Errors that hold only under a `cfg` predicate (emitted `#[cfg(..)]`-gated).
+    gated: Vec<(TokenStream, syn::Error)>,
 }
 
 impl Errors {
@@ -22,9 +24,13 @@ impl Errors {
     pub fn add(&mut self, e: syn::Error) {
         self.list.extend(e);
     }
+    /// Record an error that holds only when the `cfg` predicate `pred` does.
+    pub fn push_gated(&mut self, pred: TokenStream, e: syn::Error) {
+        self.gated.push((pred, e));
+    }
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && self.gated.is_empty()
     }
     /// The errors.
     pub fn into_vec(self) -> Vec<syn::Error> {
@@ -32,8 +38,19 @@ impl Errors {
     }
     /// `compile_error!` invocations for every error.
     pub fn to_compile_errors(&self) -> TokenStream {
-        self.list.iter().map(syn::Error::to_compile_error).collect()
+        let mut out: TokenStream = self.list.iter().map(syn::Error::to_compile_error).collect();
+        for (pred, e) in &self.gated {
+            let ce = e.to_compile_error();
+            out.extend(quote::quote!(#[cfg(#pred)] #ce));
+        }
+        out
     }
+}
+
+/// The name an identifier stands for: `r#loop` is `loop` (step, flow, field and tool
+/// ids, JSON keys and generated names all use it; only emitted idents keep the `r#`).
+pub fn name(id: &syn::Ident) -> String {
+    syn::ext::IdentExt::unraw(id).to_string()
 }
 
 /// Levenshtein distance.
@@ -100,6 +117,49 @@ pub fn doc_text(attrs: &[syn::Attribute]) -> Option<String> {
         .collect::<Vec<_>>()
         .join(" ");
     if text.is_empty() { None } else { Some(text) }
+}
+
+/// The doc text of `attrs` as a `&'static str` expression: the literal of [`doc_text`],
+/// or `concat!(..)` of the lines when one of them is a macro (`#[doc = concat!(..)]`,
+/// `#[doc = include_str!(..)]`), which only the compiler can expand. `None` without
+/// any doc text.
+pub fn doc_expr(attrs: &[syn::Attribute]) -> Option<TokenStream> {
+    let mut pieces: Vec<TokenStream> = Vec::new();
+    let mut computed = false;
+    for a in attrs {
+        if !a.path().is_ident("doc") {
+            continue;
+        }
+        let syn::Meta::NameValue(nv) = &a.meta else {
+            continue;
+        };
+        match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => {
+                let line = s.value().trim().to_string();
+                if !line.is_empty() {
+                    pieces.push(quote::quote!(#line));
+                }
+            }
+            other => {
+                computed = true;
+                pieces.push(other.to_token_stream());
+            }
+        }
+    }
+    if !computed {
+        return doc_text(attrs).map(|t| quote::quote!(#t));
+    }
+    let mut joined: Vec<TokenStream> = Vec::new();
+    for (i, p) in pieces.into_iter().enumerate() {
+        if i > 0 {
+            joined.push(quote::quote!(" "));
+        }
+        joined.push(p);
+    }
+    Some(quote::quote!(::core::concat!(#(#joined),*)))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 use proc_macro::TokenStream;
 
+mod chains;
 mod codeflow;
 mod data;
 mod diag;

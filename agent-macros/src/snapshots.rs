@@ -226,14 +226,14 @@ fn flow_with_errors_reports_them_all_and_still_expands() {
 #[test]
 fn data_callback_implements_step_views_and_checks_fields() {
     let out = crate::data::callback::expand(quote! {
-        [city guests]
+        [city guests] [cache]
         data_name = "Booking";
         view = BookingView;
         context = Concierge;
         prefix = __agent_flow_booking;
         vis = ();
-        views { route [guests] __flow [] }
-        checks { collect [city] requires [gusts] }
+        views { route [guests] #[cfg(feature = "x")] extra [] __flow [] }
+        checks { collect [city cache] requires [gusts] }
     });
     expect_file!["snapshots/callback.expanded.rs"].assert_eq(&pretty(out));
 }
@@ -262,4 +262,69 @@ fn flow_on_an_async_fn_expands_to_a_code_flow_type() {
         },
     );
     expect_file!["snapshots/code_flow.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn flow_with_raw_identifiers_and_cfg_steps_uses_unraw_ids_and_gates_the_step() {
+    let out = crate::flow::expand(
+        quote!(data = Order, required(r#type)),
+        quote! {
+            mod r#match {
+                #[step(prompt = "Ask the kind.", collect(r#type), branches(
+                    when "the user wants a loop" => Step::r#loop,
+                ))]
+                fn ask() {}
+
+                #[cfg(feature = "loops")]
+                #[step(prompt = "Ask the rounds.", collect(r#loop), on_enter = greet)]
+                fn r#loop() {}
+
+                #[step(end, reply = "Done: {type}.")]
+                fn done() {}
+
+                fn greet(_v: r#loop::View<'_>) -> Directive {
+                    Directive::new()
+                }
+            }
+        },
+    );
+    expect_file!["snapshots/flow_raw_cfg.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn data_json_names_follow_serde() {
+    let out = crate::data::expand(
+        crate::data::Kind::Data,
+        quote!(),
+        quote! {
+            #[serde(rename_all = "camelCase")]
+            pub struct Stay {
+                /// Check-in date
+                pub check_in: String,
+                #[serde(rename = "n_guests", alias = "guestCount")]
+                pub guests: u8,
+                pub r#type: String,
+                #[serde(skip)]
+                pub cache: String,
+            }
+        },
+    );
+    expect_file!["snapshots/data_serde.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn tool_with_a_raw_name_and_a_computed_doc() {
+    let out = crate::tool::expand(
+        quote!(),
+        quote! {
+            #[doc = concat!("Move ", "the order.")]
+            async fn r#move(
+                /// Where to
+                r#type: String,
+            ) -> Result<ToolOutput, ToolError> {
+                Ok(ToolOutput::text(r#type))
+            }
+        },
+    );
+    expect_file!["snapshots/tool_raw.expanded.rs"].assert_eq(&pretty(out));
 }

@@ -445,17 +445,19 @@ fn wire_messages(msgs: &[Message], cache: bool) -> Vec<WireMessage<'_>> {
     out
 }
 
+/// Field order is the order the API caches a prompt in (tools, system, messages), the
+/// per-call settings after them, so equal requests share the longest byte prefix.
 #[derive(Serialize)]
 struct MessagesRequest<'a> {
     model: &'a str,
-    max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<System<'a>>,
-    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<System<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -693,6 +695,7 @@ fn parse_response(bytes: &[u8], answer: Option<&str>) -> Result<ModelResponse, P
         usage: Usage {
             input_tokens: usage.input().unwrap_or(0),
             output_tokens: usage.output_tokens.unwrap_or(0),
+            cached_input_tokens: usage.cache_read_input_tokens.unwrap_or(0),
         },
     })
 }
@@ -769,6 +772,7 @@ impl SseParser for MessagesStream {
                 if let Some(u) = e.message.and_then(|m| m.usage) {
                     self.asm.usage.input_tokens = u.input().unwrap_or(0);
                     self.asm.usage.output_tokens = u.output_tokens.unwrap_or(0);
+                    self.asm.usage.cached_input_tokens = u.cache_read_input_tokens.unwrap_or(0);
                 }
             }
             "content_block_start" => {

@@ -400,11 +400,13 @@ fn wire_contents(msgs: &[Message]) -> Vec<Content<'_>> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GenerateRequest<'a> {
-    contents: Vec<Content<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    system_instruction: Option<Content<'a>>,
+    // Wire order: what stays the same across calls first (the prefix implicit caching
+    // reuses), the conversation after it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolDecl<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<Content<'a>>,
+    contents: Vec<Content<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<GenerationConfig<'a>>,
 }
@@ -545,6 +547,8 @@ struct UsageMetadata {
     candidates_token_count: Option<u64>,
     #[serde(default)]
     thoughts_token_count: Option<u64>,
+    #[serde(default)]
+    cached_content_token_count: Option<u64>,
 }
 
 impl From<UsageMetadata> for Usage {
@@ -553,6 +557,7 @@ impl From<UsageMetadata> for Usage {
             input_tokens: u.prompt_token_count.unwrap_or(0),
             output_tokens: u.candidates_token_count.unwrap_or(0)
                 + u.thoughts_token_count.unwrap_or(0),
+            cached_input_tokens: u.cached_content_token_count.unwrap_or(0),
         }
     }
 }

@@ -548,14 +548,17 @@ pub(crate) fn arguments_text(v: &Value) -> Cow<'_, str> {
     }
 }
 
+/// Field order is wire order: the parts that stay the same across a conversation's
+/// calls (tools, the answer schema) come before the messages, as the server renders
+/// them into the prompt, so equal requests share the longest byte prefix.
 #[derive(Serialize)]
 struct ChatRequest<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
+    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -706,6 +709,14 @@ struct WireUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
@@ -713,6 +724,10 @@ impl From<WireUsage> for Usage {
         Usage {
             input_tokens: u.prompt_tokens.unwrap_or(0),
             output_tokens: u.completion_tokens.unwrap_or(0),
+            cached_input_tokens: u
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
         }
     }
 }

@@ -36,7 +36,8 @@ async fn a_plain_reply_sends_the_system_prompt_top_level() {
         r.usage,
         Usage {
             input_tokens: 25,
-            output_tokens: 12
+            output_tokens: 12,
+            cached_input_tokens: 4,
         },
         "cached input tokens count as input"
     );

@@ -49,6 +49,18 @@ async fn llama_server_plain_replies_parse_with_their_extra_fields() {
 }
 
 #[tokio::test]
+async fn llama_server_reports_the_prompt_tokens_it_read_from_its_cache() {
+    let (s, p) = setup().await;
+    s.enqueue(
+        PATH,
+        Reply::json(200, &fixture("compatible/llamacpp_cached_prefix.json")),
+    );
+    let r = p.generate(&plain_request()).await.unwrap();
+    assert_eq!(r.usage.input_tokens, 26);
+    assert_eq!(r.usage.cached_input_tokens, 25);
+}
+
+#[tokio::test]
 async fn llama_server_structured_and_tool_answers_parse() {
     let (s, p) = setup().await;
     s.enqueue(

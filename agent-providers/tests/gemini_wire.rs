@@ -39,7 +39,8 @@ async fn a_plain_reply_parses_and_the_key_travels_in_a_header() {
         r.usage,
         Usage {
             input_tokens: 18,
-            output_tokens: 27
+            output_tokens: 27,
+            cached_input_tokens: 0,
         },
         "thinking tokens are output"
     );

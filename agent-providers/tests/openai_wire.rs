@@ -36,7 +36,8 @@ async fn a_plain_reply_parses_content_usage_and_finish() {
         r.usage,
         Usage {
             input_tokens: 19,
-            output_tokens: 11
+            output_tokens: 11,
+            cached_input_tokens: 0,
         }
     );
     assert!(r.tool_calls.is_empty());

@@ -15,6 +15,9 @@
 //! (and 90th percentile) over repeated batches after warm-up batches.
 //! PostgreSQL and Redis are measured when `AGENT_TEST_POSTGRES_URL` /
 //! `AGENT_TEST_REDIS_URL` are set (`eval "$(bash scripts/services.sh start)"`).
+//! The session lease's cost per turn is measured on each store by timing the same
+//! sequential turns with the lease and without it (a store handle that reports no
+//! lease support, so the agent runs on the compare-and-swap alone).
 
 /// The scripts of `cargo bench -p agent-core` (`turn`, `stores`), shared as they are.
 #[path = "../../agent-core/benches/script/mod.rs"]
@@ -130,6 +133,7 @@ impl Options {
                 batches_per_sample: 1,
                 store_samples: 3,
                 store_batches_per_sample: 1,
+                lease_turns_per_batch: 40,
                 stream_turns_per_batch: 20,
                 provider_calls: 1_000,
             }
@@ -142,6 +146,7 @@ impl Options {
                 batches_per_sample: 8,
                 store_samples: 20,
                 store_batches_per_sample: 2,
+                lease_turns_per_batch: 400,
                 stream_turns_per_batch: 500,
                 provider_calls: 200_000,
             }
@@ -166,6 +171,8 @@ pub struct Sizes {
     pub store_samples: usize,
     /// Batches per store sample.
     pub store_batches_per_sample: usize,
+    /// Sequential turns per batch of the lease overhead (with, then without).
+    pub lease_turns_per_batch: usize,
     /// Streamed turns per batch for the first-delta latency.
     pub stream_turns_per_batch: usize,
     /// Calls timed to measure the instant provider's own cost.
@@ -469,6 +476,8 @@ pub struct Report {
     pub idle_session: IdleSession,
     /// Turns per second by store.
     pub stores: Vec<StoreRow>,
+    /// What the session lease adds to a turn, by store.
+    pub lease: Vec<LeaseRow>,
     /// Streaming first-delta latency.
     pub streaming: Streaming,
 }
@@ -584,6 +593,28 @@ pub struct StoreRow {
     pub note: Option<String>,
 }
 
+/// What the session lease adds to a turn on one store, or why it was not measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeaseRow {
+    /// Store name.
+    pub store: &'static str,
+    /// µs per sequential turn with the lease (the default).
+    pub with_lease_us: Option<Stats>,
+    /// µs per sequential turn without it (compare-and-swap only).
+    pub without_lease_us: Option<Stats>,
+    /// µs of one acquire + release pair on the store alone.
+    pub acquire_release_us: Option<Stats>,
+    /// Why not measured.
+    pub note: Option<String>,
+}
+
+impl LeaseRow {
+    /// Median µs the lease adds per turn.
+    pub fn overhead_us(&self) -> Option<f64> {
+        Some(self.with_lease_us?.median - self.without_lease_us?.median)
+    }
+}
+
 /// Streaming first-delta latency.
 #[derive(Debug, Clone, Serialize)]
 pub struct Streaming {
@@ -622,6 +653,8 @@ pub fn run(options: &Options) -> Result<Report, BoxError> {
     let throughput = throughput(&sizes, cores)?;
     progress("store throughput");
     let stores = store_throughput(&sizes)?;
+    progress("session lease overhead");
+    let lease = lease_overhead(&sizes)?;
     progress("streaming first-delta latency");
     let streaming = streaming(&sizes)?;
     Ok(Report {
@@ -633,6 +666,7 @@ pub fn run(options: &Options) -> Result<Report, BoxError> {
         throughput,
         idle_session,
         stores,
+        lease,
         streaming,
     })
 }
@@ -986,6 +1020,146 @@ fn measure_store(
     })
 }
 
+/// Row 6: the session lease's cost per turn on each store: sequential turns (the
+/// scripted provider, the 1-flow script, a new session every 4 turns) on one thread,
+/// batches with and without the lease alternating; and one acquire + release pair
+/// timed alone.
+fn lease_overhead(sizes: &Sizes) -> Result<Vec<LeaseRow>, BoxError> {
+    // One thread; with I/O for the server stores.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut rows = Vec::new();
+    let memory: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    rows.push(measure_lease(&rt, sizes, "memory", memory)?);
+
+    let db = TempDb::new()?;
+    let sqlite: Arc<dyn SessionStore> = Arc::new(agent_core::store::SqliteStore::open(&db.0)?);
+    rows.push(measure_lease(&rt, sizes, "SQLite", sqlite)?);
+    drop(db);
+
+    match env_url("AGENT_TEST_POSTGRES_URL") {
+        Some(url) => {
+            let options = agent_core::store::postgres::PostgresOptions::default()
+                .table(format!("agent_bench_lease_{}", std::process::id()));
+            let store = rt.block_on(agent_core::store::PostgresStore::connect_with(
+                &url, options,
+            ))?;
+            rows.push(measure_lease(&rt, sizes, "PostgreSQL", Arc::new(store))?);
+        }
+        None => rows.push(lease_not_configured(
+            "PostgreSQL",
+            "AGENT_TEST_POSTGRES_URL",
+        )),
+    }
+    match env_url("AGENT_TEST_REDIS_URL") {
+        Some(url) => {
+            let options = agent_core::store::redis::RedisOptions::default()
+                .prefix(format!("agent-bench-lease:{}:", std::process::id()));
+            let store = rt.block_on(agent_core::store::RedisStore::connect_with(&url, options))?;
+            rows.push(measure_lease(&rt, sizes, "Redis", Arc::new(store))?);
+        }
+        None => rows.push(lease_not_configured("Redis", "AGENT_TEST_REDIS_URL")),
+    }
+    Ok(rows)
+}
+
+fn lease_not_configured(store: &'static str, var: &str) -> LeaseRow {
+    LeaseRow {
+        store,
+        with_lease_us: None,
+        without_lease_us: None,
+        acquire_release_us: None,
+        note: Some(format!("not configured (set {var})")),
+    }
+}
+
+/// A store handle without lease support: the agent runs on the compare-and-swap alone.
+struct WithoutLeases(Arc<dyn SessionStore>);
+
+#[async_trait]
+impl SessionStore for WithoutLeases {
+    async fn load(
+        &self,
+        id: &str,
+    ) -> Result<Option<agent_core::store::StoredSession>, agent_core::error::StoreError> {
+        self.0.load(id).await
+    }
+    async fn save(
+        &self,
+        session: agent_core::store::StoredSession,
+        expected: u64,
+    ) -> Result<(), agent_core::error::StoreError> {
+        self.0.save(session, expected).await
+    }
+    async fn delete(&self, id: &str) -> Result<bool, agent_core::error::StoreError> {
+        self.0.delete(id).await
+    }
+    async fn list(
+        &self,
+    ) -> Result<Vec<agent_core::store::SessionInfo>, agent_core::error::StoreError> {
+        self.0.list().await
+    }
+    async fn prune(&self, cutoff_ms: u64) -> Result<usize, agent_core::error::StoreError> {
+        self.0.prune(cutoff_ms).await
+    }
+}
+
+fn measure_lease(
+    rt: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+    name: &'static str,
+    store: Arc<dyn SessionStore>,
+) -> Result<LeaseRow, BoxError> {
+    let provider = script::scripted();
+    let leased = script::agent(provider.clone(), store.clone(), 1, false)?;
+    let plain = script::agent(
+        provider.clone(),
+        Arc::new(WithoutLeases(store.clone())),
+        1,
+        false,
+    )?;
+    let turns = sizes.lease_turns_per_batch;
+    rt.block_on(async {
+        let (mut with, mut without, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next = 0u64;
+        for b in 0..sizes.warmup + sizes.store_samples {
+            let t_with = sequential_batch(&leased, &mut next, turns).await?;
+            provider.clear_requests();
+            store.prune(u64::MAX).await?;
+            let t_without = sequential_batch(&plain, &mut next, turns).await?;
+            provider.clear_requests();
+            store.prune(u64::MAX).await?;
+            let started = Instant::now();
+            for i in 0..turns {
+                let id = format!("lease-{i}");
+                let ttl = Duration::from_secs(30);
+                match store.try_acquire_lease(&id, "bench", ttl).await? {
+                    agent_core::store::LeaseAttempt::Acquired(l) => {
+                        black_box(store.release_lease(&l).await?);
+                    }
+                    agent_core::store::LeaseAttempt::Busy { holder, .. } => {
+                        return Err(format!("{name}: lease `{id}` busy ({holder})").into());
+                    }
+                }
+            }
+            let t_pairs = started.elapsed();
+            if b >= sizes.warmup {
+                with.push(micros(t_with) / turns as f64);
+                without.push(micros(t_without) / turns as f64);
+                pairs.push(micros(t_pairs) / turns as f64);
+            }
+        }
+        Ok(LeaseRow {
+            store: name,
+            with_lease_us: Some(stats(with)),
+            without_lease_us: Some(stats(without)),
+            acquire_release_us: Some(stats(pairs)),
+            note: None,
+        })
+    })
+}
+
 /// A temporary SQLite file, removed with its WAL companions.
 struct TempDb(std::path::PathBuf);
 
@@ -1256,6 +1430,34 @@ impl Report {
             ]);
         }
 
+        for l in &self.lease {
+            rows.push([
+                format!("session lease per turn, {} ⁷", l.store),
+                match (
+                    l.overhead_us(),
+                    l.with_lease_us,
+                    l.without_lease_us,
+                    &l.note,
+                ) {
+                    (Some(o), Some(w), Some(wo), _) => format!(
+                        "{}{} ({} with, {} without; acquire + release alone {})",
+                        if o >= 0.0 { "+" } else { "" },
+                        us(o),
+                        us(w.median),
+                        us(wo.median),
+                        l.acquire_release_us
+                            .map_or_else(|| "n/a".into(), |p| us(p.median)),
+                    ),
+                    (_, _, _, Some(note)) => note.clone(),
+                    _ => "not measured".into(),
+                },
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+            ]);
+        }
+
         let st = &self.streaming;
         let live = st.live_turns == st.turns && st.turns > 0;
         rows.push([
@@ -1325,7 +1527,11 @@ history text is the message text it keeps (the budget excludes it).\n\
 of 4 turns at a time on {store_workers} runtime workers; median of {store_samples} samples of {store_per_sample} batch(es); SQLite on a temp file.\n\
 ⁶ From the provider's stream yielding its first chunk (ending inside the reply's text) to the consumer of `respond_stream` \
 receiving the first text delta, timestamps taken in the provider's stream and at the consumer; median of {stream_samples} turns \
-of the 1-flow script on one thread.\n",
+of the 1-flow script on one thread.\n\
+⁷ What the session lease (take, renew timer, fenced save, release) adds to a turn: median µs per turn of {lease_turns} sequential \
+turns on one thread (the scripted provider, the 1-flow script, a new session every 4 turns) with the lease minus the same \
+without it (a store handle without lease support), batches alternating, {store_samples} samples; and one acquire + release \
+pair on the store alone.\n",
             batches = sz.batches,
             turns = sz.turns_per_batch,
             provider = self.provider_ns_per_call,
@@ -1337,6 +1543,7 @@ of the 1-flow script on one thread.\n",
             store_samples = sz.store_samples,
             store_per_sample = sz.store_batches_per_sample,
             stream_samples = st.first_delta_us.samples,
+            lease_turns = sz.lease_turns_per_batch,
         );
         out
     }

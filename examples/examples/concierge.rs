@@ -53,11 +53,27 @@ async fn book_room(
     /// Hotel name
     hotel: String,
 ) -> Result<ToolOutput, ToolError> {
-    let id = format!("{}-{}", hotel.to_uppercase(), cx.data().guests.unwrap_or(1));
+    let b = cx.data();
+    let guests = b.guests.unwrap_or(1);
+    let id = format!("{}-{guests}", hotel.to_uppercase());
+    // The outcome text is written by code from the state, so the guest never reads a
+    // booking that was not made; with a verbatim reply the model is not called again.
+    let reply = format!(
+        "Done: {hotel}{}, {guests} guest{}{}. Booking reference {id}.",
+        b.city
+            .as_deref()
+            .map(|c| format!(" in {c}"))
+            .unwrap_or_default(),
+        if guests == 1 { "" } else { "s" },
+        b.check_in
+            .as_ref()
+            .map(|d| format!(", checking in {d}"))
+            .unwrap_or_default(),
+    );
     // A tool returns text for the model, and may write data and steer the flow.
     Ok(ToolOutput::text(format!("booked {id}"))
         .data(Booking::patch().booking_id(id))
-        .directive(Directive::complete()))
+        .directive(Directive::complete().reply(reply)))
 }
 
 /// ask_city -> ask_date -> ask_guests -> route (no model call) -> confirm | large_group
@@ -118,6 +134,11 @@ pub fn builder(config: AgentConfig) -> Result<AgentBuilder<Booking, Concierge>, 
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers.")
         .instruction(Instruction::never("invent prices"))
+        // The model may say a room is booked only once `book_room` wrote the id.
+        .guard_claim(
+            r"(?i)\b(booked|reserved|confirmed|(booking|reservation|confirmation) (id|number|reference|code|is (made|complete|done)))\b",
+            ["booking_id"],
+        )
         .config(config)
         .context(Concierge {
             tier: "gold".into(),
@@ -148,8 +169,8 @@ pub fn scripted() -> ScriptedProvider {
         Answer::message("Lisbon, July 1st, 2 guests. Shall I book the Grand?")
             .with_data(json!({ "check_in": "2026-07-01" })),
     );
+    // book_room writes the reply itself: no call after the tool.
     model.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
-    model.tool_round(Answer::message("Done! Your booking number is GRAND-2."));
     model
 }
 
@@ -174,6 +195,7 @@ pub async fn run(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
+    examples::init_logging();
     examples::exit::report(demo().await)
 }
 

@@ -216,6 +216,7 @@ async fn run_suite(
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    examples::init_logging();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = match parse_args(&args) {
         Ok(o) => o,

@@ -51,6 +51,7 @@ pub async fn run(
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
+    examples::init_logging();
     examples::exit::report(session().await)
 }
 

@@ -393,6 +393,7 @@ fn reply(content: String) -> Result<ModelResponse, agent_core::error::ProviderEr
         usage: Usage {
             input_tokens: 0,
             output_tokens: (content.len() / 4) as u64,
+            cached_input_tokens: 0,
         },
         content,
         tool_calls: Vec::new(),

@@ -6,6 +6,8 @@
 //! - [`repl`]: an interactive terminal for any agent.
 //! - [`exit`]: how an example ends: exit status 1 and the reason in words when it could
 //!   not start, the model could not be reached, or every turn failed.
+//! - [`init_logging`]: the engine's `tracing` events on stderr when `AGENT_LOG` is set
+//!   (`AGENT_LOG=debug` says, for instance, why a turn rendered its reply twice).
 //! - [`Recorder`]: a provider wrapper that keeps the instructions (system prompt and per-turn state) it forwarded, to
 //!   show what the model was told.
 
@@ -20,6 +22,20 @@ use agent_core::error::ProviderError;
 use agent_core::provider::{ModelRequest, ModelResponse, Provider, StreamChunk};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+
+/// Print the engine's `tracing` events on stderr at the level `AGENT_LOG` names
+/// (`error`, `warn`, `info`, `debug`, `trace`); nothing when it is unset or unknown.
+pub fn init_logging() {
+    let level = std::env::var("AGENT_LOG")
+        .ok()
+        .and_then(|v| v.parse::<tracing::Level>().ok());
+    if let Some(level) = level {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
 
 /// Wraps a provider and keeps the instructions (system prompt and per-turn state) of every call it forwards.
 #[derive(Clone)]

@@ -280,7 +280,8 @@ impl Directive {
             && self.context.as_ref().is_none_or(|d| d.is_empty())
     }
 
-    /// Check the structural rules (the spec's `flow.validate`): no `reply` with `abort`,
+    /// Check the structural rules (the spec's `flow.validate`): no `reply` with `abort`
+    /// (also at the end of a `complete_then` chain),
     /// no empty flow or step id, and the same for a chained `complete.next`.
     /// Whether targets exist is checked when the directive is applied.
     pub fn validate(&self) -> Result<(), DirectiveError> {
@@ -301,7 +302,7 @@ impl Directive {
 
 /// Structural validation of a directive (see [`Directive::validate`]).
 pub fn validate(d: &Directive) -> Result<(), DirectiveError> {
-    if matches!(d.position, Some(Position::Abort(_))) && d.reply.is_some() {
+    if d.reply.is_some() && ends_in_abort(d) {
         return Err(DirectiveError::ReplyWithAbort);
     }
     match &d.position {
@@ -325,6 +326,18 @@ pub fn validate(d: &Directive) -> Result<(), DirectiveError> {
             next: Some(next), ..
         })) => validate(next),
         _ => Ok(()),
+    }
+}
+
+/// Whether the directive aborts, directly or at the end of a `complete_then` chain
+/// (`complete_then(abort).reply(..)` would lose the reply, or the abort).
+fn ends_in_abort(d: &Directive) -> bool {
+    match &d.position {
+        Some(Position::Abort(_)) => true,
+        Some(Position::Complete(Complete {
+            next: Some(next), ..
+        })) => ends_in_abort(next),
+        _ => false,
     }
 }
 

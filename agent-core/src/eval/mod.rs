@@ -11,7 +11,10 @@
 //! - model calls, prompt and output tokens, and latency per turn;
 //! - the **cacheable prefix**: over each call after a run's first, the bytes of the
 //!   HTTP request body equal to the previous call's body from the start, over the
-//!   body's length (what a provider's prompt cache can reuse), overall and per call kind.
+//!   body's length (what a provider's prompt cache can reuse), overall and per call kind;
+//! - the **cached prompt** share: prompt tokens the provider says it read from its prompt
+//!   cache (llama.cpp and OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`,
+//!   Gemini `cachedContentTokenCount`) over all prompt tokens: what the cache did in fact.
 //!
 //! Runs end as passed, failed (an expectation, or a model answer that stayed unusable
 //! after repair: quality), errored (the model server failed or missed the turn

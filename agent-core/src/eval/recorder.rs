@@ -25,6 +25,9 @@ pub struct CallStats {
     pub latency_ms: f64,
     /// Prompt tokens (the provider's usage).
     pub prompt_tokens: u64,
+    /// The part of `prompt_tokens` the provider says it read from its prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
     /// Generated tokens.
     pub completion_tokens: u64,
     /// Why generation stopped (`None` when the call failed).
@@ -139,6 +142,7 @@ impl Recorder {
             kind: p.kind,
             latency_ms: p.started.elapsed().as_secs_f64() * 1000.0,
             prompt_tokens: outcome.map_or(0, |r| r.usage.input_tokens),
+            cached_tokens: outcome.map_or(0, |r| r.usage.cached_input_tokens),
             completion_tokens: outcome.map_or(0, |r| r.usage.output_tokens),
             finish: outcome.ok().map(|r| r.finish),
             body_bytes: p.body_bytes,

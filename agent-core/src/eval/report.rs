@@ -216,6 +216,11 @@ pub struct Summary {
     pub cacheable_prefix: f64,
     /// The same, per call kind.
     pub cacheable_prefix_by_kind: BTreeMap<String, f64>,
+    /// Over every call: prompt tokens the provider read from its prompt cache, over all
+    /// prompt tokens (what the cache saved in fact; a run's first call counts too, since
+    /// sessions share the static prefix). `None` when the provider reports no cache use.
+    #[serde(default)]
+    pub cached_prompt_share: Option<f64>,
 }
 
 /// Everything one suite run found.
@@ -324,6 +329,9 @@ fn summarize(scenarios: &[ScenarioReport]) -> Summary {
         e.1 += c.body_bytes;
     }
     let ratio = |(a, b): (usize, usize)| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let calls = || runs.iter().flat_map(|r| r.calls.iter());
+    let cached: u64 = calls().map(|c| c.cached_tokens).sum();
+    let prompt: u64 = calls().map(|c| c.prompt_tokens).sum();
     Summary {
         scenarios: scenarios.len(),
         pass_1: share(&|s| s.pass_1),
@@ -337,6 +345,7 @@ fn summarize(scenarios: &[ScenarioReport]) -> Summary {
         latency_ms_max: turns.iter().map(|t| t.latency_ms).fold(0.0, f64::max),
         cacheable_prefix: ratio(prefix),
         cacheable_prefix_by_kind: by_kind.into_iter().map(|(k, v)| (k, ratio(v))).collect(),
+        cached_prompt_share: (cached > 0 && prompt > 0).then(|| cached as f64 / prompt as f64),
     }
 }
 
@@ -347,7 +356,7 @@ pub struct EvalReport {
     pub suites: Vec<SuiteReport>,
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 11] = [
     "suite",
     "scenarios",
     "pass^1",
@@ -358,6 +367,7 @@ const COLUMNS: [&str; 10] = [
     "output tok/turn",
     "s/turn",
     "cacheable prefix",
+    "cached prompt",
 ];
 
 impl EvalReport {
@@ -366,7 +376,7 @@ impl EvalReport {
         self.suites.iter().map(SuiteReport::faults).sum()
     }
 
-    fn rows(&self) -> Vec<[String; 10]> {
+    fn rows(&self) -> Vec<[String; 11]> {
         self.suites
             .iter()
             .map(|s| {
@@ -395,6 +405,7 @@ impl EvalReport {
                     format!("{:.0}", m.completion_tokens_per_turn),
                     format!("{:.1}", m.latency_ms_per_turn / 1000.0),
                     pct(Some(m.cacheable_prefix)),
+                    pct(m.cached_prompt_share),
                 ]
             })
             .collect()

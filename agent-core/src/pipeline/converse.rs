@@ -527,6 +527,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
         let (mut spec, alt) = self.speculate().await?;
         let mut rounds = 0u32;
+        let mut claim_retried = false;
         loop {
             rounds += 1;
             let stop = self.walk().await?;
@@ -550,6 +551,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // text the user saw and then lost).
                     let reuse = spec.take().filter(|sp| {
                         let ok = self.accepts(sp, &stop, alt);
+                        if !ok {
+                            tracing::debug!(
+                                predicted = ?sp.predicted,
+                                actual = ?stop,
+                                claimed = ?sp.out.claimed,
+                                clean = sp.clean,
+                                moved_by_hooks = sp.generation != self.aug.generation,
+                                action = sp.out.tool_call.is_some(),
+                                notes = ?self.notes,
+                                "speculative reply not used; rendering again"
+                            );
+                        }
                         if !ok && !self.streamed {
                             self.note_mismatch(&flow);
                         }
@@ -562,6 +575,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                     let out = match reuse {
                         Some(sp) => sp.out,
+                        // A tool already set the reply (or aborted): a new rendering
+                        // would be replaced, and could call the tool again.
+                        None if self.reply_settled_since(0) => super::model::CallOutcome::default(),
                         None => {
                             if !is_closing && self.prepare(&flow, *j).await? {
                                 continue;
@@ -771,6 +787,51 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if let Some(st) = self.stopped.clone() {
                 stopped = st;
+            }
+            // A model-written reply may claim only what the state holds (claim guards,
+            // checked after this turn's tools and hooks wrote their data): rendered
+            // again once, told why; then the claiming sentences are withheld.
+            if stopped != StoppedReason::Reply
+                && !message.is_empty()
+                && !self.a.claim_guards.is_empty()
+            {
+                let present = |f: &str| {
+                    self.a
+                        .schema
+                        .index_of(f)
+                        .is_some_and(|i| self.is_present(i))
+                };
+                if let Some(u) = crate::claim::unsupported(&self.a.claim_guards, &message, &present)
+                {
+                    let here = finalize_step
+                        .as_ref()
+                        .filter(|(f, _)| self.s.flow.as_deref() == Some(f.id.as_ref()))
+                        .map(|(f, j)| (f.id.to_string(), f.steps[*j].id.to_string()));
+                    if let Some(at) = here
+                        && !claim_retried
+                        && !self.streamed
+                        && rounds <= self.rerender_cap()
+                    {
+                        claim_retried = true;
+                        let missing: Vec<&str> = u.missing.iter().map(|f| f.as_ref()).collect();
+                        self.notes.push(format!(
+                            "Your draft said \"{}\", which is not so yet ({} not set). Reply without saying it.",
+                            u.said,
+                            missing.join(", ")
+                        ));
+                        self.awaiting = false;
+                        self.landed = Some(at);
+                        continue;
+                    }
+                    let (kept, removed) =
+                        crate::claim::withhold(&self.a.claim_guards, &message, &present);
+                    tracing::warn!(
+                        ?removed,
+                        "reply claimed what the state does not hold; withheld"
+                    );
+                    self.withheld.extend(removed);
+                    message = kept;
+                }
             }
             return Ok((message, stopped, deltas));
         }

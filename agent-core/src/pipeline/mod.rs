@@ -108,6 +108,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) rejected: Vec<String>,
     pub(crate) ungrounded: Vec<crate::response::DroppedValue>,
     pub(crate) inferred: Vec<String>,
+    /// Sentences of the reply removed by claim guards.
+    pub(crate) withheld: Vec<String>,
     /// What the next rendering must tell the user: values not stored and why.
     pub(crate) notes: Vec<String>,
     /// Verdicts of `when` conditions judged this turn, by condition text.
@@ -163,6 +165,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) saved: Option<(Vec<u8>, crate::session::HistorySpan)>,
     /// When the turn's work must be done (`AgentConfig::turn_timeout`).
     pub(crate) deadline: Option<deadline::Deadline>,
+    /// The session lease the turn holds (its saves are fenced by it).
+    pub(crate) lease: Option<Arc<crate::store::HeldLease>>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -204,6 +208,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             rejected: Vec::new(),
             ungrounded: Vec::new(),
             inferred: Vec::new(),
+            withheld: Vec::new(),
             notes: Vec::new(),
             judged: FxHashMap::default(),
             deferred: Vec::new(),
@@ -237,6 +242,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             prev,
             saved: None,
             deadline: None,
+            lease: None,
         })
     }
 
@@ -618,6 +624,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             rejected_data: std::mem::take(&mut self.rejected),
             ungrounded: std::mem::take(&mut self.ungrounded),
             inferred: std::mem::take(&mut self.inferred),
+            withheld_claims: std::mem::take(&mut self.withheld),
             version: self.s.version,
             duplicate: false,
             meta: self.response_meta(),
@@ -653,6 +660,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                     rejected_data: Vec::new(),
                     ungrounded: Vec::new(),
                     inferred: Vec::new(),
+                    withheld_claims: Vec::new(),
                     version: response.version,
                     duplicate: false,
                     meta: response.meta.clone(),
@@ -683,16 +691,17 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                 Session::<D, C>::new(self.s.id.clone(), self.a.context.clone(), self.s.updated_ms);
             erased.version = self.s.version;
             erased.events = std::mem::take(&mut self.s.events);
-            self.a
-                .store
-                .save(erased.encode()?, self.expected_version)
-                .await?;
+            let lease = self.lease.as_deref().map(crate::store::HeldLease::lease);
+            let (store, expected) = (self.a.store.as_ref(), self.expected_version);
+            crate::store::save_fenced(store, erased.encode()?, expected, lease).await?;
         } else {
             let prev = self.prev.take();
             let (stored, span) = self.s.encode_after(prev.as_ref().map(|p| p.view()))?;
             drop(prev);
             let bytes = (self.a.config.session_cache > 0).then(|| (stored.bytes.clone(), span));
-            self.a.store.save(stored, self.expected_version).await?;
+            let lease = self.lease.as_deref().map(crate::store::HeldLease::lease);
+            let (store, expected) = (self.a.store.as_ref(), self.expected_version);
+            crate::store::save_fenced(store, stored, expected, lease).await?;
             self.saved = bytes;
         }
         // Text reaches the consumer only once the turn is durable: deltas concatenate to

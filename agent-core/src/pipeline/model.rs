@@ -358,21 +358,34 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         if let Some(f) = &flow {
             sys.push_str(&f.section);
+            sys.push_str(&f.extract_section);
             sys.push_str(&self.a.switch_sections[f.index]);
-            if let Ok(data) = serde_json::to_string(&self.s.data) {
+            // What is known, and what this task still needs: an empty field another
+            // part of the agent fills (a booking id a tool writes) is left out, so the
+            // model has no slot to make a value up for.
+            if let Ok(Value::Object(all)) = serde_json::to_value(&self.s.data) {
+                let shown: Map<String, Value> = all
+                    .into_iter()
+                    .filter(|(k, v)| !v.is_null() || f.collectable.iter().any(|c| c.as_ref() == k))
+                    .collect();
                 push_all(
                     &mut state,
-                    &["Collected so far (null = not yet): ", &data, "\n"],
+                    &[
+                        "Collected so far (null = not yet): ",
+                        &Value::Object(shown).to_string(),
+                        "\n",
+                    ],
                 );
             }
-            // Whether this call extracts differs between the calls of a turn: it is
-            // state, so the system prompt stays the same bytes for every call in the flow.
-            if extract {
-                state.push_str(&f.extract_section);
-                state.push_str(if self.a.config.cite_quotes {
-                    "Write each as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
+            // The field list is static (in the system prompt); whether this call reads
+            // the message differs between the calls of a turn, so it is said here.
+            if !f.collectable.is_empty() {
+                state.push_str(if !extract {
+                    "Write null for every field in `data` this time.\n"
+                } else if self.a.config.cite_quotes {
+                    "Before replying, fill `data` from the user's latest message: each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
                 } else {
-                    "Write null for a field the user has not stated. Never guess a value.\n"
+                    "Before replying, fill `data` with what the user's latest message states; null for a field the user has not stated. Never guess a value.\n"
                 });
             }
             tools.extend(f.tools.iter().cloned());
@@ -508,23 +521,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Some(f) => {
                 sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
                 let n_cond = conditions.len();
-                let (j, a) = match &target {
-                    Target::Step(_, j) => (Some(*j), alt.filter(|a| a != j)),
-                    _ => (None, None),
-                };
                 let make = || {
                     let switch_ids = &self.a.switch_ids[f.index];
-                    self.respond_schema(f, extract, &claims, n_cond, switch_ids)
+                    self.respond_schema(f, n_cond, switch_ids)
                 };
-                // One schema per place in the graph: flow, extraction, claimed steps and
-                // the number of judged conditions decide it.
+                // One schema per flow (and number of judged conditions): the same bytes
+                // at every step and in every call, so a provider's prompt cache (which
+                // covers tools and schema on hosted APIs) keeps its prefix.
                 let schema = if n_cond < 64 {
-                    let key = 1u64
-                        | (f.index as u64 & 0xffff) << 4
-                        | u64::from(extract) << 20
-                        | (j.map_or(0, |j| j as u64 + 1) & 0xffff) << 21
-                        | (a.map_or(0, |a| a as u64 + 1) & 0xffff) << 37
-                        | (n_cond as u64) << 53;
+                    let key = 1u64 | (f.index as u64 & 0xffff) << 4 | (n_cond as u64) << 53;
                     self.a.cached_schema(key, make)
                 } else {
                     Arc::new(make())
@@ -586,6 +591,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             other => other,
         };
+        // The date changes once a day: it stays in the system prompt (a small model
+        // echoes what is appended to the user's message), so the prefix a provider
+        // caches holds for the day.
         self.push_today(&mut sys);
         if let Some(sum) = &self.s.summary {
             let _ = writeln!(sys, "Summary of the earlier conversation: {sum}");
@@ -611,7 +619,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // a completed flow, is not final.
             held: in_answer || correcting.is_some(),
         };
-        let (resp, deltas) = self.tool_loop(&mut req, &tools, &live).await?;
+        let (resp, deltas, settled) = self.tool_loop(&mut req, &tools, &live).await?;
+        if settled {
+            // A tool's verbatim reply replaces whatever the model would say next; the
+            // conditions this call was to judge are judged not to hold, as when an
+            // answer leaves them out.
+            return Ok(CallOutcome {
+                deltas,
+                verdicts: conditions.iter().map(|c| (c.clone(), false)).collect(),
+                ..CallOutcome::default()
+            });
+        }
         if !structured {
             return Ok(CallOutcome {
                 message: resp.content,
@@ -638,7 +656,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             Some(Value::Object(d)) => Some(d),
                             Some(_) => return Err("`data` is not an object".into()),
                         };
-                        let claimed = out.step;
+                        // Only a claim this call offered counts (the schema lists every step).
+                        let claimed = out.step.filter(|c| claims.contains(c));
                         let intent = out.intent.filter(|i| {
                             intents
                                 .as_ref()
@@ -693,9 +712,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let mut assistant = Message::assistant(String::new());
                         assistant.tool_calls = vec![call.clone()];
                         req.messages.push(assistant);
+                        let since = self.post_bus.len();
                         let results = self.run_tools(&tools, std::slice::from_ref(&call)).await;
                         for content in results {
                             req.messages.push(Message::tool(call.id.clone(), content));
+                        }
+                        if self.reply_settled_since(since) {
+                            out.message.clear();
+                            out.deltas = std::mem::take(&mut deltas);
+                            return Ok(out);
                         }
                         // The follow-up writes the message; no second action, so a
                         // model repeating itself cannot book twice.
@@ -731,26 +756,43 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
     }
 
-    /// Call, run requested tools, feed results back, until the model answers.
+    /// Whether a tool that ran since `since` (a position in the post bus) set the
+    /// reply verbatim or aborted: the model's next message would be replaced, so it is
+    /// not asked for (one call fewer, and the user reads the code's text).
+    pub(super) fn reply_settled_since(&self, since: usize) -> bool {
+        self.post_bus.get(since..).is_some_and(|new| {
+            new.iter().any(|(_, d)| {
+                d.reply.is_some()
+                    || matches!(d.position, Some(crate::directive::Position::Abort(_)))
+            })
+        })
+    }
+
+    /// Call, run requested tools, feed results back, until the model answers or a
+    /// tool settles the reply (the third value).
     async fn tool_loop(
         &mut self,
         req: &mut ModelRequest,
         tools: &[Arc<dyn Tool<D, C>>],
         live: &LiveTarget,
-    ) -> Result<(ModelResponse, Vec<String>), AgentError> {
+    ) -> Result<(ModelResponse, Vec<String>, bool), AgentError> {
         let mut round = 0u32;
         loop {
             let (resp, deltas) = self.call(req, Some(live)).await?;
             if resp.tool_calls.is_empty() || req.tools.is_empty() {
-                return Ok((resp, deltas));
+                return Ok((resp, deltas, false));
             }
             round += 1;
             let mut assistant = Message::assistant(resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
+            let since = self.post_bus.len();
             let results = self.run_tools(tools, &resp.tool_calls).await;
             for (call, content) in resp.tool_calls.iter().zip(results) {
                 req.messages.push(Message::tool(call.id.clone(), content));
+            }
+            if self.reply_settled_since(since) {
+                return Ok((resp, deltas, true));
             }
             req.kind = CallKind::ToolRound;
             if round >= self.a.config.max_tool_rounds {
@@ -1141,18 +1183,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The respond call's schema: `data` (what the flow collects), `conditions`, the
     /// `step` claim, `switch_flow`, then `message` last so streams reach it after the
-    /// decisions.
-    fn respond_schema(
-        &self,
-        f: &Flow<D, C>,
-        extract: bool,
-        claims: &[String],
-        n_conditions: usize,
-        switch_ids: &[String],
-    ) -> Value {
+    /// decisions. The same for every call in the flow: `data` is there even when the
+    /// call does not read the message (the answer's `data` is then ignored), `step`
+    /// lists every model step (a claim of a step the call did not offer counts as no
+    /// claim).
+    fn respond_schema(&self, f: &Flow<D, C>, n_conditions: usize, switch_ids: &[String]) -> Value {
         let mut props = Map::new();
         let mut required = Vec::new();
-        if extract {
+        if !f.collectable.is_empty() {
             props.insert(
                 "data".into(),
                 self.a
@@ -1173,7 +1211,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             required.push("conditions");
         }
-        if !claims.is_empty() {
+        let claims: Vec<&str> = f
+            .steps
+            .iter()
+            .filter(|s| matches!(s.kind, crate::step::StepKind::Model))
+            .map(|s| s.id.as_ref())
+            .collect();
+        if claims.len() > 1 {
             props.insert("step".into(), json!({ "type": "string", "enum": claims }));
             required.push("step");
         }
@@ -1224,7 +1268,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// speculative call, when a dry walk with the decisions already streamed (`head`:
     /// data, verdicts, claimed step) lands on the rendered step through hook-free steps.
     async fn live_ok(&mut self, lt: &LiveTarget, head: Option<&str>) -> bool {
-        if !self.post_bus.is_empty() || self.a.signals.iter().any(|s| s.phase.runs_post()) {
+        // Claim guards read the whole reply after the tools ran: it streams once checked.
+        if !self.post_bus.is_empty()
+            || !self.a.claim_guards.is_empty()
+            || self.a.signals.iter().any(|s| s.phase.runs_post())
+        {
             return false;
         }
         let flow = match &lt.target {
@@ -1290,8 +1338,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.s.data = saved_data;
         self.present = saved_present;
         self.judged = saved_judged;
-        let claimed = out.step.as_deref();
         let id = |j: usize| flow.steps[j].id.as_ref();
+        // Only a claim of the alternative step counts (the schema lists every step).
+        let claimed = out
+            .step
+            .as_deref()
+            .filter(|c| lt.alt.is_some_and(|a| *c == id(a)));
         clean
             && match (&lt.target, dry) {
                 (Stop::Render(f1, j1), Some(Stop::Render(f2, j2))) if *f1 == f2 => {

@@ -19,6 +19,15 @@
 //! - A client that dies or is cancelled during a save leaves the previous version (the
 //!   statement commits whole or not at all); a committed save is as durable as the
 //!   server's `synchronous_commit` makes it.
+//! - Session leases (see [`crate::store`]) are rows of `{table}_leases`, expiring by
+//!   the server's clock (so agent machines' clocks do not matter); fencing tokens
+//!   come from the sequence `{table}_lease_tokens`. Taking a lease is one
+//!   `INSERT … ON CONFLICT DO UPDATE … WHERE expired`; `save_leased` is one statement
+//!   that locks the lease row `FOR SHARE` with the expected token and only then runs
+//!   the compare-and-swap, so a lease taken over at the same moment either waits for
+//!   the save or makes it fail. Renewals and releases commit without waiting for the
+//!   disk (one connection with `synchronous_commit = off`): losing one in a server
+//!   crash only moves the lease's end, which fencing makes safe.
 //! - Plain TCP (no TLS): keep the server on a private network or a local socket
 //!   proxy.
 //!
@@ -27,18 +36,21 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::{SessionInfo, SessionStore, StoredSession};
+use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost};
 use crate::error::StoreError;
 
 /// Tuning of a [`PostgresStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostgresOptions {
-    /// Table holding the sessions (created if missing). ASCII letters, digits and `_`,
-    /// not starting with a digit, at most 63 bytes. Default `agent_sessions`.
+    /// Table holding the sessions (created if missing, with `{table}_leases` and the
+    /// sequence `{table}_lease_tokens` beside it). ASCII letters, digits and `_`, not
+    /// starting with a digit, at most 50 bytes (so the names beside it fit
+    /// PostgreSQL's 63). Default `agent_sessions`.
     pub table: String,
     /// Connections to the server (each pipelines concurrent calls). Default 4.
     pub connections: usize,
@@ -76,6 +88,8 @@ struct Inner {
     config: Config,
     table: String,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    /// The connection renewing and releasing leases, with `synchronous_commit = off`.
+    lease_slot: tokio::sync::Mutex<Option<Arc<Conn>>>,
     next: AtomicUsize,
 }
 
@@ -101,7 +115,21 @@ struct Conn {
     delete: Statement,
     list: Statement,
     prune: Statement,
+    prune_leases: Statement,
+    acquire: Statement,
+    lease_holder: Statement,
+    renew: Statement,
+    release: Statement,
+    lease_token: Statement,
+    insert_leased: Statement,
+    update_leased: Statement,
 }
+
+/// The server's clock in ms since the Unix epoch (lease expiry).
+const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// Longest table name: `{table}_lease_tokens` must fit PostgreSQL's 63 bytes.
+const MAX_TABLE: usize = 50;
 
 fn backend(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("PostgreSQL store: {what} failed: {e}"))
@@ -117,7 +145,7 @@ fn to_u64(what: &str, v: i64) -> Result<u64, StoreError> {
 
 fn valid_table(t: &str) -> bool {
     !t.is_empty()
-        && t.len() <= 63
+        && t.len() <= MAX_TABLE
         && !t.as_bytes()[0].is_ascii_digit()
         && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
@@ -134,7 +162,7 @@ impl PostgresStore {
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
         if !valid_table(&options.table) {
             return Err(StoreError::Backend(format!(
-                "PostgreSQL store: invalid table name `{}`; use ASCII letters, digits and `_`, not starting with a digit, at most 63 bytes",
+                "PostgreSQL store: invalid table name `{}`; use ASCII letters, digits and `_`, not starting with a digit, at most {MAX_TABLE} bytes",
                 options.table
             )));
         }
@@ -152,6 +180,7 @@ impl PostgresStore {
                 config,
                 table: options.table,
                 slots,
+                lease_slot: tokio::sync::Mutex::new(None),
                 next: AtomicUsize::new(0),
             }),
         };
@@ -169,6 +198,13 @@ impl PostgresStore {
                      bytes      BYTEA NOT NULL
                  );
                  CREATE INDEX IF NOT EXISTS {t}_updated_ms ON {t} (updated_ms);
+                 CREATE TABLE IF NOT EXISTS {t}_leases (
+                     id         TEXT PRIMARY KEY,
+                     holder     TEXT NOT NULL,
+                     token      BIGINT NOT NULL,
+                     expires_ms BIGINT NOT NULL
+                 );
+                 CREATE SEQUENCE IF NOT EXISTS {t}_lease_tokens;
                  COMMIT;"
             ))
             .await
@@ -232,6 +268,47 @@ impl PostgresStore {
         ))
         .await?;
         let prune = p(format!("DELETE FROM {t} WHERE updated_ms < $1")).await?;
+        let prune_leases = p(format!(
+            "DELETE FROM {t}_leases l WHERE l.expires_ms <= {NOW_MS} \
+             AND NOT EXISTS (SELECT 1 FROM {t} s WHERE s.id = l.id)"
+        ))
+        .await?;
+        let acquire = p(format!(
+            "INSERT INTO {t}_leases AS l (id, holder, token, expires_ms) \
+             VALUES ($1, $2, nextval('{t}_lease_tokens'), {NOW_MS} + $3::bigint) \
+             ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, \
+             token = EXCLUDED.token, expires_ms = EXCLUDED.expires_ms \
+             WHERE l.expires_ms <= {NOW_MS} \
+             RETURNING token"
+        ))
+        .await?;
+        let lease_holder = p(format!(
+            "SELECT holder, GREATEST(expires_ms - {NOW_MS}, 0) FROM {t}_leases WHERE id = $1"
+        ))
+        .await?;
+        let renew = p(format!(
+            "UPDATE {t}_leases SET expires_ms = {NOW_MS} + $3::bigint \
+             WHERE id = $1 AND token = $2"
+        ))
+        .await?;
+        let release = p(format!(
+            "DELETE FROM {t}_leases WHERE id = $1 AND token = $2"
+        ))
+        .await?;
+        let lease_token = p(format!("SELECT token FROM {t}_leases WHERE id = $1")).await?;
+        let insert_leased = p(format!(
+            "WITH l AS (SELECT 1 FROM {t}_leases WHERE id = $1 AND token = $5 FOR SHARE) \
+             INSERT INTO {t} (id, version, updated_ms, bytes) \
+             SELECT $1::text, $2::bigint, $3::bigint, $4::bytea WHERE EXISTS (SELECT 1 FROM l) \
+             ON CONFLICT (id) DO NOTHING"
+        ))
+        .await?;
+        let update_leased = p(format!(
+            "WITH l AS (SELECT 1 FROM {t}_leases WHERE id = $1 AND token = $6 FOR SHARE) \
+             UPDATE {t} SET version = $2, updated_ms = $3, bytes = $4 \
+             WHERE id = $1 AND version = $5 AND EXISTS (SELECT 1 FROM l)"
+        ))
+        .await?;
         Ok(Conn {
             client,
             load,
@@ -241,7 +318,37 @@ impl PostgresStore {
             delete,
             list,
             prune,
+            prune_leases,
+            acquire,
+            lease_holder,
+            renew,
+            release,
+            lease_token,
+            insert_leased,
+            update_leased,
         })
+    }
+
+    /// The connection for renewals and releases: they commit without waiting for
+    /// the disk (`synchronous_commit = off`), saving a flush per turn. Safe: a renewal
+    /// or release lost in a server crash only makes the lease end earlier (then
+    /// fencing refuses the holder's save) or later (at its ttl). Taking a lease and
+    /// saving stay synchronous.
+    async fn lease_conn(&self) -> Result<Arc<Conn>, StoreError> {
+        let mut slot = self.inner.lease_slot.lock().await;
+        if let Some(c) = slot.as_ref()
+            && !c.client.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        let client = self.raw_connect().await?;
+        client
+            .batch_execute("SET synchronous_commit = off")
+            .await
+            .map_err(|e| backend("configuring the lease connection", e))?;
+        let c = Arc::new(self.prepare(client).await?);
+        *slot = Some(c.clone());
+        Ok(c)
     }
 
     /// A live connection, round robin; a broken one is replaced.
@@ -290,49 +397,7 @@ impl SessionStore for PostgresStore {
     }
 
     async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
-        let c = self.conn().await?;
-        let version = to_i64("saving a session", session.version)?;
-        let updated_ms = to_i64("saving a session", session.updated_ms)?;
-        let changed = if expected == 0 {
-            c.client
-                .execute(
-                    &c.insert,
-                    &[&session.id, &version, &updated_ms, &session.bytes],
-                )
-                .await
-        } else {
-            let expected_i = to_i64("saving a session", expected)?;
-            c.client
-                .execute(
-                    &c.update,
-                    &[
-                        &session.id,
-                        &version,
-                        &updated_ms,
-                        &session.bytes,
-                        &expected_i,
-                    ],
-                )
-                .await
-        }
-        .map_err(|e| backend("saving a session", e))?;
-        if changed == 1 {
-            return Ok(());
-        }
-        let found = c
-            .client
-            .query_opt(&c.version, &[&session.id])
-            .await
-            .map_err(|e| backend("reading the conflicting version", e))?
-            .map(|r| r.try_get::<_, i64>(0))
-            .transpose()
-            .map_err(|e| backend("reading the conflicting version", e))?
-            .unwrap_or(0);
-        Err(StoreError::Conflict {
-            session_id: session.id,
-            expected,
-            found: to_u64("reading the conflicting version", found)?,
-        })
+        self.save_with(session, expected, None).await
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -375,7 +440,180 @@ impl SessionStore for PostgresStore {
             .execute(&c.prune, &[&cutoff])
             .await
             .map_err(|e| backend("pruning sessions", e))?;
+        // Expired leases of sessions that are gone (tokens never repeat: they come
+        // from the sequence).
+        c.client
+            .execute(&c.prune_leases, &[])
+            .await
+            .map_err(|e| backend("pruning leases", e))?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn supports_leases(&self) -> bool {
+        true
+    }
+
+    async fn try_acquire_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseAttempt, StoreError> {
+        let c = self.conn().await?;
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4);
+        let row = c
+            .client
+            .query_opt(&c.acquire, &[&id, &holder, &ttl_ms])
+            .await
+            .map_err(|e| backend("taking a lease", e))?;
+        if let Some(row) = row {
+            let token: i64 = row.try_get(0).map_err(|e| backend("reading a token", e))?;
+            return Ok(LeaseAttempt::Acquired(Lease {
+                session_id: id.to_owned(),
+                holder: holder.to_owned(),
+                token: to_u64("taking a lease", token)?,
+                ttl,
+            }));
+        }
+        let row = c
+            .client
+            .query_opt(&c.lease_holder, &[&id])
+            .await
+            .map_err(|e| backend("reading a lease", e))?;
+        // Released in between: busy for no time, the next attempt takes it.
+        let (holder, left) = match row {
+            Some(r) => (
+                r.try_get::<_, String>(0)
+                    .map_err(|e| backend("reading a lease", e))?,
+                r.try_get::<_, i64>(1)
+                    .map_err(|e| backend("reading a lease", e))?,
+            ),
+            None => (String::new(), 0),
+        };
+        Ok(LeaseAttempt::Busy {
+            holder,
+            expires_in: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+        })
+    }
+
+    async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let c = self.lease_conn().await?;
+        let token = to_i64("renewing a lease", lease.token)?;
+        let ttl_ms = i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX / 4);
+        let n = c
+            .client
+            .execute(&c.renew, &[&lease.session_id, &token, &ttl_ms])
+            .await
+            .map_err(|e| backend("renewing a lease", e))?;
+        if n == 1 {
+            return Ok(());
+        }
+        let current = self.current_token(&c, &lease.session_id).await?;
+        Err(lease_lost(lease, current))
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
+        let c = self.lease_conn().await?;
+        let token = to_i64("releasing a lease", lease.token)?;
+        let n = c
+            .client
+            .execute(&c.release, &[&lease.session_id, &token])
+            .await
+            .map_err(|e| backend("releasing a lease", e))?;
+        Ok(n > 0)
+    }
+
+    async fn save_leased(
+        &self,
+        session: StoredSession,
+        expected: u64,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        if session.id != lease.session_id {
+            return Err(lease_lost(lease, None));
+        }
+        self.save_with(session, expected, Some(lease)).await
+    }
+}
+
+impl PostgresStore {
+    async fn current_token(&self, c: &Conn, id: &str) -> Result<Option<u64>, StoreError> {
+        c.client
+            .query_opt(&c.lease_token, &[&id])
+            .await
+            .map_err(|e| backend("reading a lease token", e))?
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()
+            .map_err(|e| backend("reading a lease token", e))?
+            .map(|t| to_u64("reading a lease token", t))
+            .transpose()
+    }
+
+    /// One statement: (with a lease: lock the lease row holding its token `FOR
+    /// SHARE`, then) the compare-and-swap.
+    async fn save_with(
+        &self,
+        session: StoredSession,
+        expected: u64,
+        lease: Option<&Lease>,
+    ) -> Result<(), StoreError> {
+        let c = self.conn().await?;
+        let version = to_i64("saving a session", session.version)?;
+        let updated_ms = to_i64("saving a session", session.updated_ms)?;
+        let token = lease
+            .map(|l| to_i64("saving a session", l.token))
+            .transpose()?;
+        let expected_i = to_i64("saving a session", expected)?;
+        let (id, bytes) = (&session.id, &session.bytes);
+        let changed = match (expected, &token) {
+            (0, None) => {
+                c.client
+                    .execute(&c.insert, &[id, &version, &updated_ms, bytes])
+                    .await
+            }
+            (0, Some(t)) => {
+                c.client
+                    .execute(&c.insert_leased, &[id, &version, &updated_ms, bytes, t])
+                    .await
+            }
+            (_, None) => {
+                c.client
+                    .execute(&c.update, &[id, &version, &updated_ms, bytes, &expected_i])
+                    .await
+            }
+            (_, Some(t)) => {
+                c.client
+                    .execute(
+                        &c.update_leased,
+                        &[id, &version, &updated_ms, bytes, &expected_i, t],
+                    )
+                    .await
+            }
+        }
+        .map_err(|e| backend("saving a session", e))?;
+        if changed == 1 {
+            return Ok(());
+        }
+        if let Some(lease) = lease {
+            let current = self.current_token(&c, &session.id).await?;
+            if current != Some(lease.token) {
+                return Err(lease_lost(lease, current));
+            }
+        }
+        let found = c
+            .client
+            .query_opt(&c.version, &[&session.id])
+            .await
+            .map_err(|e| backend("reading the conflicting version", e))?
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()
+            .map_err(|e| backend("reading the conflicting version", e))?
+            .unwrap_or(0);
+        Err(StoreError::Conflict {
+            session_id: session.id,
+            expected,
+            found: to_u64("reading the conflicting version", found)?,
+        })
     }
 }
 

@@ -16,6 +16,12 @@
 //! save, ms) and `b` (the encoded session); the sorted set `{prefix}sessions` indexes
 //! the ids by last save time, for `list` and `prune`. The default prefix is `agent:`.
 //!
+//! A session lease (see [`crate::store`]) is the key `{prefix}lease:{id}` (the
+//! holder's name, with a `PX` expiry kept by the server), and its fencing token the
+//! key `{prefix}fence:{id}`; tokens come from `INCR {prefix}fences`. Taking,
+//! renewing and releasing are scripts; the leased save script compares the fence
+//! with the saver's token before the compare-and-swap.
+//!
 //! # Guarantees
 //!
 //! - `save` is one Lua script, so one atomic compare-and-swap inside the server: it
@@ -32,12 +38,13 @@
 //!   declared ones in `prune`, so Redis Cluster is not supported.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
 
-use super::{SessionInfo, SessionStore, StoredSession};
+use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost};
 use crate::error::StoreError;
 
 /// Tuning of a [`RedisStore`].
@@ -81,6 +88,11 @@ struct Inner {
     save: Script,
     delete: Script,
     prune: Script,
+    save_leased: Script,
+    acquire: Script,
+    renew: Script,
+    release: Script,
+    fences: String,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -110,16 +122,60 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return n
 ";
 
-/// KEYS: index. ARGV: cutoff (exclusive), session key prefix, batch size.
-/// Returns {ids examined, sessions deleted}.
+/// KEYS: index. ARGV: cutoff (exclusive), session key prefix, batch size, lease key
+/// prefix, fence key prefix. Returns {ids examined, sessions deleted}. The fence of a
+/// deleted session goes too unless its lease is held (tokens never repeat: they come
+/// from the counter).
 const PRUNE: &str = r"
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 local n = 0
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
   n = n + redis.call('DEL', ARGV[2] .. id)
+  if redis.call('EXISTS', ARGV[4] .. id) == 0 then redis.call('DEL', ARGV[5] .. id) end
 end
 return {#ids, n}
+";
+
+/// KEYS: session hash, index, fence. ARGV: expected, version, updated_ms, bytes, id,
+/// token. Returns {1, found} when saved, {0, found} on a version mismatch, {2, fence}
+/// when the fence is not the token (lease lost; `fence` is `''` when none).
+const SAVE_LEASED: &str = r"
+local f = redis.call('GET', KEYS[3])
+if f ~= ARGV[6] then return {2, f or ''} end
+local cur = redis.call('HGET', KEYS[1], 'v')
+if not cur then cur = '0' end
+if cur ~= ARGV[1] then return {0, cur} end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'u', ARGV[3], 'b', ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
+return {1, cur}
+";
+
+/// KEYS: lease, fence, token counter. ARGV: holder, ttl ms.
+/// Returns {1, '', token} when taken, {0, holder, ms left} when held.
+const ACQUIRE: &str = r"
+local h = redis.call('GET', KEYS[1])
+if h then return {0, h, redis.call('PTTL', KEYS[1])} end
+local t = redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[2], t)
+return {1, '', t}
+";
+
+/// KEYS: lease, fence. ARGV: token, holder, ttl ms. Returns {1, token} when renewed
+/// (re-created if it had expired untaken), {0, fence or ''} when lost.
+const RENEW: &str = r"
+local f = redis.call('GET', KEYS[2])
+if f ~= ARGV[1] then return {0, f or ''} end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {1, f}
+";
+
+/// KEYS: lease, fence. ARGV: token. Returns whether it was this holder's.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
 ";
 
 const PRUNE_BATCH: usize = 500;
@@ -127,6 +183,14 @@ const LIST_BATCH: usize = 1000;
 
 fn backend(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("Redis store: {what} failed: {e}"))
+}
+
+/// A lease's `PX`: at least 1 ms, at most 2^50 ms (Redis refuses expiries past
+/// its clock's range).
+fn ttl_ms(ttl: std::time::Duration) -> u64 {
+    u64::try_from(ttl.as_millis())
+        .unwrap_or(u64::MAX)
+        .clamp(1, 1 << 50)
 }
 
 fn parse_u64(what: &str, s: &str) -> Result<u64, StoreError> {
@@ -153,11 +217,16 @@ impl RedisStore {
                 client,
                 config,
                 index: format!("{}sessions", options.prefix),
+                fences: format!("{}fences", options.prefix),
                 prefix: options.prefix,
                 conn: tokio::sync::Mutex::new(None),
                 save: Script::new(SAVE),
                 delete: Script::new(DELETE),
                 prune: Script::new(PRUNE),
+                save_leased: Script::new(SAVE_LEASED),
+                acquire: Script::new(ACQUIRE),
+                renew: Script::new(RENEW),
+                release: Script::new(RELEASE),
             }),
         };
         // Fail now, not on the first turn, if the server cannot be reached.
@@ -172,6 +241,22 @@ impl RedisStore {
 
     fn key(&self, id: &str) -> String {
         format!("{}session:{id}", self.inner.prefix)
+    }
+
+    fn lease_key(&self, id: &str) -> String {
+        format!("{}lease:{id}", self.inner.prefix)
+    }
+
+    fn fence_key(&self, id: &str) -> String {
+        format!("{}fence:{id}", self.inner.prefix)
+    }
+
+    /// A token the server returned (`''`: none).
+    fn token(what: &str, s: &str) -> Result<Option<u64>, StoreError> {
+        if s.is_empty() {
+            return Ok(None);
+        }
+        parse_u64(what, s).map(Some)
     }
 
     async fn conn(&self) -> Result<MultiplexedConnection, StoreError> {
@@ -325,6 +410,8 @@ impl SessionStore for RedisStore {
                 .arg(cutoff_ms.to_string())
                 .arg(&session_prefix)
                 .arg(PRUNE_BATCH)
+                .arg(format!("{}lease:", self.inner.prefix))
+                .arg(format!("{}fence:", self.inner.prefix))
                 .invoke_async(&mut c)
                 .await;
             let (examined, n) = match got {
@@ -335,6 +422,123 @@ impl SessionStore for RedisStore {
             if examined < PRUNE_BATCH {
                 return Ok(deleted);
             }
+        }
+    }
+
+    fn supports_leases(&self) -> bool {
+        true
+    }
+
+    async fn try_acquire_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseAttempt, StoreError> {
+        let mut c = self.conn().await?;
+        let ttl_ms = ttl_ms(ttl);
+        let got: redis::RedisResult<(i64, String, i64)> = self
+            .inner
+            .acquire
+            .key(self.lease_key(id))
+            .key(self.fence_key(id))
+            .key(&self.inner.fences)
+            .arg(holder)
+            .arg(ttl_ms)
+            .invoke_async(&mut c)
+            .await;
+        let (taken, who, n) = match got {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail("taking a lease", e).await),
+        };
+        if taken == 1 {
+            return Ok(LeaseAttempt::Acquired(Lease {
+                session_id: id.to_owned(),
+                holder: holder.to_owned(),
+                token: u64::try_from(n)
+                    .map_err(|_| backend("taking a lease", format!("token {n}")))?,
+                ttl,
+            }));
+        }
+        Ok(LeaseAttempt::Busy {
+            holder: who,
+            // PTTL is -1 for a key without expiry (written by something else).
+            expires_in: Duration::from_millis(u64::try_from(n).unwrap_or(0)),
+        })
+    }
+
+    async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let ttl_ms = ttl_ms(lease.ttl);
+        let got: redis::RedisResult<(i64, String)> = self
+            .inner
+            .renew
+            .key(self.lease_key(&lease.session_id))
+            .key(self.fence_key(&lease.session_id))
+            .arg(lease.token.to_string())
+            .arg(&lease.holder)
+            .arg(ttl_ms)
+            .invoke_async(&mut c)
+            .await;
+        match got {
+            Ok((1, _)) => Ok(()),
+            Ok((_, fence)) => Err(lease_lost(lease, Self::token("renewing a lease", &fence)?)),
+            Err(e) => Err(self.fail("renewing a lease", e).await),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<i64> = self
+            .inner
+            .release
+            .key(self.lease_key(&lease.session_id))
+            .key(self.fence_key(&lease.session_id))
+            .arg(lease.token.to_string())
+            .invoke_async(&mut c)
+            .await;
+        match got {
+            Ok(n) => Ok(n == 1),
+            Err(e) => Err(self.fail("releasing a lease", e).await),
+        }
+    }
+
+    async fn save_leased(
+        &self,
+        session: StoredSession,
+        expected: u64,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        if session.id != lease.session_id {
+            return Err(lease_lost(lease, None));
+        }
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<(i64, String)> = self
+            .inner
+            .save_leased
+            .key(self.key(&session.id))
+            .key(&self.inner.index)
+            .key(self.fence_key(&session.id))
+            .arg(expected.to_string())
+            .arg(session.version.to_string())
+            .arg(session.updated_ms.to_string())
+            .arg(&session.bytes[..])
+            .arg(&session.id)
+            .arg(lease.token.to_string())
+            .invoke_async(&mut c)
+            .await;
+        let (saved, found) = match got {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail("saving a session", e).await),
+        };
+        match saved {
+            1 => Ok(()),
+            2 => Err(lease_lost(lease, Self::token("saving a session", &found)?)),
+            _ => Err(StoreError::Conflict {
+                found: parse_u64("reading the conflicting version", &found)?,
+                session_id: session.id,
+                expected,
+            }),
         }
     }
 }

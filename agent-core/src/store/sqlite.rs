@@ -18,6 +18,11 @@
 //!   processes (and several [`crate::Agent`]s) may share one file.
 //! - A process killed during a save leaves the previous version: an uncommitted WAL
 //!   transaction is discarded on the next open.
+//! - Session leases (see [`crate::store`]) are rows of `agent_leases`, taken, renewed
+//!   and released in `BEGIN IMMEDIATE` transactions; fencing tokens come from the
+//!   one-row table `agent_lease_tokens`; `save_leased` checks the token inside the
+//!   save's transaction. Expiry uses the system clock of the processes sharing the
+//!   file (one machine).
 //! - `synchronous = NORMAL` (the default here) survives process crashes; a power loss
 //!   may lose the last saves but never corrupts the file. [`SqliteOptions::full_sync`]
 //!   makes every save survive power loss too, at the cost of an fsync per save.
@@ -35,7 +40,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
-use super::{SessionInfo, SessionStore, StoredSession};
+use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost, now_ms};
 use crate::error::StoreError;
 
 /// Tuning of a [`SqliteStore`].
@@ -94,7 +99,18 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS agent_sessions (
     updated_ms INTEGER NOT NULL,
     bytes      BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS agent_sessions_updated_ms ON agent_sessions (updated_ms);";
+CREATE INDEX IF NOT EXISTS agent_sessions_updated_ms ON agent_sessions (updated_ms);
+CREATE TABLE IF NOT EXISTS agent_leases (
+    id         TEXT PRIMARY KEY NOT NULL,
+    holder     TEXT NOT NULL,
+    token      INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_lease_tokens (
+    only INTEGER PRIMARY KEY CHECK (only = 1),
+    last INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO agent_lease_tokens (only, last) VALUES (1, 0);";
 
 /// SQLite integers are signed: versions and times are stored as `i64`.
 fn get_u64(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
@@ -260,58 +276,8 @@ impl SessionStore for SqliteStore {
     }
 
     async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError> {
-        self.write(move |conn, path| {
-            let version = to_i64(path, session.version)?;
-            let updated_ms = to_i64(path, session.updated_ms)?;
-            let expected_i = to_i64(path, expected)?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| backend(path, "starting a save", e))?;
-            let changed = if expected == 0 {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "INSERT INTO agent_sessions (id, version, updated_ms, bytes) \
-                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
-                    )
-                    .map_err(|e| backend(path, "preparing insert", e))?;
-                stmt.execute(params![session.id, version, updated_ms, session.bytes])
-            } else {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "UPDATE agent_sessions SET version = ?2, updated_ms = ?3, bytes = ?4 \
-                         WHERE id = ?1 AND version = ?5",
-                    )
-                    .map_err(|e| backend(path, "preparing update", e))?;
-                stmt.execute(params![
-                    session.id,
-                    version,
-                    updated_ms,
-                    session.bytes,
-                    expected_i
-                ])
-            }
-            .map_err(|e| backend(path, "saving a session", e))?;
-            if changed == 0 {
-                let found: Option<u64> = tx
-                    .query_row(
-                        "SELECT version FROM agent_sessions WHERE id = ?1",
-                        params![session.id],
-                        |r| get_u64(r, 0),
-                    )
-                    .optional()
-                    .map_err(|e| backend(path, "reading the conflicting version", e))?;
-                // Dropping the transaction rolls it back (nothing was written).
-                drop(tx);
-                return Err(StoreError::Conflict {
-                    session_id: session.id,
-                    expected,
-                    found: found.unwrap_or(0),
-                });
-            }
-            tx.commit()
-                .map_err(|e| backend(path, "committing a save", e))
-        })
-        .await
+        self.write(move |conn, path| save_tx(conn, path, session, expected, None))
+            .await
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -350,10 +316,201 @@ impl SessionStore for SqliteStore {
         // A cutoff beyond INTEGER deletes everything, like any cutoff above every time.
         let cutoff = i64::try_from(cutoff_ms).unwrap_or(i64::MAX);
         self.write(move |conn, path| {
-            conn.prepare_cached("DELETE FROM agent_sessions WHERE updated_ms < ?1")
+            let n = conn
+                .prepare_cached("DELETE FROM agent_sessions WHERE updated_ms < ?1")
                 .and_then(|mut s| s.execute(params![cutoff]))
-                .map_err(|e| backend(path, "pruning sessions", e))
+                .map_err(|e| backend(path, "pruning sessions", e))?;
+            // Expired leases of sessions that are gone (tokens never repeat: they come
+            // from the counter table).
+            let now = to_i64(path, now_ms())?;
+            conn.prepare_cached(
+                "DELETE FROM agent_leases WHERE expires_ms <= ?1 \
+                 AND id NOT IN (SELECT id FROM agent_sessions)",
+            )
+            .and_then(|mut s| s.execute(params![now]))
+            .map_err(|e| backend(path, "pruning leases", e))?;
+            Ok(n)
         })
         .await
     }
+
+    fn supports_leases(&self) -> bool {
+        true
+    }
+
+    async fn try_acquire_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<LeaseAttempt, StoreError> {
+        let (id, holder) = (id.to_owned(), holder.to_owned());
+        self.write(move |conn, path| {
+            let now = now_ms();
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+            let expires = i64::try_from(now.saturating_add(ttl_ms)).unwrap_or(i64::MAX);
+            let now_i = to_i64(path, now)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| backend(path, "starting a lease acquisition", e))?;
+            let held: Option<(String, i64)> = tx
+                .prepare_cached("SELECT holder, expires_ms FROM agent_leases WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(|e| backend(path, "reading a lease", e))?;
+            if let Some((holder, expires_ms)) = held
+                && expires_ms > now_i
+            {
+                let left = u64::try_from(expires_ms - now_i).unwrap_or(0);
+                return Ok(LeaseAttempt::Busy {
+                    holder,
+                    expires_in: Duration::from_millis(left),
+                });
+            }
+            let token: u64 = tx
+                .prepare_cached(
+                    "UPDATE agent_lease_tokens SET last = last + 1 WHERE only = 1 RETURNING last",
+                )
+                .and_then(|mut s| s.query_row([], |r| get_u64(r, 0)))
+                .map_err(|e| backend(path, "drawing a fencing token", e))?;
+            let token_i = to_i64(path, token)?;
+            tx.prepare_cached(
+                "INSERT INTO agent_leases (id, holder, token, expires_ms) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, \
+                 token = excluded.token, expires_ms = excluded.expires_ms",
+            )
+            .and_then(|mut s| s.execute(params![id, holder, token_i, expires]))
+            .map_err(|e| backend(path, "taking a lease", e))?;
+            tx.commit()
+                .map_err(|e| backend(path, "committing a lease", e))?;
+            Ok(LeaseAttempt::Acquired(Lease {
+                session_id: id,
+                holder,
+                token,
+                ttl,
+            }))
+        })
+        .await
+    }
+
+    async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, path| {
+            let ttl_ms = u64::try_from(lease.ttl.as_millis()).unwrap_or(u64::MAX);
+            let expires = i64::try_from(now_ms().saturating_add(ttl_ms)).unwrap_or(i64::MAX);
+            let token = to_i64(path, lease.token)?;
+            let n = conn
+                .prepare_cached(
+                    "UPDATE agent_leases SET expires_ms = ?3 WHERE id = ?1 AND token = ?2",
+                )
+                .and_then(|mut s| s.execute(params![lease.session_id, token, expires]))
+                .map_err(|e| backend(path, "renewing a lease", e))?;
+            if n == 1 {
+                return Ok(());
+            }
+            let current = current_token(conn, path, &lease.session_id)?;
+            Err(lease_lost(&lease, current))
+        })
+        .await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, path| {
+            let token = to_i64(path, lease.token)?;
+            let n = conn
+                .prepare_cached("DELETE FROM agent_leases WHERE id = ?1 AND token = ?2")
+                .and_then(|mut s| s.execute(params![lease.session_id, token]))
+                .map_err(|e| backend(path, "releasing a lease", e))?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    async fn save_leased(
+        &self,
+        session: StoredSession,
+        expected: u64,
+        lease: &Lease,
+    ) -> Result<(), StoreError> {
+        let lease = lease.clone();
+        self.write(move |conn, path| save_tx(conn, path, session, expected, Some(&lease)))
+            .await
+    }
+}
+
+/// The session's current lease token, if it has a lease row.
+fn current_token(conn: &Connection, path: &Path, id: &str) -> Result<Option<u64>, StoreError> {
+    conn.prepare_cached("SELECT token FROM agent_leases WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |r| get_u64(r, 0)).optional())
+        .map_err(|e| backend(path, "reading a lease token", e))
+}
+
+/// One save in one `BEGIN IMMEDIATE` transaction: the fencing check (with a lease),
+/// then the compare-and-swap.
+fn save_tx(
+    conn: &mut Connection,
+    path: &Path,
+    session: StoredSession,
+    expected: u64,
+    lease: Option<&Lease>,
+) -> Result<(), StoreError> {
+    let version = to_i64(path, session.version)?;
+    let updated_ms = to_i64(path, session.updated_ms)?;
+    let expected_i = to_i64(path, expected)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| backend(path, "starting a save", e))?;
+    if let Some(lease) = lease {
+        let current = current_token(&tx, path, &session.id)?;
+        if session.id != lease.session_id || current != Some(lease.token) {
+            // Dropping the transaction rolls it back (nothing was written).
+            return Err(lease_lost(lease, current));
+        }
+    }
+    let changed = if expected == 0 {
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO agent_sessions (id, version, updated_ms, bytes) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
+            )
+            .map_err(|e| backend(path, "preparing insert", e))?;
+        stmt.execute(params![session.id, version, updated_ms, session.bytes])
+    } else {
+        let mut stmt = tx
+            .prepare_cached(
+                "UPDATE agent_sessions SET version = ?2, updated_ms = ?3, bytes = ?4 \
+                 WHERE id = ?1 AND version = ?5",
+            )
+            .map_err(|e| backend(path, "preparing update", e))?;
+        stmt.execute(params![
+            session.id,
+            version,
+            updated_ms,
+            session.bytes,
+            expected_i
+        ])
+    }
+    .map_err(|e| backend(path, "saving a session", e))?;
+    if changed == 0 {
+        let found: Option<u64> = tx
+            .query_row(
+                "SELECT version FROM agent_sessions WHERE id = ?1",
+                params![session.id],
+                |r| get_u64(r, 0),
+            )
+            .optional()
+            .map_err(|e| backend(path, "reading the conflicting version", e))?;
+        // Dropping the transaction rolls it back (nothing was written).
+        drop(tx);
+        return Err(StoreError::Conflict {
+            session_id: session.id,
+            expected,
+            found: found.unwrap_or(0),
+        });
+    }
+    tx.commit()
+        .map_err(|e| backend(path, "committing a save", e))
 }

@@ -17,6 +17,12 @@ pub trait DataType: AgentData {
     fn field_checks() -> Vec<crate::data::custom::FieldCheck> {
         Vec::new()
     }
+    /// The JSON name (serde's: `rename`, `rename_all`, `r#` stripped) of the field
+    /// written `field` in Rust (without `r#`); `None` for no such field. `#[flow]` names
+    /// fields as written in Rust and hands the runtime flow their JSON names.
+    fn json_name(field: &str) -> Option<&'static str> {
+        Self::FIELDS.iter().copied().find(|f| *f == field)
+    }
 }
 
 /// A `#[context]` type: the agent's session context with a field enum and a fluent patch

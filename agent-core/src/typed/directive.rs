@@ -45,6 +45,10 @@ pub mod state {
     /// `reset`.
     #[derive(Debug, Clone, Copy)]
     pub enum ResetFlow {}
+    /// `complete_then(abort)`: the flow completes, then the conversation ends (so no
+    /// `reply`, and no other position).
+    #[derive(Debug, Clone, Copy)]
+    pub enum CompleteThenAbort {}
     /// No verbatim reply.
     #[derive(Debug, Clone, Copy)]
     pub enum NoReply {}
@@ -76,6 +80,35 @@ impl AllowsReply for JumpToFlow {}
 impl AllowsReply for JumpToStep {}
 impl AllowsReply for CompleteFlow {}
 impl AllowsReply for ResetFlow {}
+
+/// The state of `complete_then(next)` for a `next` in state `Self`: [`CompleteFlow`],
+/// or [`CompleteThenAbort`] when `next` aborts (an aborted conversation delivers no
+/// reply, so the chain cannot take one).
+pub trait ThenState {
+    /// The chained directive's state.
+    type After;
+}
+impl ThenState for NoPosition {
+    type After = CompleteFlow;
+}
+impl ThenState for JumpToFlow {
+    type After = CompleteFlow;
+}
+impl ThenState for JumpToStep {
+    type After = CompleteFlow;
+}
+impl ThenState for CompleteFlow {
+    type After = CompleteFlow;
+}
+impl ThenState for ResetFlow {
+    type After = CompleteFlow;
+}
+impl ThenState for AbortConversation {
+    type After = CompleteThenAbort;
+}
+impl ThenState for CompleteThenAbort {
+    type After = CompleteThenAbort;
+}
 
 /// Satisfied while a directive has no reply.
 #[diagnostic::on_unimplemented(
@@ -212,8 +245,9 @@ impl Directive {
     pub fn complete() -> TypedDirective<CompleteFlow> {
         Self::new().complete()
     }
-    /// Complete the current flow, then apply `next` (typically a `go_to`).
-    pub fn complete_then<P, R>(next: TypedDirective<P, R>) -> TypedDirective<CompleteFlow> {
+    /// Complete the current flow, then apply `next` (typically a `go_to`). When `next`
+    /// aborts, the result takes no `reply` (the abort would swallow it).
+    pub fn complete_then<P: ThenState, R>(next: TypedDirective<P, R>) -> TypedDirective<P::After> {
         TypedDirective::wrap(rt::Directive::complete_then(next.inner))
     }
     /// End the conversation.

@@ -1,6 +1,7 @@
 //! What `#[flow]` generates implements these traits: the flow type ([`FlowDef`]) and its
 //! step id enum ([`StepId`]).
 
+use crate::codeflow::FlowRef;
 use crate::error::ConfigErrors;
 use crate::flow::Flow;
 
@@ -37,3 +38,23 @@ pub trait StepId: Copy + Send + Sync + 'static {
     /// The step id.
     fn id(self) -> &'static str;
 }
+
+/// A flow type (declarative or code flow) over the data type `D`. An agent has one data
+/// type, so a branch or `on_complete` of a flow over `D` can only hand over to a flow
+/// over `D`; `#[flow]` implements this for the types it generates, and its branch
+/// targets require it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a flow with `data = {D}`",
+    label = "not a `#[flow]` type over `{D}`",
+    note = "a flow is named by the type `#[flow]` generates (`mod feedback` → `FeedbackFlow`), and a flow hands over only to flows of the same agent, which share one data type: declare both with the same `data = ..`"
+)]
+pub trait FlowOver<D>: FlowRef {}
+
+/// A step id of a flow over the data type `D`: what a branch of a flow over `D` may
+/// name as `other::Step::name` (see [`FlowOver`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a step of a flow with `data = {D}`",
+    label = "a step of a flow over another data type",
+    note = "a flow hands over only to flows of the same agent, which share one data type: declare both with the same `data = ..`"
+)]
+pub trait StepOver<D>: StepId {}

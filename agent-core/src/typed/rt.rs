@@ -10,7 +10,7 @@ use serde_json::Value;
 
 pub use super::data::{ContextType, DataType, IntoContextPatch, IntoDataPatch, Mode, Opt, Req};
 pub use super::directive::{IntoDirective, IntoPreDirective};
-pub use super::flow::{FlowDef, StepId};
+pub use super::flow::{FlowDef, FlowOver, StepId, StepOver};
 pub use crate::branch::Branch;
 pub use crate::codeflow::FlowRef;
 pub use crate::data::Patch;
@@ -54,14 +54,46 @@ pub fn tool_arc<D, C, T: Tool<D, C> + 'static>(t: T) -> Arc<dyn Tool<D, C>> {
     Arc::new(t)
 }
 
-/// The id of a flow type (declarative or code flow).
-pub fn flow_id<F: FlowRef>() -> &'static str {
+/// The id of a flow over `D` (a branch or `on_complete` target of a flow over `D`).
+pub fn flow_id_over<D, F: FlowOver<D>>() -> &'static str {
     F::ID
 }
 
-/// A jump to a typed step of any flow.
-pub fn step_directive<S: StepId>(s: S) -> RtDirective {
+/// A jump to a typed step of a flow over `D` (a branch target of a flow over `D`).
+pub fn step_directive_over<D, S: StepOver<D>>(s: S) -> RtDirective {
     RtDirective::go_to_step_in(S::FLOW_ID, s.id())
+}
+
+/// A `reply` template with its `{field}` placeholders written as in Rust (`#[step]`
+/// checks them against the step's fields) renamed to the JSON names the runtime renders.
+pub fn reply_template<D: DataType>(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(t) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
+            out.push_str(&tail[..2]);
+            rest = t;
+            continue;
+        }
+        match tail.find('}').filter(|_| tail.starts_with('{')) {
+            Some(end) => {
+                let name = tail[1..end].trim();
+                out.push('{');
+                out.push_str(D::json_name(name).unwrap_or(name));
+                out.push('}');
+                rest = &tail[end + 1..];
+            }
+            // Malformed: left as written for the runtime check to report.
+            None => {
+                out.push_str(tail);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A data write from a typed patch.
@@ -145,9 +177,32 @@ pub trait IntoToolResult {
     fn into_tool_result(self) -> Result<RtToolOutput, ToolError>;
 }
 
-impl<O: Into<RtToolOutput>, E: Into<ToolError>> IntoToolResult for Result<O, E> {
+impl<O: TryIntoToolOutput, E: Into<ToolError>> IntoToolResult for Result<O, E> {
     fn into_tool_result(self) -> Result<RtToolOutput, ToolError> {
-        self.map(Into::into).map_err(Into::into)
+        self.map_err(Into::into)?
+            .try_into_tool_output()
+            .map_err(ToolError::InvalidDirective)
+    }
+}
+
+/// A tool's output, checked where a `#[tool]` converts it: a directive with `reply`
+/// and `abort`, or (typed output) two position fields, is an error instead of a
+/// silently dropped field.
+pub trait TryIntoToolOutput {
+    /// The runtime output, or why its directive breaks the rules.
+    fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError>;
+}
+
+impl TryIntoToolOutput for super::tool::ToolOutput {
+    fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError> {
+        self.try_into_runtime()
+    }
+}
+
+impl TryIntoToolOutput for RtToolOutput {
+    fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError> {
+        self.directive.validate()?;
+        Ok(self)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::error::DirectiveError;
 use crate::tool as rt;
 
 use super::data::{IntoContextPatch, IntoDataPatch};
@@ -13,6 +14,9 @@ use super::directive::IntoDirective;
 #[must_use]
 pub struct ToolOutput {
     inner: rt::ToolOutput,
+    /// A second position field given by a later `.directive(..)` (the runtime output
+    /// keeps one), reported when the `#[tool]` converts its result.
+    conflict: Option<DirectiveError>,
 }
 
 impl ToolOutput {
@@ -20,12 +24,14 @@ impl ToolOutput {
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             inner: rt::ToolOutput::text(content),
+            conflict: None,
         }
     }
     /// A JSON result.
     pub fn json(value: &Value) -> Self {
         Self {
             inner: rt::ToolOutput::json(value),
+            conflict: None,
         }
     }
     /// Write session data (`Booking::patch().booking_id(id)`).
@@ -39,12 +45,31 @@ impl ToolOutput {
         self.inner = self.inner.directive(d);
         self
     }
-    /// Add a post-LLM directive (merged with any already set).
+    /// Add a post-LLM directive (merged with any already set). A directive holds one
+    /// position: a second one (`.directive(complete()).directive(go_to::<F>())`) makes
+    /// the `#[tool]` fail with [`rt::ToolError::InvalidDirective`].
     pub fn directive(mut self, d: impl IntoDirective) -> Self {
-        self.inner = self.inner.directive(d.into_directive());
+        let d = d.into_directive();
+        if let (Some(a), Some(b)) = (&self.inner.directive.position, &d.position)
+            && self.conflict.is_none()
+        {
+            self.conflict = Some(DirectiveError::MultiplePositions {
+                fields: vec![a.field_name().to_owned(), b.field_name().to_owned()],
+            });
+        }
+        self.inner = self.inner.directive(d);
         self
     }
-    /// The runtime output.
+    /// The runtime output, or why its directive breaks the rules (two positions, `reply`
+    /// with `abort`).
+    pub fn try_into_runtime(self) -> Result<rt::ToolOutput, DirectiveError> {
+        if let Some(e) = self.conflict {
+            return Err(e);
+        }
+        self.inner.directive.validate()?;
+        Ok(self.inner)
+    }
+    /// The runtime output (unchecked: see [`Self::try_into_runtime`]).
     pub fn into_runtime(self) -> rt::ToolOutput {
         self.inner
     }

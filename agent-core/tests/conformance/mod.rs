@@ -51,6 +51,8 @@ use serde_json::json;
 
 use crate::common::{Booking, Concierge, booking_flow};
 
+pub mod lease;
+
 /// A store under test, isolated from every other test's (own file, table or prefix).
 pub struct Fixture {
     /// The store.
@@ -174,6 +176,9 @@ fn chat_agent(
         .store_arc(store.clone())
         .config(AgentConfig {
             conflict,
+            // These tests pin the compare-and-swap, the second line of defence: the
+            // lease (which queues the turns instead) is tested in `lease.rs`.
+            lease: None,
             ..AgentConfig::default()
         })
         .build()

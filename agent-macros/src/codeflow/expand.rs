@@ -25,7 +25,11 @@ pub fn expand(def: &CodeFlowDef, valid: bool) -> TokenStream {
     let item = &def.item;
     let vis = &item.vis;
     let fn_name = &item.sig.ident;
-    let ty = format_ident!("{}", type_name(&fn_name.to_string()), span = fn_name.span());
+    let ty = format_ident!(
+        "{}",
+        type_name(&crate::diag::name(fn_name)),
+        span = fn_name.span()
+    );
     let id = &def.id;
     let (data, context) = match (def.data.clone(), def.context.clone(), cx_types(def)) {
         (Some(d), Some(c), _) => (quote!(#d), quote!(#c)),
@@ -51,6 +55,8 @@ pub fn expand(def: &CodeFlowDef, valid: bool) -> TokenStream {
     );
     let register = valid.then(|| {
         quote! {
+            impl ::agent_core::__private::FlowOver<#data> for #ty {}
+
             impl ::agent_core::__private::IntoCodeFlow<#data, #context> for #ty {
                 fn into_code_flow(self) -> ::agent_core::__private::CodeFlow<#data, #context> {
                     ::agent_core::__private::CodeFlow::new(#id, #fn_name) #opts

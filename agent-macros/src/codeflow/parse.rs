@@ -59,7 +59,7 @@ fn ty(e: &Expr, key: &str, errors: &mut Errors) -> Option<syn::Type> {
 /// Parse the attribute and keep the fn.
 pub fn parse(attr: TokenStream, item: syn::ItemFn, errors: &mut Errors) -> CodeFlowDef {
     let mut def = CodeFlowDef {
-        id: item.sig.ident.to_string(),
+        id: crate::diag::name(&item.sig.ident),
         item,
         title: None,
         when: None,

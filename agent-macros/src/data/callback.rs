@@ -5,7 +5,7 @@
 //! [`expand`] with the field list followed by the flow's request:
 //!
 //! ```text
-//! [city check_in guests]            // from #[data]
+//! [city check_in guests] [cache]    // from #[data]: fields, `#[serde(skip)]` fields
 //! data_name = "Booking";            // from #[flow] ...
 //! view = Booking View path;
 //! context = Concierge;
@@ -25,6 +25,8 @@ use syn::parse::{Parse, ParseStream};
 use crate::diag::{Errors, suggest};
 
 struct Entry {
+    /// `#[cfg(..)]` of a step that may be compiled out.
+    attrs: Vec<syn::Attribute>,
     name: syn::Ident,
     idents: Vec<syn::Ident>,
 }
@@ -34,6 +36,7 @@ fn entries(input: ParseStream) -> syn::Result<Vec<Entry>> {
     syn::braced!(content in input);
     let mut out = Vec::new();
     while !content.is_empty() {
+        let attrs = content.call(syn::Attribute::parse_outer)?;
         let name: syn::Ident = content.parse()?;
         let list;
         syn::bracketed!(list in content);
@@ -41,13 +44,19 @@ fn entries(input: ParseStream) -> syn::Result<Vec<Entry>> {
         while !list.is_empty() {
             idents.push(list.parse()?);
         }
-        out.push(Entry { name, idents });
+        out.push(Entry {
+            attrs,
+            name,
+            idents,
+        });
     }
     Ok(out)
 }
 
 struct Request {
     fields: Vec<syn::Ident>,
+    /// `#[serde(skip)]` fields: in the struct, not data the engine sees.
+    skipped: Vec<syn::Ident>,
     data_name: syn::LitStr,
     view: syn::Path,
     context: syn::Type,
@@ -72,6 +81,12 @@ impl Parse for Request {
         let mut fields = Vec::new();
         while !list.is_empty() {
             fields.push(list.parse()?);
+        }
+        let list;
+        syn::bracketed!(list in input);
+        let mut skipped = Vec::new();
+        while !list.is_empty() {
+            skipped.push(list.parse()?);
         }
         key(input, "data_name")?;
         input.parse::<syn::Token![=]>()?;
@@ -101,6 +116,7 @@ impl Parse for Request {
         let checks = entries(input)?;
         Ok(Request {
             fields,
+            skipped,
             data_name,
             view,
             context,
@@ -118,13 +134,21 @@ pub fn expand(input: TokenStream) -> TokenStream {
         Ok(r) => r,
         Err(e) => return e.to_compile_error(),
     };
-    let known: Vec<String> = req.fields.iter().map(ToString::to_string).collect();
+    let known: Vec<String> = req.fields.iter().map(crate::diag::name).collect();
     let mut errors = Errors::default();
     let data_name = req.data_name.value();
     for check in &req.checks {
         for id in &check.idents {
-            let s = id.to_string();
-            if !known.contains(&s) {
+            let s = crate::diag::name(id);
+            if req.skipped.iter().any(|k| crate::diag::name(k) == s) {
+                errors.push(
+                    id.span(),
+                    format!(
+                        "`{}` names `{s}`, which is `#[serde(skip)]` in `{data_name}`: the model and the engine never see it; remove the skip or the name",
+                        check.name
+                    ),
+                );
+            } else if !known.contains(&s) {
                 errors.push(
                     id.span(),
                     format!(
@@ -143,13 +167,18 @@ pub fn expand(input: TokenStream) -> TokenStream {
     let impls = req.views.iter().map(|v| {
         let marker = format_ident!("{}_step_{}", req.prefix, v.name);
         let modes = req.fields.iter().map(|f| {
-            if v.idents.iter().any(|r| r == f) {
+            if v.idents
+                .iter()
+                .any(|r| crate::diag::name(r) == crate::diag::name(f))
+            {
                 quote!(::agent_core::__private::Req)
             } else {
                 quote!(::agent_core::__private::Opt)
             }
         });
+        let attrs = &v.attrs;
         quote! {
+            #(#attrs)*
             impl<'a> ::agent_core::__private::StepView<'a> for #marker {
                 type View = #view<'a, #ctx, #(#modes),*>;
             }

@@ -52,7 +52,7 @@ fn is_string(ty: &syn::Type) -> bool {
 
 fn setter(f: &FieldDef, kind: Kind) -> TokenStream {
     let ident = &f.ident;
-    let key = ident.to_string();
+    let key = &f.json;
     let clear = format_ident!("clear_{}", ident);
     let doc = format!("Set `{key}`.");
     let (ty, conv) = match kind {
@@ -93,6 +93,22 @@ fn setter(f: &FieldDef, kind: Kind) -> TokenStream {
     quote! { #setter #clear }
 }
 
+/// The struct as written without the helper attributes of `#[data]` and the derives it
+/// adds (`field`, `serde`, `schemars`), for a struct that cannot be expanded.
+pub fn bare_struct(item: &syn::ItemStruct) -> syn::ItemStruct {
+    let helper = |a: &syn::Attribute| {
+        ["field", "serde", "schemars"]
+            .iter()
+            .any(|h| a.path().is_ident(h))
+    };
+    let mut item = item.clone();
+    item.attrs.retain(|a| !helper(a));
+    for f in item.fields.iter_mut() {
+        f.attrs.retain(|a| !helper(a));
+    }
+    item
+}
+
 /// The whole expansion.
 pub fn expand(def: &DataDef) -> TokenStream {
     let item = &def.item;
@@ -125,11 +141,12 @@ pub fn expand(def: &DataDef) -> TokenStream {
         quote!()
     };
     let generics = &item.generics;
+    // The derives first: the user's `#[serde(..)]` attributes are their helpers.
     let strukt = quote! {
-        #(#attrs)*
         #[derive(#(#derive_paths),*)]
         #[serde(crate = "::agent_core::__private::serde")]
         #schemars_attr
+        #(#attrs)*
         #vis struct #name #generics {
             #(#field_decls,)*
         }
@@ -137,10 +154,14 @@ pub fn expand(def: &DataDef) -> TokenStream {
 
     let field_enum = format_ident!("{}Field", name);
     let patch = format_ident!("{}Patch", name);
-    let idents: Vec<&syn::Ident> = def.fields.iter().map(|f| &f.ident).collect();
-    let keys: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
-    let field_docs = def.fields.iter().map(|f| {
-        crate::diag::doc_text(&f.attrs).unwrap_or_else(|| format!("The `{}` field.", f.ident))
+    // A `#[serde(skip)]` field is not data the engine sees: only the struct keeps it.
+    let seen: Vec<&FieldDef> = def.fields.iter().filter(|f| !f.skip).collect();
+    let idents: Vec<&syn::Ident> = seen.iter().map(|f| &f.ident).collect();
+    let keys: Vec<&str> = seen.iter().map(|f| f.json.as_str()).collect();
+    let rust_names: Vec<String> = idents.iter().map(|i| crate::diag::name(i)).collect();
+    let field_docs = seen.iter().map(|f| {
+        crate::diag::doc_text(&f.attrs)
+            .unwrap_or_else(|| format!("The `{}` field.", crate::diag::name(&f.ident)))
     });
     let what = match kind {
         Kind::Data => "data",
@@ -149,7 +170,7 @@ pub fn expand(def: &DataDef) -> TokenStream {
     let enum_doc = format!("The fields of the {what} type [`{name}`].");
     let patch_doc =
         format!("A typed write to [`{name}`]: every field optional, set with the fluent methods.");
-    let setters = def.fields.iter().map(|f| setter(f, kind));
+    let setters = seen.iter().map(|f| setter(f, kind));
     let (patch_trait, patch_fn, type_trait) = match kind {
         Kind::Data => (
             quote!(IntoDataPatch),
@@ -172,11 +193,11 @@ pub fn expand(def: &DataDef) -> TokenStream {
     } else {
         quote!()
     };
-    let n = def.fields.len();
+    let n = seen.len();
     let checks: Vec<TokenStream> = match kind {
-        Kind::Data => def
-            .fields
+        Kind::Data => seen
             .iter()
+            .copied()
             .filter_map(super::field::check_expr)
             .collect(),
         Kind::Context => Vec::new(),
@@ -189,6 +210,19 @@ pub fn expand(def: &DataDef) -> TokenStream {
                 ::std::vec![#(#checks),*]
             }
         }
+    };
+    // `#[flow]` names fields as written in Rust; the runtime flow takes JSON names.
+    let json_name = if kind == Kind::Data {
+        quote! {
+            fn json_name(field: &str) -> ::core::option::Option<&'static str> {
+                match field {
+                    #(#rust_names => ::core::option::Option::Some(#keys),)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+    } else {
+        quote!()
     };
     let common = quote! {
         #[doc = #enum_doc]
@@ -259,6 +293,7 @@ pub fn expand(def: &DataDef) -> TokenStream {
             type Patch = #patch;
             const FIELDS: &'static [&'static str] = &[#(#keys),*];
             #field_checks
+            #json_name
         }
     };
     let data_only = if kind == Kind::Data {
@@ -273,13 +308,12 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
     let name = &def.item.ident;
     let vis = &def.item.vis;
     let view = format_ident!("{}View", name);
-    let modes: Vec<syn::Ident> = (0..def.fields.len())
-        .map(|i| format_ident!("M{}", i))
-        .collect();
-    let idents: Vec<&syn::Ident> = def.fields.iter().map(|f| &f.ident).collect();
-    let tys: Vec<&syn::Type> = def.fields.iter().map(FieldDef::value_ty).collect();
-    let fvis: Vec<&syn::Visibility> = def.fields.iter().map(|f| &f.vis).collect();
-    let docs = def.fields.iter().map(|f| {
+    let seen: Vec<&FieldDef> = def.fields.iter().filter(|f| !f.skip).collect();
+    let modes: Vec<syn::Ident> = (0..seen.len()).map(|i| format_ident!("M{}", i)).collect();
+    let idents: Vec<&syn::Ident> = seen.iter().map(|f| &f.ident).collect();
+    let tys: Vec<&syn::Type> = seen.iter().map(|f| f.value_ty()).collect();
+    let fvis: Vec<&syn::Visibility> = seen.iter().map(|f| &f.vis).collect();
+    let docs = seen.iter().map(|f| {
         let d = crate::diag::doc_text(&f.attrs).unwrap_or_default();
         format!("{d} (a plain value when the step `requires` it, else an `Option`)")
     });
@@ -288,6 +322,7 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
     );
     let mac = format_ident!("__agent_data_{}", name);
     let keys: Vec<syn::Ident> = idents.iter().map(|i| (*i).clone()).collect();
+    let skipped = def.fields.iter().filter(|f| f.skip).map(|f| &f.ident);
     let _ = Span::call_site();
     quote! {
         #[doc = #view_doc]
@@ -325,7 +360,7 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
         #[allow(unused_macros)]
         macro_rules! #mac {
             ($($t:tt)*) => {
-                ::agent_core::__private::data_callback! { [#(#keys)*] $($t)* }
+                ::agent_core::__private::data_callback! { [#(#keys)*] [#(#skipped)*] $($t)* }
             };
         }
         #[doc(hidden)]

@@ -569,8 +569,7 @@ pub fn check_expr(f: &FieldDef) -> Option<TokenStream> {
     let e = f.constraints.validate.as_ref()?;
     let path = &e.value;
     let ty = f.value_ty();
-    let key = f.ident.to_string();
-    let key = key.strip_prefix("r#").unwrap_or(&key).to_owned();
+    let key = &f.json;
     let span = syn::spanned::Spanned::span(path);
     let check = quote::quote_spanned! {span=>
         {

@@ -11,6 +11,7 @@ pub mod callback;
 pub mod expand;
 pub mod field;
 pub mod parse;
+pub mod serde_names;
 pub mod validate;
 
 use proc_macro2::TokenStream;
@@ -34,6 +35,13 @@ pub fn expand(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
         return quote::quote! { #ce #item };
     };
     validate::validate(&def, &mut errors);
+    if !def.item.generics.params.is_empty() {
+        // Reported: the generated items would all name `Name` without its parameters.
+        // Keep the struct as written (minus the attributes only the derives read).
+        let bare = expand::bare_struct(&def.item);
+        let ce = errors.to_compile_errors();
+        return quote::quote! { #ce #bare };
+    }
     let out = expand::expand(&def);
     let ce = errors.to_compile_errors();
     quote::quote! { #ce #out }

@@ -22,6 +22,11 @@ pub struct FieldDef {
     pub field_attrs: Vec<syn::Attribute>,
     /// What they say (empty for `#[context]`, where they are an error).
     pub constraints: super::field::Constraints,
+    /// The JSON name (serde's: `r#` stripped, `rename`, `rename_all`).
+    pub json: String,
+    /// `#[serde(skip)]`: not a field the model or the engine sees (no patch setter, not
+    /// in `FIELDS`, the field enum or step views).
+    pub skip: bool,
 }
 
 impl FieldDef {
@@ -89,7 +94,7 @@ pub fn parse(
             format!("`#[{name}]` takes no arguments; write `#[{name}]` on the struct"),
         );
     }
-    let item: syn::ItemStruct = match syn::parse2(item) {
+    let mut item: syn::ItemStruct = match syn::parse2(item) {
         Ok(i) => i,
         Err(e) => {
             errors.push(
@@ -99,6 +104,8 @@ pub fn parse(
             return None;
         }
     };
+    let strict = kind == Kind::Data;
+    let rule = super::serde_names::container(&mut item.attrs, strict, errors);
     let mut fields = Vec::new();
     if let syn::Fields::Named(named) = &item.fields {
         for f in &named.named {
@@ -109,7 +116,7 @@ pub fn parse(
                 Kind::Data => option_inner(&f.ty),
                 Kind::Context => None,
             };
-            let (field_attrs, attrs): (Vec<_>, Vec<_>) = f
+            let (field_attrs, mut attrs): (Vec<_>, Vec<_>) = f
                 .attrs
                 .iter()
                 .cloned()
@@ -118,7 +125,29 @@ pub fn parse(
                 Kind::Data => super::field::parse(&field_attrs, errors),
                 Kind::Context => super::field::Constraints::default(),
             };
+            let mut serde = super::serde_names::field(&mut attrs, strict, errors);
+            let json = serde.rename.unwrap_or_else(|| {
+                let n = crate::diag::name(&ident);
+                rule.map_or_else(|| n.clone(), |r| r.apply(&n))
+            });
+            if let Some(other) = fields
+                .iter()
+                .find(|o: &&FieldDef| !o.skip && !serde.skip && o.json == json)
+            {
+                errors.push_spanned(
+                    &ident,
+                    format!(
+                        "`{}` and `{ident}` have the same JSON name \"{json}\": every field needs its own key",
+                        other.ident
+                    ),
+                );
+                // Keep serde from seeing the clash too.
+                attrs.retain(|a| !a.path().is_ident("serde"));
+                serde.skip = true;
+            }
             fields.push(FieldDef {
+                json,
+                skip: serde.skip,
                 ident,
                 attrs,
                 field_attrs,

@@ -30,7 +30,15 @@ pub fn validate(def: &DataDef, errors: &mut Errors) {
         );
     }
     for f in &def.fields {
-        if f.ident.to_string().starts_with("__") {
+        if f.skip
+            && let Some(a) = f.field_attrs.first()
+        {
+            errors.push_spanned(
+                a,
+                format!("`{}` is `#[serde(skip)]`: the model never writes it, so `#[field(..)]` constraints have nothing to check", f.ident),
+            );
+        }
+        if crate::diag::name(&f.ident).starts_with("__") {
             errors.push_spanned(
                 &f.ident,
                 "field names starting with `__` are reserved for generated code",

@@ -39,7 +39,7 @@ fn cond_text(c: &Cond) -> String {
 fn path_text(p: &syn::Path) -> String {
     p.segments
         .iter()
-        .map(|s| s.ident.to_string())
+        .map(|s| crate::diag::name(&s.ident))
         .collect::<Vec<_>>()
         .join("::")
 }
@@ -52,13 +52,17 @@ pub fn render(def: &FlowDef) -> String {
         .title
         .as_ref()
         .map(syn::LitStr::value)
-        .unwrap_or_else(|| def.ident.to_string());
-    out.push_str(&format!("    %% flow `{}`: {}\n", def.ident, esc(&title)));
+        .unwrap_or_else(|| crate::diag::name(&def.ident));
+    out.push_str(&format!(
+        "    %% flow `{}`: {}\n",
+        crate::diag::name(&def.ident),
+        esc(&title)
+    ));
     for s in &def.steps {
-        let id = &s.ident;
-        let mut label = id.to_string();
+        let id = crate::diag::name(&s.ident);
+        let mut label = id.clone();
         if !s.collect.idents.is_empty() {
-            let f: Vec<String> = s.collect.idents.iter().map(ToString::to_string).collect();
+            let f: Vec<String> = s.collect.idents.iter().map(crate::diag::name).collect();
             label.push_str(&format!(" · collect {}", f.join(", ")));
         }
         let node = match &s.shape {
@@ -71,8 +75,10 @@ pub fn render(def: &FlowDef) -> String {
     let mut extra = Vec::new();
     let mut uses_end = false;
     let mut directive_n = 0;
+    // The diagram shows every step, `#[cfg]`-gated or not.
+    let all = vec![true; def.steps.len()];
     for (i, s) in def.steps.iter().enumerate() {
-        let from = &s.ident;
+        let from = crate::diag::name(&s.ident);
         let mut falls_through = true;
         if let Some(b) = &s.branches {
             for e in &b.entries {
@@ -87,7 +93,7 @@ pub fn render(def: &FlowDef) -> String {
                         .join(" and "),
                 };
                 let to = match &e.target {
-                    Target::Step(t) => t.to_string(),
+                    Target::Step(t) => crate::diag::name(t),
                     Target::Flow(p) => {
                         let name = path_text(p);
                         let id = format!("flow_{}", name.replace("::", "_"));
@@ -114,7 +120,7 @@ pub fn render(def: &FlowDef) -> String {
             }
         }
         if falls_through {
-            for n in successors(def, i) {
+            for n in successors(def, i, &all) {
                 match n {
                     Node::Step(j) => {
                         let t = &def.steps[j];
@@ -125,12 +131,15 @@ pub fn render(def: &FlowDef) -> String {
                             .chain(t.when.iter().map(syn::LitStr::value))
                             .collect();
                         if cond.is_empty() {
-                            out.push_str(&format!("    {from} --> {}\n", t.ident));
+                            out.push_str(&format!(
+                                "    {from} --> {}\n",
+                                crate::diag::name(&t.ident)
+                            ));
                         } else {
                             out.push_str(&format!(
                                 "    {from} -->|\"{}\"| {}\n",
                                 esc(&cond.join(" and ")),
-                                t.ident
+                                crate::diag::name(&t.ident)
                             ));
                         }
                     }
@@ -145,7 +154,7 @@ pub fn render(def: &FlowDef) -> String {
     if let Some(t) = &def.flow.on_complete {
         let name = match t {
             Target::Flow(p) | Target::CrossStep(p) => path_text(p),
-            Target::Step(i) => i.to_string(),
+            Target::Step(i) => crate::diag::name(i),
             Target::Directive(d) => tokens_text(d),
         };
         uses_end = true;

@@ -1,10 +1,11 @@
 //! Code generation for `#[flow]`.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::model::*;
+use crate::diag::name;
 
 const RT: &str = "::agent_core::__private";
 
@@ -28,7 +29,7 @@ fn camel(s: &str) -> String {
 
 /// The flow type's name: `mod booking` → `BookingFlow`.
 pub fn flow_type_ident(module: &syn::Ident) -> syn::Ident {
-    format_ident!("{}Flow", camel(&module.to_string()), span = module.span())
+    format_ident!("{}Flow", camel(&name(module)), span = module.span())
 }
 
 struct Names {
@@ -70,6 +71,7 @@ fn hook_wrapper(
     path: &syn::Path,
     is_async: bool,
     view: &TokenStream,
+    cfg: &TokenStream,
 ) -> TokenStream {
     let rt = rt();
     let call = if is_async {
@@ -98,9 +100,11 @@ fn hook_wrapper(
         ),
     };
     quote! {
+        #cfg
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
         struct #name;
+        #cfg
         #[#rt::async_trait::async_trait]
         impl #rt::#tr<__D, __C> for #name {
             async fn call(&self, __cx: &#rt::Cx<'_, __D, __C>) -> #out {
@@ -113,24 +117,60 @@ fn hook_wrapper(
     }
 }
 
+/// `head(args)` spanned from the first to the last token of `over`, so that an error on
+/// the call underlines all of `over` (`notes::Step::ask`), not its first token.
+fn call_spanning(over: &impl ToTokens, head: TokenStream, args: TokenStream) -> TokenStream {
+    fn respan(ts: TokenStream, span: Span) -> TokenStream {
+        ts.into_iter()
+            .map(|t| match t {
+                proc_macro2::TokenTree::Group(g) => {
+                    let mut n = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                    n.set_span(span);
+                    proc_macro2::TokenTree::Group(n)
+                }
+                mut other => {
+                    other.set_span(span);
+                    other
+                }
+            })
+            .collect()
+    }
+    let mut toks = over.to_token_stream().into_iter();
+    let first = toks.next().map_or_else(Span::call_site, |t| t.span());
+    let last = toks.last().map_or(first, |t| t.span());
+    let head = respan(head, first);
+    let args = quote_spanned!(last=> (#args));
+    quote!(#head #args)
+}
+
 fn target_directive(t: &Target, span: Span) -> Option<TokenStream> {
     let rt = rt();
     Some(match t {
         Target::Step(id) => {
-            let s = id.to_string();
+            let s = name(id);
             quote!(#rt::RtDirective::go_to_step(#s))
         }
         Target::Flow(p) => {
-            let f = quote_spanned!(p.span()=> #rt::flow_id::<#p>());
+            let f = quote_spanned!(p.span()=> #rt::flow_id_over::<__D, #p>());
             quote!(#rt::RtDirective::go_to(#f))
         }
-        Target::CrossStep(p) => quote_spanned!(p.span()=> #rt::step_directive(#p)),
+        Target::CrossStep(p) => {
+            call_spanning(p, quote!(#rt::step_directive_over::<__D, _>), quote!(#p))
+        }
         Target::Directive(e) => quote_spanned!(span=> #rt::into_directive(#e)),
     })
 }
 
-fn strs(l: &FieldList) -> Vec<String> {
-    l.idents.iter().map(ToString::to_string).collect()
+/// The fields of a list as the runtime names them: `__field("guests")`, the JSON name
+/// (see the `__field` binding in `flow()`).
+fn strs(l: &FieldList) -> Vec<TokenStream> {
+    l.idents
+        .iter()
+        .map(|i| {
+            let n = name(i);
+            quote!(__field(#n))
+        })
+        .collect()
 }
 
 /// The whole expansion.
@@ -138,7 +178,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
     let rt = rt();
     let _ = RT;
     let module = &def.ident;
-    let id = module.to_string();
+    let id = name(module);
     let vis = &def.vis;
     let flow_ty = flow_type_ident(module);
     let names = Names {
@@ -147,11 +187,14 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         prefix: format_ident!("__agent_flow_{}", module),
     };
     let (alias_d, alias_c) = (&names.d, &names.c);
-    let step_names: Vec<String> = def.steps.iter().map(|s| s.ident.to_string()).collect();
+    let step_names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
     // Steps that survive (duplicates dropped so rustc reports nothing twice).
     let mut unique: Vec<&StepDef> = Vec::new();
     for s in &def.steps {
-        if !unique.iter().any(|u| u.ident == s.ident) {
+        if !unique
+            .iter()
+            .any(|u| name(&u.ident) == name(&s.ident) && !u.cfg_alternative(s))
+        {
             unique.push(s);
         }
     }
@@ -180,7 +223,8 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             let views = unique.iter().map(|s| {
                 let n = &s.ident;
                 let r = &s.requires.idents;
-                quote!(#n [#(#r)*])
+                let cfg = s.cfg_attrs();
+                quote!(#cfg #n [#(#r)*])
             });
             let req = &def.flow.required.idents;
             let collect = def.steps.iter().flat_map(|s| s.collect.idents.iter());
@@ -216,12 +260,15 @@ pub fn expand(def: &FlowDef) -> TokenStream {
     let flow_doc = format!(
         "The `{id}` flow ({title}): name it in branch targets, `on_complete` and `Directive::go_to::<{flow_ty}>()`."
     );
-    let view_names: Vec<String> = unique
+    let view_names: Vec<(String, TokenStream)> = unique
         .iter()
-        .map(|s| s.ident.to_string())
-        .chain(["__flow".to_string(), "__completed".to_string()])
+        .map(|s| (name(&s.ident), s.cfg_attrs()))
+        .chain([
+            ("__flow".to_string(), TokenStream::new()),
+            ("__completed".to_string(), TokenStream::new()),
+        ])
         .collect();
-    let markers = view_names.iter().map(|v| {
+    let markers = view_names.iter().map(|(v, cfg)| {
         let marker = format_ident!("{}_step_{}", names.prefix, v);
         let alias = view_alias(&names, v);
         let target = if def.flow.data.is_some() {
@@ -231,9 +278,11 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             quote!(::core::marker::PhantomData<&'a ()>)
         };
         quote! {
+            #cfg
             #[doc(hidden)]
             #[allow(non_camel_case_types, dead_code)]
             #vis struct #marker;
+            #cfg
             #[doc(hidden)]
             #[allow(non_camel_case_types, dead_code)]
             #vis type #alias<'a> = #target;
@@ -254,6 +303,15 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         #[allow(non_camel_case_types, dead_code)]
         #ctx_alias
 
+        impl #rt::FlowOver<#alias_d> for #flow_ty {}
+
+        #[allow(dead_code)]
+        impl #flow_ty {
+            /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+            /// between the traits that carry it).
+            pub const ID: &'static str = #id;
+        }
+
         impl #rt::FlowDef for #flow_ty {
             const ID: &'static str = #id;
             type Data = #alias_d;
@@ -270,34 +328,50 @@ pub fn expand(def: &FlowDef) -> TokenStream {
     };
 
     // ---- module level ------------------------------------------------------------------
-    let mut emitted: Vec<String> = Vec::new();
+    // (name, gated by `#[cfg]`) of the step fns kept.
+    let mut emitted: Vec<(String, bool)> = Vec::new();
     let items: Vec<TokenStream> = def
         .items
         .iter()
         .filter_map(|item| match item {
-            syn::Item::Fn(f) if step_names.contains(&f.sig.ident.to_string()) => {
-                let n = f.sig.ident.to_string();
-                if emitted.contains(&n) {
+            syn::Item::Fn(f) if step_names.contains(&name(&f.sig.ident)) => {
+                let n = name(&f.sig.ident);
+                let gated = f.attrs.iter().any(|a| a.path().is_ident("cfg"));
+                if emitted.iter().any(|(e, g)| *e == n && !(*g && gated)) {
                     // A duplicate step (reported): dropped so rustc does not report it again.
                     return None;
                 }
-                emitted.push(n);
+                emitted.push((n, gated));
                 Some(quote!(#[allow(dead_code)] #f))
             }
             other => Some(quote!(#other)),
         })
         .collect();
     let step_idents: Vec<&syn::Ident> = unique.iter().map(|s| &s.ident).collect();
-    let step_strs: Vec<String> = step_idents.iter().map(|i| i.to_string()).collect();
-    let n_steps = unique.len();
+    let step_cfgs: Vec<TokenStream> = unique.iter().map(|s| s.cfg_attrs()).collect();
+    // With `#[cfg]` steps the count is the compiler's.
+    let n_steps = if unique.iter().any(|s| !s.cfg.is_empty()) {
+        quote!({
+            let __steps: &[()] = &[#(#step_cfgs ()),*];
+            __steps.len()
+        })
+    } else {
+        let n = unique.len();
+        quote!(#n)
+    };
+    let step_strs: Vec<String> = step_idents.iter().map(|i| name(i)).collect();
     let view_mods = unique.iter().map(|s| {
         let n = &s.ident;
-        let alias = view_alias(&names, &n.to_string());
+        let cfg = s.cfg_attrs();
+        let alias = view_alias(&names, &name(n));
         let doc = format!(
-            "The typed view of step `{n}`: the fields it `requires` are plain values, the others `Option`s."
+            "The typed view of step `{}`: the fields it `requires` are plain values, the others `Option`s.",
+            name(n)
         );
+        let mod_doc = format!("Step `{}`.", name(n));
         quote! {
-            #[doc = concat!("Step `", stringify!(#n), "`.")]
+            #cfg
+            #[doc = #mod_doc]
             #[allow(non_snake_case)]
             pub mod #n {
                 #[doc = #doc]
@@ -317,6 +391,14 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         .data
         .as_ref()
         .map(|_| quote!(.checks(<__D as #rt::DataType>::field_checks())));
+    // Fields are written as in Rust; the runtime flow takes their JSON names.
+    let field_fn = match &f.data {
+        // The same bound as `checks` above, so a data type without `#[data]` gets one error.
+        Some(_) => quote!(|__f: &'static str| -> &'static str {
+            <__D as #rt::DataType>::json_name(__f).unwrap_or(__f)
+        }),
+        None => quote!(|__f: &'static str| __f),
+    };
     if let Some(t) = &f.title {
         builder.push(quote!(.title(#t)));
     }
@@ -392,7 +474,14 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             } else {
                 quote!(View)
             };
-            hooks.push(hook_wrapper(&name, kind, &h.path, h.is_async, &view));
+            hooks.push(hook_wrapper(
+                &name,
+                kind,
+                &h.path,
+                h.is_async,
+                &view,
+                &TokenStream::new(),
+            ));
             let method = format_ident!("{}", key);
             builder.push(quote!(.#method(#name)));
         }
@@ -402,15 +491,23 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         builder.push(quote!(.tool(#t)));
     }
 
+    let mut step_stmts = Vec::new();
     for s in &unique {
         let n = &s.ident;
-        let sid = n.to_string();
+        let sid = name(n);
+        let cfg = s.cfg_attrs();
         let view = quote!(#n::View);
         let mut sb = Vec::new();
         let ctor = match &s.shape {
             Shape::Model => quote!(#rt::RtStep::<__D, __C>::model(#sid)),
             Shape::Auto(_) => quote!(#rt::RtStep::<__D, __C>::auto(#sid)),
-            Shape::Reply(r) => quote!(#rt::RtStep::<__D, __C>::reply(#sid, #r)),
+            Shape::Reply(r) => {
+                let text = match &f.data {
+                    Some(_) => quote!(#rt::reply_template::<__D>(#r)),
+                    None => quote!(#r),
+                };
+                quote!(#rt::RtStep::<__D, __C>::reply(#sid, #text))
+            }
         };
         if let Some((_, p)) = &s.prompt {
             sb.push(quote!(.prompt(#p)));
@@ -452,6 +549,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
                 &h.path,
                 h.is_async,
                 &view,
+                &cfg,
             ));
             sb.push(quote!(.on_enter(#name)));
         }
@@ -464,6 +562,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
                 &path,
                 s.func.sig.asyncness.is_some(),
                 &view,
+                &cfg,
             ));
             sb.push(quote!(.prepare(#name)));
         }
@@ -475,6 +574,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
                 &h.path,
                 h.is_async,
                 &view,
+                &cfg,
             ));
             sb.push(quote!(.finalize(#name)));
         }
@@ -482,14 +582,14 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             let entries = b.entries.iter().filter_map(|e| {
                 let base = match &e.target {
                     Target::Step(t) => {
-                        if !step_names.contains(&t.to_string()) {
+                        let t = name(t);
+                        if !step_names.contains(&t) {
                             return None;
                         }
-                        let t = t.to_string();
                         quote!(#rt::Branch::<__D, __C>::to_step(#t))
                     }
                     Target::Flow(p) => {
-                        let f = quote_spanned!(p.span()=> #rt::flow_id::<#p>());
+                        let f = quote_spanned!(p.span()=> #rt::flow_id_over::<__D, #p>());
                         quote!(#rt::Branch::<__D, __C>::to_flow(#f))
                     }
                     other => {
@@ -516,7 +616,8 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         if s.end {
             sb.push(quote!(.end()));
         }
-        builder.push(quote!(.step(#ctor #(#sb)*)));
+        // A statement each, so that a step's `#[cfg]` can leave it out.
+        step_stmts.push(quote!(#cfg let __b = __b.step(#ctor #(#sb)*);));
     }
 
     let diagram = super::diagram::render(def);
@@ -553,17 +654,17 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             #[allow(non_camel_case_types, dead_code)]
             #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
             pub enum Step {
-                #(#[doc = #step_docs] #step_idents,)*
+                #(#[doc = #step_docs] #step_cfgs #step_idents,)*
             }
 
             #[allow(dead_code)]
             impl Step {
                 /// Every step, in declaration order.
-                pub const ALL: [Step; #n_steps] = [#(Step::#step_idents),*];
+                pub const ALL: [Step; #n_steps] = [#(#step_cfgs Step::#step_idents),*];
                 /// The step id.
                 pub const fn id(self) -> &'static str {
                     match self {
-                        #(Step::#step_idents => #step_strs,)*
+                        #(#step_cfgs Step::#step_idents => #step_strs,)*
                     }
                 }
             }
@@ -574,6 +675,8 @@ pub fn expand(def: &FlowDef) -> TokenStream {
                     Step::id(self)
                 }
             }
+
+            impl #rt::StepOver<__D> for Step {}
 
             #(#view_mods)*
 
@@ -602,10 +705,12 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             /// Build the runtime flow (the runtime validates it again).
             #[allow(dead_code)]
             pub fn flow() -> ::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors> {
-                #rt::Flow::<__D, __C>::builder(#id)
-                    #(#builder)*
-                    #checks
-                    .build()
+                #[allow(unused_variables)]
+                let __field = #field_fn;
+                let __b = #rt::Flow::<__D, __C>::builder(#id)
+                    #(#builder)*;
+                #(#step_stmts)*
+                __b #checks .build()
             }
         }
     }

@@ -111,12 +111,25 @@ pub struct StepDef {
     pub jump_target: bool,
     /// The fn body is the `prepare` hook (it returns something).
     pub prepare: bool,
+    /// The predicates of the fn's `#[cfg(..)]` attributes (all must hold for the step to
+    /// exist). Carried onto everything generated for the step.
+    pub cfg: Vec<proc_macro2::TokenStream>,
 }
 
 impl StepDef {
     /// Whether the step is `auto`.
     pub fn is_auto(&self) -> bool {
         matches!(self.shape, Shape::Auto(_))
+    }
+    /// `#[cfg(..)]` attributes for the step's generated items (none for a plain step).
+    pub fn cfg_attrs(&self) -> proc_macro2::TokenStream {
+        let c = &self.cfg;
+        quote::quote!(#(#[cfg(#c)])*)
+    }
+    /// Whether `other`, of the same name, is an alternative definition of this step
+    /// under another `#[cfg]` (both gated) rather than a duplicate.
+    pub fn cfg_alternative(&self, other: &StepDef) -> bool {
+        !self.cfg.is_empty() && !other.cfg.is_empty()
     }
     /// Whether the step is a successor candidate only under a condition.
     pub fn is_conditional(&self) -> bool {

@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use syn::{Token, parenthesized};
 
 use super::model::*;
-use crate::diag::{Errors, suggest};
+use crate::diag::{Errors, name, suggest};
 
 const FLOW_KEYS: &[&str] = &[
     "title",
@@ -104,16 +104,25 @@ fn target(input: ParseStream) -> syn::Result<(Target, Span, Option<syn::LitStr>)
         } else {
             None
         };
-        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segs: Vec<String> = path.segments.iter().map(|s| name(&s.ident)).collect();
         if segs.len() == 1 && path.leading_colon.is_none() {
             let id = &path.segments[0].ident;
-            if id
-                .to_string()
-                .starts_with(|c: char| c.is_lowercase() || c == '_')
-            {
+            if name(id).starts_with(|c: char| c.is_lowercase() || c == '_') {
                 return Ok((Target::Step(id.clone()), span, label));
             }
             return Ok((Target::Flow(path), span, label));
+        }
+        // `Step::confirm` / `self::Step::confirm`: a step of this flow, typed.
+        let own = match segs.as_slice() {
+            [s, _] => s == "Step",
+            [m, s, _] => m == "self" && s == "Step",
+            _ => false,
+        };
+        if own
+            && path.leading_colon.is_none()
+            && let Some(last) = path.segments.last()
+        {
+            return Ok((Target::Step(last.ident.clone()), span, label));
         }
         if segs.len() >= 3 && segs[segs.len() - 2] == "Step" {
             return Ok((Target::CrossStep(path), span, label));
@@ -183,11 +192,61 @@ fn flow_target(e: syn::Expr) -> Target {
         && p.path
             .segments
             .last()
-            .is_some_and(|s| s.ident.to_string().starts_with(char::is_uppercase))
+            .is_some_and(|s| name(&s.ident).starts_with(char::is_uppercase))
     {
         return Target::Flow(p.path.clone());
     }
     Target::Directive(e)
+}
+
+/// The keys written `key(..)` and `key = ..`: one written otherwise (`branches` alone,
+/// `prompt` without its value) is an error on the key, saying how to write it.
+const LIST_KEYS: &[&str] = &[
+    "required",
+    "optional",
+    "tools",
+    "collect",
+    "requires",
+    "depends_on",
+    "requires_tool",
+    "branches",
+];
+const VALUE_KEYS: &[&str] = &[
+    "title",
+    "description",
+    "when",
+    "if",
+    "data",
+    "context",
+    "on_complete",
+    "on_enter",
+    "on_exit",
+    "on_data_update",
+    "on_context_update",
+    "on_complete_hook",
+    "corrections",
+    "initial_data",
+    "reply",
+    "prompt",
+    "skip",
+    "finalize",
+];
+
+fn key_shape(key: &syn::Ident, input: ParseStream) -> syn::Result<()> {
+    let k = key.to_string();
+    if LIST_KEYS.contains(&k.as_str()) && !input.peek(syn::token::Paren) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{k}` takes a list: `{k}(..)`"),
+        ));
+    }
+    if VALUE_KEYS.contains(&k.as_str()) && !input.peek(Token![=]) {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{k}` takes a value: `{k} = ..`"),
+        ));
+    }
+    Ok(())
 }
 
 /// Parse `key = value, key(list), flag, ...`, dispatching each key to `f`; errors on a
@@ -205,7 +264,7 @@ fn keyed(
             errors.push(key.span(), format!("duplicate key `{k}`"));
         }
         seen.push(k);
-        if let Err(e) = f(&key, input) {
+        if let Err(e) = key_shape(&key, input).and_then(|()| f(&key, input)) {
             errors.add(e);
             // Skip to the next top-level comma.
             while !input.is_empty() && !input.peek(Token![,]) {
@@ -223,7 +282,7 @@ fn keyed(
 fn hook(path: syn::Path, fns: &[(String, bool)]) -> HookRef {
     let is_async = path
         .get_ident()
-        .and_then(|i| fns.iter().find(|(n, _)| i == n))
+        .and_then(|i| fns.iter().find(|(n, _)| name(i) == *n))
         .is_some_and(|(_, a)| *a);
     HookRef { path, is_async }
 }
@@ -284,7 +343,17 @@ fn step(
     fns: &[(String, bool)],
     errors: &mut Errors,
 ) -> StepDef {
+    let cfg = func
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::List(l) => Some(l.tokens.clone()),
+            _ => None,
+        })
+        .collect();
     let mut s = StepDef {
+        cfg,
         ident: func.sig.ident.clone(),
         prepare: !matches!(func.sig.output, syn::ReturnType::Default),
         func,
@@ -399,7 +468,7 @@ fn mentions(ts: TokenStream, out: &mut Vec<String>) {
                     && a.as_char() == ':'
                     && b.as_char() == ':'
                 {
-                    out.push(n.to_string());
+                    out.push(name(n));
                 }
             }
             _ => {}
@@ -429,7 +498,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let fns: Vec<(String, bool)> = content
         .iter()
         .filter_map(|i| match i {
-            syn::Item::Fn(f) => Some((f.sig.ident.to_string(), f.sig.asyncness.is_some())),
+            syn::Item::Fn(f) => Some((name(&f.sig.ident), f.sig.asyncness.is_some())),
             _ => None,
         })
         .collect();
@@ -476,6 +545,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             }
         }
     }
+    own_step_targets(&mut steps);
     Some(FlowDef {
         ident: module.ident,
         vis: module.vis,
@@ -485,4 +555,22 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         items,
         mentioned,
     })
+}
+
+/// A capitalised single name (`=> Confirm`) reads as a flow type, unless the flow has a
+/// step of that name: then it is that step.
+fn own_step_targets(steps: &mut [StepDef]) {
+    let names: Vec<String> = steps.iter().map(|s| name(&s.ident)).collect();
+    for s in steps.iter_mut() {
+        let Some(b) = &mut s.branches else { continue };
+        for e in &mut b.entries {
+            if let Target::Flow(p) = &e.target
+                && p.leading_colon.is_none()
+                && let Some(id) = p.get_ident()
+                && names.contains(&name(id))
+            {
+                e.target = Target::Step(id.clone());
+            }
+        }
+    }
 }

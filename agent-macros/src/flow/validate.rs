@@ -2,9 +2,11 @@
 //! tables, and the graph (unreachable steps, `auto` cycles with no exit). Every problem
 //! is recorded; nothing stops at the first.
 
+use proc_macro2::TokenStream;
+
 use super::graph;
 use super::model::*;
-use crate::diag::{Errors, suggest};
+use crate::diag::{Errors, name, suggest};
 
 /// Record every problem of the flow.
 pub fn validate(def: &FlowDef, errors: &mut Errors) {
@@ -37,9 +39,12 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             ),
         );
     }
-    let names: Vec<String> = def.steps.iter().map(|s| s.ident.to_string()).collect();
+    let names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
     for (i, s) in def.steps.iter().enumerate() {
-        if names[..i].contains(&names[i]) {
+        if def.steps[..i]
+            .iter()
+            .any(|o| name(&o.ident) == names[i] && !o.cfg_alternative(s))
+        {
             errors.push(
                 s.ident.span(),
                 format!(
@@ -48,7 +53,7 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
                 ),
             );
         }
-        if s.ident == "View" || s.ident == "Step" {
+        if names[i] == "View" || names[i] == "Step" {
             errors.push(
                 s.ident.span(),
                 "`Step` and `View` are generated names; rename the step",
@@ -71,7 +76,94 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
         }
     }
     if errors.is_empty() {
-        graph::check(def, errors);
+        graph_per_cfg(def, errors);
+    }
+    for item in &def.items {
+        if let syn::Item::Fn(f) = item {
+            crate::chains::check_block(&f.block, errors);
+        }
+    }
+}
+
+/// Most `#[cfg]`-gated steps whose on/off combinations are checked one by one.
+const MAX_CFG_STEPS: usize = 6;
+
+/// The graph checks for every combination of the `#[cfg]`-gated steps being on or off:
+/// an error of every combination is reported as is, one of some combinations behind a
+/// `#[cfg(..)]` of those (the macro cannot evaluate cfg predicates; the compiler does).
+fn graph_per_cfg(def: &FlowDef, errors: &mut Errors) {
+    let gated: Vec<usize> = (0..def.steps.len())
+        .filter(|&i| !def.steps[i].cfg.is_empty())
+        .collect();
+    if gated.is_empty() || gated.len() > MAX_CFG_STEPS {
+        graph::check(def, &vec![true; def.steps.len()], errors);
+        return;
+    }
+    let combos = 1usize << gated.len();
+    // (error, the combinations it holds in), in order of first appearance.
+    let mut found: Vec<(syn::Error, Vec<usize>)> = Vec::new();
+    for c in 0..combos {
+        let mut present = vec![true; def.steps.len()];
+        for (bit, &i) in gated.iter().enumerate() {
+            present[i] = c & (1 << bit) != 0;
+        }
+        let mut errs = Errors::default();
+        if present.iter().all(|p| !p) {
+            errs.push(
+                def.ident.span(),
+                format!(
+                    "flow `{}` has no steps when the `#[cfg(..)]`s of its steps are all off: add a step that is always compiled in",
+                    name(&def.ident)
+                ),
+            );
+        }
+        graph::check(def, &present, &mut errs);
+        for e in errs.into_vec() {
+            let key = (e.to_string(), format!("{:?}", e.span()));
+            match found
+                .iter_mut()
+                .find(|(f, _)| (f.to_string(), format!("{:?}", f.span())) == key)
+            {
+                Some((_, cs)) => cs.push(c),
+                None => found.push((e, vec![c])),
+            }
+        }
+    }
+    for (e, cs) in found {
+        if cs.len() == combos {
+            errors.add(e);
+            continue;
+        }
+        let preds: Vec<TokenStream> = cs
+            .iter()
+            .map(|&c| {
+                let parts: Vec<TokenStream> = gated
+                    .iter()
+                    .enumerate()
+                    .map(|(bit, &i)| {
+                        let on = combine("all", &def.steps[i].cfg);
+                        if c & (1 << bit) != 0 {
+                            on
+                        } else {
+                            quote::quote!(not(#on))
+                        }
+                    })
+                    .collect();
+                combine("all", &parts)
+            })
+            .collect();
+        errors.push_gated(combine("any", &preds), e);
+    }
+}
+
+/// `all(a, b)` / `any(a, b)`, or just `a` for one predicate.
+fn combine(op: &str, preds: &[TokenStream]) -> TokenStream {
+    match preds {
+        [one] => one.clone(),
+        _ => {
+            let op = proc_macro2::Ident::new(op, proc_macro2::Span::call_site());
+            quote::quote!(#op(#(#preds),*))
+        }
     }
 }
 
@@ -87,6 +179,12 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
     ];
     match &s.shape {
         Shape::Auto(_) => {
+            if let Some(h) = &s.finalize {
+                errors.push_spanned(
+                    &h.path,
+                    format!("an `auto` step cannot have `finalize`: it runs after the step's model call, and `{}` makes none; do the work in the step's `prepare` body or `on_enter`", s.ident),
+                );
+            }
             for (what, span) in conflicts {
                 if let Some(span) = span {
                     errors.push(
@@ -95,18 +193,7 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
                     );
                 }
             }
-            if let Some(b) = &s.branches {
-                for e in &b.entries {
-                    for c in &e.conds {
-                        if let Cond::When(w) = c {
-                            errors.push(
-                                w.span(),
-                                format!("an `auto` step cannot have `when` branches: `{}` makes no model call to judge them; use an `if` predicate", s.ident),
-                            );
-                        }
-                    }
-                }
-            }
+            when_branches(s, "an `auto` step", "makes no model call", errors);
         }
         Shape::Reply(_) => {
             for (what, span) in conflicts {
@@ -117,8 +204,29 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
                     );
                 }
             }
+            when_branches(
+                s,
+                "a `reply` step",
+                "sends a fixed message, with no model call",
+                errors,
+            );
         }
         Shape::Model => {}
+    }
+}
+
+/// `when` branches are judged by the step's model call: a step without one cannot have them.
+fn when_branches(s: &StepDef, kind: &str, why: &str, errors: &mut Errors) {
+    let Some(b) = &s.branches else { return };
+    for e in &b.entries {
+        for c in &e.conds {
+            if let Cond::When(w) = c {
+                errors.push(
+                    w.span(),
+                    format!("{kind} cannot have `when` branches: `{}` {why} to judge them; use an `if` predicate", s.ident),
+                );
+            }
+        }
     }
 }
 
@@ -144,14 +252,19 @@ fn reply_template(s: &StepDef, required: &[syn::Ident], errors: &mut Errors) {
         };
         let name = tail[1..end].trim();
         rest = &tail[end + 1..];
-        let present = s.requires.idents.iter().chain(required).any(|f| f == name);
+        let present = s
+            .requires
+            .idents
+            .iter()
+            .chain(required)
+            .any(|f| crate::diag::name(f) == name);
         if !present {
             let known: Vec<String> = s
                 .requires
                 .idents
                 .iter()
                 .chain(required)
-                .map(ToString::to_string)
+                .map(crate::diag::name)
                 .collect();
             errors.push(
                 lit.span(),
@@ -217,7 +330,7 @@ fn branch_table(s: &StepDef, b: &Branches, names: &[String], errors: &mut Errors
             );
         }
         if let Target::Step(t) = &e.target {
-            let name = t.to_string();
+            let name = name(t);
             if !names.contains(&name) {
                 errors.push(
                     t.span(),

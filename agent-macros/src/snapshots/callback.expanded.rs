@@ -1,4 +1,7 @@
 ::core::compile_error! {
+    "`collect` names `cache`, which is `#[serde(skip)]` in `Booking`: the model and the engine never see it; remove the skip or the name"
+}
+::core::compile_error! {
     "`requires` names `gusts`, which is not a field of `Booking`; did you mean `guests`? known fields: `city`, `guests`"
 }
 impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_route {
@@ -7,6 +10,15 @@ impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_rou
         Concierge,
         ::agent_core::__private::Opt,
         ::agent_core::__private::Req,
+    >;
+}
+#[cfg(feature = "x")]
+impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_extra {
+    type View = BookingView<
+        'a,
+        Concierge,
+        ::agent_core::__private::Opt,
+        ::agent_core::__private::Opt,
     >;
 }
 impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step___flow {

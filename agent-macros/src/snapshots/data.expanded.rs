@@ -1,5 +1,3 @@
-/// What the concierge collects.
-#[derive(PartialEq)]
 #[derive(
     ::core::fmt::Debug,
     ::core::clone::Clone,
@@ -10,6 +8,8 @@
 )]
 #[serde(crate = "::agent_core::__private::serde")]
 #[schemars(crate = "::agent_core::__private::schemars")]
+/// What the concierge collects.
+#[derive(PartialEq)]
 pub struct Booking {
     /// City the guest wants to stay in
     pub city: ::core::option::Option<String>,
@@ -138,6 +138,14 @@ impl ::agent_core::__private::DataType for Booking {
     type Field = BookingField;
     type Patch = BookingPatch;
     const FIELDS: &'static [&'static str] = &["city", "guests", "notes"];
+    fn json_name(field: &str) -> ::core::option::Option<&'static str> {
+        match field {
+            "city" => ::core::option::Option::Some("city"),
+            "guests" => ::core::option::Option::Some("guests"),
+            "notes" => ::core::option::Option::Some("notes"),
+            _ => ::core::option::Option::None,
+        }
+    }
 }
 ///What hooks and predicates of a step see of [`Booking`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
@@ -198,7 +206,7 @@ impl<
 #[allow(unused_macros)]
 macro_rules! __agent_data_Booking {
     ($($t:tt)*) => {
-        ::agent_core::__private::data_callback! { [city guests notes] $($t)* }
+        ::agent_core::__private::data_callback! { [city guests notes] [] $($t)* }
     };
 }
 #[doc(hidden)]

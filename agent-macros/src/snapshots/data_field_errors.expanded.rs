@@ -281,6 +281,18 @@ impl ::agent_core::__private::DataType for Stay {
         "source",
         "hotel",
     ];
+    fn json_name(field: &str) -> ::core::option::Option<&'static str> {
+        match field {
+            "guests" => ::core::option::Option::Some("guests"),
+            "city" => ::core::option::Option::Some("city"),
+            "notes" => ::core::option::Option::Some("notes"),
+            "nights" => ::core::option::Option::Some("nights"),
+            "pets" => ::core::option::Option::Some("pets"),
+            "source" => ::core::option::Option::Some("source"),
+            "hotel" => ::core::option::Option::Some("hotel"),
+            _ => ::core::option::Option::None,
+        }
+    }
 }
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
@@ -366,7 +378,7 @@ impl<
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests city notes nights pets source
-        hotel] $($t)* }
+        hotel] [] $($t)* }
     };
 }
 #[doc(hidden)]

@@ -239,6 +239,18 @@ impl ::agent_core::__private::DataType for Stay {
             ::std::string::String > = crate ::checks::served_city; __check })
         ]
     }
+    fn json_name(field: &str) -> ::core::option::Option<&'static str> {
+        match field {
+            "guests" => ::core::option::Option::Some("guests"),
+            "min_temp" => ::core::option::Option::Some("min_temp"),
+            "budget" => ::core::option::Option::Some("budget"),
+            "check_in" => ::core::option::Option::Some("check_in"),
+            "room" => ::core::option::Option::Some("room"),
+            "tags" => ::core::option::Option::Some("tags"),
+            "city" => ::core::option::Option::Some("city"),
+            _ => ::core::option::Option::None,
+        }
+    }
 }
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
@@ -324,7 +336,7 @@ impl<
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests min_temp budget check_in room
-        tags city] $($t)* }
+        tags city] [] $($t)* }
     };
 }
 #[doc(hidden)]

@@ -69,6 +69,13 @@ type __agent_flow_booking_Data = Booking;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_booking_Context = Concierge;
+impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
+#[allow(dead_code)]
+impl BookingFlow {
+    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+    /// between the traits that carry it).
+    pub const ID: &'static str = "booking";
+}
 impl ::agent_core::__private::FlowDef for BookingFlow {
     const ID: &'static str = "booking";
     type Data = __agent_flow_booking_Data;
@@ -163,35 +170,36 @@ mod booking {
             Step::id(self)
         }
     }
-    #[doc = concat!("Step `", stringify!(ask_city), "`.")]
+    impl ::agent_core::__private::StepOver<__D> for Step {}
+    ///Step `ask_city`.
     #[allow(non_snake_case)]
     pub mod ask_city {
         ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_ask_city<'a>;
     }
-    #[doc = concat!("Step `", stringify!(ask_hotel), "`.")]
+    ///Step `ask_hotel`.
     #[allow(non_snake_case)]
     pub mod ask_hotel {
         ///The typed view of step `ask_hotel`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_ask_hotel<'a>;
     }
-    #[doc = concat!("Step `", stringify!(route), "`.")]
+    ///Step `route`.
     #[allow(non_snake_case)]
     pub mod route {
         ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_route<'a>;
     }
-    #[doc = concat!("Step `", stringify!(confirm), "`.")]
+    ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
         ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_confirm<'a>;
     }
-    #[doc = concat!("Step `", stringify!(large_group), "`.")]
+    ///Step `large_group`.
     #[allow(non_snake_case)]
     pub mod large_group {
         ///The typed view of step `large_group`: the fields it `requires` are plain values, the others `Option`s.
@@ -255,29 +263,36 @@ mod booking {
         ::agent_core::__private::Flow<__D, __C>,
         ::agent_core::__private::ConfigErrors,
     > {
-        ::agent_core::__private::Flow::<__D, __C>::builder("booking")
+        #[allow(unused_variables)]
+        let __field = |__f: &'static str| -> &'static str {
+            <__D as ::agent_core::__private::DataType>::json_name(__f).unwrap_or(__f)
+        };
+        let __b = ::agent_core::__private::Flow::<__D, __C>::builder("booking")
             .title("Hotel booking")
-            .required(["city", "guests"])
+            .required([__field("city"), __field("guests")])
             .corrections(::agent_core::__private::Corrections::Reopen)
             .on_complete(
                 ::agent_core::__private::RtDirective::go_to(
-                    ::agent_core::__private::flow_id::<FeedbackFlow>(),
+                    ::agent_core::__private::flow_id_over::<__D, FeedbackFlow>(),
                 ),
-            )
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("ask_city")
                     .prompt("Ask the city.")
-                    .collect(["city"]),
-            )
+                    .collect([__field("city")]),
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("ask_hotel")
                     .prompt("Ask the hotel.")
-                    .collect(["hotel"])
-                    .depends_on(["city"]),
-            )
+                    .collect([__field("hotel")])
+                    .depends_on([__field("city")]),
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::auto("route")
-                    .requires(["guests"])
+                    .requires([__field("guests")])
                     .branches(
                         ::std::vec::Vec::from([
                             ::agent_core::__private::Branch::<
@@ -302,7 +317,8 @@ mod booking {
                             >::to_step("confirm"),
                         ]),
                     ),
-            )
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("confirm")
                     .prompt("Confirm.")
@@ -314,13 +330,18 @@ mod booking {
                             ::agent_core::__private::Branch::<
                                 __D,
                                 __C,
-                            >::to_flow(::agent_core::__private::flow_id::<PetsFlow>())
+                            >::to_flow(
+                                    ::agent_core::__private::flow_id_over::<__D, PetsFlow>(),
+                                )
                                 .when("the user asks about pets"),
                             ::agent_core::__private::Branch::<
                                 __D,
                                 __C,
                             >::to_directive(
-                                    ::agent_core::__private::step_directive(feedback::Step::ask),
+                                    ::agent_core::__private::step_directive_over::<
+                                        __D,
+                                        _,
+                                    >(feedback::Step::ask),
                                 )
                                 .when("the user wants to leave feedback"),
                             ::agent_core::__private::Branch::<
@@ -335,15 +356,20 @@ mod booking {
                         ]),
                     )
                     .end(),
-            )
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<
                     __D,
                     __C,
-                >::reply("large_group", "A specialist will call you.")
+                >::reply(
+                        "large_group",
+                        ::agent_core::__private::reply_template::<
+                            __D,
+                        >("A specialist will call you."),
+                    )
                     .end(),
-            )
-            .checks(<__D as ::agent_core::__private::DataType>::field_checks())
-            .build()
+            );
+        __b.checks(<__D as ::agent_core::__private::DataType>::field_checks()).build()
     }
 }

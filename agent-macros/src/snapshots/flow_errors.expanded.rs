@@ -60,6 +60,13 @@ type __agent_flow_booking_Data = Booking;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_booking_Context = ();
+impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
+#[allow(dead_code)]
+impl BookingFlow {
+    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+    /// between the traits that carry it).
+    pub const ID: &'static str = "booking";
+}
 impl ::agent_core::__private::FlowDef for BookingFlow {
     const ID: &'static str = "booking";
     type Data = __agent_flow_booking_Data;
@@ -127,14 +134,15 @@ mod booking {
             Step::id(self)
         }
     }
-    #[doc = concat!("Step `", stringify!(route), "`.")]
+    impl ::agent_core::__private::StepOver<__D> for Step {}
+    ///Step `route`.
     #[allow(non_snake_case)]
     pub mod route {
         ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
         pub type View<'a> = super::super::__agent_flow_booking_view_route<'a>;
     }
-    #[doc = concat!("Step `", stringify!(confirm), "`.")]
+    ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
         ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
@@ -164,7 +172,12 @@ mod booking {
         ::agent_core::__private::Flow<__D, __C>,
         ::agent_core::__private::ConfigErrors,
     > {
-        ::agent_core::__private::Flow::<__D, __C>::builder("booking")
+        #[allow(unused_variables)]
+        let __field = |__f: &'static str| -> &'static str {
+            <__D as ::agent_core::__private::DataType>::json_name(__f).unwrap_or(__f)
+        };
+        let __b = ::agent_core::__private::Flow::<__D, __C>::builder("booking");
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::auto("route")
                     .prompt("Route.")
@@ -177,14 +190,14 @@ mod booking {
                                 .when("never"),
                         ]),
                     ),
-            )
+            );
+        let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("confirm")
                     .prompt("Confirm.")
                     .branches(::std::vec::Vec::from([]))
                     .end(),
-            )
-            .checks(<__D as ::agent_core::__private::DataType>::field_checks())
-            .build()
+            );
+        __b.checks(<__D as ::agent_core::__private::DataType>::field_checks()).build()
     }
 }

@@ -27,14 +27,59 @@ fn cx_params(ty: &syn::Type) -> Option<(syn::Type, syn::Type)> {
     }
 }
 
+/// A tool whose signature was reported (a borrowed or `impl Trait` argument, a
+/// parameter that is not a plain name, no return type): the struct and a `Tool` impl
+/// without the fn's body, so registrations still compile and rustc adds nothing to the
+/// report. The impl never runs (the crate does not compile).
+fn shell(def: &ToolDef) -> TokenStream {
+    let item = &def.item;
+    let ident = &item.sig.ident;
+    let vis = &item.vis;
+    let attrs = &item.attrs;
+    let name = &def.name;
+    quote! {
+        #(#attrs)*
+        #[allow(non_camel_case_types)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #ident;
+
+        #[::agent_core::__private::async_trait::async_trait]
+        impl<__D: ::core::marker::Send + ::core::marker::Sync + 'static, __C: ::core::marker::Send + ::core::marker::Sync + 'static>
+            ::agent_core::__private::Tool<__D, __C> for #ident
+        {
+            fn name(&self) -> &str {
+                #name
+            }
+            fn description(&self) -> &str {
+                ""
+            }
+            fn parameters(&self) -> ::agent_core::__private::serde_json::Value {
+                ::agent_core::__private::ToolSchema::default().finish()
+            }
+            async fn call(
+                &self,
+                _cx: ::agent_core::__private::ToolCx<__D, __C>,
+                _args: ::agent_core::__private::serde_json::Value,
+            ) -> ::core::result::Result<::agent_core::__private::RtToolOutput, ::agent_core::__private::ToolError> {
+                ::core::result::Result::Err(::agent_core::__private::ToolError::Failed(
+                    ::std::string::String::from("the tool did not compile"),
+                ))
+            }
+        }
+    }
+}
+
 /// The whole expansion.
 pub fn expand(def: &ToolDef) -> TokenStream {
+    if def.shell() {
+        return shell(def);
+    }
     let item = &def.item;
     let ident = &item.sig.ident;
     let vis = &item.vis;
     let attrs: Vec<&syn::Attribute> = item.attrs.iter().collect();
     let name = &def.name;
-    let description = def.description.clone().unwrap_or_default();
+    let description = def.description.clone().unwrap_or_else(|| quote!(""));
     let asyncness = &item.sig.asyncness;
     let output = &item.sig.output;
     let block = &item.block;
@@ -68,12 +113,12 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         quote!(#(#attrs)* #pat: #ty)
     });
     let arg_names: Vec<&syn::Ident> = def.args.iter().map(|a| &a.ident).collect();
-    let arg_keys: Vec<String> = arg_names.iter().map(|i| i.to_string()).collect();
+    let arg_keys: Vec<String> = arg_names.iter().map(|i| crate::diag::name(i)).collect();
     let arg_tys: Vec<&syn::Type> = def.args.iter().map(|a| &a.ty).collect();
-    let arg_docs: Vec<String> = def
+    let arg_docs: Vec<TokenStream> = def
         .args
         .iter()
-        .map(|a| a.doc.clone().unwrap_or_default())
+        .map(|a| a.doc.clone().unwrap_or_else(|| quote!("")))
         .collect();
     let arg_required: Vec<bool> = def.args.iter().map(|a| !a.optional).collect();
     let spec_names: Vec<syn::Ident> = (0..def.args.len())
@@ -81,7 +126,17 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         .collect();
     let arg_specs = def.args.iter().zip(&spec_names).map(|(a, n)| {
         let ty = &a.ty;
-        let ctor = quote_spanned! {ty.span()=> ::agent_core::__private::ToolArgSpec::<#ty>::new() };
+        // rustc reports the unmet bound on the call expression: starting it at the
+        // type's first token and ending it at its last underlines the whole type
+        // (`hotels::Hotel`), not only its first token.
+        let mut toks = quote!(#ty).into_iter();
+        let first = toks
+            .next()
+            .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        let last = toks.last().map_or(first, |t| t.span());
+        let head = quote_spanned! {first=> ::agent_core::__private::ToolArgSpec::<#ty>:: };
+        let tail = quote_spanned! {last=> new() };
+        let ctor = quote! { #head #tail };
         quote! {
             const #n: ::agent_core::__private::ToolArgSpec<#ty> = #ctor;
         }

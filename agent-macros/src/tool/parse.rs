@@ -3,7 +3,7 @@
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 
-use crate::diag::{Errors, doc_text};
+use crate::diag::{Errors, doc_expr};
 
 /// A parameter the model fills.
 pub struct Arg {
@@ -14,7 +14,7 @@ pub struct Arg {
     /// Its type.
     pub ty: syn::Type,
     /// From the parameter's doc comment.
-    pub doc: Option<String>,
+    pub doc: Option<TokenStream>,
     /// `Option<T>` parameters are not required.
     pub optional: bool,
     /// Other attributes on the parameter (kept on the generated fn).
@@ -30,7 +30,7 @@ pub struct ToolDef {
     /// Where the name came from (for errors).
     pub name_span: Span,
     /// `description = ".."` or the doc comment.
-    pub description: Option<String>,
+    pub description: Option<TokenStream>,
     /// `concurrency_safe`.
     pub concurrency_safe: bool,
     /// `timeout_ms = N`: the tool's own time limit per call.
@@ -40,7 +40,39 @@ pub struct ToolDef {
     /// The model-filled parameters.
     pub args: Vec<Arg>,
     /// Parameters that are neither (`self`, destructuring patterns): reported.
-    pub bad_params: Vec<(Span, String)>,
+    pub bad_params: Vec<syn::Error>,
+}
+
+impl ToolDef {
+    /// Whether the signature has a reported problem the body cannot be compiled with.
+    pub fn shell(&self) -> bool {
+        !self.bad_params.is_empty() || matches!(self.item.sig.output, syn::ReturnType::Default)
+    }
+}
+
+/// Why `ty` cannot carry a value decoded from the model's JSON, if it cannot: a borrow
+/// (`&str`) or an `impl Trait`, also inside `Option<..>`.
+fn unfit_arg_type(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Reference(r) => {
+            let owned = match &*r.elem {
+                syn::Type::Path(p) if p.path.is_ident("str") => "String".to_owned(),
+                syn::Type::Slice(sl) => {
+                    let e = &sl.elem;
+                    format!("Vec<{}>", quote::quote!(#e))
+                }
+                other => quote::quote!(#other).to_string(),
+            };
+            Some(format!(
+                "a tool argument is decoded from the model's JSON into an owned value: use `{owned}` instead of a reference"
+            ))
+        }
+        syn::Type::ImplTrait(_) => Some(
+            "a tool argument needs a concrete type the model's JSON is decoded into (and described by in the schema): `impl Trait` is not one; take e.g. `String` or a `#[derive(Deserialize, JsonSchema)]` type".to_owned(),
+        ),
+        syn::Type::Paren(p) => unfit_arg_type(&p.elem),
+        _ => crate::data::parse::option_inner(ty).and_then(|t| unfit_arg_type(&t)),
+    }
 }
 
 /// Whether `ty` is `ToolCx<..>` (by its last path segment).
@@ -60,9 +92,9 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             return None;
         }
     };
-    let mut name = item.sig.ident.to_string();
+    let mut name = crate::diag::name(&item.sig.ident);
     let mut name_span = item.sig.ident.span();
-    let mut description = doc_text(&item.attrs);
+    let mut description = doc_expr(&item.attrs);
     let mut concurrency_safe = false;
     let mut timeout_ms = None;
     let parser = syn::meta::parser(|meta| {
@@ -73,7 +105,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             Ok(())
         } else if meta.path.is_ident("description") {
             let s: syn::LitStr = meta.value()?.parse()?;
-            description = Some(s.value());
+            description = (!s.value().trim().is_empty()).then(|| quote::quote!(#s));
             Ok(())
         } else if meta.path.is_ident("concurrency_safe") {
             concurrency_safe = true;
@@ -108,16 +140,16 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut bad_params = Vec::new();
     for input in &item.sig.inputs {
         match input {
-            syn::FnArg::Receiver(r) => bad_params.push((
-                syn::spanned::Spanned::span(r),
-                "a `#[tool]` is a free fn; it cannot take `self`".to_string(),
+            syn::FnArg::Receiver(r) => bad_params.push(syn::Error::new_spanned(
+                r,
+                "a `#[tool]` is a free fn; it cannot take `self`",
             )),
             syn::FnArg::Typed(pt) => {
                 if is_tool_cx(&pt.ty) {
                     if cx.is_some() {
-                        bad_params.push((
-                            syn::spanned::Spanned::span(&pt.ty),
-                            "a tool takes at most one `ToolCx` parameter".to_string(),
+                        bad_params.push(syn::Error::new_spanned(
+                            &pt.ty,
+                            "a tool takes at most one `ToolCx` parameter",
                         ));
                     } else {
                         cx = Some(((*pt.pat).clone(), (*pt.ty).clone()));
@@ -127,13 +159,17 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                 let ident = match &*pt.pat {
                     syn::Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.clone(),
                     other => {
-                        bad_params.push((
-                            syn::spanned::Spanned::span(other),
-                            "tool parameters must be plain names: the name is the JSON key the model fills".to_string(),
+                        bad_params.push(syn::Error::new_spanned(
+                            other,
+                            "tool parameters must be plain names: the name is the JSON key the model fills",
                         ));
                         continue;
                     }
                 };
+                if let Some(why) = unfit_arg_type(&pt.ty) {
+                    bad_params.push(syn::Error::new_spanned(&pt.ty, why));
+                    continue;
+                }
                 let attrs = pt
                     .attrs
                     .iter()
@@ -144,7 +180,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                     ident,
                     pat: (*pt.pat).clone(),
                     ty: (*pt.ty).clone(),
-                    doc: doc_text(&pt.attrs),
+                    doc: doc_expr(&pt.attrs),
                     optional: crate::data::parse::option_inner(&pt.ty).is_some(),
                     attrs,
                 });

@@ -23,11 +23,7 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
             ),
         );
     }
-    if def
-        .description
-        .as_deref()
-        .is_none_or(|d| d.trim().is_empty())
-    {
+    if def.description.is_none() {
         errors.push(
             def.item.sig.ident.span(),
             format!(
@@ -36,8 +32,8 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
             ),
         );
     }
-    for (span, msg) in &def.bad_params {
-        errors.push(*span, msg);
+    for e in &def.bad_params {
+        errors.add(e.clone());
     }
     if !def.item.sig.generics.params.is_empty() {
         errors.push_spanned(
@@ -51,9 +47,10 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
             "a `#[tool]` returns `Result<ToolOutput, ToolError>`",
         );
     }
+    crate::chains::check_block(&def.item.block, errors);
     let mut seen: Vec<String> = Vec::new();
     for a in &def.args {
-        let s = a.ident.to_string();
+        let s = crate::diag::name(&a.ident);
         if seen.contains(&s) {
             errors.push(a.ident.span(), format!("duplicate tool parameter `{s}`"));
         }

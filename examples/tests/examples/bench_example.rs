@@ -46,6 +46,13 @@ fn quick_bench_prints_every_row_and_the_exact_model_call_counts() {
     let stores: Vec<&str> = report.stores.iter().map(|s| s.store).collect();
     assert_eq!(stores, ["memory", "SQLite", "PostgreSQL", "Redis"]);
     assert!(report.stores[..2].iter().all(|s| s.rate.is_some()));
+    // The lease's cost is measured on the same stores (memory and SQLite always).
+    let leases: Vec<&str> = report.lease.iter().map(|l| l.store).collect();
+    assert_eq!(leases, ["memory", "SQLite", "PostgreSQL", "Redis"]);
+    for l in &report.lease[..2] {
+        assert!(l.overhead_us().is_some(), "{l:?}");
+        assert!(l.acquire_release_us.is_some_and(|s| s.samples > 0), "{l:?}");
+    }
 
     // The table has every row, each once, in order.
     let table = report.to_markdown();
@@ -62,6 +69,10 @@ fn quick_bench_prints_every_row_and_the_exact_model_call_counts() {
         "| store throughput, SQLite ⁵",
         "| store throughput, PostgreSQL ⁵",
         "| store throughput, Redis ⁵",
+        "| session lease per turn, memory ⁷",
+        "| session lease per turn, SQLite ⁷",
+        "| session lease per turn, PostgreSQL ⁷",
+        "| session lease per turn, Redis ⁷",
         "| streaming first-delta latency ⁶",
     ] {
         let found = table[at..]
@@ -80,7 +91,7 @@ fn quick_bench_prints_every_row_and_the_exact_model_call_counts() {
         .filter(|l| l.starts_with("| "))
         .map(|l| l.matches(" | ").count())
         .collect();
-    assert_eq!(widths.len(), 13, "header + 12 rows");
+    assert_eq!(widths.len(), 17, "header + 12 rows + 4 session lease rows");
     assert!(widths.iter().all(|&w| w == widths[0]), "{table}");
     for label in bench::ROW_LABELS {
         assert!(table.contains(label), "{label}");
@@ -94,6 +105,7 @@ fn quick_bench_prints_every_row_and_the_exact_model_call_counts() {
     );
     assert_eq!(json["machine"]["mode"], "quick");
     assert_eq!(json["stores"].as_array().map(Vec::len), Some(4));
+    assert_eq!(json["lease"].as_array().map(Vec::len), Some(4));
 }
 
 #[test]

@@ -1,0 +1,51 @@
+//! `#[cfg]` on a step: a step compiled out is not a step (not in `Step`, the views or
+//! `flow()`), and not "unreachable"; the steps after it are reached in its place. A step
+//! may have alternative definitions under complementary `#[cfg]`s.
+use agent_core::typed::prelude::*;
+
+/// What the agent collects.
+#[data]
+pub struct Booking {
+    /// City
+    pub city: String,
+    /// Guests
+    pub guests: u8,
+}
+
+#[flow(data = Booking)]
+mod booking {
+    #[step(prompt = "Ask the city.", collect(city))]
+    fn ask_city() {}
+
+    // Compiled out: without it, `ask_guests` follows `ask_city`.
+    #[cfg(any())]
+    #[step(end, prompt = "Never.", finalize = missing_hook)]
+    fn gone(v: gone::View<'_>) -> PreDirective<Booking, ()> {
+        PreDirective::new().append_prompt(format!("{:?}", v.city))
+    }
+
+    #[cfg(all())]
+    #[step(prompt = "Ask how many guests.", collect(guests))]
+    fn ask_guests() {}
+
+    // Alternative definitions of one step under complementary `#[cfg]`s.
+    #[cfg(any())]
+    #[step(end, reply = "Booked.")]
+    fn done() {}
+
+    #[cfg(not(any()))]
+    #[step(end, prompt = "Confirm the booking.")]
+    fn done() {}
+}
+
+fn main() {
+    let f = booking::flow().expect("valid without the cfg'd-out step");
+    let ids: Vec<&str> = f.steps().iter().map(|s| s.id()).collect();
+    assert_eq!(ids, ["ask_city", "ask_guests", "done"]);
+    assert!(matches!(
+        f.step("done").expect("done").kind(),
+        agent_core::step::StepKind::Model
+    ));
+    assert_eq!(booking::Step::ALL.len(), 3);
+    assert_eq!(booking::Step::ALL[1].id(), "ask_guests");
+}
