@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use crate::data::{DataSchema, FieldSet};
 use crate::directive::{Directive, PreDirective};
-use crate::error::AgentError;
+use crate::error::{AgentError, DirectiveError};
 use crate::provider::Message;
 
 /// Directives dispatched from inside a hook or tool (`cx.dispatch(..)`); they join the
@@ -25,6 +25,10 @@ pub struct Dispatcher {
     /// once (a predicate inside a filter): the turn fails with it before anything is
     /// saved or another model call is made.
     fault: Arc<Mutex<Option<AgentError>>>,
+    /// Why the directive a hook just returned could not be converted (a typed
+    /// `PreDirective` with two position fields): the engine fails the turn with it,
+    /// naming the hook, when it applies that hook's (empty) result.
+    rejected: Arc<Mutex<Option<DirectiveError>>>,
 }
 
 impl Dispatcher {
@@ -49,6 +53,19 @@ impl Dispatcher {
     pub(crate) fn take_fault(&self) -> Option<AgentError> {
         let mut f = self.fault.lock().unwrap_or_else(|e| e.into_inner());
         f.take()
+    }
+    /// Remember that the directive a hook returned breaks the rules (the first one
+    /// wins); the hook's result is replaced by an empty one.
+    pub(crate) fn reject(&self, error: DirectiveError) {
+        let mut r = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_none() {
+            *r = Some(error);
+        }
+    }
+    /// The remembered rejection, if any.
+    pub(crate) fn take_rejected(&self) -> Option<DirectiveError> {
+        let mut r = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        r.take()
     }
 }
 

@@ -27,6 +27,21 @@ fn booking(p: &ScriptedProvider) -> AgentBuilder<Booking, Concierge> {
 }
 
 #[tokio::test]
+async fn a_draft_that_never_repeats_an_invented_value_is_used_in_one_call() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("Happy to help. Which city would you like?")
+            .with_data(json!({ "city": "London" })),
+    );
+    let r = a.respond("s", "Hi, I need a hotel").await.unwrap();
+    assert_eq!(r.data.city, None, "the invented value is not stored");
+    assert_eq!(r.ungrounded.len(), 1);
+    assert_eq!(r.message, "Happy to help. Which city would you like?");
+    assert_eq!(r.model_calls, 1, "the draft did not build on the value");
+}
+
+#[tokio::test]
 async fn a_value_nobody_said_is_not_stored_and_is_reported() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);

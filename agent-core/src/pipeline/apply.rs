@@ -17,6 +17,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         d: Directive,
         phase: Phase,
     ) -> Result<(), AgentError> {
+        // A hook whose result could not be converted (see `__private::pre_hook_result`)
+        // returned an empty directive in its place: the turn fails here, naming it.
+        if let Some(e) = self.dispatcher.take_rejected() {
+            return Err(AgentError::directive(&source, e));
+        }
         if d.is_empty() {
             return Ok(());
         }

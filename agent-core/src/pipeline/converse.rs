@@ -412,8 +412,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let data = sp.out.data.take();
             let before = self.notes.len();
+            let ungrounded_before = self.ungrounded.len();
             self.absorb_model_data(&flow, data).await?;
-            sp.clean = self.notes.len() == before;
+            // A value nobody said was dropped: the draft stands if it never repeats it
+            // (it did not build on it). A refused value is always told, so a draft with
+            // one is rendered again.
+            let notes = self.notes.len() - before;
+            let invented = &self.ungrounded[ungrounded_before..];
+            let said = normalize(&sp.out.message);
+            sp.clean = notes == 0
+                || (notes == invented.len()
+                    && invented.iter().all(|d| {
+                        let v = match &d.value {
+                            Value::String(t) => normalize(t),
+                            other => normalize(&other.to_string()),
+                        };
+                        v.is_empty() || !said.contains(&v)
+                    }));
             if let Some(target) = sp.out.switch_flow.take()
                 && self.may_switch_to(&target)
             {

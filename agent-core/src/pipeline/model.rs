@@ -70,8 +70,11 @@ struct RespondOut {
     message: Option<String>,
     #[serde(default)]
     data: Option<Value>,
+    /// A step id (scripted answers, older prompts); `answered` is what the schema asks.
     #[serde(default)]
     step: Option<String>,
+    #[serde(default)]
+    re_ask: Option<bool>,
     #[serde(default)]
     switch_flow: Option<String>,
     #[serde(default)]
@@ -80,6 +83,24 @@ struct RespondOut {
     conditions: Option<Judged>,
     #[serde(default)]
     action: Option<Value>,
+}
+
+/// The step a speculative reply was written for: the pending step when the model says
+/// its message asks the pending question again (`re_ask`), the target when it says
+/// not; a `step` id naming either (scripted answers) counts too. `None` when it said
+/// neither.
+fn claimed_step<'a>(
+    step: &'a Option<String>,
+    re_ask: Option<bool>,
+    target: &'a str,
+    pending: &'a str,
+) -> Option<&'a str> {
+    match (step.as_deref(), re_ask) {
+        (Some(s), _) if s == target || s == pending => Some(s),
+        (_, Some(false)) => Some(target),
+        (_, Some(true)) => Some(pending),
+        _ => None,
+    }
 }
 
 /// The per-turn state goes after the history, appended to the latest user message in
@@ -241,6 +262,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             provider = self.a.provider.name(),
         );
         let (resp, deltas) = self.call_inner(req, live).instrument(span).await?;
+        tracing::trace!(
+            kind = ?kind,
+            prompt = %req.instructions(),
+            answer = %resp.content,
+            tool_calls = resp.tool_calls.len(),
+            "model call"
+        );
         self.usage.add(resp.usage);
         Ok((resp, deltas))
     }
@@ -354,7 +382,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 state.push_str(&dynamic);
             }
         }
-        let mut claims: Vec<String> = Vec::new();
+        // The target step's id and the pending step the reply may re-ask instead.
+        let mut pending: Option<(Arc<str>, usize)> = None;
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         if let Some(f) = &flow {
             sys.push_str(&f.section);
@@ -404,15 +433,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 &s.id,
                                 "), instead ",
                                 &s.section,
-                                "Set `step` to \"",
-                                &s.id,
-                                "\" in that case, otherwise to \"",
-                                &step.id,
-                                "\".\n",
+                                "Set `re_ask` to true in that case, otherwise to false.\n",
                             ],
                         );
                         tools.extend(s.tools.iter().cloned());
-                        claims = vec![step.id.as_ref().to_owned(), s.id.as_ref().to_owned()];
+                        pending = Some((step.id.clone(), a));
                     }
                 }
                 Target::Closing(_, j) => {
@@ -656,8 +681,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             Some(Value::Object(d)) => Some(d),
                             Some(_) => return Err("`data` is not an object".into()),
                         };
-                        // Only a claim this call offered counts (the schema lists every step).
-                        let claimed = out.step.filter(|c| claims.contains(c));
+                        let claimed = match (&flow, &pending) {
+                            (Some(f), Some((target, a))) => {
+                                claimed_step(&out.step, out.re_ask, target, &f.steps[*a].id)
+                                    .map(str::to_owned)
+                            }
+                            _ => None,
+                        };
                         let intent = out.intent.filter(|i| {
                             intents
                                 .as_ref()
@@ -1181,15 +1211,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
-    /// The respond call's schema: `data` (what the flow collects), `conditions`, the
-    /// `step` claim, `switch_flow`, then `message` last so streams reach it after the
-    /// decisions. The same for every call in the flow: `data` is there even when the
-    /// call does not read the message (the answer's `data` is then ignored), `step`
-    /// lists every model step (a claim of a step the call did not offer counts as no
-    /// claim).
+    /// The respond call's schema: `data` (what the flow collects), `conditions`, then
+    /// `message`, `re_ask` and `switch_flow` (keys go on the wire in alphabetical
+    /// order, which llama.cpp's grammar follows: decisions that change the data come
+    /// before the message). The same for every call in the flow: `data` is there even
+    /// when the call does not read the message (the answer's `data` is then ignored),
+    /// and `re_ask` (does the message ask the pending question again?) says which step
+    /// the reply is for, instead of a per-call `step` enum, whose first value a small
+    /// model picks.
     fn respond_schema(&self, f: &Flow<D, C>, n_conditions: usize, switch_ids: &[String]) -> Value {
         let mut props = Map::new();
         let mut required = Vec::new();
+        let model_steps = f
+            .steps
+            .iter()
+            .filter(|s| matches!(s.kind, crate::step::StepKind::Model))
+            .count();
+        if model_steps > 1 {
+            props.insert("re_ask".into(), json!({ "type": "boolean" }));
+            required.push("re_ask");
+        }
         if !f.collectable.is_empty() {
             props.insert(
                 "data".into(),
@@ -1210,16 +1251,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
             );
             required.push("conditions");
-        }
-        let claims: Vec<&str> = f
-            .steps
-            .iter()
-            .filter(|s| matches!(s.kind, crate::step::StepKind::Model))
-            .map(|s| s.id.as_ref())
-            .collect();
-        if claims.len() > 1 {
-            props.insert("step".into(), json!({ "type": "string", "enum": claims }));
-            required.push("step");
         }
         if !switch_ids.is_empty() {
             let mut ids: Vec<Value> = switch_ids
@@ -1310,7 +1341,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(flow) = flow else { return false };
         // Simulate what the turn will do with these decisions, on copies.
         let mut patch = Map::new();
-        if let Some(Value::Object(d)) = out.data {
+        if let Some(Value::Object(d)) = out.data.clone() {
             for (x, verdict) in self.screen(&flow, d) {
                 match verdict {
                     super::converse::Verdict::Keep { .. } => {
@@ -1339,11 +1370,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.present = saved_present;
         self.judged = saved_judged;
         let id = |j: usize| flow.steps[j].id.as_ref();
-        // Only a claim of the alternative step counts (the schema lists every step).
-        let claimed = out
-            .step
-            .as_deref()
-            .filter(|c| lt.alt.is_some_and(|a| *c == id(a)));
+        let claimed = match (&lt.target, lt.alt) {
+            (Stop::Render(_, j), Some(a)) if a != *j => {
+                claimed_step(&out.step, out.re_ask, id(*j), id(a))
+            }
+            _ => None,
+        };
         clean
             && match (&lt.target, dry) {
                 (Stop::Render(f1, j1), Some(Stop::Render(f2, j2))) if *f1 == f2 => {

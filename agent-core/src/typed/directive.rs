@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::directive as rt;
+use crate::error::DirectiveError;
 use crate::tool::Tool;
 
 use super::data::{IntoContextPatch, IntoDataPatch};
@@ -315,12 +316,16 @@ impl IntoDirective for rt::Directive {
 #[must_use = "a pre-directive does nothing until it is returned"]
 pub struct PreDirective<D, C> {
     inner: rt::PreDirective<D, C>,
+    /// A second position field given by a later `.directive(..)` (the runtime
+    /// pre-directive keeps one), reported where a `#[flow]` hook's result is converted.
+    conflict: Option<DirectiveError>,
 }
 
 impl<D, C> Default for PreDirective<D, C> {
     fn default() -> Self {
         Self {
             inner: rt::PreDirective::default(),
+            conflict: None,
         }
     }
 }
@@ -356,9 +361,21 @@ impl<D, C> PreDirective<D, C> {
         self.inner = self.inner.halt();
         self
     }
-    /// Merge a directive (position, reply, data, context) into this one.
+    /// Merge a directive (position, reply, data, context) into this one. A directive
+    /// holds one position: a second one (`.directive(complete())` then
+    /// `.directive(go_to::<F>())`) makes the turn fail with
+    /// [`AgentError::Directive`](crate::error::AgentError::Directive) naming the hook
+    /// when a `#[flow]` hook returns it (see [`Self::try_into_runtime`]).
     pub fn directive(mut self, d: impl IntoDirective) -> Self {
-        self.inner = self.inner.directive(d.into_directive());
+        let d = d.into_directive();
+        if let (Some(a), Some(b)) = (&self.inner.base.position, &d.position)
+            && self.conflict.is_none()
+        {
+            self.conflict = Some(DirectiveError::MultiplePositions {
+                fields: vec![a.field_name().to_owned(), b.field_name().to_owned()],
+            });
+        }
+        self.inner = self.inner.directive(d);
         self
     }
     /// Set a verbatim reply.
@@ -376,7 +393,18 @@ impl<D, C> PreDirective<D, C> {
         self.inner = self.inner.context(patch.into_context_patch());
         self
     }
-    /// The runtime pre-directive.
+    /// The runtime pre-directive, or why it breaks the rules: two position fields
+    /// given by separate `.directive(..)` calls, or `reply` with `abort`. The hooks
+    /// `#[flow]` generates convert with it; a hook given to the runtime builders can too.
+    pub fn try_into_runtime(self) -> Result<rt::PreDirective<D, C>, DirectiveError> {
+        if let Some(e) = self.conflict {
+            return Err(e);
+        }
+        self.inner.base.validate()?;
+        Ok(self.inner)
+    }
+    /// The runtime pre-directive (unchecked: a second position field replaced or
+    /// outranked the first by the runtime merge; see [`Self::try_into_runtime`]).
     pub fn into_runtime(self) -> rt::PreDirective<D, C> {
         self.inner
     }
@@ -397,11 +425,26 @@ impl<D, C> From<PreDirective<D, C>> for rt::PreDirective<D, C> {
 pub trait IntoPreDirective<D, C> {
     /// The runtime pre-directive.
     fn into_pre_directive(self) -> rt::PreDirective<D, C>;
+    /// The runtime pre-directive, or why it breaks a rule the conversion can see (a
+    /// typed [`PreDirective`] given two position fields by separate `.directive(..)`
+    /// calls). The rest (`reply` with `abort`, targets) is checked when it is applied.
+    fn try_into_pre_directive(self) -> Result<rt::PreDirective<D, C>, DirectiveError>
+    where
+        Self: Sized,
+    {
+        Ok(self.into_pre_directive())
+    }
 }
 
 impl<D, C> IntoPreDirective<D, C> for PreDirective<D, C> {
     fn into_pre_directive(self) -> rt::PreDirective<D, C> {
         self.inner
+    }
+    fn try_into_pre_directive(self) -> Result<rt::PreDirective<D, C>, DirectiveError> {
+        match self.conflict {
+            Some(e) => Err(e),
+            None => Ok(self.inner),
+        }
     }
 }
 impl<D, C> IntoPreDirective<D, C> for rt::PreDirective<D, C> {

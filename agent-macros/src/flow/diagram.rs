@@ -1,9 +1,11 @@
 //! The Mermaid diagram of a flow, rendered at compile time.
 
-use quote::ToTokens;
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
 
 use super::graph::{Node, successors};
 use super::model::*;
+use super::validate::{MAX_CFG_STEPS, cfg_combination, combine};
 
 fn esc(s: &str) -> String {
     s.replace('"', "#quot;").replace('\n', " ")
@@ -44,8 +46,57 @@ fn path_text(p: &syn::Path) -> String {
         .join("::")
 }
 
-/// `flowchart TD` source for the flow.
-pub fn render(def: &FlowDef) -> String {
+/// The `DIAGRAM` const of the flow module. With `#[cfg]`-gated steps, one definition
+/// per distinct diagram, each behind the `#[cfg(..)]` of the on/off combinations of
+/// those steps that draw it (the macro cannot evaluate cfg predicates; exactly one of
+/// the combinations holds in a build). Past [`MAX_CFG_STEPS`] gated steps, one diagram
+/// shows every step.
+pub fn consts(def: &FlowDef) -> TokenStream {
+    let doc = quote! {
+        /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
+        #[allow(dead_code)]
+    };
+    let gated: Vec<usize> = (0..def.steps.len())
+        .filter(|&i| !def.steps[i].cfg.is_empty())
+        .collect();
+    if gated.is_empty() || gated.len() > MAX_CFG_STEPS {
+        let d = render(def, &vec![true; def.steps.len()]);
+        return quote!(#doc pub const DIAGRAM: &str = #d;);
+    }
+    // (diagram, the combinations that draw it), in order of first appearance.
+    let mut found: Vec<(String, Vec<usize>)> = Vec::new();
+    for c in 0..1usize << gated.len() {
+        let mut present = vec![true; def.steps.len()];
+        for (bit, &i) in gated.iter().enumerate() {
+            present[i] = c & (1 << bit) != 0;
+        }
+        let d = render(def, &present);
+        match found.iter_mut().find(|(f, _)| *f == d) {
+            Some((_, cs)) => cs.push(c),
+            None => found.push((d, vec![c])),
+        }
+    }
+    if let [(d, _)] = found.as_slice() {
+        return quote!(#doc pub const DIAGRAM: &str = #d;);
+    }
+    let defs = found.iter().map(|(d, cs)| {
+        let preds: Vec<TokenStream> = cs
+            .iter()
+            .map(|&c| cfg_combination(def, &gated, c))
+            .collect();
+        let pred = combine("any", &preds);
+        quote! {
+            #[cfg(#pred)]
+            #doc
+            pub const DIAGRAM: &str = #d;
+        }
+    });
+    quote!(#(#defs)*)
+}
+
+/// `flowchart TD` source for the flow with the steps in `present` (a step whose
+/// `#[cfg(..)]` is off is not drawn, and the steps after it follow in its place).
+pub fn render(def: &FlowDef, present: &[bool]) -> String {
     let mut out = String::from("flowchart TD\n");
     let title = def
         .flow
@@ -58,7 +109,13 @@ pub fn render(def: &FlowDef) -> String {
         crate::diag::name(&def.ident),
         esc(&title)
     ));
-    for s in &def.steps {
+    for s in def
+        .steps
+        .iter()
+        .zip(present)
+        .filter(|(_, p)| **p)
+        .map(|(s, _)| s)
+    {
         let id = crate::diag::name(&s.ident);
         let mut label = id.clone();
         if !s.collect.idents.is_empty() {
@@ -75,9 +132,16 @@ pub fn render(def: &FlowDef) -> String {
     let mut extra = Vec::new();
     let mut uses_end = false;
     let mut directive_n = 0;
-    // The diagram shows every step, `#[cfg]`-gated or not.
-    let all = vec![true; def.steps.len()];
-    for (i, s) in def.steps.iter().enumerate() {
+    // A step of that name exists, but none of its definitions is in this build.
+    let left_out = |t: &syn::Ident| {
+        let mut of = def
+            .steps
+            .iter()
+            .zip(present)
+            .filter(|(s, _)| crate::diag::name(&s.ident) == crate::diag::name(t));
+        of.clone().next().is_some() && !of.any(|(_, p)| *p)
+    };
+    for (i, s) in def.steps.iter().enumerate().filter(|(i, _)| present[*i]) {
         let from = crate::diag::name(&s.ident);
         let mut falls_through = true;
         if let Some(b) = &s.branches {
@@ -93,6 +157,14 @@ pub fn render(def: &FlowDef) -> String {
                         .join(" and "),
                 };
                 let to = match &e.target {
+                    // A branch to a step this build leaves out goes nowhere (it is a
+                    // compile error behind the same `#[cfg]`).
+                    Target::Step(t) if left_out(t) => {
+                        if e.conds.is_empty() {
+                            falls_through = false;
+                        }
+                        continue;
+                    }
                     Target::Step(t) => crate::diag::name(t),
                     Target::Flow(p) => {
                         let name = path_text(p);
@@ -120,7 +192,7 @@ pub fn render(def: &FlowDef) -> String {
             }
         }
         if falls_through {
-            for n in successors(def, i, &all) {
+            for n in successors(def, i, present) {
                 match n {
                     Node::Step(j) => {
                         let t = &def.steps[j];

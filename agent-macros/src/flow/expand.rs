@@ -83,7 +83,7 @@ fn hook_wrapper(
         HookKind::Pre => (
             quote!(PreHook),
             quote!(#rt::RtPreDirective<__D, __C>),
-            quote_spanned!(path.span()=> #rt::into_pre(#call)),
+            quote_spanned!(path.span()=> #rt::pre_hook_result(__cx, #call)),
             quote!(::core::default::Default::default()),
         ),
         HookKind::Post => (
@@ -620,7 +620,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         step_stmts.push(quote!(#cfg let __b = __b.step(#ctor #(#sb)*);));
     }
 
-    let diagram = super::diagram::render(def);
+    let diagram = super::diagram::consts(def);
     let mod_attrs = &def.attrs;
     let step_docs = unique.iter().map(|s| {
         let shape = match &s.shape {
@@ -690,9 +690,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             /// The flow id.
             #[allow(dead_code)]
             pub const ID: &str = #id;
-            /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
-            #[allow(dead_code)]
-            pub const DIAGRAM: &str = #diagram;
+            #diagram
 
             /// The Mermaid diagram of the flow.
             #[allow(dead_code)]

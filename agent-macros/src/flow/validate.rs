@@ -85,8 +85,9 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
     }
 }
 
-/// Most `#[cfg]`-gated steps whose on/off combinations are checked one by one.
-const MAX_CFG_STEPS: usize = 6;
+/// Most `#[cfg]`-gated steps whose on/off combinations are checked (and drawn) one by
+/// one.
+pub(crate) const MAX_CFG_STEPS: usize = 6;
 
 /// The graph checks for every combination of the `#[cfg]`-gated steps being on or off:
 /// an error of every combination is reported as is, one of some combinations behind a
@@ -136,28 +137,32 @@ fn graph_per_cfg(def: &FlowDef, errors: &mut Errors) {
         }
         let preds: Vec<TokenStream> = cs
             .iter()
-            .map(|&c| {
-                let parts: Vec<TokenStream> = gated
-                    .iter()
-                    .enumerate()
-                    .map(|(bit, &i)| {
-                        let on = combine("all", &def.steps[i].cfg);
-                        if c & (1 << bit) != 0 {
-                            on
-                        } else {
-                            quote::quote!(not(#on))
-                        }
-                    })
-                    .collect();
-                combine("all", &parts)
-            })
+            .map(|&c| cfg_combination(def, &gated, c))
             .collect();
         errors.push_gated(combine("any", &preds), e);
     }
 }
 
+/// The cfg predicate of combination `c` of the `gated` steps (bit `n` of `c`: whether
+/// `gated[n]` is compiled in).
+pub(crate) fn cfg_combination(def: &FlowDef, gated: &[usize], c: usize) -> TokenStream {
+    let parts: Vec<TokenStream> = gated
+        .iter()
+        .enumerate()
+        .map(|(bit, &i)| {
+            let on = combine("all", &def.steps[i].cfg);
+            if c & (1 << bit) != 0 {
+                on
+            } else {
+                quote::quote!(not(#on))
+            }
+        })
+        .collect();
+    combine("all", &parts)
+}
+
 /// `all(a, b)` / `any(a, b)`, or just `a` for one predicate.
-fn combine(op: &str, preds: &[TokenStream]) -> TokenStream {
+pub(crate) fn combine(op: &str, preds: &[TokenStream]) -> TokenStream {
     match preds {
         [one] => one.clone(),
         _ => {

@@ -234,7 +234,7 @@ mod booking {
         ) -> ::agent_core::__private::RtPreDirective<__D, __C> {
             match <confirm::View<'_>>::__new(__cx) {
                 ::core::option::Option::Some(__v) => {
-                    ::agent_core::__private::into_pre(confirm(__v).await)
+                    ::agent_core::__private::pre_hook_result(__cx, confirm(__v).await)
                 }
                 ::core::option::Option::None => ::core::default::Default::default(),
             }

@@ -180,6 +180,11 @@ mod r#match {
     /// The flow id.
     #[allow(dead_code)]
     pub const ID: &str = "match";
+    #[cfg(not(feature = "loops"))]
+    /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
+    #[allow(dead_code)]
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    ask[\"ask · collect type\"]\n    done>\"done: Done: {type}.\"]\n    ask --> done\n    done --> END\n    END(((end)))\n";
+    #[cfg(feature = "loops")]
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
     pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    ask[\"ask · collect type\"]\n    loop[\"loop · collect loop\"]\n    done>\"done: Done: {type}.\"]\n    ask -->|\"the user wants a loop\"| loop\n    ask --> loop\n    loop --> done\n    done --> END\n    END(((end)))\n";
@@ -201,7 +206,7 @@ mod r#match {
         ) -> ::agent_core::__private::RtPreDirective<__D, __C> {
             match <r#loop::View<'_>>::__new(__cx) {
                 ::core::option::Option::Some(__v) => {
-                    ::agent_core::__private::into_pre(greet(__v))
+                    ::agent_core::__private::pre_hook_result(__cx, greet(__v))
                 }
                 ::core::option::Option::None => ::core::default::Default::default(),
             }

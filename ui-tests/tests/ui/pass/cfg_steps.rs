@@ -1,6 +1,6 @@
-//! `#[cfg]` on a step: a step compiled out is not a step (not in `Step`, the views or
-//! `flow()`), and not "unreachable"; the steps after it are reached in its place. A step
-//! may have alternative definitions under complementary `#[cfg]`s.
+//! `#[cfg]` on a step: a step compiled out is not a step (not in `Step`, the views,
+//! `flow()` or `DIAGRAM`), and not "unreachable"; the steps after it are reached in its
+//! place. A step may have alternative definitions under complementary `#[cfg]`s.
 use agent_core::typed::prelude::*;
 
 /// What the agent collects.
@@ -48,4 +48,17 @@ fn main() {
     ));
     assert_eq!(booking::Step::ALL.len(), 3);
     assert_eq!(booking::Step::ALL[1].id(), "ask_guests");
+    // The diagram of this build: no `gone`, the model-step `done`.
+    let expected = r#"flowchart TD
+    %% flow `booking`: booking
+    ask_city["ask_city · collect city"]
+    ask_guests["ask_guests · collect guests"]
+    done["done"]
+    ask_city --> ask_guests
+    ask_guests --> done
+    done --> END
+    END(((end)))
+"#;
+    assert_eq!(booking::DIAGRAM, expected, "\n{}", booking::DIAGRAM);
+    assert_eq!(<BookingFlow as FlowDef>::diagram(), expected);
 }
