@@ -1114,12 +1114,20 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     }
     /// Constrain a data field (the builder form of `#[field(...)]`): JSON-schema
     /// keywords such as `{"minimum": 1, "maximum": 12}`, `{"pattern": "^INV-\\d+$"}`,
-    /// `{"enum": ["single", "double"]}`, `{"format": "date"}` or
-    /// `{"x-inferred": true}`. They are sent to the model and checked on every write;
-    /// an unknown field or a pattern that does not compile fails `build()`.
+    /// `{"enum": ["single", "double"]}`, `{"format": "date"}`, `{"x-inferred": true}`
+    /// or `{"x-not-past": true}` (see [`Self::not_past`]). They are sent to the model
+    /// and checked on every write; an unknown field or a pattern that does not compile
+    /// fails `build()`.
     pub fn constrain(mut self, field: impl Into<String>, constraints: serde_json::Value) -> Self {
         self.constraints.push((field.into(), constraints));
         self
+    }
+    /// Refuse a day before today in a date or date-time field (the builder form of
+    /// `#[field(not_past)]`): "today" is the agent's [`Self::clock`] in
+    /// [`AgentConfig::time_zone`], so a check-in date the model resolved to last year
+    /// is asked for again instead of stored.
+    pub fn not_past(self, field: impl Into<String>) -> Self {
+        self.constrain(field, serde_json::json!({ "x-not-past": true }))
     }
     /// A custom check on a field, run on every write after its schema constraints: `Ok`
     /// with the value to store (return it unchanged, or normalised: trimmed, title-cased;
@@ -1343,7 +1351,13 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             .iter()
             .map(|f| f.route_description())
             .collect();
-        let mut schema = DataSchema::of::<D>().with_max_value_bytes(self.config.max_value_bytes);
+        let clock: Arc<dyn Clock> = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let mut schema = DataSchema::of::<D>()
+            .with_max_value_bytes(self.config.max_value_bytes)
+            .with_calendar(crate::clock::Calendar::new(
+                clock.clone(),
+                self.config.time_zone.clone(),
+            ));
         for (field, c) in &self.constraints {
             if let Err(e) = schema.constrain(field, c) {
                 errs.push(agent_err(
@@ -1383,6 +1397,13 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                         "fields",
                     ),
                 ));
+            }
+        }
+        if !self.constraints.is_empty() {
+            // The field list in each flow's prompt reads the schema; the builder's
+            // constraints are part of it now.
+            for f in &mut flows {
+                crate::prompt::render_flow_sections(f, &schema);
             }
         }
         for (p, e) in schema.invalid_patterns() {
@@ -1449,7 +1470,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
                 context: self.context.unwrap_or_default(),
                 config: self.config,
-                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                clock,
                 schema,
                 claim_guards,
                 fresh_present,

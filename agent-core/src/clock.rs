@@ -47,6 +47,40 @@ impl Clock for ManualClock {
     }
 }
 
+/// A clock read in a time zone: what "today" is for rules that depend on the day
+/// (a date field marked `not_past`, grounding "tomorrow").
+#[derive(Clone)]
+pub struct Calendar {
+    clock: Arc<dyn Clock>,
+    zone: TimeZone,
+}
+
+impl Default for Calendar {
+    fn default() -> Self {
+        Self::new(Arc::new(SystemClock), TimeZone::utc())
+    }
+}
+
+impl std::fmt::Debug for Calendar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Calendar")
+            .field("zone", &self.zone)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Calendar {
+    /// `clock` read in `zone`.
+    pub fn new(clock: Arc<dyn Clock>, zone: TimeZone) -> Self {
+        Self { clock, zone }
+    }
+
+    /// Today's date in the calendar's time zone.
+    pub fn today(&self) -> time::Date {
+        self.zone.local(self.clock.now_ms()).date()
+    }
+}
+
 /// The agent's time zone: a fixed UTC offset and the name the model is shown.
 /// Dates the user gives ("tomorrow", "next Friday") resolve in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

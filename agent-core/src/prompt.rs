@@ -60,15 +60,20 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
         String::from("Fields of `data` (details the user gives for this task):\n")
     };
     for field in &flow.collectable {
-        let desc = schema
-            .property(field)
+        let prop = schema.property(field);
+        let desc = prop
             .and_then(|p| p.get("description"))
             .and_then(serde_json::Value::as_str)
             .unwrap_or("");
+        // The schema sent to the model leaves the engine's `x-` rules out; this one
+        // the model can follow, so the field list says it.
+        let not_past =
+            prop.and_then(|p| p.get("x-not-past")) == Some(&serde_json::Value::Bool(true));
         let _ = writeln!(
             x,
-            "- {field}{}{desc}",
-            if desc.is_empty() { "" } else { ": " }
+            "- {field}{}{desc}{}",
+            if desc.is_empty() { "" } else { ": " },
+            if not_past { " (today or later)" } else { "" }
         );
     }
     flow.extract_section = x;
@@ -96,19 +101,10 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
                     ),
                     (None, true) => "Continue the conversation.".to_owned(),
                 };
-                let _ = write!(s, "Step `{}`: {prompt}", step.id);
-                if !step.collect.is_empty() {
-                    let _ = write!(
-                        s,
-                        " (collects: {})",
-                        step.collect
-                            .iter()
-                            .map(|f| f.as_ref())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-                s.push('\n');
+                // No "(collects: ..)" after a written prompt: the field list and `data`
+                // already say what to fill, and small models read the annotation
+                // out to the user.
+                let _ = writeln!(s, "Step `{}`: {prompt}", step.id);
             }
             StepKind::Auto | StepKind::Reply(_) => {}
         }

@@ -43,6 +43,8 @@ pub struct Step<D, C> {
     pub(crate) end: bool,
     /// Tools that must have run successfully before the step may end its flow.
     pub(crate) must_call: Vec<Arc<str>>,
+    /// The step's tools are offered only in a call that reads the user's answer to it.
+    pub(crate) act_on_answer: bool,
     /// Rendered once at build: the step's prompt section.
     pub(crate) section: String,
 }
@@ -82,6 +84,7 @@ impl<D, C> Step<D, C> {
             branches: None,
             end: false,
             must_call: Vec::new(),
+            act_on_answer: false,
             section: String::new(),
         }
     }
@@ -198,6 +201,15 @@ impl<D, C> Step<D, C> {
     /// told that nothing was done. (A booking step can never close on "Booked!" alone.)
     pub fn requires_tool(mut self, tool: impl Into<String>) -> Self {
         self.must_call.push(Arc::from(tool.into()));
+        self
+    }
+    /// Offer the step's own tools only in a call that reads the user's answer to the
+    /// step, not in the call that first asks it. A confirmation step ("Shall I book
+    /// it?") then cannot act in the same turn it is reached: the user has not said
+    /// yes yet, and a small model offered a `book_room` tool tends to call it at once.
+    /// Flow-wide and agent-wide tools are not affected.
+    pub fn act_on_answer(mut self) -> Self {
+        self.act_on_answer = true;
         self
     }
     /// Terminal: no linear successor.

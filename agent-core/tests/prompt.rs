@@ -67,7 +67,7 @@ async fn the_system_prompt_carries_every_static_section_and_the_step_prompt() {
         "- Check-in is from 3 pm.",
         "Current task: Hotel booking. Book one hotel room.",
         "- MUST confirm the city before booking",
-        "Step `ask_city`: Ask which city the user wants to stay in. (collects: city)",
+        "Step `ask_city`: Ask which city the user wants to stay in.\n",
         "- When the user is undecided: NEVER suggest a city yourself",
     ] {
         assert!(sys.contains(needle), "missing {needle:?} in:\n{sys}");

@@ -57,6 +57,8 @@ fn data_field_constraints_become_schemars_attributes_and_are_stripped() {
                 pub tags: Vec<String>,
                 #[field(len = 1..=80, validate = crate::checks::served_city)]
                 pub city: String,
+                #[field(not_past)]
+                pub arrival: Date,
             }
         },
     );
@@ -182,7 +184,7 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
                 ))]
                 fn route() {}
 
-                #[step(end, prompt = "Confirm.", tools(book_room), finalize = done, branches(
+                #[step(end, prompt = "Confirm.", tools(book_room), act_on_answer, finalize = done, branches(
                     when "the user asks about pets" => PetsFlow,
                     when "the user wants to leave feedback" => feedback::Step::ask,
                     when "the user gives up" => Directive::abort("gave up"),

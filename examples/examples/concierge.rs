@@ -17,6 +17,7 @@ use std::error::Error;
 use std::io::Write;
 use std::sync::Arc;
 
+use agent_core::clock::{Clock, SystemClock, TimeZone};
 use agent_core::provider::Provider;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
@@ -30,7 +31,10 @@ pub struct Booking {
     /// City the guest wants to stay in
     #[field(len = 1..=80)]
     pub city: String,
-    /// Check-in date, YYYY-MM-DD (a typed `Date`: `format: date` in the schema)
+    /// Check-in date, YYYY-MM-DD
+    // A typed `Date` (`format: date` in the schema); `not_past`: a day before today on
+    // the agent's clock is asked for again. (Doc comments are the model's field hints.)
+    #[field(not_past)]
     pub check_in: Date,
     /// Number of guests, 1 to 12
     #[field(range = 1..=12)]
@@ -102,9 +106,10 @@ mod booking {
 
     /// The fn body is the step's `prepare` hook: it runs before the model call. The
     /// flow cannot end here unless `book_room` ran: a reply claiming a booking without
-    /// it is replaced.
+    /// it is replaced. `book_room` is offered only once the guest answers the question
+    /// (`act_on_answer`), never in the turn that asks it.
     #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
-           tools(book_room), requires_tool(book_room),
+           tools(book_room), requires_tool(book_room), act_on_answer,
            branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
         PreDirective::new().append_prompt(format!("Guest tier: {}", v.context().tier))
@@ -167,11 +172,22 @@ pub fn scripted() -> ScriptedProvider {
     // answers for `confirm` in the same call.
     model.respond(
         Answer::message("Lisbon, July 1st, 2 guests. Shall I book the Grand?")
-            .with_data(json!({ "check_in": "2026-07-01" })),
+            .with_data(json!({ "check_in": next_july_first().to_string() })),
     );
     // book_room writes the reply itself: no call after the tool.
     model.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
     model
+}
+
+/// The next July 1st on the system clock (what "July 1st" means today): the field
+/// refuses a past day.
+fn next_july_first() -> Date {
+    let today = TimeZone::utc().local(SystemClock.now_ms()).date();
+    let this_year = Date::new(today.year(), 7, 1);
+    match this_year {
+        Some(d) if d.to_time() >= today => d,
+        _ => Date::new(today.year() + 1, 7, 1).unwrap_or(Date::from(today)),
+    }
 }
 
 /// Talk to the concierge and print every turn. Failed turns are printed and the

@@ -324,6 +324,7 @@ impl Model {
         let local_turn = Some(std::time::Duration::from_secs(LOCAL_TURN_SECS));
         match &self.choice {
             Choice::Local { .. } if self.name.starts_with("gemma-3-270m") => AgentConfig {
+                tools_in_answer: true,
                 max_reply_chars: 120,
                 max_tokens: Some(384),
                 temperature: Some(0.0),
@@ -331,6 +332,7 @@ impl Model {
                 ..AgentConfig::default()
             },
             Choice::Local { .. } => AgentConfig {
+                tools_in_answer: true,
                 max_reply_chars: 400,
                 max_tokens: Some(512),
                 temperature: Some(0.0),

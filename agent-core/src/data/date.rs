@@ -145,6 +145,22 @@ impl JsonSchema for DateTime {
     }
 }
 
+/// A type whose JSON is a calendar day (`YYYY-MM-DD`) or an RFC 3339 moment, so the
+/// engine can compare it with today: what `#[field(not_past)]` asks of a field.
+#[diagnostic::on_unimplemented(
+    message = "`not_past` applies to date fields; `{Self}` is not a calendar value",
+    label = "the field's type must be `Date` or `DateTime` (or implement `CalendarValue`)",
+    note = "use `agent_core::data::Date` for a day, `DateTime` for a moment"
+)]
+pub trait CalendarValue {}
+
+impl CalendarValue for Date {}
+impl CalendarValue for DateTime {}
+
+/// `#[field(not_past)]`'s check that the field holds a calendar value.
+#[doc(hidden)]
+pub fn calendar_field<T: CalendarValue + ?Sized>() {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,9 @@ fn non_null(p: &Value) -> Value {
     if let Some(Value::Array(e)) = o.get_mut("enum") {
         e.retain(|v| !v.is_null());
     }
+    // The engine's own annotations (`x-inferred`, `x-not-past`, `x-synonyms`) are
+    // rules it applies, not JSON Schema: strict providers refuse unknown keywords.
+    o.retain(|k, _| !k.starts_with("x-"));
     p
 }
 

@@ -318,11 +318,26 @@ fn states_number(text: &str, n: f64) -> bool {
         (i >= 1 && year(i - 1) && part(i) && part(i + 1))
             || (i >= 2 && year(i - 2) && part(i - 1) && part(i))
     };
+    let month = |i: usize| {
+        ws.get(i)
+            .is_some_and(|w| MONTHS.iter().any(|(m, _)| m == w))
+    };
+    // A day of a month is not a count: "July 1", "1 July", "1 de julho", "the 1st".
+    let day_of_month = |i: usize| {
+        let w = ws[i];
+        let digits = w.chars().take_while(char::is_ascii_digit).count();
+        let ordinal = digits > 0 && matches!(&w[digits..], "st" | "nd" | "rd" | "th");
+        ordinal
+            || (digits == w.len()
+                && ((i >= 1 && month(i - 1))
+                    || month(i + 1)
+                    || (ws.get(i + 1).is_some_and(|w| matches!(*w, "de" | "of")) && month(i + 2))))
+    };
     ws.iter()
         .enumerate()
         .filter(|(i, w)| {
             let padded = w.len() > 1 && w.starts_with('0');
-            !(in_date(*i) || padded)
+            !(in_date(*i) || padded || day_of_month(*i))
         })
         .any(|(_, w)| {
             let w = *w;
@@ -646,8 +661,9 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
             return true;
         }
     }
-    // "the 5th": the next such day of a month.
-    if !named_month && ws.iter().any(|w| is_day(w) && w.parse::<u8>().is_err()) {
+    // "the 5th", no month named at all: the next such day of a month.
+    let any_month = ws.iter().any(|w| MONTHS.iter().any(|(m, _)| m == w));
+    if !any_month && ws.iter().any(|w| is_day(w) && w.parse::<u8>().is_err()) {
         let offset = (date - today).whole_days();
         return (0..=31).contains(&offset);
     }
@@ -707,6 +723,13 @@ mod tests {
         assert!(ok(&["1.5 kg"], json!(1.5)));
         assert!(ok(&["+351 912 345 678"], json!("+351912345678")));
         assert!(ok(&["it's invoice inv 7"], json!("INV-7")));
+        // A day of a month is not a count.
+        assert!(!ok(&["July 1st"], json!(1)));
+        assert!(!ok(&["Lisbon, July 1"], json!(1)));
+        assert!(!ok(&["1 de julho"], json!(1)));
+        assert!(!ok(&["the 3rd of May"], json!(3)));
+        assert!(ok(&["July 1st, 2 of us"], json!(2)));
+        assert!(ok(&["3 people in July"], json!(3)));
         assert!(!ok(&["invoice 8"], json!("INV-7")));
     }
 
@@ -742,6 +765,11 @@ mod tests {
             Some(date!(2026 - 06 - 19))
         );
         assert_eq!(resolve_date("from July 1 to July 5", today), None);
+        // A day without a year is the next such day.
+        assert_eq!(
+            resolve_date("July 1st", date!(2026 - 11 - 25)),
+            Some(date!(2027 - 07 - 01))
+        );
         assert_eq!(resolve_date("hi there", today), None);
     }
 

@@ -18,12 +18,12 @@ use serde_json::{Map, Value};
 use crate::error::{DataError, FieldRejection};
 
 pub mod custom;
-mod date;
+pub(crate) mod date;
 pub(crate) mod extract;
 pub(crate) mod ground;
 pub(crate) mod validate;
 
-pub use date::{Date, DateTime};
+pub use date::{CalendarValue, Date, DateTime};
 pub(crate) use extract::{Extracted, read_extraction};
 
 /// A shallow write to session data or context: top-level keys replace, nested values are
@@ -88,6 +88,7 @@ pub struct DataSchema {
     patterns: validate::Patterns,
     max_value_bytes: usize,
     checks: Vec<custom::FieldCheck>,
+    calendar: crate::clock::Calendar,
 }
 
 /// Largest serialized value one field may hold unless configured otherwise.
@@ -120,7 +121,15 @@ impl DataSchema {
             patterns,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
             checks: Vec::new(),
+            calendar: crate::clock::Calendar::default(),
         }
+    }
+
+    /// The clock and time zone that say what "today" is for `x-not-past` (default:
+    /// the system clock in UTC; an agent gives its own).
+    pub fn with_calendar(mut self, calendar: crate::clock::Calendar) -> Self {
+        self.calendar = calendar;
+        self
     }
 
     /// Cap the serialized size of each stored value.
@@ -209,6 +218,7 @@ impl DataSchema {
         match (validate::Rules {
             defs: self.defs.as_ref(),
             patterns: &self.patterns,
+            today: self.calendar.today(),
         })
         .check(prop, value)
         {

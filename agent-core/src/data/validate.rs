@@ -5,8 +5,9 @@
 //! Supported keywords: `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
 //! `minLength`, `maxLength`, `pattern`, `enum`, `const`, `format` (`date`,
 //! `date-time`), `minItems`, `maxItems`, `items`, nested `properties`, `anyOf` /
-//! `oneOf` (one branch must hold) and local `$ref`s. Types are left to serde, which
-//! checks them when the write is applied.
+//! `oneOf` (one branch must hold) and local `$ref`s, and one extension:
+//! `"x-not-past": true` on a date or date-time refuses a day before today on the
+//! agent's clock. Types are left to serde, which checks them when the write is applied.
 
 use std::collections::HashMap;
 
@@ -50,6 +51,8 @@ impl Patterns {
 pub(crate) struct Rules<'a> {
     pub(crate) defs: Option<&'a Value>,
     pub(crate) patterns: &'a Patterns,
+    /// Today on the agent's clock, for `x-not-past`.
+    pub(crate) today: time::Date,
 }
 
 impl Rules<'_> {
@@ -138,13 +141,23 @@ impl Rules<'_> {
         }
         match s.get("format").and_then(Value::as_str) {
             Some("date") if parse_date(text).is_none() => {
-                Some("must be a calendar date written YYYY-MM-DD".into())
+                return Some("must be a calendar date written YYYY-MM-DD".into());
             }
             Some("date-time") if !is_date_time(text) => {
-                Some("must be a date and time written like 2026-07-01T14:00:00Z".into())
+                return Some("must be a date and time written like 2026-07-01T14:00:00Z".into());
             }
-            _ => None,
+            _ => {}
         }
+        if s.get("x-not-past").and_then(Value::as_bool) == Some(true)
+            && let Some(day) = day_of(text)
+            && day < self.today
+        {
+            return Some(format!(
+                "is in the past (today is {})",
+                crate::data::Date::from(self.today)
+            ));
+        }
+        None
     }
 
     fn check_array(
@@ -277,6 +290,15 @@ pub(crate) fn parse_date(text: &str) -> Option<time::Date> {
     time::Date::parse(text.trim(), &format).ok()
 }
 
+/// The calendar day of a `YYYY-MM-DD` or RFC 3339 value (the latter in its own offset).
+fn day_of(text: &str) -> Option<time::Date> {
+    parse_date(text).or_else(|| {
+        time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(time::OffsetDateTime::date)
+    })
+}
+
 fn is_date_time(text: &str) -> bool {
     time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).is_ok()
 }
@@ -292,6 +314,7 @@ mod tests {
         Rules {
             defs: None,
             patterns: &patterns,
+            today: time::macros::date!(2026 - 06 - 15),
         }
         .check(&schema, &value)
     }
@@ -326,12 +349,33 @@ mod tests {
     }
 
     #[test]
+    fn not_past_refuses_days_before_today_only() {
+        let day = json!({ "type": ["string", "null"], "format": "date", "x-not-past": true });
+        assert_eq!(check(day.clone(), json!("2026-06-15")), None);
+        assert_eq!(check(day.clone(), json!("2027-01-01")), None);
+        assert_eq!(check(day.clone(), Value::Null), None);
+        assert_eq!(
+            check(day, json!("2026-06-14")).as_deref(),
+            Some("is in the past (today is 2026-06-15)")
+        );
+        let moment = json!({ "type": "string", "format": "date-time", "x-not-past": true });
+        assert_eq!(check(moment.clone(), json!("2026-06-15T08:00:00Z")), None);
+        assert!(check(moment, json!("2026-06-14T23:00:00Z")).is_some());
+        // Without the flag a past day is fine.
+        assert_eq!(
+            check(json!({ "format": "date" }), json!("2001-01-01")),
+            None
+        );
+    }
+
+    #[test]
     fn refs_resolve_in_defs() {
         let defs = json!({ "Tier": { "type": "string", "enum": ["gold", "silver"] } });
         let patterns = Patterns::default();
         let rules = Rules {
             defs: Some(&defs),
             patterns: &patterns,
+            today: time::macros::date!(2026 - 06 - 15),
         };
         let schema = json!({ "$ref": "#/$defs/Tier" });
         assert_eq!(rules.check(&schema, &json!("gold")), None);

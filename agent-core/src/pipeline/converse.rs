@@ -208,7 +208,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                 }
                 match self.a.schema.admit(&x.field, &x.value) {
-                    Err(r) => (x, Verdict::Refused(r)),
+                    Err(r) => match self.admissible_day_said(&x.field, &x.value) {
+                        // "July 1st" written as this year's past day, for a field that
+                        // refuses the past: the next July 1st is what the user meant.
+                        Some((day, v)) => {
+                            tracing::info!(field = %x.field, model = %x.value, %day, "refused date replaced by the day the user named");
+                            x.value = v;
+                            (x, Verdict::Keep { inferred })
+                        }
+                        None => (x, Verdict::Refused(r)),
+                    },
                     Ok(v) => {
                         x.value = v;
                         (x, Verdict::Keep { inferred })
@@ -258,6 +267,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         })
     }
 
+    /// For a date the field refused: the day the user's latest message naming a day
+    /// means (read against the clock, so a day without a year is the next such day),
+    /// when it differs from the model's and the field admits it.
+    fn admissible_day_said(&self, field: &str, value: &Value) -> Option<(String, Value)> {
+        let written = value.as_str().and_then(crate::data::validate::parse_date)?;
+        let today = self.a.config.time_zone.local(self.a.clock.now_ms()).date();
+        let history = self.s.history.iter().rev().filter(|m| m.role == Role::User);
+        std::iter::once(self.msg)
+            .chain(history.map(|m| m.content.as_str()))
+            .find_map(|text| resolve_date(text, today))
+            .filter(|day| *day != written)
+            .and_then(|day| {
+                let text = crate::data::Date::from(day).to_string();
+                let v = self
+                    .a
+                    .schema
+                    .admit(field, &Value::String(text.clone()))
+                    .ok()?;
+                Some((text, v))
+            })
+    }
+
     /// Record a value that was not stored; `refused` values broke a constraint (the
     /// user is told why), the others were never said (the user is simply asked).
     fn drop_value(&mut self, field: String, value: Value, reason: String, refused: bool) {
@@ -301,7 +332,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
     }
 
-    fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
+    pub(super) fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
         if !self.awaiting {
             return None;
         }

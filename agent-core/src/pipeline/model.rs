@@ -423,7 +423,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let step = &f.steps[*j];
                     state.push_str("Now, ");
                     state.push_str(&step.section);
-                    tools.extend(step.tools.iter().cloned());
+                    // Asked now, not answered: an `act_on_answer` step waits for it.
+                    if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
+                        tools.extend(step.tools.iter().cloned());
+                    }
                     if let Some(a) = alt.filter(|a| a != j) {
                         let s = &f.steps[a];
                         push_all(
@@ -442,10 +445,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
+                    let acts = !step.tools.is_empty();
+                    // A small model reads "ask the guest to confirm" in the step's own
+                    // prompt and asks again: say that this message is the answer, and
+                    // what to do with a yes and with anything else.
                     let _ = writeln!(
                         state,
-                        "The task is finishing: everything needed is collected. The user is answering this step: {}Confirm the outcome to the user; use the tools offered if an action is needed.",
-                        step.section
+                        "The task is finishing: everything needed is collected. The user's latest message answers this step: {}{}",
+                        step.section,
+                        if acts {
+                            "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
+                        } else {
+                            "Confirm the outcome to the user; use the tools offered if an action is needed."
+                        }
                     );
                     tools.extend(step.tools.iter().cloned());
                 }

@@ -202,6 +202,18 @@ pub fn expand(def: &DataDef) -> TokenStream {
             .collect(),
         Kind::Context => Vec::new(),
     };
+    let calendar_asserts: Vec<TokenStream> = seen
+        .iter()
+        .copied()
+        .filter_map(super::field::calendar_assert)
+        .collect();
+    let calendar_asserts = if calendar_asserts.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            const _: fn() = || { #(#calendar_asserts)* };
+        }
+    };
     let field_checks = if checks.is_empty() {
         quote!()
     } else {
@@ -225,6 +237,8 @@ pub fn expand(def: &DataDef) -> TokenStream {
         quote!()
     };
     let common = quote! {
+        #calendar_asserts
+
         #[doc = #enum_doc]
         #[allow(non_camel_case_types, dead_code)]
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]

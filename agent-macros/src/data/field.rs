@@ -10,11 +10,16 @@
 //! | `pattern = "^[A-Z]{3}$"`  | `String`              | `pattern`                            |
 //! | `one_of("a", "b")`        | `String`              | `enum` (with `null`)                 |
 //! | `inferred`                | any                   | `"x-inferred": true`                 |
+//! | `not_past`                | `Date`, `DateTime`    | `"x-not-past": true`                 |
 //! | `validate = path`         | any                   | none: `path` runs on every write     |
 //!
 //! `validate` names a `fn(T) -> Result<T, String>` (`T` the field's value type): `Ok`
 //! with the value to store (unchanged or normalised), `Err` with a message for the user.
 //! A function of another shape is a type error on the path.
+//!
+//! `not_past` refuses a day before today on the agent's clock. The field's type must
+//! implement `CalendarValue` (the engine's `Date` and `DateTime`), checked by rustc on
+//! the key, so a type alias is accepted and a `String` is not.
 //!
 //! Ranges are inclusive; either bound may be left out (`..=100`, `1..=`, `1..`).
 //!
@@ -28,7 +33,9 @@ use super::parse::FieldDef;
 use crate::diag::{Errors, suggest};
 
 /// The keys `#[field(...)]` accepts.
-pub const KEYS: &[&str] = &["range", "len", "pattern", "one_of", "inferred", "validate"];
+pub const KEYS: &[&str] = &[
+    "range", "len", "pattern", "one_of", "inferred", "not_past", "validate",
+];
 
 /// A number literal of a bound.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,6 +131,8 @@ pub struct Constraints {
     pub one_of: Option<Entry<Vec<syn::LitStr>>>,
     /// `inferred`.
     pub inferred: Option<Entry<()>>,
+    /// `not_past`.
+    pub not_past: Option<Entry<()>>,
     /// `validate = path`.
     pub validate: Option<Entry<syn::Path>>,
 }
@@ -242,6 +251,7 @@ fn usage(key: &str) -> &'static str {
         "validate" => {
             "`validate` takes the path of a `fn(T) -> Result<T, String>`: `validate = crate::check_city`"
         }
+        "not_past" => "`not_past` is a flag and takes no value: write `not_past`",
         _ => "`inferred` is a flag and takes no value: write `inferred`",
     }
 }
@@ -352,9 +362,14 @@ fn parse_entry(item: &[TokenTree], c: &mut Constraints, errors: &mut Errors) {
             }
             _ => malformed(errors, usage(&name).to_string()),
         },
-        _ => {
+        flag => {
+            let slot = if flag == "not_past" {
+                &mut c.not_past
+            } else {
+                &mut c.inferred
+            };
             if rest.is_empty() {
-                set(&mut c.inferred, entry(&key, &tokens, ()), errors);
+                set(slot, entry(&key, &tokens, ()), errors);
             } else {
                 malformed(errors, usage(&name).to_string());
             }
@@ -582,6 +597,17 @@ pub fn check_expr(f: &FieldDef) -> Option<TokenStream> {
     })
 }
 
+/// For `not_past`: a check that the field's type is a calendar value, spanned on the
+/// key so rustc's "not implemented" error points at it.
+pub fn calendar_assert(f: &FieldDef) -> Option<TokenStream> {
+    let e = f.constraints.not_past.as_ref()?;
+    let ty = f.value_ty();
+    let span = e.key.span();
+    Some(quote::quote_spanned! {span=>
+        ::agent_core::__private::calendar_field::<#ty>();
+    })
+}
+
 /// The `#[schemars(...)]` attributes that put the constraints into the field's schema.
 pub fn schema_attrs(c: &Constraints) -> TokenStream {
     // A bound beyond 64 bits has been reported; leaving it out keeps rustc quiet.
@@ -614,6 +640,9 @@ pub fn schema_attrs(c: &Constraints) -> TokenStream {
     }
     if c.inferred.is_some() {
         out.extend(quote!(#[schemars(extend("x-inferred" = true))]));
+    }
+    if c.not_past.is_some() {
+        out.extend(quote!(#[schemars(extend("x-not-past" = true))]));
     }
     out
 }

@@ -613,6 +613,9 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t).name());
             sb.push(quote!(.requires_tool(#t)));
         }
+        if s.act_on_answer.is_some() {
+            sb.push(quote!(.act_on_answer()));
+        }
         if s.end {
             sb.push(quote!(.end()));
         }

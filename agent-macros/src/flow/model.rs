@@ -93,6 +93,8 @@ pub struct StepDef {
     pub tools: Option<(Span, Vec<syn::Expr>)>,
     /// `requires_tool(..)`: tools that must have run before the flow ends here.
     pub requires_tool: Vec<syn::Expr>,
+    /// `act_on_answer`: the step's tools only in a call that reads the answer to it.
+    pub act_on_answer: Option<Span>,
     /// `end`.
     pub end: bool,
     /// `skip = |view| ..`.

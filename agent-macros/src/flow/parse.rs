@@ -42,6 +42,7 @@ const STEP_KEYS: &[&str] = &[
     "depends_on",
     "tools",
     "requires_tool",
+    "act_on_answer",
     "end",
     "skip",
     "if",
@@ -364,6 +365,7 @@ fn step(
         depends_on: FieldList::default(),
         tools: None,
         requires_tool: Vec::new(),
+        act_on_answer: None,
         end: false,
         skip: None,
         if_: None,
@@ -421,6 +423,7 @@ fn step(
                 }
                 "tools" => s.tools = Some((key.span(), expr_list(input)?)),
                 "requires_tool" => s.requires_tool.extend(expr_list(input)?),
+                "act_on_answer" => s.act_on_answer = Some(key.span()),
                 "end" => s.end = true,
                 "skip" => s.skip = Some(value(input)?),
                 "if" => s.if_ = Some(value(input)?),

@@ -173,7 +173,7 @@ pub(crate) fn combine(op: &str, preds: &[TokenStream]) -> TokenStream {
 }
 
 fn step_shape(s: &StepDef, errors: &mut Errors) {
-    let conflicts: [(&str, Option<proc_macro2::Span>); 4] = [
+    let conflicts: [(&str, Option<proc_macro2::Span>); 5] = [
         ("prompt", s.prompt.as_ref().map(|p| p.0)),
         ("collect", s.collect.key),
         ("tools", s.tools.as_ref().map(|t| t.0)),
@@ -181,6 +181,7 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
             "requires_tool",
             s.requires_tool.first().map(syn::spanned::Spanned::span),
         ),
+        ("act_on_answer", s.act_on_answer),
     ];
     match &s.shape {
         Shape::Auto(_) => {
@@ -216,7 +217,14 @@ fn step_shape(s: &StepDef, errors: &mut Errors) {
                 errors,
             );
         }
-        Shape::Model => {}
+        Shape::Model => {
+            if let (Some(span), None) = (s.act_on_answer, &s.tools) {
+                errors.push(
+                    span,
+                    format!("`act_on_answer` holds back a step's own tools until the user answers it, and `{}` has none; add `tools(..)` or remove `act_on_answer`", s.ident),
+                );
+            }
+        }
     }
 }
 

@@ -28,7 +28,12 @@ pub struct Stay {
     pub tags: ::core::option::Option<Vec<String>>,
     #[schemars(length(min = 1i64, max = 80i64))]
     pub city: ::core::option::Option<String>,
+    #[schemars(extend("x-not-past" = true))]
+    pub arrival: ::core::option::Option<Date>,
 }
+const _: fn() = || {
+    ::agent_core::__private::calendar_field::<Date>();
+};
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
 #[derive(
@@ -54,11 +59,13 @@ pub enum StayField {
     tags,
     ///The `city` field.
     city,
+    ///The `arrival` field.
+    arrival,
 }
 #[allow(dead_code)]
 impl StayField {
     /// Every field, in declaration order.
-    pub const ALL: [Self; 7usize] = [
+    pub const ALL: [Self; 8usize] = [
         Self::guests,
         Self::min_temp,
         Self::budget,
@@ -66,6 +73,7 @@ impl StayField {
         Self::room,
         Self::tags,
         Self::city,
+        Self::arrival,
     ];
     /// The field's name (its JSON key).
     pub const fn name(self) -> &'static str {
@@ -77,6 +85,7 @@ impl StayField {
             Self::room => "room",
             Self::tags => "tags",
             Self::city => "city",
+            Self::arrival => "arrival",
         }
     }
 }
@@ -180,6 +189,17 @@ impl StayPatch {
         self.map.insert("city".into(), ::agent_core::__private::serde_json::Value::Null);
         self
     }
+    ///Set `arrival`.
+    pub fn arrival(mut self, value: Date) -> Self {
+        self.map.insert("arrival".into(), ::agent_core::__private::to_json(&value));
+        self
+    }
+    ///Clear `arrival` (write `null`).
+    pub fn clear_arrival(mut self) -> Self {
+        self.map
+            .insert("arrival".into(), ::agent_core::__private::serde_json::Value::Null);
+        self
+    }
     /// Whether nothing is set.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
@@ -214,6 +234,7 @@ impl Stay {
         "room",
         "tags",
         "city",
+        "arrival",
     ];
     /// The JSON schema of the data (field doc comments are the descriptions).
     pub fn json_schema() -> ::agent_core::__private::serde_json::Value {
@@ -231,6 +252,7 @@ impl ::agent_core::__private::DataType for Stay {
         "room",
         "tags",
         "city",
+        "arrival",
     ];
     fn field_checks() -> ::std::vec::Vec<::agent_core::__private::FieldCheck> {
         ::std::vec![
@@ -248,6 +270,7 @@ impl ::agent_core::__private::DataType for Stay {
             "room" => ::core::option::Option::Some("room"),
             "tags" => ::core::option::Option::Some("tags"),
             "city" => ::core::option::Option::Some("city"),
+            "arrival" => ::core::option::Option::Some("arrival"),
             _ => ::core::option::Option::None,
         }
     }
@@ -264,6 +287,7 @@ pub struct StayView<
     M4: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M5: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M6: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
+    M7: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
     ///Number of guests (a plain value when the step `requires` it, else an `Option`)
     pub guests: <M0 as ::agent_core::__private::Mode>::Of<'a, u8>,
@@ -279,6 +303,8 @@ pub struct StayView<
     pub tags: <M5 as ::agent_core::__private::Mode>::Of<'a, Vec<String>>,
     /// (a plain value when the step `requires` it, else an `Option`)
     pub city: <M6 as ::agent_core::__private::Mode>::Of<'a, String>,
+    /// (a plain value when the step `requires` it, else an `Option`)
+    pub arrival: <M7 as ::agent_core::__private::Mode>::Of<'a, Date>,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -292,7 +318,8 @@ impl<
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
     M6: ::agent_core::__private::Mode,
-> StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
+    M7: ::agent_core::__private::Mode,
+> StayView<'a, C, M0, M1, M2, M3, M4, M5, M6, M7> {
     /// The view of the turn, or `None` when a field the step requires is missing.
     #[doc(hidden)]
     pub fn __new(
@@ -307,6 +334,7 @@ impl<
             room: <M4 as ::agent_core::__private::Mode>::get(&data.room)?,
             tags: <M5 as ::agent_core::__private::Mode>::get(&data.tags)?,
             city: <M6 as ::agent_core::__private::Mode>::get(&data.city)?,
+            arrival: <M7 as ::agent_core::__private::Mode>::get(&data.arrival)?,
             __cx: cx,
         })
     }
@@ -325,7 +353,8 @@ impl<
     M4: ::agent_core::__private::Mode,
     M5: ::agent_core::__private::Mode,
     M6: ::agent_core::__private::Mode,
-> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5, M6> {
+    M7: ::agent_core::__private::Mode,
+> ::core::ops::Deref for StayView<'a, C, M0, M1, M2, M3, M4, M5, M6, M7> {
     type Target = ::agent_core::__private::Cx<'a, Stay, C>;
     fn deref(&self) -> &Self::Target {
         self.__cx
@@ -336,7 +365,7 @@ impl<
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests min_temp budget check_in room
-        tags city] [] $($t)* }
+        tags city arrival] [] $($t)* }
     };
 }
 #[doc(hidden)]

@@ -355,6 +355,7 @@ mod booking {
                                 .when("the user gives up"),
                         ]),
                     )
+                    .act_on_answer()
                     .end(),
             );
         let __b = __b

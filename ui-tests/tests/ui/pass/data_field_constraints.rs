@@ -28,7 +28,16 @@ pub struct Stay {
     pub tags: Vec<String>,
     /// No constraints
     pub notes: String,
+    /// Arrival day, today or later
+    #[field(not_past)]
+    pub arrival: Date,
+    /// A type alias of a calendar type is accepted
+    #[field(not_past)]
+    pub departure: Option<Day>,
 }
+
+/// `not_past` asks the type, not its spelling.
+type Day = agent_core::data::Date;
 
 fn main() {
     let schema = Stay::json_schema();
@@ -52,6 +61,11 @@ fn main() {
     assert_eq!(check_in["minLength"], 10);
     assert_eq!(check_in["maxLength"], 10);
     assert_eq!(check_in["description"], "Check-in date, ISO 8601");
+
+    assert_eq!(p["arrival"]["x-not-past"], true);
+    assert_eq!(p["arrival"]["format"], "date");
+    assert_eq!(p["departure"]["x-not-past"], true);
+    assert!(p["notes"].get("x-not-past").is_none());
 
     let room = &p["room"];
     assert_eq!(room["enum"].to_string(), r#"["standard","suite",null]"#);

@@ -1,0 +1,233 @@
+//! Dates that must not be in the past (`not_past`, `#[field(not_past)]`), judged on the
+//! agent's clock; and `act_on_answer`, which keeps a step's tools out of the call that
+//! first asks it.
+
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
+mod common;
+
+use agent_core::AgentConfig;
+use agent_core::clock::ManualClock;
+use agent_core::prelude::*;
+use agent_core::testing::{Answer, ScriptedProvider};
+use common::*;
+use serde_json::json;
+
+/// Wednesday 2026-11-25, 09:30 UTC: July 1st has passed this year.
+const NOVEMBER_MS: u64 = TODAY_MS + 163 * 86_400_000;
+
+fn dated(
+    p: &ScriptedProvider,
+    now_ms: u64,
+    flow: Flow<Booking, Concierge>,
+) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(now_ms))
+        .provider(p.clone())
+        .flow(flow)
+        .constrain("check_in", json!({ "format": "date" }))
+        .not_past("check_in")
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_past_day_is_refused_with_the_reason_and_the_step_asks_again() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, TODAY_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon on May 3rd. How many guests?")
+            .with_data(json!({ "city": "Lisbon", "check_in": "2026-05-03" }))
+            .claiming("ask_guests"),
+    );
+    p.respond(Answer::message("That day has passed. Which date?"));
+    let r = a.respond("s", "Lisbon on 2026-05-03").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.data.check_in, None);
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert!(
+        r.rejected_data
+            .iter()
+            .any(|x| x.contains("check_in") && x.contains("is in the past (today is 2026-06-15)")),
+        "{:?}",
+        r.rejected_data
+    );
+    let again = p.last_request().unwrap().instructions();
+    assert!(
+        again.contains(
+            "check_in 2026-05-03 is not possible: it is in the past (today is 2026-06-15)"
+        ),
+        "{again}"
+    );
+    // The rule is in the field list the model reads, not in the schema it is sent.
+    assert!(
+        again.contains("- check_in: Check-in date, ISO 8601 (today or later)"),
+        "{again}"
+    );
+    let schema = p.last_request().unwrap().output.unwrap().schema;
+    assert!(!schema.to_string().contains("x-not-past"), "{schema}");
+    // Today itself is fine.
+    p.respond(Answer::message("How many guests?").with_data(json!({ "check_in": "2026-06-15" })));
+    let r = a.respond("s", "today").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-06-15"));
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+}
+
+#[tokio::test]
+async fn a_day_without_a_year_written_as_a_past_day_is_the_next_such_day() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, NOVEMBER_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
+    a.respond("s", "Lisbon").await.unwrap();
+    // A small model keeps this year: the user meant the next July 1st.
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({ "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2027-07-01"));
+    assert!(r.rejected_data.is_empty(), "{:?}", r.rejected_data);
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    // Later, the model repeats last year's day from the history: the same next day
+    // is meant, so nothing is refused and nothing changes.
+    p.respond(
+        Answer::message("Shall I book?")
+            .with_data(json!({ "check_in": "2026-07-01", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    let r = a.respond("s", "two of us").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2027-07-01"));
+    assert_eq!(r.data.guests, Some(2));
+    assert!(r.rejected_data.is_empty(), "{:?}", r.rejected_data);
+}
+
+#[tokio::test]
+async fn an_explicit_past_year_is_not_moved() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, NOVEMBER_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("When?")
+            .with_data(json!({ "city": "Lisbon", "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    p.respond(Answer::message("That day has passed. Which date?"));
+    let r = a.respond("s", "Lisbon, July 1st 2026").await.unwrap();
+    assert_eq!(r.data.check_in, None);
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(r.rejected_data.len(), 1, "{:?}", r.rejected_data);
+}
+
+/// The booking flow with `book_room` held back until the user answers `confirm`.
+fn held_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .required(["city", "guests"])
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask for the city and the number of guests.")
+                .collect(["city", "guests"]),
+        )
+        .step(
+            Step::model("confirm")
+                .prompt("Summarise and ask the guest to confirm.")
+                .tool(book_room())
+                .act_on_answer()
+                .end(),
+        )
+        .build()
+        .unwrap()
+}
+
+fn tool_names(p: &ScriptedProvider) -> Vec<String> {
+    p.last_request()
+        .unwrap()
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn act_on_answer_offers_the_tool_only_once_the_user_answers_the_step() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, TODAY_MS, held_flow());
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    // This turn reaches `confirm` and asks it: no tool to call yet.
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    let r = a.respond("s", "Lisbon, two of us").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.model_calls, 1, "{:?}", p.requests().len());
+    assert!(tool_names(&p).is_empty(), "{:?}", tool_names(&p));
+    // The user answers it: now the tool is offered, and it runs.
+    p.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "Yes, book it").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert!(
+        p.requests()
+            .iter()
+            .rev()
+            .take(2)
+            .any(|q| q.tools.iter().any(|t| t.name == "book_room")),
+        "the answering call offers book_room"
+    );
+}
+
+#[tokio::test]
+async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered() {
+    let p = ScriptedProvider::new();
+    let a = Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(held_flow())
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    a.respond("s", "Lisbon, two of us").await.unwrap();
+    let asked = p.last_request().unwrap();
+    assert!(
+        !asked
+            .output
+            .unwrap()
+            .schema
+            .to_string()
+            .contains("book_room")
+    );
+    p.respond(Answer::message("Shall I book it?"));
+    a.respond("s", "what was the city again?").await.unwrap();
+    let answered = p.last_request().unwrap();
+    assert!(
+        answered
+            .output
+            .unwrap()
+            .schema
+            .to_string()
+            .contains("book_room"),
+        "the call reading the answer offers the action"
+    );
+}
