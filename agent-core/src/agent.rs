@@ -315,6 +315,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) code_flows: Vec<Arc<CodeFlow<D, C>>>,
     pub(crate) router: Router,
     pub(crate) on_response: Option<ResponseHook<D>>,
+    /// Decides once-tool calls whose outcome is unknown.
+    pub(crate) on_unknown_outcome: Option<crate::journal::UnknownOutcomeHook>,
     pub(crate) flow_index: HashMap<String, usize>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) signals: Vec<Signal<D, C>>,
@@ -539,6 +541,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             code_flows: Vec::new(),
             router: Router::default(),
             on_response: None,
+            on_unknown_outcome: None,
             flow_errors: Vec::new(),
             tools: Vec::new(),
             signals: Vec::new(),
@@ -685,6 +688,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     ) -> Result<AgentResponse<D>, AgentError> {
         let inner = &self.inner;
         let mut attempt = 0;
+        // The turn's identity in tool call keys, fixed by its first attempt: a re-run
+        // after a conflict is the same turn, and its once-tool calls are not repeated.
+        let mut turn_tag: Option<Arc<str>> = None;
         loop {
             let mut load = within(deadline, self.load_for_turn(session_id)).await?;
             let loaded = load.session.version;
@@ -697,6 +703,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             let mut turn = Turn::new(inner, load, message, sink, options.event_id.clone());
             turn.deadline = deadline;
             turn.lease = lease.cloned();
+            turn.turn_tag = turn_tag
+                .get_or_insert_with(|| turn.turn_tag.clone())
+                .clone();
             let span = tracing::info_span!(
                 "turn",
                 session = session_id,
@@ -982,6 +991,7 @@ pub struct AgentBuilder<D, C> {
     code_flows: Vec<CodeFlow<D, C>>,
     router: Router,
     on_response: Option<ResponseHook<D>>,
+    on_unknown_outcome: Option<crate::journal::UnknownOutcomeHook>,
     flow_errors: Vec<FlowConfigurationError>,
     tools: Vec<Arc<dyn Tool<D, C>>>,
     signals: Vec<Signal<D, C>>,
@@ -1061,6 +1071,21 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     /// Offer a tool everywhere.
     pub fn tool(mut self, t: impl IntoTool<D, C>) -> Self {
         self.tools.push(t.into_tool());
+        self
+    }
+    /// Decide a once-tool call ([`crate::tool::Effect::Once`]) whose earlier attempt
+    /// journaled its intent but no result, so whether its effect happened is unknown
+    /// (the process stopped between the two). Such a call is never run again
+    /// silently: without this hook it fails with a message saying so; with it, the
+    /// application answers (for example after asking the payment provider about the
+    /// call's key) with a [`Resolution`](crate::journal::Resolution): fail, a result
+    /// it found, or run it again.
+    pub fn on_unknown_outcome<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(crate::journal::UnknownOutcome) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::journal::Resolution> + Send + 'static,
+    {
+        self.on_unknown_outcome = Some(Arc::new(move |u| Box::pin(f(u))));
         self
     }
     /// Register a signal.
@@ -1306,6 +1331,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 ));
             }
         }
+        if self.store.as_ref().is_some_and(|s| !s.supports_journal()) {
+            errs.extend(check_journal(&self.tools, &self.flows));
+        }
         errs.extend(check_config(&self.config));
         let mut sig_ids = HashSet::new();
         for s in &self.signals {
@@ -1458,6 +1486,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 code_flows: self.code_flows.into_iter().map(Arc::new).collect(),
                 router: self.router,
                 on_response: self.on_response,
+                on_unknown_outcome: self.on_unknown_outcome,
                 switch_sections,
                 switch_ids,
                 flow_index,
@@ -1538,6 +1567,37 @@ async fn release(held: &crate::store::HeldLease) {
     if let Err(e) = held.release().await {
         tracing::warn!(session = %held.lease().session_id, error = %e, "releasing the session lease failed; it expires after its ttl");
     }
+}
+
+/// `effect = once` tools registered on an agent whose store keeps no journal: their
+/// calls could only fail, so `build()` says so (tools added at run time, by hooks or
+/// code flows, fail at the call).
+fn check_journal<D, C>(
+    tools: &[Arc<dyn Tool<D, C>>],
+    flows: &[Flow<D, C>],
+) -> Vec<FlowConfigurationError> {
+    let once = |t: &&Arc<dyn Tool<D, C>>| t.effect() == crate::tool::Effect::Once;
+    let agent = tools.iter().filter(once).map(|t| (String::new(), t));
+    let flow = flows.iter().flat_map(|f| {
+        let steps = f.steps.iter().flat_map(|s| s.tools.iter());
+        f.tools
+            .iter()
+            .chain(steps)
+            .filter(once)
+            .map(|t| (f.id.to_string(), t))
+    });
+    agent
+        .chain(flow)
+        .map(|(flow, t)| FlowConfigurationError {
+            flow,
+            step: None,
+            problem: format!(
+                "tool `{}` runs at most once (`effect = once`) but the session store keeps no tool journal",
+                t.name()
+            ),
+            help: "use a store of agent_core::store (they all keep one), implement `SessionStore::journal_begin`/`journal_finish`/`supports_journal`, or declare the tool `effect = idempotent`".into(),
+        })
+        .collect()
 }
 
 /// Tool checks shared by flow and agent builders.

@@ -244,6 +244,15 @@ pub enum StoreError {
         /// Session id.
         session_id: String,
     },
+    /// A journal method was called on a store that keeps no once-tool journal
+    /// ([`crate::store::SessionStore::supports_journal`] is `false`).
+    #[error(
+        "this session store keeps no once-tool journal (session `{session_id}`); implement the journal methods of `SessionStore`, or declare the tool `effect = idempotent`"
+    )]
+    JournalUnsupported {
+        /// Session id.
+        session_id: String,
+    },
 }
 
 /// Why a turn failed. A failed turn never changes the stored session.

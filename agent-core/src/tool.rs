@@ -54,6 +54,15 @@ pub enum ToolError {
     /// of one of them being dropped.
     #[error("the tool's result holds an invalid directive: {0}")]
     InvalidDirective(crate::error::DirectiveError),
+    /// A [`Effect::Once`] call whose earlier attempt journaled its intent but no
+    /// result (the process stopped in between): it was not run again. The message
+    /// comes from the agent's `on_unknown_outcome` hook, or says so when there is none.
+    #[error("{0}")]
+    OutcomeUnknown(String),
+    /// A [`Effect::Once`] call that failed on its first run, replayed from the
+    /// journal: the failure as it read then.
+    #[error("{0}")]
+    Recorded(String),
 }
 
 impl ToolError {
@@ -113,6 +122,50 @@ impl ToolOutput {
     }
 }
 
+/// What re-running a tool call does, and so what the runtime may do when a turn is
+/// retried (after a save conflict, a crash, a redelivered event): the tool's *effect
+/// class*. Declared with `#[tool(effect = once)]` or [`FnTool::effect`].
+///
+/// Every call, whatever its class, gets an idempotency key
+/// ([`ToolCx::idempotency_key`]) that is the same on every re-run of the same call.
+///
+/// The default is [`Effect::Idempotent`]: most tools read (a search, a price) or call
+/// an API that takes an idempotency key, and for those a re-run is harmless when the
+/// key is passed on. Journaling every call instead would cost two durable writes per
+/// call and turn every crash into a question for the application; assuming `Pure`
+/// would promise less than the key gives. A tool whose effect cannot be deduplicated
+/// downstream (a payment API without keys, an email) is made safe with one word:
+/// `effect = once`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Effect {
+    /// No side effects: re-running it is always fine (lookups, calculations).
+    Pure,
+    /// Side effects that the same idempotency key deduplicates: a retried turn runs
+    /// it again with the same [`ToolCx::idempotency_key`]; the tool passes the key to
+    /// whatever it changes. The default.
+    #[default]
+    Idempotent,
+    /// Never runs twice for the same call. Its intent is journaled in the store
+    /// before it runs and its result after, both durably, before the result is used:
+    /// a retried or redelivered turn that makes the same call (same position, name
+    /// and arguments) gets the recorded result without running it; a call whose
+    /// intent is journaled without a result (the process stopped in between) goes to
+    /// the agent's `on_unknown_outcome` hook and is not run again unless the hook says
+    /// so. Needs a store that keeps a journal (every store of this crate does).
+    Once,
+}
+
+impl Effect {
+    /// The class's name as `#[tool(effect = ..)]` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Pure => "pure",
+            Effect::Idempotent => "idempotent",
+            Effect::Once => "once",
+        }
+    }
+}
+
 /// What a tool sees: an owned snapshot of the session (so tool futures are `'static`)
 /// and a dispatcher into the post-LLM bus.
 pub struct ToolCx<D, C> {
@@ -122,6 +175,7 @@ pub struct ToolCx<D, C> {
     pub(crate) data: Arc<D>,
     pub(crate) context: Arc<C>,
     pub(crate) dispatcher: Dispatcher,
+    pub(crate) key: Arc<str>,
 }
 
 impl<D, C> Clone for ToolCx<D, C> {
@@ -133,12 +187,14 @@ impl<D, C> Clone for ToolCx<D, C> {
             data: self.data.clone(),
             context: self.context.clone(),
             dispatcher: self.dispatcher.clone(),
+            key: self.key.clone(),
         }
     }
 }
 
 impl<D, C> ToolCx<D, C> {
-    /// A context for calling a tool outside a turn (tests, scripts).
+    /// A context for calling a tool outside a turn (tests, scripts). Its
+    /// idempotency key is `detached-<session id>`.
     pub fn detached(session_id: &str, data: D, context: C) -> Self {
         Self {
             session_id: Arc::from(session_id),
@@ -147,7 +203,18 @@ impl<D, C> ToolCx<D, C> {
             data: Arc::new(data),
             context: Arc::new(context),
             dispatcher: Dispatcher::default(),
+            key: Arc::from(format!("detached-{session_id}")),
         }
+    }
+    /// This call's idempotency key: the same on every run of the same call (a turn
+    /// retried after a save conflict or a crash, an inbound event delivered again),
+    /// different for any other call. Derived from the session, the turn (its inbound
+    /// event id, else the session's turn number and the message), the call's position
+    /// in the turn, its tool name and its arguments; at most 70 ASCII characters
+    /// (`[0-9a-f-]`), so payment and email APIs accept it as is. Pass it to whatever
+    /// the tool changes to make an [`Effect::Idempotent`] tool safe to re-run.
+    pub fn idempotency_key(&self) -> &str {
+        &self.key
     }
     /// Session id.
     pub fn session_id(&self) -> &str {
@@ -211,6 +278,9 @@ where
     fn timeout(&self) -> Option<Duration> {
         (**self).timeout()
     }
+    fn effect(&self) -> Effect {
+        (**self).effect()
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -225,8 +295,11 @@ where
     }
 }
 
-/// Shared parts of the contexts of one tool round (each call gets its own dispatcher).
+/// Shared parts of the contexts of one tool round (each call gets its own dispatcher
+/// and key).
 pub(crate) struct ToolCxParts<D, C> {
+    /// The turn's identity ([`crate::journal::turn_tag`]).
+    pub(crate) turn: Arc<str>,
     pub(crate) session_id: Arc<str>,
     pub(crate) flow: Option<Arc<str>>,
     pub(crate) step: Option<Arc<str>>,
@@ -235,8 +308,11 @@ pub(crate) struct ToolCxParts<D, C> {
 }
 
 impl<D, C> ToolCxParts<D, C> {
-    pub(crate) fn cx(&self) -> ToolCx<D, C> {
+    /// The context of the call at position `index` of the turn.
+    pub(crate) fn cx(&self, index: usize, name: &str, args: &Value) -> ToolCx<D, C> {
+        let key = crate::journal::call_key(&self.session_id, &self.turn, index, name, args);
         ToolCx {
+            key: Arc::from(key),
             session_id: self.session_id.clone(),
             flow: self.flow.clone(),
             step: self.step.clone(),
@@ -264,6 +340,10 @@ pub trait Tool<D, C>: Send + Sync {
     /// [`tool_timeout`](crate::agent::AgentConfig::tool_timeout).
     fn timeout(&self) -> Option<Duration> {
         None
+    }
+    /// What re-running a call does ([`Effect`]; default [`Effect::Idempotent`]).
+    fn effect(&self) -> Effect {
+        Effect::Idempotent
     }
     /// Gate on the arguments before the call; an error becomes the tool result.
     fn validate_input(&self, _args: &Value) -> Result<(), String> {
@@ -308,6 +388,7 @@ pub struct FnTool<D, C> {
     parameters: Value,
     concurrency_safe: bool,
     timeout: Option<Duration>,
+    effect: Effect,
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
@@ -321,6 +402,7 @@ impl<D, C> Clone for FnTool<D, C> {
             parameters: self.parameters.clone(),
             concurrency_safe: self.concurrency_safe,
             timeout: self.timeout,
+            effect: self.effect,
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
@@ -357,6 +439,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             parameters,
             concurrency_safe: false,
             timeout: None,
+            effect: Effect::default(),
             handler,
             validator: None,
             permission: None,
@@ -380,6 +463,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             parameters,
             concurrency_safe: false,
             timeout: None,
+            effect: Effect::default(),
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
@@ -396,6 +480,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// `tool_timeout`); the caller gets [`ToolError::TimedOut`].
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = Some(limit);
+        self
+    }
+
+    /// Declare what re-running a call does ([`Effect`]); `.effect(Effect::Once)`
+    /// makes a payment-like tool run at most once per call.
+    pub fn effect(mut self, effect: Effect) -> Self {
+        self.effect = effect;
         self
     }
 
@@ -439,6 +530,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+    fn effect(&self) -> Effect {
+        self.effect
     }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         match &self.validator {

@@ -36,3 +36,4 @@ fn backend() -> Option<Memory> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::journal::journal_suite!(backend());

@@ -62,7 +62,9 @@ fn backend() -> Option<Sqlite> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::journal::journal_suite!(backend());
 conformance::durable_suite!(backend());
+conformance::journal::journal_durable_suite!(backend());
 conformance::lease::lease_process_suite!(backend());
 
 #[tokio::test]

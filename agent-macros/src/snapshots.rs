@@ -148,7 +148,12 @@ fn tool_expands_to_a_unit_struct_implementing_tool() {
 #[test]
 fn tool_without_context_is_generic_over_the_agent() {
     let out = crate::tool::expand(
-        quote!(name = "clock", concurrency_safe, timeout_ms = 1500),
+        quote!(
+            name = "clock",
+            concurrency_safe,
+            timeout_ms = 1500,
+            effect = once
+        ),
         quote! {
             /// The time.
             fn now() -> Result<ToolOutput, ToolError> {

@@ -181,7 +181,7 @@ pub fn scripted() -> ScriptedProvider {
 
 /// The next July 1st on the system clock (what "July 1st" means today): the field
 /// refuses a past day.
-fn next_july_first() -> Date {
+pub fn next_july_first() -> Date {
     let today = TimeZone::utc().local(SystemClock.now_ms()).date();
     let this_year = Date::new(today.year(), 7, 1);
     match this_year {

@@ -313,10 +313,17 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// Failures (invalid arguments, errors, panics, time limits) come back as
     /// [`ToolFailure`], which the flow may handle or propagate with `?`.
     ///
+    /// The call follows the tool's [`Effect`](crate::tool::Effect) like a model's
+    /// call: its [`ToolCx::idempotency_key`](crate::tool::ToolCx::idempotency_key) is
+    /// the turn's and the call's position among the turn's live tool calls, so a turn
+    /// re-run (a save conflict, a redelivered event) gets the same key, and an
+    /// `effect = once` tool's journaled result instead of a second run.
+    ///
     /// A failed step (the fn returns an error or panics later in the same turn) keeps
-    /// none of the turn's records, so the next attempt calls the tool again: tools with
-    /// side effects should be idempotent, or the flow should handle the error instead
-    /// of failing the step.
+    /// none of the turn's records, so the next turn's attempt calls the tool again,
+    /// as a new call with a new key (also for `once` tools): tools with side effects
+    /// should be idempotent, or the flow should handle the error instead of failing
+    /// the step.
     pub async fn tool(
         &self,
         tool: impl IntoTool<D, C>,

@@ -18,7 +18,7 @@ use crate::error::{AgentError, CodeFlowError};
 use crate::fxhash::FxHasher;
 use crate::provider::{CallKind, FinishReason, Message, OutputSchema};
 use crate::response::{DirectiveSource, Event, StoppedReason, ToolCallRecord};
-use crate::tool::{Tool, ToolCxParts, ToolError, execute};
+use crate::tool::{Tool, ToolCxParts, ToolError};
 
 /// How the code part of a turn ended.
 pub(crate) enum CodeExit {
@@ -497,6 +497,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             arguments: args.clone(),
         });
         let parts = ToolCxParts {
+            turn: self.turn_tag.clone(),
             session_id: Arc::from(self.s.id.as_str()),
             flow: Some(Arc::from(flow)),
             step: None,
@@ -506,10 +507,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let r = match tool {
             Ok(t) => {
                 let span = tracing::info_span!("tool_call", tool = %name, flow);
-                let cx = parts.cx();
+                // The call's position among the turn's live calls: a replay of the
+                // flow does not call recorded tools again, so a retried turn numbers
+                // its calls the same way.
+                let cx = parts.cx(self.tool_seq, &name, &args);
+                self.tool_seq += 1;
                 let limit = self.a.config.tool_timeout;
-                tracing::Instrument::instrument(execute(t.as_ref(), cx, args.clone(), limit), span)
-                    .await
+                let j = crate::journal::JournalCx {
+                    store: self.a.store.as_ref(),
+                    hook: self.a.on_unknown_outcome.as_ref(),
+                };
+                let call = crate::journal::call(j, t.as_ref(), cx, args.clone(), limit);
+                tracing::Instrument::instrument(call, span).await
             }
             Err(msg) => Err(ToolError::Failed(msg)),
         };

@@ -167,6 +167,12 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) deadline: Option<deadline::Deadline>,
     /// The session lease the turn holds (its saves are fenced by it).
     pub(crate) lease: Option<Arc<crate::store::HeldLease>>,
+    /// The turn's identity in tool call keys ([`crate::journal::turn_tag`]); kept
+    /// across the re-runs of one `respond` call.
+    pub(crate) turn_tag: Arc<str>,
+    /// Tool calls run so far this turn (model rounds and code flows): the next
+    /// call's position in its idempotency key.
+    pub(crate) tool_seq: usize,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -186,6 +192,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         } = load;
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
         let awaiting = s.step.is_some();
+        let turn_tag = crate::journal::turn_tag(event_id.as_deref(), s.turns, msg);
         Box::new(Self {
             a,
             expected_version: s.version,
@@ -243,6 +250,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             saved: None,
             deadline: None,
             lease: None,
+            turn_tag,
+            tool_seq: 0,
         })
     }
 

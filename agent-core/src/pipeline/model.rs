@@ -24,7 +24,7 @@ use crate::provider::{
     StreamChunk, ToolCall, ToolSpec,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
-use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError, execute};
+use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError};
 
 /// What a rendering call is for.
 #[derive(Clone)]
@@ -869,6 +869,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         calls: &[ToolCall],
     ) -> Vec<String> {
         let parts = ToolCxParts {
+            turn: self.turn_tag.clone(),
             session_id: Arc::from(self.s.id.as_str()),
             flow: self.s.flow.as_deref().map(Arc::from),
             step: self.s.step.as_deref().map(Arc::from),
@@ -890,6 +891,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let find = |name: &str| tools.iter().find(|t| t.name() == name).cloned();
         let limit = self.a.config.tool_timeout;
+        // Each call's position in the turn (its idempotency key's part).
+        let seq = self.tool_seq;
+        self.tool_seq += calls.len();
+        let journal = || crate::journal::JournalCx {
+            store: self.a.store.as_ref(),
+            hook: self.a.on_unknown_outcome.as_ref(),
+        };
         // Parallel batch.
         let parallel: Vec<usize> = calls
             .iter()
@@ -899,13 +907,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .collect();
         let futs = parallel.iter().map(|&i| {
             let tool = find(&calls[i].name);
-            let cx: ToolCx<D, C> = parts.cx();
+            let cx: ToolCx<D, C> = parts.cx(seq + i, &calls[i].name, &calls[i].arguments);
             let dispatcher = cx.dispatcher.clone();
             let args = calls[i].arguments.clone();
             let span = tracing::info_span!("tool_call", tool = %calls[i].name, parallel = true);
+            let j = journal();
             async move {
                 let r = match tool {
-                    Some(t) => execute(t.as_ref(), cx, args, limit).await,
+                    Some(t) => crate::journal::call(j, t.as_ref(), cx, args, limit).await,
                     None => Err(ToolError::Failed("tool vanished".into())),
                 };
                 (i, r, dispatcher)
@@ -921,12 +930,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let r = match find(&c.name) {
                 Some(t) => {
-                    let cx = parts.cx();
+                    let cx = parts.cx(seq + i, &c.name, &c.arguments);
                     let d = cx.dispatcher.clone();
                     let span = tracing::info_span!("tool_call", tool = %c.name, parallel = false);
-                    let r = execute(t.as_ref(), cx, c.arguments.clone(), limit)
-                        .instrument(span)
-                        .await;
+                    let r =
+                        crate::journal::call(journal(), t.as_ref(), cx, c.arguments.clone(), limit)
+                            .instrument(span)
+                            .await;
                     (r, d)
                 }
                 None => (

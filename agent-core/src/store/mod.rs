@@ -48,6 +48,26 @@
 //! A store of another crate that does not override the lease methods reports
 //! [`SessionStore::supports_leases`] `false`; the agent then runs turns without a
 //! lease, with the compare-and-swap (and its re-runs) as the only guard.
+//!
+//! # The once-tool journal
+//!
+//! A turn can still run twice (a crash, a redelivered event), so tools declared
+//! `effect = once` ([`crate::tool::Effect::Once`]) journal each call in the store,
+//! apart from the session: [`SessionStore::journal_begin`] writes the call's intent
+//! unless a record exists (atomically: one attempt starts a call) and
+//! [`SessionStore::journal_finish`] its result, both durable when they return (see
+//! [`crate::journal`]). Records are keyed by session and call key and go with their
+//! session (`delete`) or by the age of their intent (`prune`).
+//!
+//! | store | journal record | intent (insert if absent) |
+//! | --- | --- | --- |
+//! | [`MemoryStore`] | map entry under a mutex | same mutex |
+//! | SQLite | row of `agent_tool_journal`, key `(session_id, call_key)` | `INSERT … ON CONFLICT DO NOTHING` |
+//! | PostgreSQL | row of `{table}_journal`, key `(session_id, call_key)` | `INSERT … ON CONFLICT DO NOTHING` |
+//! | Redis | fields `i:{key}`, `r:{key}` of the hash `{prefix}journal:{id}` | `HSETNX` in a script |
+//!
+//! A store of another crate that does not override the journal methods reports
+//! [`SessionStore::supports_journal`] `false`; `once` calls then fail without running.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -58,6 +78,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+pub use crate::journal::JournalBegin;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -174,6 +195,48 @@ pub trait SessionStore: Send + Sync {
         let _ = (session, expected);
         Err(StoreError::LeasesUnsupported {
             session_id: lease.session_id.clone(),
+        })
+    }
+
+    /// Whether this store keeps the once-tool journal ([`crate::journal`]; every store
+    /// of this crate does). The default `false` is for stores written before it
+    /// existed: calls of tools declared `effect = once` then fail without running.
+    /// A store that wraps another must forward this and the two journal methods.
+    fn supports_journal(&self) -> bool {
+        false
+    }
+
+    /// Write the intent of once-tool call `key` of session `session_id` (tool `tool`,
+    /// at `now_ms`) unless a record of that call exists, atomically: what was there
+    /// decides what the caller does ([`JournalBegin`]). Durable before it returns.
+    /// The records of a session go with it (`delete`, `prune`).
+    ///
+    /// The default (a store without a journal) fails with
+    /// [`StoreError::JournalUnsupported`].
+    async fn journal_begin(
+        &self,
+        session_id: &str,
+        key: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<JournalBegin, StoreError> {
+        let _ = (key, tool, now_ms);
+        Err(StoreError::JournalUnsupported {
+            session_id: session_id.to_owned(),
+        })
+    }
+
+    /// Record the result of call `key` (whose intent was written), durably, before it
+    /// returns.
+    async fn journal_finish(
+        &self,
+        session_id: &str,
+        key: &str,
+        result: &[u8],
+    ) -> Result<(), StoreError> {
+        let _ = (key, result);
+        Err(StoreError::JournalUnsupported {
+            session_id: session_id.to_owned(),
         })
     }
 }
@@ -437,8 +500,17 @@ pub(crate) fn now_ms() -> u64 {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     map: Mutex<HashMap<String, StoredSession>>,
+    /// The once-tool journal: per session, per call key, intent time and result.
+    journal: Mutex<HashMap<String, HashMap<String, MemoryRecord>>>,
     leases: Mutex<HashMap<String, MemoryLease>>,
     tokens: AtomicU64,
+}
+
+/// A once-tool call's record in memory.
+#[derive(Debug)]
+struct MemoryRecord {
+    intent_ms: u64,
+    result: Option<Vec<u8>>,
 }
 
 /// A session's lease entry; kept when released (reused by the next acquire, so a
@@ -478,6 +550,11 @@ impl MemoryStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, StoredSession>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
+    fn lock_journal(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, MemoryRecord>>> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
+    }
     fn lock_leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemoryLease>> {
         self.leases.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -513,6 +590,7 @@ impl SessionStore for MemoryStore {
         Self::cas(&mut self.lock(), session, expected)
     }
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.lock_journal().remove(id);
         Ok(self.lock().remove(id).is_some())
     }
     async fn list(&self) -> Result<Vec<SessionInfo>, StoreError> {
@@ -534,6 +612,12 @@ impl SessionStore for MemoryStore {
         map.retain(|_, s| s.updated_ms >= cutoff_ms);
         let pruned = before - map.len();
         drop(map);
+        let mut journal = self.lock_journal();
+        for records in journal.values_mut() {
+            records.retain(|_, r| r.intent_ms >= cutoff_ms);
+        }
+        journal.retain(|_, records| !records.is_empty());
+        drop(journal);
         // Lease entries of sessions that are gone and not held (tokens never repeat:
         // they come from the store's counter).
         // Lock order: leases, then sessions (as in `save_leased`).
@@ -546,6 +630,62 @@ impl SessionStore for MemoryStore {
 
     fn supports_leases(&self) -> bool {
         true
+    }
+
+    fn supports_journal(&self) -> bool {
+        true
+    }
+
+    async fn journal_begin(
+        &self,
+        session_id: &str,
+        key: &str,
+        _tool: &str,
+        now_ms: u64,
+    ) -> Result<JournalBegin, StoreError> {
+        let mut journal = self.lock_journal();
+        let records = journal.entry(session_id.to_owned()).or_default();
+        Ok(match records.get(key) {
+            Some(MemoryRecord {
+                result: Some(r), ..
+            }) => JournalBegin::Done(r.clone()),
+            Some(MemoryRecord { intent_ms, .. }) => JournalBegin::Pending {
+                intent_ms: *intent_ms,
+            },
+            None => {
+                records.insert(
+                    key.to_owned(),
+                    MemoryRecord {
+                        intent_ms: now_ms,
+                        result: None,
+                    },
+                );
+                JournalBegin::Started
+            }
+        })
+    }
+
+    async fn journal_finish(
+        &self,
+        session_id: &str,
+        key: &str,
+        result: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut journal = self.lock_journal();
+        let records = journal.entry(session_id.to_owned()).or_default();
+        match records.get_mut(key) {
+            Some(r) => r.result = Some(result.to_vec()),
+            None => {
+                records.insert(
+                    key.to_owned(),
+                    MemoryRecord {
+                        intent_ms: crate::journal::now_ms(),
+                        result: Some(result.to_vec()),
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 
     async fn try_acquire_lease(

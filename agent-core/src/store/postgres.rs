@@ -28,6 +28,11 @@
 //!   the save or makes it fail. Renewals and releases commit without waiting for the
 //!   disk (one connection with `synchronous_commit = off`): losing one in a server
 //!   crash only moves the lease's end, which fencing makes safe.
+//! - The once-tool journal ([`crate::journal`]) is the table `{table}_journal`,
+//!   primary key `(session_id, call_key)`: the intent is an `INSERT … ON CONFLICT DO
+//!   NOTHING` (exactly one writer wins; the others read the record), the result an
+//!   upsert of its `result` column, both committed synchronously. Rows go with their
+//!   session (`delete`) and by age of their intent (`prune`).
 //! - Plain TCP (no TLS): keep the server on a private network or a local socket
 //!   proxy.
 //!
@@ -41,14 +46,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost};
+use super::{
+    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost,
+};
 use crate::error::StoreError;
 
 /// Tuning of a [`PostgresStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostgresOptions {
-    /// Table holding the sessions (created if missing, with `{table}_leases` and the
-    /// sequence `{table}_lease_tokens` beside it). ASCII letters, digits and `_`, not
+    /// Table holding the sessions (created if missing, with `{table}_leases`,
+    /// `{table}_journal` and the sequence `{table}_lease_tokens` beside it). ASCII letters, digits and `_`, not
     /// starting with a digit, at most 50 bytes (so the names beside it fit
     /// PostgreSQL's 63). Default `agent_sessions`.
     pub table: String,
@@ -123,6 +130,11 @@ struct Conn {
     lease_token: Statement,
     insert_leased: Statement,
     update_leased: Statement,
+    journal_intent: Statement,
+    journal_get: Statement,
+    journal_result: Statement,
+    journal_delete: Statement,
+    journal_prune: Statement,
 }
 
 /// The server's clock in ms since the Unix epoch (lease expiry).
@@ -205,6 +217,15 @@ impl PostgresStore {
                      expires_ms BIGINT NOT NULL
                  );
                  CREATE SEQUENCE IF NOT EXISTS {t}_lease_tokens;
+                 CREATE TABLE IF NOT EXISTS {t}_journal (
+                     session_id TEXT NOT NULL,
+                     call_key   TEXT NOT NULL,
+                     tool       TEXT NOT NULL,
+                     intent_ms  BIGINT NOT NULL,
+                     result     BYTEA,
+                     PRIMARY KEY (session_id, call_key)
+                 );
+                 CREATE INDEX IF NOT EXISTS {t}_journal_ms ON {t}_journal (intent_ms);
                  COMMIT;"
             ))
             .await
@@ -309,8 +330,30 @@ impl PostgresStore {
              WHERE id = $1 AND version = $5 AND EXISTS (SELECT 1 FROM l)"
         ))
         .await?;
+        let journal_intent = p(format!(
+            "INSERT INTO {t}_journal (session_id, call_key, tool, intent_ms) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, call_key) DO NOTHING"
+        ))
+        .await?;
+        let journal_get = p(format!(
+            "SELECT intent_ms, result FROM {t}_journal WHERE session_id = $1 AND call_key = $2"
+        ))
+        .await?;
+        let journal_result = p(format!(
+            "INSERT INTO {t}_journal (session_id, call_key, tool, intent_ms, result) \
+             VALUES ($1, $2, '', $3, $4) ON CONFLICT (session_id, call_key) \
+             DO UPDATE SET result = EXCLUDED.result"
+        ))
+        .await?;
+        let journal_delete = p(format!("DELETE FROM {t}_journal WHERE session_id = $1")).await?;
+        let journal_prune = p(format!("DELETE FROM {t}_journal WHERE intent_ms < $1")).await?;
         Ok(Conn {
             client,
+            journal_intent,
+            journal_get,
+            journal_result,
+            journal_delete,
+            journal_prune,
             load,
             insert,
             update,
@@ -407,6 +450,10 @@ impl SessionStore for PostgresStore {
             .execute(&c.delete, &[&id])
             .await
             .map_err(|e| backend("deleting a session", e))?;
+        c.client
+            .execute(&c.journal_delete, &[&id])
+            .await
+            .map_err(|e| backend("deleting a session's tool journal", e))?;
         Ok(n > 0)
     }
 
@@ -446,11 +493,69 @@ impl SessionStore for PostgresStore {
             .execute(&c.prune_leases, &[])
             .await
             .map_err(|e| backend("pruning leases", e))?;
+        c.client
+            .execute(&c.journal_prune, &[&cutoff])
+            .await
+            .map_err(|e| backend("pruning the tool journal", e))?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     fn supports_leases(&self) -> bool {
         true
+    }
+
+    fn supports_journal(&self) -> bool {
+        true
+    }
+
+    async fn journal_begin(
+        &self,
+        session_id: &str,
+        key: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<JournalBegin, StoreError> {
+        let c = self.conn().await?;
+        let now = to_i64("journaling a tool call's intent", now_ms)?;
+        let n = c
+            .client
+            .execute(&c.journal_intent, &[&session_id, &key, &tool, &now])
+            .await
+            .map_err(|e| backend("journaling a tool call's intent", e))?;
+        if n == 1 {
+            return Ok(JournalBegin::Started);
+        }
+        // The record exists (the insert waited for its writer to commit).
+        let row = c
+            .client
+            .query_one(&c.journal_get, &[&session_id, &key])
+            .await
+            .map_err(|e| backend("reading a tool call's journal record", e))?;
+        let intent_ms: i64 = row
+            .try_get(0)
+            .map_err(|e| backend("reading intent_ms", e))?;
+        let result: Option<Vec<u8>> = row.try_get(1).map_err(|e| backend("reading result", e))?;
+        Ok(match result {
+            Some(bytes) => JournalBegin::Done(bytes),
+            None => JournalBegin::Pending {
+                intent_ms: to_u64("reading a tool call's journal record", intent_ms)?,
+            },
+        })
+    }
+
+    async fn journal_finish(
+        &self,
+        session_id: &str,
+        key: &str,
+        result: &[u8],
+    ) -> Result<(), StoreError> {
+        let c = self.conn().await?;
+        let now = to_i64("journaling a tool call's result", crate::journal::now_ms())?;
+        c.client
+            .execute(&c.journal_result, &[&session_id, &key, &now, &result])
+            .await
+            .map_err(|e| backend("journaling a tool call's result", e))?;
+        Ok(())
     }
 
     async fn try_acquire_lease(

@@ -22,8 +22,17 @@
 //! renewing and releasing are scripts; the leased save script compares the fence
 //! with the saver's token before the compare-and-swap.
 //!
+//! The once-tool journal ([`crate::journal`]) of a session is the hash
+//! `{prefix}journal:{id}`: field `i:{call key}` holds the intent's time, `r:{call
+//! key}` the result. The sorted set `{prefix}journals` indexes the sessions by the
+//! time of their latest intent, for `prune`.
+//!
 //! # Guarantees
 //!
+//! - The journal's intent is one script (`HSETNX` of the intent, or the record found:
+//!   exactly one writer starts a call), its result one `HSET`; as durable as the
+//!   server's persistence makes any write (see below). A session's journal goes with
+//!   it (`delete`), and by `prune` once its latest intent is older than the cutoff.
 //! - `save` is one Lua script, so one atomic compare-and-swap inside the server: it
 //!   compares `v` with the expected version and only then writes the hash and the
 //!   index entry; no other command runs in between.
@@ -44,7 +53,9 @@ use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
 
-use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost};
+use super::{
+    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost,
+};
 use crate::error::StoreError;
 
 /// Tuning of a [`RedisStore`].
@@ -93,6 +104,9 @@ struct Inner {
     renew: Script,
     release: Script,
     fences: String,
+    journals: String,
+    journal_begin: Script,
+    prune_journals: Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -115,11 +129,38 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
 return {1, cur}
 ";
 
-/// KEYS: session hash, index. ARGV: id. Returns whether the session existed.
+/// KEYS: session hash, index, journal hash, journal index. ARGV: id. Returns whether
+/// the session existed.
 const DELETE: &str = r"
 local n = redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[1])
 return n
+";
+
+/// KEYS: journal hash, journal index. ARGV: call key, now ms, session id.
+/// Returns {1, ''} when the intent is written now, {2, result} when the call has a
+/// result, {3, intent ms} when it has an intent only.
+const JOURNAL_BEGIN: &str = r"
+if redis.call('HSETNX', KEYS[1], 'i:' .. ARGV[1], ARGV[2]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+  return {1, ''}
+end
+local r = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+if r then return {2, r} end
+return {3, redis.call('HGET', KEYS[1], 'i:' .. ARGV[1]) or '0'}
+";
+
+/// KEYS: journal index. ARGV: cutoff (exclusive), journal key prefix, batch size.
+/// Returns how many sessions' journals were examined (and deleted).
+const PRUNE_JOURNALS: &str = r"
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('DEL', ARGV[2] .. id)
+end
+return #ids
 ";
 
 /// KEYS: index. ARGV: cutoff (exclusive), session key prefix, batch size, lease key
@@ -218,6 +259,9 @@ impl RedisStore {
                 config,
                 index: format!("{}sessions", options.prefix),
                 fences: format!("{}fences", options.prefix),
+                journals: format!("{}journals", options.prefix),
+                journal_begin: Script::new(JOURNAL_BEGIN),
+                prune_journals: Script::new(PRUNE_JOURNALS),
                 prefix: options.prefix,
                 conn: tokio::sync::Mutex::new(None),
                 save: Script::new(SAVE),
@@ -249,6 +293,10 @@ impl RedisStore {
 
     fn fence_key(&self, id: &str) -> String {
         format!("{}fence:{id}", self.inner.prefix)
+    }
+
+    fn journal_key(&self, id: &str) -> String {
+        format!("{}journal:{id}", self.inner.prefix)
     }
 
     /// A token the server returned (`''`: none).
@@ -352,6 +400,8 @@ impl SessionStore for RedisStore {
             .delete
             .key(self.key(id))
             .key(&self.inner.index)
+            .key(self.journal_key(id))
+            .key(&self.inner.journals)
             .arg(id)
             .invoke_async(&mut c)
             .await;
@@ -420,13 +470,84 @@ impl SessionStore for RedisStore {
             };
             deleted += n;
             if examined < PRUNE_BATCH {
-                return Ok(deleted);
+                break;
+            }
+        }
+        let journal_prefix = format!("{}journal:", self.inner.prefix);
+        loop {
+            let got: redis::RedisResult<usize> = self
+                .inner
+                .prune_journals
+                .key(&self.inner.journals)
+                .arg(cutoff_ms.to_string())
+                .arg(&journal_prefix)
+                .arg(PRUNE_BATCH)
+                .invoke_async(&mut c)
+                .await;
+            match got {
+                Ok(n) if n < PRUNE_BATCH => return Ok(deleted),
+                Ok(_) => {}
+                Err(e) => return Err(self.fail("pruning the tool journal", e).await),
             }
         }
     }
 
     fn supports_leases(&self) -> bool {
         true
+    }
+
+    fn supports_journal(&self) -> bool {
+        true
+    }
+
+    async fn journal_begin(
+        &self,
+        session_id: &str,
+        key: &str,
+        _tool: &str,
+        now_ms: u64,
+    ) -> Result<JournalBegin, StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<(i64, Vec<u8>)> = self
+            .inner
+            .journal_begin
+            .key(self.journal_key(session_id))
+            .key(&self.inner.journals)
+            .arg(key)
+            .arg(now_ms)
+            .arg(session_id)
+            .invoke_async(&mut c)
+            .await;
+        match got {
+            Ok((1, _)) => Ok(JournalBegin::Started),
+            Ok((2, result)) => Ok(JournalBegin::Done(result)),
+            Ok((_, intent)) => Ok(JournalBegin::Pending {
+                intent_ms: parse_u64(
+                    "reading a tool call's intent",
+                    &String::from_utf8_lossy(&intent),
+                )?,
+            }),
+            Err(e) => Err(self.fail("journaling a tool call's intent", e).await),
+        }
+    }
+
+    async fn journal_finish(
+        &self,
+        session_id: &str,
+        key: &str,
+        result: &[u8],
+    ) -> Result<(), StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<i64> = redis::cmd("HSET")
+            .arg(self.journal_key(session_id))
+            .arg(format!("r:{key}"))
+            .arg(result)
+            .query_async(&mut c)
+            .await;
+        match got {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.fail("journaling a tool call's result", e).await),
+        }
     }
 
     async fn try_acquire_lease(

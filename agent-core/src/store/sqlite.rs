@@ -23,6 +23,11 @@
 //!   one-row table `agent_lease_tokens`; `save_leased` checks the token inside the
 //!   save's transaction. Expiry uses the system clock of the processes sharing the
 //!   file (one machine).
+//! - The once-tool journal ([`crate::journal`]) is the table `agent_tool_journal`,
+//!   primary key `(session_id, call_key)`: the intent is an `INSERT … ON CONFLICT DO
+//!   NOTHING` (exactly one writer wins), the result an `UPDATE` of its `result` column,
+//!   each committed before it returns (as durable as saves: see `full_sync`). Rows go
+//!   with their session (`delete`) and by age of their intent (`prune`).
 //! - `synchronous = NORMAL` (the default here) survives process crashes; a power loss
 //!   may lose the last saves but never corrupts the file. [`SqliteOptions::full_sync`]
 //!   makes every save survive power loss too, at the cost of an fsync per save.
@@ -40,7 +45,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
-use super::{Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost, now_ms};
+use super::{
+    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost, now_ms,
+};
 use crate::error::StoreError;
 
 /// Tuning of a [`SqliteStore`].
@@ -110,7 +117,16 @@ CREATE TABLE IF NOT EXISTS agent_lease_tokens (
     only INTEGER PRIMARY KEY CHECK (only = 1),
     last INTEGER NOT NULL
 );
-INSERT OR IGNORE INTO agent_lease_tokens (only, last) VALUES (1, 0);";
+INSERT OR IGNORE INTO agent_lease_tokens (only, last) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS agent_tool_journal (
+    session_id TEXT NOT NULL,
+    call_key   TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    intent_ms  INTEGER NOT NULL,
+    result     BLOB,
+    PRIMARY KEY (session_id, call_key)
+);
+CREATE INDEX IF NOT EXISTS agent_tool_journal_intent_ms ON agent_tool_journal (intent_ms);";
 
 /// SQLite integers are signed: versions and times are stored as `i64`.
 fn get_u64(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
@@ -287,6 +303,9 @@ impl SessionStore for SqliteStore {
                 .prepare_cached("DELETE FROM agent_sessions WHERE id = ?1")
                 .and_then(|mut s| s.execute(params![id]))
                 .map_err(|e| backend(path, "deleting a session", e))?;
+            conn.prepare_cached("DELETE FROM agent_tool_journal WHERE session_id = ?1")
+                .and_then(|mut s| s.execute(params![id]))
+                .map_err(|e| backend(path, "deleting a session's tool journal", e))?;
             Ok(n > 0)
         })
         .await
@@ -329,6 +348,9 @@ impl SessionStore for SqliteStore {
             )
             .and_then(|mut s| s.execute(params![now]))
             .map_err(|e| backend(path, "pruning leases", e))?;
+            conn.prepare_cached("DELETE FROM agent_tool_journal WHERE intent_ms < ?1")
+                .and_then(|mut s| s.execute(params![cutoff]))
+                .map_err(|e| backend(path, "pruning the tool journal", e))?;
             Ok(n)
         })
         .await
@@ -336,6 +358,68 @@ impl SessionStore for SqliteStore {
 
     fn supports_leases(&self) -> bool {
         true
+    }
+
+    fn supports_journal(&self) -> bool {
+        true
+    }
+
+    async fn journal_begin(
+        &self,
+        session_id: &str,
+        key: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<JournalBegin, StoreError> {
+        let (id, key, tool) = (session_id.to_owned(), key.to_owned(), tool.to_owned());
+        self.write(move |conn, path| {
+            let now = to_i64(path, now_ms)?;
+            let n = conn
+                .prepare_cached(
+                    "INSERT INTO agent_tool_journal (session_id, call_key, tool, intent_ms) \
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (session_id, call_key) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute(params![id, key, tool, now]))
+                .map_err(|e| backend(path, "journaling a tool call's intent", e))?;
+            if n == 1 {
+                return Ok(JournalBegin::Started);
+            }
+            let (intent_ms, result): (u64, Option<Vec<u8>>) = conn
+                .prepare_cached(
+                    "SELECT intent_ms, result FROM agent_tool_journal \
+                     WHERE session_id = ?1 AND call_key = ?2",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![id, key], |r| Ok((get_u64(r, 0)?, r.get(1)?)))
+                })
+                .map_err(|e| backend(path, "reading a tool call's journal record", e))?;
+            Ok(match result {
+                Some(bytes) => JournalBegin::Done(bytes),
+                None => JournalBegin::Pending { intent_ms },
+            })
+        })
+        .await
+    }
+
+    async fn journal_finish(
+        &self,
+        session_id: &str,
+        key: &str,
+        result: &[u8],
+    ) -> Result<(), StoreError> {
+        let (id, key, result) = (session_id.to_owned(), key.to_owned(), result.to_vec());
+        self.write(move |conn, path| {
+            let now = to_i64(path, now_ms())?;
+            conn.prepare_cached(
+                "INSERT INTO agent_tool_journal (session_id, call_key, tool, intent_ms, result) \
+                 VALUES (?1, ?2, '', ?3, ?4) ON CONFLICT (session_id, call_key) \
+                 DO UPDATE SET result = excluded.result",
+            )
+            .and_then(|mut s| s.execute(params![id, key, now, result]))
+            .map_err(|e| backend(path, "journaling a tool call's result", e))?;
+            Ok(())
+        })
+        .await
     }
 
     async fn try_acquire_lease(

@@ -20,7 +20,7 @@ pub use crate::error::ConfigErrors;
 pub use crate::flow::{Corrections, Flow};
 pub use crate::hook::{Cx, NotifyHook, PostHook, PreHook};
 pub use crate::step::Step as RtStep;
-pub use crate::tool::{Tool, ToolCx, ToolError, ToolOutput as RtToolOutput};
+pub use crate::tool::{Effect, Tool, ToolCx, ToolError, ToolOutput as RtToolOutput};
 
 /// The typed view of a step (implemented by the `#[data]` callback for each step marker).
 pub trait StepView<'a> {

@@ -51,6 +51,7 @@ use serde_json::json;
 
 use crate::common::{Booking, Concierge, booking_flow};
 
+pub mod journal;
 pub mod lease;
 
 /// A store under test, isolated from every other test's (own file, table or prefix).

@@ -51,6 +51,9 @@ const _: () = {
         fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
             ::core::option::Option::Some(::core::time::Duration::from_millis(1500u64))
         }
+        fn effect(&self) -> ::agent_core::__private::Effect {
+            ::agent_core::__private::Effect::Once
+        }
         async fn call(
             &self,
             _cx: ::agent_core::__private::ToolCx<__D, __C>,

@@ -92,6 +92,21 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         }
     });
 
+    // Validated: an unknown word was reported and emits nothing (the default stays).
+    let effect = def.effect.as_ref().and_then(|e| {
+        let variant = match e.to_string().as_str() {
+            "pure" => quote!(Pure),
+            "idempotent" => quote!(Idempotent),
+            "once" => quote!(Once),
+            _ => return None,
+        };
+        Some(quote! {
+            fn effect(&self) -> ::agent_core::__private::Effect {
+                ::agent_core::__private::Effect::#variant
+            }
+        })
+    });
+
     let (impl_generics, d_ty, c_ty) = match def.cx.as_ref().and_then(|(_, t)| cx_params(t)) {
         Some((d, c)) => (quote!(), quote!(#d), quote!(#c)),
         None => (
@@ -204,6 +219,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                     #concurrency_safe
                 }
                 #timeout
+                #effect
                 async fn call(
                     &self,
                     #run_cx: ::agent_core::__private::ToolCx<#d_ty, #c_ty>,

@@ -35,6 +35,8 @@ pub struct ToolDef {
     pub concurrency_safe: bool,
     /// `timeout_ms = N`: the tool's own time limit per call.
     pub timeout_ms: Option<u64>,
+    /// `effect = pure | idempotent | once`, as written (checked in `validate`).
+    pub effect: Option<syn::Ident>,
     /// The `ToolCx<D, C>` parameter: its pattern and type.
     pub cx: Option<(syn::Pat, syn::Type)>,
     /// The model-filled parameters.
@@ -97,6 +99,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut description = doc_expr(&item.attrs);
     let mut concurrency_safe = false;
     let mut timeout_ms = None;
+    let mut effect = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("name") {
             let s: syn::LitStr = meta.value()?.parse()?;
@@ -122,9 +125,19 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                     Ok(())
                 }
             }
+        } else if meta.path.is_ident("effect") {
+            let value = meta.value()?;
+            let id: syn::Ident = value.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`effect` takes one of `pure`, `idempotent`, `once` (a bare word)",
+                )
+            })?;
+            effect = Some(id);
+            Ok(())
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -194,6 +207,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         description,
         concurrency_safe,
         timeout_ms,
+        effect,
         cx,
         args,
         bad_params,

@@ -12,8 +12,24 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// The effect classes `#[tool(effect = ..)]` accepts (`agent_core::tool::Effect`).
+pub const EFFECTS: [&str; 3] = ["pure", "idempotent", "once"];
+
 /// Record every problem of the tool.
 pub fn validate(def: &ToolDef, errors: &mut Errors) {
+    if let Some(e) = &def.effect {
+        let word = e.to_string();
+        if !EFFECTS.contains(&word.as_str()) {
+            let known: Vec<String> = EFFECTS.iter().map(|s| (*s).to_owned()).collect();
+            errors.push(
+                e.span(),
+                format!(
+                    "unknown tool effect `{word}`; {}",
+                    crate::diag::suggest(&word, &known, "effects")
+                ),
+            );
+        }
+    }
     if !valid_name(&def.name) {
         errors.push(
             def.name_span,

@@ -39,6 +39,18 @@ fn now() -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text("12:00"))
 }
 
+/// Charge a card: never twice for the same call (journaled by the agent).
+#[tool(effect = once)]
+async fn charge(amount_cents: u64) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(format!("charged {amount_cents}")))
+}
+
+/// Look a price up: re-running it is always fine.
+#[tool(effect = pure, concurrency_safe)]
+fn price(item: String) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(format!("{item}: 5")))
+}
+
 #[tool(description = "Say hello.", timeout_ms = 2_500)]
 async fn hello(name: String) -> Result<agent_core::tool::ToolOutput, String> {
     Ok(agent_core::tool::ToolOutput::text(format!("hello {name}")))
@@ -75,6 +87,11 @@ fn main() {
     let c: &dyn Tool<Booking, ()> = &now;
     assert_eq!((c.name(), c.concurrency_safe()), ("clock", true));
     assert_eq!(c.timeout(), None, "no own limit: the agent's applies");
+    assert_eq!(c.effect(), agent_core::tool::Effect::Idempotent, "the default class");
+    let ch: &dyn Tool<Booking, ()> = &charge;
+    assert_eq!(ch.effect(), agent_core::tool::Effect::Once);
+    let pr: &dyn Tool<Booking, ()> = &price;
+    assert_eq!(pr.effect(), agent_core::tool::Effect::Pure);
     assert_eq!(block_on(c.call(cx.clone(), json!({}))).expect("ok").content, "12:00");
 
     let h = hello.arc::<Booking, ()>();
