@@ -49,6 +49,19 @@ impl TurnOptions {
     }
 }
 
+/// What a turn answers: a user message, or a person's decision on a held tool call.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Message(&'a str),
+    Resolve(&'a crate::approval::Resolve),
+}
+
+/// [`Input`] owned, for a stream's task.
+enum Owned {
+    Message(String),
+    Resolve(crate::approval::Resolve),
+}
+
 /// A flow whose definition changed under a stored session, as the migration hook
 /// sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +212,10 @@ pub struct AgentConfig {
     /// failed (below the limit), or a cycle of auto steps hit
     /// `max_auto_steps_per_turn` (the user is never left with an empty message).
     pub flow_error_reply: String,
+    /// The reply of a turn whose tool call waits for a person's approval
+    /// ([`crate::approval`]): written by code, so the model never announces what has
+    /// not happened.
+    pub approval_reply: String,
     /// New effects (`say`, `tool`, `now_ms`, …) a code flow may record in one turn;
     /// past it the run stops as a failed step, so a loop that never asks cannot grow
     /// the journal (or call a tool) without end.
@@ -242,6 +259,8 @@ impl Default for AgentConfig {
             max_flow_failures: 2,
             correction_window: 3,
             flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
+                .into(),
+            approval_reply: "That needs a person's approval before I can go ahead. I will continue as soon as it is decided."
                 .into(),
             flow_commands: false,
             max_flow_effects_per_turn: 1000,
@@ -574,8 +593,13 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         session_id: &str,
         message: &str,
     ) -> Result<AgentResponse<D>, AgentError> {
-        self.run_turn(session_id, message, &TurnOptions::default(), None)
-            .await
+        self.run_turn(
+            session_id,
+            Input::Message(message),
+            &TurnOptions::default(),
+            None,
+        )
+        .await
     }
 
     /// [`Agent::respond`] with options, e.g. the inbound event id that makes the turn
@@ -587,7 +611,75 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         message: &str,
         options: &TurnOptions,
     ) -> Result<AgentResponse<D>, AgentError> {
-        self.run_turn(session_id, message, options, None).await
+        self.run_turn(session_id, Input::Message(message), options, None)
+            .await
+    }
+
+    /// Decide a tool call that waits for a person's approval
+    /// ([`AgentResponse::awaiting_approval`], [`crate::approval`]): approve it, deny
+    /// it with a reason, or run it with edited arguments. Once every waiting call of
+    /// its round is decided, the round runs and the turn resumes where it paused: the
+    /// response is that turn's answer (its message written with the tools' results).
+    /// While other calls of the round still wait, the decision is recorded and the
+    /// response says which calls still wait. A call that does not wait (unknown,
+    /// already decided) is [`AgentError::NoPendingApproval`] and changes nothing.
+    ///
+    /// Works after a restart (the round is stored with the session) and from another
+    /// process; takes the session's lease like a turn.
+    pub async fn resolve_approval(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.resolve_approval_with(session_id, call_id, decision, &TurnOptions::default())
+            .await
+    }
+
+    /// [`Agent::resolve_approval`] with options (an inbound event id makes the
+    /// decision exactly-once, like a message's).
+    pub async fn resolve_approval_with(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+        options: &TurnOptions,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let r = crate::approval::Resolve {
+            call_id: call_id.to_owned(),
+            decision,
+        };
+        self.run_turn(session_id, Input::Resolve(&r), options, None)
+            .await
+    }
+
+    /// [`Agent::resolve_approval`] as a stream of events, like
+    /// [`Agent::respond_stream`].
+    pub fn resolve_approval_stream(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        let r = crate::approval::Resolve {
+            call_id: call_id.to_owned(),
+            decision,
+        };
+        self.stream_turn(session_id, Owned::Resolve(r), TurnOptions::default())
+    }
+
+    /// The tool calls of a session that wait for a person's decision (empty when
+    /// none does, or the session does not exist).
+    pub async fn pending_approvals(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<crate::approval::PendingCall>, AgentError> {
+        Ok(self
+            .session(session_id)
+            .await?
+            .and_then(|s| s.approval)
+            .map(|p| p.waiting())
+            .unwrap_or_default())
     }
 
     /// Answer one user message as a stream of events: tool, step and transition events
@@ -610,14 +702,26 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         message: &str,
         options: TurnOptions,
     ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        self.stream_turn(session_id, Owned::Message(message.to_owned()), options)
+    }
+
+    fn stream_turn(
+        &self,
+        session_id: &str,
+        input: Owned,
+        options: TurnOptions,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event<D>>();
         let agent = self.clone();
         let session_id = session_id.to_owned();
-        let message = message.to_owned();
         let mut fut = Some(Box::pin(async move {
             let sink = Sink::new(tx.clone());
+            let input = match &input {
+                Owned::Message(m) => Input::Message(m),
+                Owned::Resolve(r) => Input::Resolve(r),
+            };
             let event = match agent
-                .run_turn(&session_id, &message, &options, Some(&sink))
+                .run_turn(&session_id, input, &options, Some(&sink))
                 .await
             {
                 Ok(r) => Event::Done(Box::new(r)),
@@ -642,12 +746,14 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     async fn run_turn(
         &self,
         session_id: &str,
-        message: &str,
+        message: Input<'_>,
         options: &TurnOptions,
         sink: Option<&Sink<D>>,
     ) -> Result<AgentResponse<D>, AgentError> {
         let inner = &self.inner;
-        if message.len() > inner.config.max_message_bytes {
+        if let Input::Message(message) = message
+            && message.len() > inner.config.max_message_bytes
+        {
             return Err(AgentError::MessageTooLarge {
                 len: message.len(),
                 limit: inner.config.max_message_bytes,
@@ -680,7 +786,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     async fn attempts(
         &self,
         session_id: &str,
-        message: &str,
+        input: Input<'_>,
         options: &TurnOptions,
         sink: Option<&Sink<D>>,
         deadline: Option<Deadline>,
@@ -700,7 +806,36 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 return replayed(done, sink);
             }
             self.check_flow_version(&mut load.session)?;
+            // A resolution answers the held round's message, with its decision.
+            let resumed: Option<crate::approval::PendingApproval>;
+            let held_message: String;
+            let message = match input {
+                Input::Message(m) => {
+                    resumed = None;
+                    m
+                }
+                Input::Resolve(r) => {
+                    let mut p = load.session.approval.clone().ok_or_else(|| {
+                        AgentError::NoPendingApproval {
+                            session_id: session_id.to_owned(),
+                            call_id: r.call_id.clone(),
+                            waiting: Vec::new(),
+                        }
+                    })?;
+                    p.decide(&r.call_id, r.decision.clone()).map_err(|waiting| {
+                        AgentError::NoPendingApproval {
+                            session_id: session_id.to_owned(),
+                            call_id: r.call_id.clone(),
+                            waiting,
+                        }
+                    })?;
+                    held_message = p.message.clone();
+                    resumed = Some(p);
+                    &held_message
+                }
+            };
             let mut turn = Turn::new(inner, load, message, sink, options.event_id.clone());
+            turn.resume = resumed;
             turn.deadline = deadline;
             turn.lease = lease.cloned();
             turn.turn_tag = turn_tag

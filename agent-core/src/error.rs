@@ -342,6 +342,21 @@ pub enum AgentError {
         /// Who held the lease at the last attempt.
         holder: Option<String>,
     },
+    /// [`Agent::resolve_approval`](crate::agent::Agent::resolve_approval) named a call
+    /// that does not wait for a decision (already decided, never asked for, or the
+    /// session has none pending): nothing changed.
+    #[error(
+        "session `{session_id}` has no tool call `{call_id}` waiting for approval; {}",
+        if waiting.is_empty() { "none waits".to_owned() } else { format!("waiting: {}", waiting.join(", ")) }
+    )]
+    NoPendingApproval {
+        /// Session id.
+        session_id: String,
+        /// The call id given.
+        call_id: String,
+        /// The calls that do wait.
+        waiting: Vec<String>,
+    },
     /// A code flow broke the replay rules.
     #[error(transparent)]
     CodeFlow(#[from] CodeFlowError),

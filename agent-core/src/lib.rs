@@ -37,6 +37,7 @@
 //! ```
 
 pub mod agent;
+pub mod approval;
 pub mod backoff;
 pub mod branch;
 mod claim;
@@ -78,6 +79,7 @@ pub use agent_macros;
 /// Everything a typical agent file needs.
 pub mod prelude {
     pub use crate::agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, TurnOptions};
+    pub use crate::approval::{Decision, PendingCall};
     pub use crate::branch::{Branch, Target};
     pub use crate::codeflow::{
         CodeFlow, Fallback, FlowCx, FlowRef, FlowResult, Outcome, ResponseMeta, Router, Source,

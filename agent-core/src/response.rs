@@ -56,6 +56,12 @@ pub enum StoppedReason {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay: Option<crate::error::CodeFlowError>,
     },
+    /// A tool call waits for a person's decision ([`crate::approval`]); the calls are
+    /// in [`AgentResponse::awaiting_approval`].
+    AwaitingApproval {
+        /// The ids of the calls waiting (what `Agent::resolve_approval` takes).
+        calls: Vec<String>,
+    },
 }
 
 /// A step, qualified by its flow.
@@ -207,6 +213,10 @@ pub struct AgentResponse<D> {
     pub signals: Vec<String>,
     /// Tool calls made.
     pub tool_calls: Vec<ToolCallRecord>,
+    /// Tool calls of this session that wait for a person's decision
+    /// ([`crate::approval`]), also when this turn was answered while they wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub awaiting_approval: Vec<crate::approval::PendingCall>,
     /// Flow hops inside the turn.
     pub transitions: Vec<Transition>,
     /// Model calls made.
@@ -261,6 +271,8 @@ pub enum Event<D> {
     },
     /// A tool finished.
     ToolResult(ToolCallRecord),
+    /// A tool call waits for a person's decision; the turn ends after it.
+    ApprovalRequested(crate::approval::PendingCall),
     /// More of the assistant message.
     TextDelta(String),
     /// A value the model wrote was not stored (unsupported by what the user said, or

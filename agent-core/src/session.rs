@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::PendingApproval;
 use crate::codeflow::CodeState;
 use crate::data::{AgentContext, AgentData};
 use crate::directive::Directive;
@@ -67,6 +68,8 @@ struct Header<'a, D, C> {
     #[serde(skip_serializing_if = "is_empty")]
     completed_flows: &'a Vec<String>,
     #[serde(skip_serializing_if = "is_none")]
+    last_completed: &'a Option<CompletedFlow>,
+    #[serde(skip_serializing_if = "is_none")]
     summary: &'a Option<String>,
     #[serde(skip_serializing_if = "is_none")]
     pending: &'a Option<Directive>,
@@ -79,6 +82,8 @@ struct Header<'a, D, C> {
     events: &'a Vec<ProcessedEvent>,
     #[serde(skip_serializing_if = "is_none")]
     code: &'a Option<CodeState>,
+    #[serde(skip_serializing_if = "is_none")]
+    approval: &'a Option<PendingApproval>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -93,6 +98,7 @@ impl<'a, D, C> Header<'a, D, C> {
             flow: &s.flow,
             step: &s.step,
             completed_flows: &s.completed_flows,
+            last_completed: &s.last_completed,
             summary: &s.summary,
             pending: &s.pending,
             signals: &s.signals,
@@ -100,6 +106,7 @@ impl<'a, D, C> Header<'a, D, C> {
             flow_version: &s.flow_version,
             events: &s.events,
             code: &s.code,
+            approval: &s.approval,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -187,6 +194,9 @@ pub struct Session<D, C> {
     /// The active code flow and its journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeState>,
+    /// A tool round held for a person's approval ([`crate::approval`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<PendingApproval>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -215,6 +225,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             flow_version: None,
             events: Vec::new(),
             code: None,
+            approval: None,
             created_ms: now_ms,
             updated_ms: now_ms,
         }
@@ -325,6 +336,26 @@ mod tests {
         s.events.push(ProcessedEvent {
             id: "e".into(),
             response: serde_json::json!({"a": 1}),
+        });
+        s.last_completed = Some(CompletedFlow {
+            flow: "booking".into(),
+            turn: 3,
+        });
+        s.approval = Some(PendingApproval {
+            calls: vec![crate::approval::HeldCall {
+                id: "c1".into(),
+                tool: "pay".into(),
+                arguments: serde_json::json!({"amount": 5}),
+                key: "k".into(),
+                approval: true,
+                decision: None,
+            }],
+            message: "pay it".into(),
+            turn: "turn:1:0".into(),
+            at: None,
+            code_flow: None,
+            earlier: Vec::new(),
+            requested_ms: 7,
         });
         s.history.push(Message::user("hi \"there\""));
         s.history.push(Message::assistant("Which city?"));

@@ -63,6 +63,13 @@ pub enum ToolError {
     /// journal: the failure as it read then.
     #[error("{0}")]
     Recorded(String),
+    /// A person denied the call ([`crate::approval`]); it did not run.
+    #[error("denied by a person: {0}")]
+    Denied(String),
+    /// The call needs a person's approval while an earlier call of this session
+    /// still waits for one; it did not run.
+    #[error("not run: an earlier call (`{0}`) still awaits a person's approval; wait for that decision")]
+    ApprovalPending(String),
 }
 
 impl ToolError {
@@ -281,6 +288,9 @@ where
     fn effect(&self) -> Effect {
         (**self).effect()
     }
+    fn needs_approval(&self, args: &Value) -> bool {
+        (**self).needs_approval(args)
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -310,7 +320,16 @@ pub(crate) struct ToolCxParts<D, C> {
 impl<D, C> ToolCxParts<D, C> {
     /// The context of the call at position `index` of the turn.
     pub(crate) fn cx(&self, index: usize, name: &str, args: &Value) -> ToolCx<D, C> {
-        let key = crate::journal::call_key(&self.session_id, &self.turn, index, name, args);
+        self.keyed(self.key(index, name, args))
+    }
+
+    /// The idempotency key of the call at position `index` of the turn.
+    pub(crate) fn key(&self, index: usize, name: &str, args: &Value) -> String {
+        crate::journal::call_key(&self.session_id, &self.turn, index, name, args)
+    }
+
+    /// The context of a call whose key was fixed earlier (a call held for approval).
+    pub(crate) fn keyed(&self, key: String) -> ToolCx<D, C> {
         ToolCx {
             key: Arc::from(key),
             session_id: self.session_id.clone(),
@@ -345,6 +364,11 @@ pub trait Tool<D, C>: Send + Sync {
     fn effect(&self) -> Effect {
         Effect::Idempotent
     }
+    /// Whether this call must wait for a person's decision before it runs
+    /// ([`crate::approval`]; default: no).
+    fn needs_approval(&self, _args: &Value) -> bool {
+        false
+    }
     /// Gate on the arguments before the call; an error becomes the tool result.
     fn validate_input(&self, _args: &Value) -> Result<(), String> {
         Ok(())
@@ -371,6 +395,7 @@ type Handler<D, C> = Arc<
 >;
 type Validator = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 type Permission<D, C> = Arc<dyn Fn(&ToolCx<D, C>) -> Result<(), String> + Send + Sync>;
+type ApprovalRule = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 
 /// A tool built from an async closure with typed arguments.
 ///
@@ -392,6 +417,7 @@ pub struct FnTool<D, C> {
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
+    approval: Option<ApprovalRule>,
 }
 
 impl<D, C> Clone for FnTool<D, C> {
@@ -406,6 +432,7 @@ impl<D, C> Clone for FnTool<D, C> {
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
+            approval: self.approval.clone(),
         }
     }
 }
@@ -443,6 +470,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             handler,
             validator: None,
             permission: None,
+            approval: None,
         }
     }
 
@@ -467,6 +495,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
+            approval: None,
         }
     }
 
@@ -487,6 +516,24 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// makes a payment-like tool run at most once per call.
     pub fn effect(mut self, effect: Effect) -> Self {
         self.effect = effect;
+        self
+    }
+
+    /// Every call waits for a person's decision before it runs (see
+    /// [`crate::approval`]).
+    pub fn needs_approval(mut self) -> Self {
+        self.approval = Some(Arc::new(|_| true));
+        self
+    }
+
+    /// Calls whose arguments `rule` picks wait for a person's decision before they
+    /// run (a refund above a limit, a booking for a large group); the others run at
+    /// once. A rule that panics counts as "needs approval".
+    pub fn needs_approval_if(
+        mut self,
+        rule: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approval = Some(Arc::new(rule));
         self
     }
 
@@ -533,6 +580,11 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
     fn effect(&self) -> Effect {
         self.effect
+    }
+    fn needs_approval(&self, args: &Value) -> bool {
+        self.approval.as_ref().is_some_and(|rule| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rule(args))).unwrap_or(true)
+        })
     }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         match &self.validator {

@@ -340,12 +340,13 @@ pub fn stopped_kind(r: &StoppedReason) -> String {
         StoppedReason::TransitionCap { .. } => "transition_cap",
         StoppedReason::Responded => "responded",
         StoppedReason::FlowFailed { .. } => "flow_failed",
+        StoppedReason::AwaitingApproval { .. } => "awaiting_approval",
     }
     .to_owned()
 }
 
 /// Every stopped kind a suite may name.
-pub const STOPPED_KINDS: [&str; 9] = [
+pub const STOPPED_KINDS: [&str; 10] = [
     "needs_input",
     "flow_completed",
     "reply",
@@ -355,6 +356,7 @@ pub const STOPPED_KINDS: [&str; 9] = [
     "transition_cap",
     "responded",
     "flow_failed",
+    "awaiting_approval",
 ];
 
 /// Lenient equality: strings ignore case and surrounding spaces, numbers compare by

@@ -32,6 +32,8 @@ pub(crate) enum CodeExit {
 /// How one run of the fn ended.
 enum RunEnd {
     Suspended(String),
+    /// A `ctx.tool` call is held for a person's approval (`self.paused`).
+    Held,
     Done(Outcome),
     /// A failed step: an error or a panic in the fn, a runaway loop, the time limit,
     /// or a broken replay rule (`replay`). Counts toward `max_flow_failures`.
@@ -111,6 +113,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     _ => None,
                 });
             match end {
+                RunEnd::Held => {
+                    said.extend(new_says);
+                    self.s.code = Some(state);
+                    return Ok(CodeExit::Reply(join(&said), StoppedReason::NeedsInput));
+                }
                 RunEnd::Suspended(question) => {
                     said.extend(new_says);
                     said.push(question);
@@ -282,6 +289,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             enum Stop {
                 Returned(Result<crate::codeflow::FlowResult, String>),
                 Suspend(String),
+                Held,
                 Restart,
                 Broken,
                 OutOfTime,
@@ -311,7 +319,30 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             }
                         }
                         Some(Request::Tool { tool, name, args, reply }) => {
-                            let r = self.code_tool(&state.flow, tool, name, args).await;
+                            // The call a person just decided (a resumed turn).
+                            if let Some(h) = self.decided.take_if(|h| h.tool == name && h.arguments == args) {
+                                let (gate, args) = super::approve::decided_call(&h);
+                                let r = self.code_tool(&state.flow, tool, name, args, Some((gate, h.key))).await;
+                                match r {
+                                    Ok(r) => { let _ = reply.send(r); }
+                                    Err(e) => { served = Err(e); break Stop::Broken; }
+                                }
+                                continue;
+                            }
+                            if let Ok(t) = &tool {
+                                let call = crate::provider::ToolCall { id: String::new(), name: name.clone(), arguments: args.clone() };
+                                let tools = [t.clone()];
+                                match self.gate_round(&tools, std::slice::from_ref(&call), Some(&state.flow)) {
+                                    None => break Stop::Held,
+                                    Some(mut gates) => {
+                                        if let Some(super::approve::Gate::Fail(e)) = gates.pop() {
+                                            let _ = reply.send((false, e.to_string()));
+                                            continue;
+                                        }
+                                    }
+                                }
+                            }
+                            let r = self.code_tool(&state.flow, tool, name, args, None).await;
                             match r {
                                 Ok(r) => { let _ = reply.send(r); }
                                 Err(e) => { served = Err(e); break Stop::Broken; }
@@ -368,6 +399,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                 }
                 Stop::Restart => continue,
+                Stop::Held => return Ok(RunEnd::Held),
                 Stop::Suspend(q) => {
                     if always && state.journal.len() != run_len && verified != state.journal.len() {
                         // Prove the pause point is reached again from scratch.
@@ -485,12 +517,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// A tool call from a code flow: the same gates as the model's tool calls; errors
     /// and panics come back as failed results; data writes apply.
-    async fn code_tool(
+    pub(super) async fn code_tool(
         &mut self,
         flow: &str,
         tool: Result<Arc<dyn Tool<D, C>>, String>,
         name: String,
         args: Value,
+        held: Option<(super::approve::Gate, String)>,
     ) -> Result<(bool, String), AgentError> {
         self.emit(Event::ToolCall {
             name: name.clone(),
@@ -504,14 +537,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             data: Arc::new(self.s.data.clone()),
             context: Arc::new(self.s.context.clone()),
         };
-        let r = match tool {
-            Ok(t) => {
+        let r = match (tool, held) {
+            (_, Some((super::approve::Gate::Fail(e), _))) => Err(e),
+            (Ok(t), held) => {
                 let span = tracing::info_span!("tool_call", tool = %name, flow);
                 // The call's position among the turn's live calls: a replay of the
                 // flow does not call recorded tools again, so a retried turn numbers
-                // its calls the same way.
-                let cx = parts.cx(self.tool_seq, &name, &args);
-                self.tool_seq += 1;
+                // its calls the same way. A call held for approval keeps its key.
+                let cx = match held {
+                    Some((_, key)) => parts.keyed(key),
+                    None => {
+                        let cx = parts.cx(self.tool_seq, &name, &args);
+                        self.tool_seq += 1;
+                        cx
+                    }
+                };
                 let limit = self.a.config.tool_timeout;
                 let j = crate::journal::JournalCx {
                     store: self.a.store.as_ref(),
@@ -520,7 +560,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let call = crate::journal::call(j, t.as_ref(), cx, args.clone(), limit);
                 tracing::Instrument::instrument(call, span).await
             }
-            Err(msg) => Err(ToolError::Failed(msg)),
+            (Err(msg), _) => Err(ToolError::Failed(msg)),
         };
         let (ok, content) = match r {
             Ok(out) => {

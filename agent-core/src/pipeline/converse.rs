@@ -349,7 +349,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok((None, None));
         };
         let alt = self.awaiting_model_step(&flow);
-        if self.turn_over() || (!self.may_extract(&flow) && self.deferred.is_empty()) {
+        // A resumed turn has no new words to read: it answers with the tools' results.
+        if self.tools_off
+            || self.turn_over()
+            || (!self.may_extract(&flow) && self.deferred.is_empty())
+        {
             return Ok((None, alt));
         }
         let (predicted, _) = self.predict(true).await;
@@ -576,7 +580,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut claim_retried = false;
         loop {
             rounds += 1;
-            let stop = self.walk().await?;
+            let stop = match self.resume_at.take() {
+                Some(stop) => stop,
+                None => self.walk().await?,
+            };
             if let Some(sp) = spec.as_mut()
                 && sp.predicted != stop
                 && let Some(u) = sp.undo.take()
@@ -746,6 +753,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             };
 
+            if self.paused.is_some() {
+                // A tool round is held for approval: the turn ends before the bus;
+                // what earlier tools emitted waits with the round.
+                self.note_paused_at(&stop);
+                return Ok((message, stopped, deltas));
+            }
             // Post-LLM bus: tool results and dispatches (already queued), finalize,
             // then completion of a closing flow (its on_complete chains to next turn).
             if let Some((flow, j)) = &finalize_step

@@ -5,6 +5,7 @@
 //! post-phase signals; persistence last. Streaming and non-streaming share this path.
 
 mod apply;
+mod approve;
 mod code;
 mod command;
 mod converse;
@@ -173,6 +174,16 @@ pub(crate) struct Turn<'a, D, C> {
     /// Tool calls run so far this turn (model rounds and code flows): the next
     /// call's position in its idempotency key.
     pub(crate) tool_seq: usize,
+    /// A tool round held for approval this turn (the turn ends with it).
+    pub(crate) paused: Option<crate::approval::PendingApproval>,
+    /// This turn resolves a held round instead of answering a message.
+    pub(crate) resume: Option<crate::approval::PendingApproval>,
+    /// Where a resumed turn answers from (instead of the walk, once).
+    pub(crate) resume_at: Option<Stop>,
+    /// The renderings of this turn offer no tools (a resumed round's answer).
+    pub(crate) tools_off: bool,
+    /// A code flow's held call, decided: it runs when the replay makes it again.
+    pub(crate) decided: Option<crate::approval::HeldCall>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -252,6 +263,11 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             lease: None,
             turn_tag,
             tool_seq: 0,
+            paused: None,
+            resume: None,
+            resume_at: None,
+            tools_off: false,
+            decided: None,
         })
     }
 
@@ -321,6 +337,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
     /// Everything up to the save: the message, why the turn stopped, and the text
     /// deltas to stream.
     async fn compose(&mut self) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
+        if let Some(p) = self.resume.take() {
+            return self.resume(p).await;
+        }
         self.s.history.push(Message::user(self.msg));
 
         if self.s.turns == 0
@@ -360,6 +379,10 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         let mut said = String::new();
         if self.s.code.is_some() && !self.turn_over() {
             match self.code_turn().await? {
+                code::CodeExit::Reply(message, _) if self.paused.is_some() => {
+                    self.from_code = true;
+                    return Ok(self.held_outcome(message));
+                }
                 code::CodeExit::Reply(message, stopped) => {
                     self.from_code = true;
                     return Ok((message, stopped, Vec::new()));
@@ -370,6 +393,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
 
         self.run_certain_auto_hooks().await?;
         let (mut message, mut stopped, mut deltas) = self.converse().await?;
+        if self.paused.is_some() {
+            return Ok(self.held_outcome(code::join(&[said, message])));
+        }
         if self.s.code.is_some() && !matches!(stopped, StoppedReason::Aborted { .. }) {
             // A declarative flow handed the conversation to a code flow this turn.
             match self.code_turn().await? {
@@ -388,6 +414,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         if !said.is_empty() {
             message = code::join(&[said, message]);
             deltas.clear();
+        }
+        if self.paused.is_some() {
+            return Ok(self.held_outcome(message));
         }
         if let Some(f) = self.code_stopped.take() {
             stopped = f;
@@ -626,6 +655,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             step: self.s.step.clone(),
             signals: std::mem::take(&mut self.signals_fired),
             tool_calls: std::mem::take(&mut self.tool_calls),
+            awaiting_approval: self
+                .s
+                .approval
+                .as_ref()
+                .map(crate::approval::PendingApproval::waiting)
+                .unwrap_or_default(),
             transitions: std::mem::take(&mut self.transitions),
             model_calls: self.calls,
             usage: self.usage,
@@ -662,6 +697,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
                     step: None,
                     signals: Vec::new(),
                     tool_calls: Vec::new(),
+                    awaiting_approval: Vec::new(),
                     transitions: Vec::new(),
                     model_calls: response.model_calls,
                     usage: response.usage,

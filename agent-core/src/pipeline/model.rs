@@ -499,6 +499,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             tools.push(t.clone());
         }
         dedupe_tools(&mut tools);
+        if self.tools_off {
+            tools.clear();
+        }
 
         // Schema-intent routing: the classic reply names the flow the user wants.
         let intents: Option<Vec<(String, String)>> = (flow.is_none()
@@ -662,6 +665,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // conditions this call was to judge are judged not to hold, as when an
             // answer leaves them out.
             return Ok(CallOutcome {
+                // Held for approval after text went out live: that text stays.
+                message: if self.paused.is_some() && self.streamed {
+                    resp.content
+                } else {
+                    String::new()
+                },
                 deltas,
                 verdicts: conditions.iter().map(|c| (c.clone(), false)).collect(),
                 ..CallOutcome::default()
@@ -756,6 +765,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         req.messages.push(assistant);
                         let since = self.post_bus.len();
                         let results = self.run_tools(&tools, std::slice::from_ref(&call)).await;
+                        if self.paused.is_some() {
+                            // Held for approval: the answer's message is not used
+                            // (it may announce what has not happened).
+                            out.message.clear();
+                            out.deltas = std::mem::take(&mut deltas);
+                            return Ok(out);
+                        }
                         for content in results {
                             req.messages.push(Message::tool(call.id.clone(), content));
                         }
@@ -830,6 +846,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             req.messages.push(assistant);
             let since = self.post_bus.len();
             let results = self.run_tools(tools, &resp.tool_calls).await;
+            if self.paused.is_some() {
+                // Held for approval: nothing ran; the turn ends here.
+                req.messages.pop();
+                return Ok((resp, deltas, true));
+            }
             for (call, content) in resp.tool_calls.iter().zip(results) {
                 req.messages.push(Message::tool(call.id.clone(), content));
             }
@@ -862,12 +883,29 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Execute one round of tool calls: concurrency-safe ones in parallel, the others in
-    /// order. Failures and panics become failed results the model sees.
-    async fn run_tools(
+    /// order. Failures and panics become failed results the model sees. A round with
+    /// a call that needs a person's approval does not run: it is held
+    /// (`self.paused`) and no results come back.
+    pub(super) async fn run_tools(
         &mut self,
         tools: &[Arc<dyn Tool<D, C>>],
         calls: &[ToolCall],
     ) -> Vec<String> {
+        match self.gate_round(tools, calls, None) {
+            None => Vec::new(),
+            Some(gates) => self.run_round(tools, calls, Some((gates, Vec::new()))).await,
+        }
+    }
+
+    /// Run a round whose calls passed their gates; `fixed` carries each call's gate
+    /// and, for a round that was held for approval, the keys its calls got then.
+    pub(super) async fn run_round(
+        &mut self,
+        tools: &[Arc<dyn Tool<D, C>>],
+        calls: &[ToolCall],
+        fixed: Option<(Vec<super::approve::Gate>, Vec<String>)>,
+    ) -> Vec<String> {
+        let (mut gates, keys) = fixed.unwrap_or_default();
         let parts = ToolCxParts {
             turn: self.turn_tag.clone(),
             session_id: Arc::from(self.s.id.as_str()),
@@ -891,9 +929,24 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let find = |name: &str| tools.iter().find(|t| t.name() == name).cloned();
         let limit = self.a.config.tool_timeout;
-        // Each call's position in the turn (its idempotency key's part).
+        // Each call's position in the turn (its idempotency key's part); a held
+        // round keeps the keys it got when it was asked for.
         let seq = self.tool_seq;
-        self.tool_seq += calls.len();
+        if keys.is_empty() {
+            self.tool_seq += calls.len();
+        }
+        let cx_of = |i: usize, c: &ToolCall| match keys.get(i) {
+            Some(k) => parts.keyed(k.clone()),
+            None => parts.cx(seq + i, &c.name, &c.arguments),
+        };
+        // Calls failed by their gate (denied, or held behind an earlier approval).
+        for (i, g) in gates.iter_mut().enumerate() {
+            if let super::approve::Gate::Fail(e) =
+                std::mem::replace(g, super::approve::Gate::Run)
+            {
+                results[i] = Some((Err(e), crate::hook::Dispatcher::default()));
+            }
+        }
         let journal = || crate::journal::JournalCx {
             store: self.a.store.as_ref(),
             hook: self.a.on_unknown_outcome.as_ref(),
@@ -902,12 +955,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let parallel: Vec<usize> = calls
             .iter()
             .enumerate()
-            .filter(|(_, c)| find(&c.name).is_some_and(|t| t.concurrency_safe()))
+            .filter(|(i, c)| {
+                results[*i].is_none() && find(&c.name).is_some_and(|t| t.concurrency_safe())
+            })
             .map(|(i, _)| i)
             .collect();
         let futs = parallel.iter().map(|&i| {
             let tool = find(&calls[i].name);
-            let cx: ToolCx<D, C> = parts.cx(seq + i, &calls[i].name, &calls[i].arguments);
+            let cx: ToolCx<D, C> = cx_of(i, &calls[i]);
             let dispatcher = cx.dispatcher.clone();
             let args = calls[i].arguments.clone();
             let span = tracing::info_span!("tool_call", tool = %calls[i].name, parallel = true);
@@ -930,7 +985,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let r = match find(&c.name) {
                 Some(t) => {
-                    let cx = parts.cx(seq + i, &c.name, &c.arguments);
+                    let cx = cx_of(i, c);
                     let d = cx.dispatcher.clone();
                     let span = tracing::info_span!("tool_call", tool = %c.name, parallel = false);
                     let r =

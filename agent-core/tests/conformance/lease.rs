@@ -6,14 +6,17 @@
 //!   (typed `LeaseLost`), and a leased save is still a compare-and-swap;
 //! - agents: 8 agents on 8 threads (and 8 processes on a durable store), 25
 //!   concurrent turns each on one session: every turn succeeds, no update is lost,
-//!   and a tool with a side effect (a line appended to an external file) runs exactly
-//!   once per turn: turns queue on the lease instead of conflicting and re-running;
+//!   and a once-tool (`Effect::Once`) with a side effect (a line appended to an
+//!   external file) runs exactly once per turn: turns queue on the lease instead of
+//!   conflicting and re-running;
 //! - a turn waits out a crashed holder's lease (without the wait counting toward its
 //!   deadline), fails with `SessionBusy` past `max_wait`, and a holder that stalled
 //!   past its ttl and was taken over saves nothing;
 //! - a process killed with SIGKILL while holding the lease in the middle of a turn:
 //!   the next turn proceeds once the lease expires, nothing of the killed turn is
-//!   stored, and its tool is not run again.
+//!   stored, and its once-tool is not run again, not even when the killed turn's
+//!   message is delivered again (its journaled intent has no result: an unknown
+//!   outcome, failed without running).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -37,6 +40,8 @@ use crate::common::{Booking, Concierge};
 type TestAgent = Agent<Booking, Concierge>;
 
 const SESSION: &str = "shared";
+/// The inbound event id of the turn whose process is killed.
+const KILLED_EVENT: &str = "killed-turn";
 const ROLE_ENV: &str = "AGENT_LEASE_ROLE";
 const TOKEN_ENV: &str = "AGENT_LEASE_TOKEN";
 const EFFECTS_ENV: &str = "AGENT_LEASE_EFFECTS";
@@ -232,7 +237,8 @@ fn effect_agent(
                 Ok(ToolOutput::text("done"))
             }
         },
-    );
+    )
+    .effect(agent_core::tool::Effect::Once);
     Agent::builder()
         .name("Concierge")
         .provider(p)
@@ -791,7 +797,9 @@ async fn child_hold(b: &impl Backend, env: &ChildEnv) {
         Some(test_lease()),
         None,
     );
-    let r = a.respond(SESSION, "never saved").await;
+    let r = a
+        .respond_with(SESSION, "never saved", &TurnOptions::event(KILLED_EVENT))
+        .await;
     println!("RESULT unexpected end: {r:?}");
 }
 
@@ -889,14 +897,28 @@ pub async fn a_holder_killed_mid_turn_is_waited_out_and_nothing_is_half_applied(
     );
     let first = Session::<Booking, Concierge>::decode(&before).unwrap();
     assert_eq!(&s.history[..first.history.len()], &first.history[..]);
+    // The channel delivers the killed turn's message again: its once-tool call has an
+    // intent and no result, so it is not run; the call fails (no outcome hook) and
+    // the model sees that, and the turn is saved.
+    let again = a
+        .respond_with(SESSION, "never saved", &TurnOptions::event(KILLED_EVENT))
+        .await
+        .unwrap_or_else(|e| panic!("{}: the redelivered turn: {e:?}", b.name()));
+    assert_eq!(again.version, 3, "{}", b.name());
+    assert!(
+        again.tool_calls.iter().all(|c| !c.ok),
+        "{}: {:?}",
+        b.name(),
+        again.tool_calls
+    );
     assert_eq!(
         effects(&file.0),
         ["parent\tbefore", "killed\tnever saved", "parent\tafter"],
-        "{}: the killed turn's tool ran once, not again",
+        "{}: the killed turn's once-tool ran once, not again, not on redelivery",
         b.name()
     );
     notice(&format!(
-        "{}: holder killed (SIGKILL) mid-turn with {left:?} of lease left; the next turn waited {waited:?} and saved version 2",
+        "{}: holder killed (SIGKILL) mid-turn with {left:?} of lease left; the next turn waited {waited:?} and saved version 2; the killed turn redelivered did not run its once-tool again",
         b.name()
     ));
 }

@@ -1,0 +1,294 @@
+//! Tool calls held for a person's approval ([`crate::approval`]): holding a round
+//! ends the turn; a resolution runs the round and resumes the turn where it paused.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Turn;
+use crate::approval::{Decision, HeldCall, PausedAt, PendingApproval};
+use crate::data::{AgentContext, AgentData};
+use crate::error::AgentError;
+use crate::provider::{Message, ToolCall};
+use crate::response::{Event, StoppedReason};
+use crate::tool::{Tool, ToolError};
+
+use super::walk::Stop;
+
+/// What a round's calls get before they run: nothing (run), or a failure.
+pub(super) enum Gate {
+    /// Run the call.
+    Run,
+    /// Do not run it: it fails with this error.
+    Fail(ToolError),
+}
+
+/// A held call's gate and arguments as its decision says.
+pub(super) fn decided_call(h: &HeldCall) -> (Gate, Value) {
+    match &h.decision {
+        Some(Decision::Deny { reason }) => (
+            Gate::Fail(ToolError::Denied(reason.clone())),
+            h.arguments.clone(),
+        ),
+        Some(Decision::Edit { arguments }) => (Gate::Run, arguments.clone()),
+        _ => (Gate::Run, h.arguments.clone()),
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Whether `tool` wants a person's decision for these arguments (a rule that
+    /// panics counts as yes: holding a call is the safe side).
+    fn wants_approval(tool: &dyn Tool<D, C>, args: &Value) -> bool {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.needs_approval(args)))
+            .unwrap_or(true)
+    }
+
+    /// Before a round runs: hold it for approval when a call needs one (then `None`:
+    /// nothing runs, the turn ends), else each call's gate. A call needing approval
+    /// while an earlier one of the session still waits fails instead of stacking.
+    pub(super) fn gate_round(
+        &mut self,
+        tools: &[Arc<dyn Tool<D, C>>],
+        calls: &[ToolCall],
+        code_flow: Option<&str>,
+    ) -> Option<Vec<Gate>> {
+        let find = |name: &str| tools.iter().find(|t| t.name() == name);
+        let wants: Vec<bool> = calls
+            .iter()
+            .map(|c| find(&c.name).is_some_and(|t| Self::wants_approval(t.as_ref(), &c.arguments)))
+            .collect();
+        if !wants.contains(&true) {
+            return Some(calls.iter().map(|_| Gate::Run).collect());
+        }
+        if let Some(earlier) = self.s.approval.as_ref().or(self.paused.as_ref()) {
+            let what = earlier
+                .calls
+                .iter()
+                .find(|c| c.approval && c.decision.is_none())
+                .map_or_else(String::new, |c| c.tool.clone());
+            return Some(
+                wants
+                    .iter()
+                    .map(|w| {
+                        if *w {
+                            Gate::Fail(ToolError::ApprovalPending(what.clone()))
+                        } else {
+                            Gate::Run
+                        }
+                    })
+                    .collect(),
+            );
+        }
+        let parts_key = |i: usize, c: &ToolCall| {
+            crate::journal::call_key(&self.s.id, &self.turn_tag, i, &c.name, &c.arguments)
+        };
+        let seq = self.tool_seq;
+        self.tool_seq += calls.len();
+        let held: Vec<HeldCall> = calls
+            .iter()
+            .zip(&wants)
+            .enumerate()
+            .map(|(i, (c, w))| HeldCall {
+                id: if c.id.is_empty() {
+                    format!("call-{}", seq + i)
+                } else {
+                    c.id.clone()
+                },
+                tool: c.name.clone(),
+                arguments: c.arguments.clone(),
+                key: parts_key(seq + i, c),
+                approval: *w,
+                decision: None,
+            })
+            .collect();
+        let pending = PendingApproval {
+            calls: held,
+            message: self.msg.to_owned(),
+            turn: self.turn_tag.to_string(),
+            at: None,
+            code_flow: code_flow.map(str::to_owned),
+            earlier: std::mem::take(&mut self.post_bus),
+            requested_ms: self.a.clock.now_ms(),
+        };
+        for c in pending.waiting() {
+            tracing::info!(tool = %c.tool, call = %c.id, "tool call held for approval");
+            self.emit(Event::ApprovalRequested(c));
+        }
+        self.paused = Some(pending);
+        None
+    }
+
+    /// Record where the turn paused (the step that was rendering), so the resumed
+    /// turn answers from there.
+    pub(super) fn note_paused_at(&mut self, stop: &Stop) {
+        let at = match stop {
+            Stop::Render(f, j) | Stop::Closing(f, j) => self.a.flow(f).map(|flow| PausedAt {
+                flow: f.to_string(),
+                step: flow.steps[*j].id.to_string(),
+                closing: matches!(stop, Stop::Closing(..)),
+            }),
+            _ => None,
+        };
+        if let Some(p) = self.paused.as_mut() {
+            p.at = at;
+        }
+    }
+
+    /// The turn's outcome once a round was held: the code's notice (or text the
+    /// model already streamed), and the calls waiting.
+    pub(super) fn held_outcome(&mut self, said: String) -> (String, StoppedReason, Vec<String>) {
+        let Some(p) = self.paused.take() else {
+            return (said, StoppedReason::NeedsInput, Vec::new());
+        };
+        let calls = p.waiting().into_iter().map(|c| c.id).collect();
+        self.s.approval = Some(p);
+        let message = if self.streamed {
+            said
+        } else {
+            super::code::join(&[said, self.a.config.approval_reply.clone()])
+        };
+        let deltas = if self.streamed {
+            vec![message.clone()]
+        } else {
+            Vec::new()
+        };
+        (message, StoppedReason::AwaitingApproval { calls }, deltas)
+    }
+
+    /// The stop a resumed turn answers from: where it paused, if the session is still
+    /// there (a turn answered in between may have moved it; then the walk decides).
+    pub(super) fn resumed_stop(&self, at: Option<&PausedAt>) -> Option<Stop> {
+        let at = at?;
+        if self.s.flow.as_deref() != Some(at.flow.as_str()) {
+            return None;
+        }
+        let flow = self.a.flow(&at.flow)?;
+        let j = flow.steps.iter().position(|s| s.id.as_ref() == at.step)?;
+        Some(if at.closing {
+            Stop::Closing(flow.id.clone(), j)
+        } else {
+            Stop::Render(flow.id.clone(), j)
+        })
+    }
+
+    /// A tool registered anywhere in the agent (the agent, a flow, a step), by name:
+    /// a held call is looked up again when it resumes.
+    fn registered_tool(&self, name: &str) -> Option<Arc<dyn Tool<D, C>>> {
+        let a = self.a;
+        a.tools
+            .iter()
+            .chain(a.flows.iter().flat_map(|f| {
+                f.tools
+                    .iter()
+                    .chain(f.steps.iter().flat_map(|s| s.tools.iter()))
+            }))
+            .find(|t| t.name() == name)
+            .cloned()
+    }
+
+    /// A resolution: record the decision; once every call is decided, run the round
+    /// and answer with its results from where the turn paused.
+    pub(super) async fn resume(
+        &mut self,
+        mut p: PendingApproval,
+    ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
+        if !p.decided() {
+            let calls = p.waiting().into_iter().map(|c| c.id).collect();
+            self.s.approval = Some(p);
+            return Ok((
+                String::new(),
+                StoppedReason::AwaitingApproval { calls },
+                Vec::new(),
+            ));
+        }
+        self.s.approval = None;
+        self.turn_tag = Arc::from(p.turn.as_str());
+        self.awaiting = false;
+        let calls: Vec<ToolCall> = p
+            .calls
+            .iter()
+            .map(|c| ToolCall {
+                id: c.id.clone(),
+                name: c.tool.clone(),
+                arguments: match &c.decision {
+                    Some(Decision::Edit { arguments }) => arguments.clone(),
+                    _ => c.arguments.clone(),
+                },
+            })
+            .collect();
+        if let Some(flow) = p.code_flow.take() {
+            return self.resume_code(&flow, &p).await;
+        }
+        let gates: Vec<Gate> = p
+            .calls
+            .iter()
+            .map(|c| match &c.decision {
+                Some(Decision::Deny { reason }) => Gate::Fail(ToolError::Denied(reason.clone())),
+                _ => Gate::Run,
+            })
+            .collect();
+        let keys: Vec<String> = p.calls.iter().map(|c| c.key.clone()).collect();
+
+        let tools: Vec<Arc<dyn Tool<D, C>>> = calls
+            .iter()
+            .filter_map(|c| self.registered_tool(&c.name))
+            .collect();
+        self.post_bus.extend(std::mem::take(&mut p.earlier));
+        let mut assistant = Message::assistant(String::new());
+        assistant.tool_calls = calls.clone();
+        self.s.history.push(assistant);
+        let results = self.run_round(&tools, &calls, Some((gates, keys))).await;
+        for (c, content) in calls.iter().zip(results) {
+            self.s.history.push(Message::tool(c.id.clone(), content));
+        }
+        // The answer after the results offers no tools: a model repeating its call
+        // would only ask for the same approval again.
+        self.tools_off = true;
+        self.resume_at = self.resumed_stop(p.at.as_ref());
+        let (message, stopped, deltas) = self.converse().await?;
+        if self.paused.is_some() {
+            return Ok(self.held_outcome(message));
+        }
+        let max = self.a.config.max_reply_chars;
+        Ok((super::cap_chars(message, max), stopped, deltas))
+    }
+
+    /// A code flow's held `ctx.tool` call: the flow is replayed; when it makes the
+    /// call again (same tool and arguments, at the position where it paused), the
+    /// call runs as decided and its result is recorded in the flow's journal, and
+    /// the flow goes on from there.
+    async fn resume_code(
+        &mut self,
+        flow: &str,
+        p: &PendingApproval,
+    ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
+        if self.s.code.as_ref().is_none_or(|c| c.flow != flow) {
+            // The flow ended or was left meanwhile: nothing continues from the call.
+            tracing::warn!(flow, "the code flow of a held call is no longer active; the call was not run");
+            return Ok((String::new(), StoppedReason::NeedsInput, Vec::new()));
+        }
+        self.decided = p.calls.first().cloned();
+        // The flow continues past the call; the message that asked for it is not an
+        // answer to what it asks next.
+        self.code_fresh = true;
+        let exit = self.code_turn().await?;
+        if let Some(h) = self.decided.take() {
+            tracing::warn!(flow, tool = %h.tool, "the code flow did not make its held call again; it was not run");
+        }
+        match exit {
+            super::code::CodeExit::Reply(message, stopped) => {
+                self.from_code = true;
+                if self.paused.is_some() {
+                    return Ok(self.held_outcome(message));
+                }
+                Ok((message, stopped, Vec::new()))
+            }
+            super::code::CodeExit::Classic { said } => {
+                self.tools_off = true;
+                let (message, stopped, deltas) = self.converse().await?;
+                let message = super::code::join(&[said, message]);
+                Ok((message, stopped, deltas))
+            }
+        }
+    }
+}
