@@ -822,13 +822,12 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                             waiting: Vec::new(),
                         }
                     })?;
-                    p.decide(&r.call_id, r.decision.clone()).map_err(|waiting| {
-                        AgentError::NoPendingApproval {
+                    p.decide(&r.call_id, r.decision.clone())
+                        .map_err(|waiting| AgentError::NoPendingApproval {
                             session_id: session_id.to_owned(),
                             call_id: r.call_id.clone(),
                             waiting,
-                        }
-                    })?;
+                        })?;
                     held_message = p.message.clone();
                     resumed = Some(p);
                     &held_message

@@ -68,7 +68,9 @@ pub enum ToolError {
     Denied(String),
     /// The call needs a person's approval while an earlier call of this session
     /// still waits for one; it did not run.
-    #[error("not run: an earlier call (`{0}`) still awaits a person's approval; wait for that decision")]
+    #[error(
+        "not run: an earlier call (`{0}`) still awaits a person's approval; wait for that decision"
+    )]
     ApprovalPending(String),
 }
 

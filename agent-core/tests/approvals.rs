@@ -117,7 +117,11 @@ async fn a_call_needing_approval_pauses_the_turn_and_runs_once_approved() {
         .await
         .unwrap();
     assert_eq!(charges.runs(), 1);
-    assert_eq!(charges.seen()[0].0, call.key, "the key given when it was asked for");
+    assert_eq!(
+        charges.seen()[0].0,
+        call.key,
+        "the key given when it was asked for"
+    );
     assert_eq!(done.message, "Paid: receipt R1-500.");
     assert_eq!(done.stopped, StoppedReason::Responded);
     assert!(done.awaiting_approval.is_empty());
@@ -250,7 +254,9 @@ async fn a_message_while_a_call_waits_is_answered_and_the_call_stays_pending() {
     assert_eq!(r.awaiting_approval, held.awaiting_approval, "still pending");
     assert!(!r.tool_calls[0].ok);
     assert!(
-        r.tool_calls[0].output.contains("still awaits a person's approval"),
+        r.tool_calls[0]
+            .output
+            .contains("still awaits a person's approval"),
         "{}",
         r.tool_calls[0].output
     );
@@ -427,7 +433,9 @@ async fn a_denied_flow_step_does_not_complete_and_asks_again() {
     // The model's first answer claims success; the step's tool did not run (denied),
     // so the step is asked again, told so.
     p.respond(Answer::message("Done!"));
-    p.respond(Answer::message("The payment was refused. Try another card?"));
+    p.respond(Answer::message(
+        "The payment was refused. Try another card?",
+    ));
     let done = a
         .resolve_approval(
             "s",
@@ -556,7 +564,11 @@ async fn a_code_flow_tool_call_waits_for_approval_and_the_flow_continues() {
         "Done: charged 900 cents, receipt R1-900.\n\nAnything else?"
     );
     assert_eq!(done.stopped, StoppedReason::NeedsInput);
-    assert_eq!(p.calls_of(CallKind::Extract), 0, "the old message answers nothing");
+    assert_eq!(
+        p.calls_of(CallKind::Extract),
+        0,
+        "the old message answers nothing"
+    );
 
     // The flow replays past the recorded call without running it again.
     p.extract(Answer::answering(json!("no thanks")));

@@ -128,7 +128,7 @@ fn context_expands_to_field_enum_and_patch() {
 #[test]
 fn tool_expands_to_a_unit_struct_implementing_tool() {
     let out = crate::tool::expand(
-        quote!(),
+        quote!(approval = rules::large_group),
         quote! {
             /// Book the room.
             async fn book_room(
@@ -152,7 +152,8 @@ fn tool_without_context_is_generic_over_the_agent() {
             name = "clock",
             concurrency_safe,
             timeout_ms = 1500,
-            effect = once
+            effect = once,
+            approval
         ),
         quote! {
             /// The time.

@@ -264,7 +264,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
         if self.s.code.as_ref().is_none_or(|c| c.flow != flow) {
             // The flow ended or was left meanwhile: nothing continues from the call.
-            tracing::warn!(flow, "the code flow of a held call is no longer active; the call was not run");
+            tracing::warn!(
+                flow,
+                "the code flow of a held call is no longer active; the call was not run"
+            );
             return Ok((String::new(), StoppedReason::NeedsInput, Vec::new()));
         }
         self.decided = p.calls.first().cloned();

@@ -893,7 +893,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Vec<String> {
         match self.gate_round(tools, calls, None) {
             None => Vec::new(),
-            Some(gates) => self.run_round(tools, calls, Some((gates, Vec::new()))).await,
+            Some(gates) => {
+                self.run_round(tools, calls, Some((gates, Vec::new())))
+                    .await
+            }
         }
     }
 
@@ -941,9 +944,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         // Calls failed by their gate (denied, or held behind an earlier approval).
         for (i, g) in gates.iter_mut().enumerate() {
-            if let super::approve::Gate::Fail(e) =
-                std::mem::replace(g, super::approve::Gate::Run)
-            {
+            if let super::approve::Gate::Fail(e) = std::mem::replace(g, super::approve::Gate::Run) {
                 results[i] = Some((Err(e), crate::hook::Dispatcher::default()));
             }
         }

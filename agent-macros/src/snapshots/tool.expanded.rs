@@ -60,6 +60,13 @@ const _: () = {
         fn concurrency_safe(&self) -> bool {
             false
         }
+        fn needs_approval(
+            &self,
+            __args: &::agent_core::__private::serde_json::Value,
+        ) -> bool {
+            let __rule: fn(&::agent_core::__private::serde_json::Value) -> bool = rules::large_group;
+            __rule(__args)
+        }
         async fn call(
             &self,
             __cx: ::agent_core::__private::ToolCx<Booking, Concierge>,

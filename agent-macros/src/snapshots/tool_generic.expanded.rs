@@ -54,6 +54,12 @@ const _: () = {
         fn effect(&self) -> ::agent_core::__private::Effect {
             ::agent_core::__private::Effect::Once
         }
+        fn needs_approval(
+            &self,
+            _args: &::agent_core::__private::serde_json::Value,
+        ) -> bool {
+            true
+        }
         async fn call(
             &self,
             _cx: ::agent_core::__private::ToolCx<__D, __C>,

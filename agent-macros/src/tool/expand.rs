@@ -107,6 +107,26 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         })
     });
 
+    let approval = def.approval.as_ref().map(|a| match a {
+        super::parse::Approval::Always => quote! {
+            fn needs_approval(&self, _args: &::agent_core::__private::serde_json::Value) -> bool {
+                true
+            }
+        },
+        // Spanned on the user's path: a rule of the wrong signature is reported there.
+        super::parse::Approval::Rule(rule) => {
+            let call = quote_spanned! {rule.span()=>
+                let __rule: fn(&::agent_core::__private::serde_json::Value) -> bool = #rule;
+            };
+            quote! {
+                fn needs_approval(&self, __args: &::agent_core::__private::serde_json::Value) -> bool {
+                    #call
+                    __rule(__args)
+                }
+            }
+        }
+    });
+
     let (impl_generics, d_ty, c_ty) = match def.cx.as_ref().and_then(|(_, t)| cx_params(t)) {
         Some((d, c)) => (quote!(), quote!(#d), quote!(#c)),
         None => (
@@ -220,6 +240,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 }
                 #timeout
                 #effect
+                #approval
                 async fn call(
                     &self,
                     #run_cx: ::agent_core::__private::ToolCx<#d_ty, #c_ty>,

@@ -21,6 +21,14 @@ pub struct Arg {
     pub attrs: Vec<syn::Attribute>,
 }
 
+/// `#[tool(approval)]` or `#[tool(approval = rule)]`.
+pub enum Approval {
+    /// Every call.
+    Always,
+    /// Calls the rule picks.
+    Rule(syn::Path),
+}
+
 /// A parsed tool.
 pub struct ToolDef {
     /// The fn as written.
@@ -37,6 +45,9 @@ pub struct ToolDef {
     pub timeout_ms: Option<u64>,
     /// `effect = pure | idempotent | once`, as written (checked in `validate`).
     pub effect: Option<syn::Ident>,
+    /// `approval` (every call waits for a person) or `approval = path` (calls whose
+    /// arguments the fn `path(&serde_json::Value) -> bool` picks).
+    pub approval: Option<Approval>,
     /// The `ToolCx<D, C>` parameter: its pattern and type.
     pub cx: Option<(syn::Pat, syn::Type)>,
     /// The model-filled parameters.
@@ -100,6 +111,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut concurrency_safe = false;
     let mut timeout_ms = None;
     let mut effect = None;
+    let mut approval = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("name") {
             let s: syn::LitStr = meta.value()?.parse()?;
@@ -135,9 +147,22 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             })?;
             effect = Some(id);
             Ok(())
+        } else if meta.path.is_ident("approval") {
+            if meta.input.peek(syn::Token![=]) {
+                let rule: syn::Path = meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "`approval = ..` takes the path of a fn `(&serde_json::Value) -> bool` that picks the calls needing approval",
+                    )
+                })?;
+                approval = Some(Approval::Rule(rule));
+            } else {
+                approval = Some(Approval::Always);
+            }
+            Ok(())
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `approval`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -208,6 +233,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         concurrency_safe,
         timeout_ms,
         effect,
+        approval,
         cx,
         args,
         bad_params,

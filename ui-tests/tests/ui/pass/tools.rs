@@ -4,8 +4,8 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use agent_core::typed::prelude::*;
 use agent_core::__private::serde_json::json;
+use agent_core::typed::prelude::*;
 
 #[data]
 pub struct Booking {
@@ -45,6 +45,23 @@ async fn charge(amount_cents: u64) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text(format!("charged {amount_cents}")))
 }
 
+/// Refund a payment: every call waits for a person's approval.
+#[tool(effect = once, approval)]
+async fn refund(amount_cents: u64) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(format!("refunded {amount_cents}")))
+}
+
+/// Large transfers (over 1000) wait for a person.
+fn large(args: &agent_core::__private::serde_json::Value) -> bool {
+    args["amount_cents"].as_u64().is_some_and(|c| c > 1000)
+}
+
+/// Transfer money: large amounts wait for a person's approval.
+#[tool(approval = large)]
+async fn transfer(amount_cents: u64) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(format!("sent {amount_cents}")))
+}
+
 /// Look a price up: re-running it is always fine.
 #[tool(effect = pure, concurrency_safe)]
 fn price(item: String) -> Result<ToolOutput, ToolError> {
@@ -73,10 +90,19 @@ fn main() {
     let p = t.parameters();
     assert_eq!(p["required"], json!(["hotel", "nights"]));
     assert_eq!(p["properties"]["hotel"]["description"], "Hotel name");
-    assert_eq!(p["properties"]["notes"]["description"], "Special requests, if any");
-    assert!(p["properties"].get("cx").is_none(), "the context is not an argument");
+    assert_eq!(
+        p["properties"]["notes"]["description"],
+        "Special requests, if any"
+    );
+    assert!(
+        p["properties"].get("cx").is_none(),
+        "the context is not an argument"
+    );
 
-    let data = Booking { city: Some("Lisbon".into()), booking_id: None };
+    let data = Booking {
+        city: Some("Lisbon".into()),
+        booking_id: None,
+    };
     let cx = ToolCx::detached("s", data, ());
     let out = block_on(t.call(cx.clone(), json!({"hotel": "Grand", "nights": 2}))).expect("ok");
     assert_eq!(out.content, "booked Grand-Lisbon-2-");
@@ -87,12 +113,28 @@ fn main() {
     let c: &dyn Tool<Booking, ()> = &now;
     assert_eq!((c.name(), c.concurrency_safe()), ("clock", true));
     assert_eq!(c.timeout(), None, "no own limit: the agent's applies");
-    assert_eq!(c.effect(), agent_core::tool::Effect::Idempotent, "the default class");
+    assert_eq!(
+        c.effect(),
+        agent_core::tool::Effect::Idempotent,
+        "the default class"
+    );
     let ch: &dyn Tool<Booking, ()> = &charge;
     assert_eq!(ch.effect(), agent_core::tool::Effect::Once);
     let pr: &dyn Tool<Booking, ()> = &price;
     assert_eq!(pr.effect(), agent_core::tool::Effect::Pure);
-    assert_eq!(block_on(c.call(cx.clone(), json!({}))).expect("ok").content, "12:00");
+    assert!(
+        !pr.needs_approval(&json!({"item": "x"})),
+        "no approval by default"
+    );
+    let rf: &dyn Tool<Booking, ()> = &refund;
+    assert!(rf.needs_approval(&json!({"amount_cents": 1})));
+    let tr: &dyn Tool<Booking, ()> = &transfer;
+    assert!(!tr.needs_approval(&json!({"amount_cents": 5})));
+    assert!(tr.needs_approval(&json!({"amount_cents": 5000})));
+    assert_eq!(
+        block_on(c.call(cx.clone(), json!({}))).expect("ok").content,
+        "12:00"
+    );
 
     let h = hello.arc::<Booking, ()>();
     assert_eq!(h.description(), "Say hello.");
