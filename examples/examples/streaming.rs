@@ -130,6 +130,10 @@ pub async fn run(
                     seen.push("tool_result");
                     writeln!(out, "  ~ {} returned: {}", t.name, t.output)?;
                 }
+                Event::ApprovalRequested(c) => {
+                    seen.push("approval_requested");
+                    writeln!(out, "  ~ {}({}) waits for approval", c.tool, c.arguments)?;
+                }
                 Event::DataDropped(d) => {
                     seen.push("data_dropped");
                     writeln!(
