@@ -665,3 +665,69 @@ async fn a_held_call_survives_a_restart() {
         let _ = std::fs::remove_file(f);
     }
 }
+
+#[tokio::test]
+async fn a_held_call_decided_after_the_flow_was_left_keeps_its_result_not_its_move() {
+    let p = ScriptedProvider::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let n = runs.clone();
+    let pay_and_complete = FnTool::new(
+        "pay",
+        "Charge the card.",
+        move |_cx: ToolCx<Order, ()>, _a: Amount| {
+            let n = n.clone();
+            async move {
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::text("charged")
+                    .data(json!({ "receipt": "R1" }).as_object().cloned().unwrap())
+                    .directive(Directive::complete()))
+            }
+        },
+    )
+    .needs_approval();
+    let checkout = Flow::builder("checkout")
+        .title("Checkout")
+        .step(
+            Step::model("confirm")
+                .prompt("Ask the user to confirm, then pay.")
+                .tool(pay_and_complete)
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let help = Flow::builder("help")
+        .title("Help")
+        .step(Step::model("ask").prompt("Ask what the user needs."))
+        .build()
+        .unwrap();
+    let a: Agent<Order, ()> = Agent::builder()
+        .provider(p.clone())
+        .flow(checkout)
+        .flow(help)
+        .build()
+        .unwrap();
+    a.dispatch("s", Directive::go_to("checkout")).await.unwrap();
+    p.respond(Answer::tool("pay", json!({ "cents": 500 })));
+    let held = a.respond("s", "pay").await.unwrap();
+    assert!(matches!(held.stopped, StoppedReason::AwaitingApproval { .. }));
+
+    // The user changes their mind while the call waits.
+    a.dispatch("s", Directive::go_to("help")).await.unwrap();
+    p.respond(Answer::message("What do you need?"));
+    let r = a.respond("s", "actually, I need help").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("help"));
+
+    p.respond(Answer::message("The payment went through."));
+    let done = a
+        .resolve_approval("s", &held.awaiting_approval[0].id, Decision::Approve)
+        .await
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(done.data.receipt.as_deref(), Some("R1"), "the result stands");
+    assert_eq!(
+        done.flow.as_deref(),
+        Some("help"),
+        "its `complete` was for the flow it left"
+    );
+    assert!(a.pending_approvals("s").await.unwrap().is_empty());
+}

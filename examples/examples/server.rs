@@ -12,16 +12,30 @@
 //! `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `AGENT_BASE_URL` (with `AGENT_MODEL`), or the
 //! local model (`AGENT_LOCAL=1`, `LOCAL_MODEL`), with retries for the hosted ones.
 //!
+//! Booking the room needs a person's approval: when the guest confirms, the model's
+//! `book_room` call does not run; the turn ends with the call waiting, and the page
+//! shows it with Approve and Deny buttons. The decision resumes the turn: the room is
+//! booked (or not) and the reply says so. `APPROVE_BOOKINGS=0` books without asking.
+//!
 //! A failed turn is logged on stderr (`[server] session ID: turn failed: ...`) and sent
 //! to the page as an `error` event; the session is unchanged.
 //!
 //! Routes:
 //! - `GET /`: the chat page (`GET /app.js`, `GET /style.css`: its script and style).
 //! - `POST /api/sessions/{id}/messages` with `{"text": "..."}`: the turn as a stream of
-//!   server-sent events: `step`, `transition`, `tool_call`, `tool_result`, `delta`
-//!   (`{"text"}`), then exactly one `done` (the flow, step, data and stopped reason
-//!   after the turn) or `error` (`{"message"}`; the session is unchanged).
-//! - `GET /api/sessions/{id}`: the session's flow, step, data and transcript.
+//!   server-sent events: `step`, `transition`, `tool_call`, `tool_result`, `approval`
+//!   (`{"id", "tool", "arguments"}`: a call that waits for a person's decision),
+//!   `delta` (`{"text"}`), then exactly one `done` (the flow, step, data, stopped
+//!   reason and `awaiting_approval` calls after the turn) or `error` (`{"message"}`;
+//!   the session is unchanged).
+//! - `POST /api/sessions/{id}/approvals/{call_id}` with `{"decision": "approve"}`,
+//!   `{"decision": "deny", "reason": "..."}` or `{"decision": "edit", "arguments":
+//!   {...}}`: decides a waiting call and answers with the resumed turn, as the same
+//!   stream of events. A call that does not wait (unknown, or already decided) is a
+//!   `409` with `{"error", "waiting"}` (the ids that do wait); a body that is not a
+//!   decision, or a denial without a reason, is a `400` with `{"error"}`.
+//! - `GET /api/sessions/{id}`: the session's flow, step, data, transcript and the
+//!   calls awaiting approval (`awaiting_approval`).
 //! - `GET /api/graph?session={id}`: every flow as Mermaid text, with the session's
 //!   current step in the `current` class (`&format=mermaid`: the text alone).
 
@@ -50,6 +64,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+// Not a sibling file: cargo would take `examples/server_*.rs` for an example of its own.
+#[path = "server/approvals.rs"]
+mod approvals;
+
 /// What the booking collects. Field docs become extraction hints for the model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Booking {
@@ -76,8 +94,40 @@ struct BookArgs {
 }
 
 /// The hotel-booking flow: city, date, guests, then a code-only route to the
-/// confirmation (or to a specialist for large groups).
+/// confirmation (or to a specialist for large groups). The room is booked as soon as
+/// the guest confirms.
 pub fn booking_flow() -> Result<Flow<Booking, ()>, ConfigErrors> {
+    booking_flow_with(Approvals::Off)
+}
+
+/// Whether booking the room waits for a person's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Approvals {
+    /// `book_room` runs as soon as the model calls it.
+    Off,
+    /// Every `book_room` call waits for a person's decision (the page's Approve /
+    /// Deny buttons, `POST /api/sessions/{id}/approvals/{call_id}`).
+    #[default]
+    Bookings,
+}
+
+impl Approvals {
+    /// `APPROVE_BOOKINGS`: unset, `1`, `true`, `yes` or `on` ask for approval; `0`,
+    /// `false`, `no` or `off` book without asking.
+    pub fn from_env(value: Option<&str>) -> Result<Self, String> {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("1" | "true" | "yes" | "on") => Ok(Self::Bookings),
+            Some("0" | "false" | "no" | "off") => Ok(Self::Off),
+            Some(other) => Err(format!(
+                "APPROVE_BOOKINGS must be 1 or 0 (true/false, yes/no, on/off), got {other:?}"
+            )),
+        }
+    }
+}
+
+/// [`booking_flow`], with `book_room` waiting for a person's approval when
+/// `approvals` says so.
+pub fn booking_flow_with(approvals: Approvals) -> Result<Flow<Booking, ()>, ConfigErrors> {
     let book_room = FnTool::new(
         "book_room",
         "Book the room once the guest confirmed the booking.",
@@ -104,7 +154,11 @@ pub fn booking_flow() -> Result<Flow<Booking, ()>, ConfigErrors> {
                 .data(patch_of(&json!({ "booking_id": id })).map_err(ToolError::msg)?)
                 .directive(Directive::complete()))
         },
-    )
+    );
+    let book_room = match approvals {
+        Approvals::Off => book_room,
+        Approvals::Bookings => book_room.needs_approval(),
+    }
     .into_arc();
 
     Flow::builder("booking")
@@ -161,18 +215,37 @@ pub fn booking_agent(provider: Arc<dyn Provider>) -> Result<BookingAgent, Config
 }
 
 /// The booking agent with the engine settings suited to its model
-/// ([`examples::model::Model::config`]).
+/// ([`examples::model::Model::config`]); rooms are booked without approval
+/// ([`booking_agent_approving`] asks for it, as the server does by default).
 pub fn booking_agent_with(
     provider: Arc<dyn Provider>,
     config: AgentConfig,
 ) -> Result<BookingAgent, ConfigErrors> {
+    booking_agent_approving(provider, config, Approvals::Off)
+}
+
+/// What the guest reads while the booking waits for a person's decision.
+pub const APPROVAL_REPLY: &str =
+    "Booking the room needs a person's approval. I will book it as soon as it is approved.";
+
+/// The booking agent whose `book_room` calls wait for a person's approval when
+/// `approvals` says so (the server's default).
+pub fn booking_agent_approving(
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+    approvals: Approvals,
+) -> Result<BookingAgent, ConfigErrors> {
+    let config = AgentConfig {
+        approval_reply: APPROVAL_REPLY.into(),
+        ..config
+    };
     Agent::builder()
         .config(config)
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers, one question at a time.")
         .instruction(Instruction::never("invent prices"))
         .provider_arc(provider)
-        .flow(booking_flow())
+        .flow(booking_flow_with(approvals))
         .build()
 }
 
@@ -443,6 +516,18 @@ fn respond(
     req: &ModelRequest,
     user: &str,
 ) -> Result<ModelResponse, agent_core::error::ProviderError> {
+    // After a tool round, also one a person's decision resumed (that answer offers no
+    // tools): report the booking, or that it did not happen.
+    if let Some(last) = req.messages.last()
+        && last.role == Role::Tool
+    {
+        let message = after_booking(&collected(&req.instructions()), &last.content);
+        return reply(if req.output.is_some() {
+            structured(req, user, Map::new(), None, message)
+        } else {
+            message
+        });
+    }
     let Some(_) = req.output else {
         // No active flow: plain text.
         return reply(
@@ -466,20 +551,6 @@ fn respond(
     }
     if let Some(g) = data.get("guests").and_then(Value::as_u64) {
         b.guests = u8::try_from(g).ok();
-    }
-
-    // After a tool round: report the booking.
-    if let Some(last) = req.messages.last()
-        && last.role == Role::Tool
-    {
-        let id = last.content.rsplit(' ').next().unwrap_or("");
-        let message = format!(
-            "All set! Your room in {} is booked from {} for {} guest(s). Your confirmation number is {id}. Have a lovely stay!",
-            b.city.as_deref().unwrap_or("the city"),
-            b.check_in.as_deref().unwrap_or("the date you chose"),
-            b.guests.unwrap_or(1),
-        );
-        return reply(structured(req, user, Map::new(), None, message));
     }
 
     let closing = said.contains("The task is finishing");
@@ -551,6 +622,28 @@ fn respond(
         _ => "How can I help you with your hotel booking?".into(),
     };
     reply(structured(req, user, data, speak, format!("{ack}{ask}")))
+}
+
+/// The answer to `book_room`'s result: the confirmation number, or why nothing was
+/// booked (a person denied the call, or it failed).
+fn after_booking(b: &Booking, result: &str) -> String {
+    if let Some(reason) = result.strip_prefix("ERROR: denied by a person: ") {
+        return format!(
+            "I'm sorry, the room was not booked: the booking was declined ({reason}). Write again whenever you want to book."
+        );
+    }
+    if let Some(problem) = result.strip_prefix("ERROR: ") {
+        return format!(
+            "I'm sorry, the room was not booked: {problem}. Write again whenever you want to try again."
+        );
+    }
+    let id = result.rsplit(' ').next().unwrap_or("");
+    format!(
+        "All set! Your room in {} is booked from {} for {} guest(s). Your confirmation number is {id}. Have a lovely stay!",
+        b.city.as_deref().unwrap_or("the city"),
+        b.check_in.as_deref().unwrap_or("the date you chose"),
+        b.guests.unwrap_or(1),
+    )
 }
 
 /// The text between `start` and the next `end` in `text`.
@@ -743,6 +836,10 @@ pub fn app_with_log(agent: Arc<BookingAgent>, log: Log) -> Router {
         .route("/style.css", get(style))
         .route("/api/sessions/{id}", get(session))
         .route("/api/sessions/{id}/messages", post(message))
+        .route(
+            "/api/sessions/{id}/approvals/{call_id}",
+            post(approvals::decide),
+        )
         .route("/api/graph", get(graph))
         .with_state(Served { agent, log })
 }
@@ -788,6 +885,15 @@ fn server_error(log: &Log, what: &str, e: &AgentError) -> Response {
         .into_response()
 }
 
+/// A call waiting for a person's decision, as the page reads it.
+fn pending_json(c: &PendingCall) -> Value {
+    json!({ "id": c.id, "tool": c.tool, "arguments": c.arguments })
+}
+
+fn pending_list(calls: &[PendingCall]) -> Vec<Value> {
+    calls.iter().map(pending_json).collect()
+}
+
 fn sse(name: &str, data: Value) -> SseEvent {
     SseEvent::default().event(name).data(data.to_string())
 }
@@ -805,6 +911,7 @@ fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
             "tool_result",
             json!({ "name": r.name, "arguments": r.arguments, "output": r.output, "ok": r.ok }),
         ),
+        TurnEvent::ApprovalRequested(c) => sse("approval", pending_json(&c)),
         TurnEvent::Done(r) => sse(
             "done",
             json!({
@@ -818,6 +925,7 @@ fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
                 "tool_calls": r.tool_calls,
                 "model_calls": r.model_calls,
                 "dropped_fields": r.dropped_fields,
+                "awaiting_approval": pending_list(&r.awaiting_approval),
                 "version": r.version,
             }),
         ),
@@ -840,11 +948,21 @@ async fn message(
     if body.text.trim().is_empty() {
         return bad_request("the message is empty");
     }
-    let events = agent.respond_stream(&id, body.text.trim()).map(move |e| {
-        // A failed turn reaches the page as an `error` event, and the log.
+    let events = agent.respond_stream(&id, body.text.trim());
+    turn_stream(events, log, format!("session {id}: turn failed"))
+}
+
+/// A turn's events as the server-sent event response; a failed turn reaches the page
+/// as an `error` event, and the log (`[server] {failed}: {error}`).
+fn turn_stream(
+    events: BoxStream<'static, TurnEvent<Booking>>,
+    log: Log,
+    failed: String,
+) -> Response {
+    let events = events.map(move |e| {
         if let TurnEvent::Error(err) = &e {
             log(&format!(
-                "[server] session {id}: turn failed: {err} (the session is unchanged)"
+                "[server] {failed}: {err} (the session is unchanged)"
             ));
         }
         Ok::<_, Infallible>(to_sse(e))
@@ -878,6 +996,9 @@ async fn session(State(Served { agent, log }): State<Served>, Path(id): Path<Str
                 "completed_flows": s.completed_flows,
                 "turns": s.turns,
                 "transcript": transcript,
+                "awaiting_approval": pending_list(
+                    &s.approval.as_ref().map(|p| p.waiting()).unwrap_or_default()
+                ),
             }))
             .into_response()
         }
@@ -889,6 +1010,7 @@ async fn session(State(Served { agent, log }): State<Served>, Path(id): Path<Str
             "completed_flows": [],
             "turns": 0,
             "transcript": [],
+            "awaiting_approval": [],
         }))
         .into_response(),
         Err(e) => server_error(&log, &format!("session {id}"), &e),
@@ -972,9 +1094,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &examples::model::process_env,
         examples::model::start_local_server,
     )?;
-    let agent = Arc::new(booking_agent_with(served(&model), model.config())?);
+    let approvals = Approvals::from_env(std::env::var("APPROVE_BOOKINGS").ok().as_deref())?;
+    let agent = Arc::new(booking_agent_approving(
+        served(&model),
+        model.config(),
+        approvals,
+    )?);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("{}", model.description());
+    println!(
+        "{}",
+        match approvals {
+            Approvals::Bookings =>
+                "booking a room waits for a person's approval (APPROVE_BOOKINGS=0: it does not)",
+            Approvals::Off => "rooms are booked without approval (APPROVE_BOOKINGS=0)",
+        }
+    );
     println!("web chat on http://{}/", listener.local_addr()?);
     axum::serve(listener, app(agent)).await?;
     Ok(())

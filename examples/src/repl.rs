@@ -129,6 +129,11 @@ async fn turn<D: AgentData, C: AgentContext>(
                 writeln!(out, "  [calling {name}({arguments})]")?;
             }
             Event::ToolResult(t) => writeln!(out, "  [{} -> {}]", t.name, t.output)?,
+            Event::ApprovalRequested(c) => writeln!(
+                out,
+                "  [{}({}) waits for a person's approval, call {}]",
+                c.tool, c.arguments, c.id
+            )?,
             Event::DataDropped(d) => {
                 writeln!(
                     out,

@@ -37,6 +37,9 @@ pub fn stopped(reason: &StoppedReason) -> String {
         StoppedReason::AutoStepCap { step } => format!("auto-step cap at `{step}`"),
         StoppedReason::TransitionCap { blocked } => format!("transition cap (blocked `{blocked}`)"),
         StoppedReason::Responded => "replied outside any flow".into(),
+        StoppedReason::AwaitingApproval { calls } => {
+            format!("awaiting approval ({})", calls.join(", "))
+        }
         StoppedReason::FlowFailed {
             flow,
             message,

@@ -1,6 +1,13 @@
 //! The web chat page in headless Chromium: a full hotel booking typed into the page,
 //! checking after each turn that the reply streamed in, and that the step, the
-//! collected data and the highlighted graph node follow the conversation.
+//! collected data and the highlighted graph node follow the conversation. Booking the
+//! room waits for a person's approval (as the server runs by default): the page shows
+//! the call with Approve and Deny buttons; Approve books it, and in a second session
+//! (after a reload, which shows the waiting call again) Deny does not.
+//!
+//! The approval route itself (its events, refusals and the `GET` of a session's waiting
+//! calls) and the booking without approvals (`APPROVE_BOOKINGS=0`) are checked over
+//! plain HTTP, without a browser.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`scripts/browser.sh` installs them;
 //! `CHROMIUM` and `CHROMEDRIVER` override the paths). Without them the test is skipped,
@@ -184,6 +191,93 @@ struct Turn {
     flow: &'static str,
     reply_has: &'static str,
     data: Value,
+    /// The reply arrives as several text deltas (the model's text as it streams);
+    /// the code-written approval notice comes in one piece.
+    streamed: bool,
+}
+
+/// Type `text` into the page, send it, and wait for turn `n` to finish.
+async fn say(c: &Client, n: usize, text: &str) -> Result<(), String> {
+    let input = c
+        .find(Locator::Css("#input"))
+        .await
+        .map_err(|e| format!("no #input: {e}"))?;
+    input
+        .send_keys(text)
+        .await
+        .map_err(|e| format!("typing: {e}"))?;
+    click(c, "#send").await?;
+    wait_for(
+        c,
+        &format!("turn {n} to finish"),
+        &format!("document.body.dataset.turns === '{n}'"),
+    )
+    .await
+}
+
+async fn click(c: &Client, css: &str) -> Result<(), String> {
+    c.find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("no `{css}`: {e}"))?
+        .click()
+        .await
+        .map_err(|e| format!("clicking `{css}`: {e}"))
+}
+
+/// The data panel, parsed.
+async fn data_panel(c: &Client) -> Result<Value, String> {
+    let text = text_of(c, "data").await?;
+    serde_json::from_str(&text).map_err(|e| format!("#data is not JSON ({e}): {text}"))
+}
+
+/// What the page shows of the approval card of call `id` (null when there is none).
+async fn card(c: &Client, id: &str) -> Result<Value, String> {
+    js(
+        c,
+        &format!(
+            "const cards = [...document.querySelectorAll('#transcript .approval')]; \
+             const a = cards.find(a => a.dataset.call === '{id}'); \
+             return a && {{ cards: cards.length, state: a.dataset.state, \
+               tool: a.querySelector('.tool').textContent, \
+               arguments: JSON.parse(a.querySelector('.arguments').textContent), \
+               approve: a.querySelector('button.approve').textContent, \
+               deny: a.querySelector('button.deny').textContent, \
+               enabled: [...a.querySelectorAll('button')].filter(b => !b.disabled).length, \
+               outcome: a.querySelector('.outcome').textContent, \
+               last: a === document.querySelector('#transcript').lastElementChild }};"
+        ),
+    )
+    .await
+}
+
+/// The reply the decision on call `id` streamed into the chat.
+async fn decision_reply(c: &Client, id: &str) -> Result<Value, String> {
+    js(
+        c,
+        &format!(
+            "const m = [...document.querySelectorAll('#transcript .msg')].find(m => m.dataset.call === '{id}'); \
+             return m && {{ cls: m.className, text: m.textContent, deltas: Number(m.dataset.deltas) }};"
+        ),
+    )
+    .await
+}
+
+/// Start a new conversation: forget the session id and load the page again.
+async fn new_session(c: &Client, base: &str) -> Result<(), String> {
+    js(c, "sessionStorage.clear(); return true;").await?;
+    reload(c, base).await
+}
+
+async fn reload(c: &Client, base: &str) -> Result<(), String> {
+    c.goto(base)
+        .await
+        .map_err(|e| format!("open {base}: {e}"))?;
+    wait_for(
+        c,
+        "the page to load",
+        "document.body.dataset.ready === 'true'",
+    )
+    .await
 }
 
 async fn converse(c: &Client, base: &str) -> Result<(), String> {
@@ -234,6 +328,7 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             flow: "booking",
             reply_has: "Which city",
             data: nothing,
+            streamed: true,
         },
         Turn {
             say: "Lisbon, please",
@@ -241,6 +336,7 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             flow: "booking",
             reply_has: "check in",
             data: json!({ "city": "Lisbon", "check_in": null, "guests": null, "booking_id": null }),
+            streamed: true,
         },
         Turn {
             say: "July 1st",
@@ -248,6 +344,7 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             flow: "booking",
             reply_has: "How many guests",
             data: json!({ "city": "Lisbon", "check_in": "2026-07-01", "guests": null, "booking_id": null }),
+            streamed: true,
         },
         Turn {
             say: "We are 2 guests",
@@ -255,40 +352,24 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             flow: "booking",
             reply_has: "a room in Lisbon from 2026-07-01 for 2 guest(s). Shall I book it?",
             data: json!({ "city": "Lisbon", "check_in": "2026-07-01", "guests": 2, "booking_id": null }),
+            streamed: true,
         },
+        // The model calls book_room, which waits for a person's approval: nothing is
+        // booked yet, the flow stays at the confirmation.
         Turn {
             say: "Yes, book it please",
-            step: "–",
-            flow: "–",
-            reply_has: "Your confirmation number is LIS-0701-2",
-            data: json!({ "city": "Lisbon", "check_in": "2026-07-01", "guests": 2, "booking_id": "LIS-0701-2" }),
+            step: "confirm",
+            flow: "booking",
+            reply_has: server::APPROVAL_REPLY,
+            data: json!({ "city": "Lisbon", "check_in": "2026-07-01", "guests": 2, "booking_id": null }),
+            streamed: false,
         },
     ];
 
     for (n, t) in turns.iter().enumerate() {
         let n = n + 1;
         let ctx = |e: String| format!("turn {n} ({:?}): {e}", t.say);
-        let input = c
-            .find(Locator::Css("#input"))
-            .await
-            .map_err(|e| ctx(format!("no #input: {e}")))?;
-        input
-            .send_keys(t.say)
-            .await
-            .map_err(|e| ctx(format!("typing: {e}")))?;
-        c.find(Locator::Css("#send"))
-            .await
-            .map_err(|e| ctx(format!("no #send: {e}")))?
-            .click()
-            .await
-            .map_err(|e| ctx(format!("clicking #send: {e}")))?;
-        wait_for(
-            c,
-            &format!("turn {n} to finish"),
-            &format!("document.body.dataset.turns === '{n}'"),
-        )
-        .await
-        .map_err(ctx)?;
+        say(c, n, t.say).await.map_err(ctx)?;
 
         let reply = js(
             c,
@@ -311,7 +392,7 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             )));
         }
         // Streamed: the reply arrived as several text deltas, not in one piece.
-        if reply["deltas"].as_u64().unwrap_or(0) < 2 {
+        if t.streamed && reply["deltas"].as_u64().unwrap_or(0) < 2 {
             return Err(ctx(format!("the reply was not streamed: {reply}")));
         }
 
@@ -323,9 +404,7 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
                 t.flow, t.step
             )));
         }
-        let data_text = text_of(c, "data").await.map_err(ctx)?;
-        let data: Value = serde_json::from_str(&data_text)
-            .map_err(|e| ctx(format!("#data is not JSON ({e}): {data_text}")))?;
+        let data = data_panel(c).await.map_err(ctx)?;
         if data != t.data {
             return Err(ctx(format!("#data shows {data}, expected {}", t.data)));
         }
@@ -354,11 +433,176 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
             )));
         }
     }
-    let stopped = text_of(c, "stopped").await?;
-    if stopped != "flow_completed" {
-        return Err(format!(
-            "after the booking the panel shows stopped {stopped:?}"
-        ));
+    approve(c).await?;
+    deny(c, base).await
+}
+
+/// After "yes": the waiting `book_room` call as a card; Approve books the room.
+async fn approve(c: &Client) -> Result<(), String> {
+    let ctx = |e: String| format!("approving: {e}");
+    let shown = card(c, "call_book").await.map_err(ctx)?;
+    let want = json!({
+        "cards": 1,
+        "state": "pending",
+        "tool": "book_room",
+        "arguments": { "hotel": "Grand Hotel Lisbon" },
+        "approve": "Approve",
+        "deny": "Deny",
+        "enabled": 2,
+        "outcome": "",
+        "last": true,
+    });
+    if shown != want {
+        return Err(ctx(format!("the card shows {shown}, expected {want}")));
+    }
+    for (id, want) in [("stopped", "awaiting_approval"), ("awaiting", "book_room")] {
+        let shown = text_of(c, id).await.map_err(ctx)?;
+        if shown != want {
+            return Err(ctx(format!("#{id} shows {shown:?}, expected {want:?}")));
+        }
+    }
+
+    click(c, ".approval[data-call='call_book'] button.approve")
+        .await
+        .map_err(ctx)?;
+    wait_for(
+        c,
+        "the approved booking",
+        "document.body.dataset.decisions === '1'",
+    )
+    .await
+    .map_err(ctx)?;
+    let reply = decision_reply(c, "call_book").await.map_err(ctx)?;
+    let text = reply["text"].as_str().unwrap_or_default();
+    if !reply["cls"]
+        .as_str()
+        .is_some_and(|c| c.split(' ').any(|c| c == "done"))
+        || !text.contains("Your confirmation number is LIS-0701-2")
+    {
+        return Err(ctx(format!("the reply after Approve is {reply}")));
+    }
+    if reply["deltas"].as_u64().unwrap_or(0) < 2 {
+        return Err(ctx(format!(
+            "the reply after Approve was not streamed: {reply}"
+        )));
+    }
+    let data = data_panel(c).await.map_err(ctx)?;
+    let want = json!({ "city": "Lisbon", "check_in": "2026-07-01", "guests": 2, "booking_id": "LIS-0701-2" });
+    if data != want {
+        return Err(ctx(format!("#data shows {data}, expected {want}")));
+    }
+    let shown = card(c, "call_book").await.map_err(ctx)?;
+    if shown["state"] != "approved" || shown["outcome"] != "Approved" || shown["enabled"] != 0 {
+        return Err(ctx(format!("after Approve the card shows {shown}")));
+    }
+    for (id, want) in [
+        ("stopped", "flow_completed"),
+        ("awaiting", "–"),
+        ("flow", "–"),
+        ("step", "–"),
+    ] {
+        let shown = text_of(c, id).await.map_err(ctx)?;
+        if shown != want {
+            return Err(ctx(format!("#{id} shows {shown:?}, expected {want:?}")));
+        }
+    }
+    Ok(())
+}
+
+/// A second session: the booking waits, a reload shows the waiting call again, and
+/// Deny (with a reason) leaves the room unbooked.
+async fn deny(c: &Client, base: &str) -> Result<(), String> {
+    let ctx = |e: String| format!("denying: {e}");
+    let first = js(c, "return document.body.dataset.session;").await?;
+    new_session(c, base).await.map_err(ctx)?;
+    let state = js(
+        c,
+        "return { session: document.body.dataset.session, \
+         messages: document.querySelectorAll('#transcript > *').length };",
+    )
+    .await?;
+    if state["session"] == first || state["messages"] != 0 {
+        return Err(ctx(format!(
+            "no new conversation: {state} (the first was {first})"
+        )));
+    }
+    say(c, 1, "A room in Porto on August 3rd for 3 guests")
+        .await
+        .map_err(ctx)?;
+    let step = text_of(c, "step").await.map_err(ctx)?;
+    if step != "confirm" {
+        return Err(ctx(format!("after one message the step is {step:?}")));
+    }
+    say(c, 2, "Yes, please book it").await.map_err(ctx)?;
+    wait_for(
+        c,
+        "the approval card",
+        "document.querySelector(\".approval[data-call='call_book']\")",
+    )
+    .await
+    .map_err(ctx)?;
+
+    // The call still waits after a reload.
+    reload(c, base).await.map_err(ctx)?;
+    let shown = card(c, "call_book").await.map_err(ctx)?;
+    if shown["state"] != "pending"
+        || shown["arguments"] != json!({ "hotel": "Grand Hotel Porto" })
+        || shown["enabled"] != 2
+    {
+        return Err(ctx(format!("after a reload the card shows {shown}")));
+    }
+    let awaiting = text_of(c, "awaiting").await.map_err(ctx)?;
+    if awaiting != "book_room" {
+        return Err(ctx(format!("after a reload #awaiting shows {awaiting:?}")));
+    }
+
+    c.find(Locator::Css(
+        ".approval[data-call='call_book'] input.reason",
+    ))
+    .await
+    .map_err(|e| ctx(format!("no reason input: {e}")))?
+    .send_keys("the hotel is full")
+    .await
+    .map_err(|e| ctx(format!("typing the reason: {e}")))?;
+    click(c, ".approval[data-call='call_book'] button.deny")
+        .await
+        .map_err(ctx)?;
+    wait_for(
+        c,
+        "the denied booking",
+        "document.body.dataset.decisions === '1'",
+    )
+    .await
+    .map_err(ctx)?;
+    let reply = decision_reply(c, "call_book").await.map_err(ctx)?;
+    let text = reply["text"].as_str().unwrap_or_default();
+    if !text.contains("the room was not booked: the booking was declined (the hotel is full)") {
+        return Err(ctx(format!("the reply after Deny is {reply}")));
+    }
+    let data = data_panel(c).await.map_err(ctx)?;
+    let want =
+        json!({ "city": "Porto", "check_in": "2026-08-03", "guests": 3, "booking_id": null });
+    if data != want {
+        return Err(ctx(format!("#data shows {data}, expected {want}")));
+    }
+    let shown = card(c, "call_book").await.map_err(ctx)?;
+    if shown["state"] != "denied"
+        || shown["outcome"] != "Denied: the hotel is full"
+        || shown["enabled"] != 0
+    {
+        return Err(ctx(format!("after Deny the card shows {shown}")));
+    }
+
+    // Decided: a reload shows no waiting call.
+    reload(c, base).await.map_err(ctx)?;
+    let left = js(
+        c,
+        "return { cards: document.querySelectorAll('.approval').length, \
+         awaiting: document.getElementById('awaiting').textContent };",
+    )
+    .await?;
+    if left != json!({ "cards": 0, "awaiting": "–" }) {
+        return Err(ctx(format!("after the decision a reload shows {left}")));
     }
     Ok(())
 }
@@ -382,7 +626,14 @@ async fn a_full_booking_conversation_in_the_browser() {
     let started = Instant::now();
 
     let model = server::Typewriter::new(server::scripted_model(), 4, Duration::from_millis(5));
-    let agent = Arc::new(server::booking_agent(Arc::new(model)).unwrap());
+    let agent = Arc::new(
+        server::booking_agent_approving(
+            Arc::new(model),
+            agent_core::prelude::AgentConfig::default(),
+            server::Approvals::Bookings,
+        )
+        .unwrap(),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
@@ -408,4 +659,264 @@ async fn a_full_booking_conversation_in_the_browser() {
     }
     drop(driver);
     println!("browser conversation: {:?}", started.elapsed());
+}
+
+/// One HTTP/1.0 exchange (no chunked encoding, the answer ends when the server closes):
+/// the status and the body.
+fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(TURN_TIMEOUT)).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// The server-sent events of a body, as (event, data) pairs.
+fn events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event: ").or(line.strip_prefix("event:")) {
+                    event = Some(e.to_owned());
+                } else if let Some(d) = line.strip_prefix("data: ").or(line.strip_prefix("data:")) {
+                    data.push_str(d);
+                }
+            }
+            Some((event?, serde_json::from_str(&data).unwrap_or(Value::Null)))
+        })
+        .collect()
+}
+
+fn done_of(events: &[(String, Value)]) -> Value {
+    match events.last() {
+        Some((e, d)) if e == "done" => d.clone(),
+        _ => panic!("the stream does not end with `done`: {events:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wait() {
+    let agent = Arc::new(
+        server::booking_agent_approving(
+            Arc::new(server::scripted_model()),
+            agent_core::prelude::AgentConfig::default(),
+            server::Approvals::Bookings,
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let call = move |method: &'static str, path: String, body: Option<Value>| {
+        tokio::task::spawn_blocking(move || http(port, method, &path, body))
+    };
+
+    let (status, body) = call(
+        "POST",
+        "/api/sessions/a1/messages".into(),
+        Some(json!({ "text": "A room in Lisbon on July 1st for 2 guests" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let done = done_of(&events(&body));
+    assert_eq!(done["step"], "confirm", "{done}");
+
+    // "Yes": the model calls book_room, which waits for a decision.
+    let (_, body) = call(
+        "POST",
+        "/api/sessions/a1/messages".into(),
+        Some(json!({ "text": "Yes, book it please" })),
+    )
+    .await
+    .unwrap();
+    let evs = events(&body);
+    let asked: Vec<&Value> = evs
+        .iter()
+        .filter(|(e, _)| e == "approval")
+        .map(|(_, d)| d)
+        .collect();
+    let pending = json!({
+        "id": "call_book",
+        "tool": "book_room",
+        "arguments": { "hotel": "Grand Hotel Lisbon" },
+    });
+    assert_eq!(asked, [&pending], "{evs:?}");
+    assert!(
+        !evs.iter().any(|(e, _)| e == "tool_result"),
+        "book_room must not run before the decision: {evs:?}"
+    );
+    let done = done_of(&evs);
+    assert_eq!(
+        done["stopped"],
+        json!({ "kind": "awaiting_approval", "calls": ["call_book"] })
+    );
+    assert_eq!(done["awaiting_approval"], json!([pending]));
+    assert_eq!(done["data"]["booking_id"], Value::Null);
+    assert_eq!(done["message"], server::APPROVAL_REPLY);
+
+    let (status, body) = call("GET", "/api/sessions/a1".into(), None).await.unwrap();
+    assert_eq!(status, 200);
+    let session: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(session["awaiting_approval"], json!([pending]), "{session}");
+
+    // A call that does not wait, a denial without a reason, a body that is no decision.
+    let (status, body) = call(
+        "POST",
+        "/api/sessions/a1/approvals/call_other".into(),
+        Some(json!({ "decision": "approve" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["waiting"],
+        json!(["call_book"])
+    );
+    for bad in [
+        json!({ "decision": "deny", "reason": " " }),
+        json!({ "decision": "maybe" }),
+    ] {
+        let (status, body) = call(
+            "POST",
+            "/api/sessions/a1/approvals/call_book".into(),
+            Some(bad.clone()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(serde_json::from_str::<Value>(&body).unwrap()["error"].is_string());
+    }
+
+    // Approved: the call runs and the resumed turn reports the booking.
+    let (status, body) = call(
+        "POST",
+        "/api/sessions/a1/approvals/call_book".into(),
+        Some(json!({ "decision": "approve" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let evs = events(&body);
+    let kinds: Vec<&str> = evs.iter().map(|(e, _)| e.as_str()).collect();
+    assert!(kinds.contains(&"tool_result"), "{kinds:?}");
+    let done = done_of(&evs);
+    assert!(
+        done["message"]
+            .as_str()
+            .unwrap()
+            .contains("Your confirmation number is LIS-0701-2"),
+        "{done}"
+    );
+    assert_eq!(done["data"]["booking_id"], "LIS-0701-2");
+    assert_eq!(done["awaiting_approval"], json!([]));
+
+    // Decided: a second decision is refused and changes nothing.
+    let (status, body) = call(
+        "POST",
+        "/api/sessions/a1/approvals/call_book".into(),
+        Some(json!({ "decision": "deny", "reason": "too late" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 409, "{body}");
+    let (_, body) = call("GET", "/api/sessions/a1".into(), None).await.unwrap();
+    let session: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(session["awaiting_approval"], json!([]));
+    assert_eq!(session["data"]["booking_id"], "LIS-0701-2");
+
+    // Denied: nothing is booked, and the reply says so with the reason.
+    for text in [
+        "A room in Porto on August 3rd for 3 guests",
+        "Yes, book it please",
+    ] {
+        let (status, body) = call(
+            "POST",
+            "/api/sessions/a2/messages".into(),
+            Some(json!({ "text": text })),
+        )
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = call(
+        "POST",
+        "/api/sessions/a2/approvals/call_book".into(),
+        Some(json!({ "decision": "deny", "reason": "the hotel is full" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let evs = events(&body);
+    let done = done_of(&evs);
+    assert!(
+        done["message"]
+            .as_str()
+            .unwrap()
+            .contains("the room was not booked: the booking was declined (the hotel is full)"),
+        "{done}"
+    );
+    assert_eq!(done["data"]["booking_id"], Value::Null);
+    assert_eq!(done["awaiting_approval"], json!([]));
+    serving.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_approvals_the_booking_runs_at_once() {
+    use server::Approvals;
+    assert_eq!(Approvals::from_env(None), Ok(Approvals::Bookings));
+    assert_eq!(Approvals::from_env(Some("1")), Ok(Approvals::Bookings));
+    assert_eq!(Approvals::from_env(Some(" off ")), Ok(Approvals::Off));
+    assert_eq!(Approvals::from_env(Some("0")), Ok(Approvals::Off));
+    assert!(Approvals::from_env(Some("sometimes")).is_err());
+
+    let agent = Arc::new(server::booking_agent(Arc::new(server::scripted_model())).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let mut last = Vec::new();
+    for text in [
+        "A room in Lisbon on July 1st for 2 guests",
+        "Yes, book it please",
+    ] {
+        let (status, body) = tokio::task::spawn_blocking(move || {
+            http(
+                port,
+                "POST",
+                "/api/sessions/d1/messages",
+                Some(json!({ "text": text })),
+            )
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{body}");
+        last = events(&body);
+    }
+    serving.abort();
+    assert!(!last.iter().any(|(e, _)| e == "approval"), "{last:?}");
+    let done = done_of(&last);
+    assert_eq!(done["data"]["booking_id"], "LIS-0701-2", "{done}");
+    assert_eq!(done["awaiting_approval"], json!([]));
+    assert!(
+        done["message"]
+            .as_str()
+            .unwrap()
+            .contains("Your confirmation number is LIS-0701-2")
+    );
 }

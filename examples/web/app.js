@@ -2,6 +2,11 @@
 // answer as server-sent events from the response body (fetch + ReadableStream), so the
 // reply appears as it streams. The side panel shows the flow, the step, the collected
 // data and the flow graph (Mermaid source, current step highlighted).
+//
+// A tool call that waits for a person's decision (an `approval` event, or the `done`
+// event's `awaiting_approval`) is shown as a card with Approve and Deny buttons; the
+// decision goes to POST /api/sessions/{id}/approvals/{call_id}, whose answer (the
+// resumed turn) streams into the chat like a reply.
 (() => {
   "use strict";
 
@@ -32,12 +37,25 @@
   document.body.dataset.session = sessionId;
 
   let turns = 0;
+  let decisions = 0;
+  let busy = false;
 
   function setStatus(state, text) {
     const s = $("status");
     s.dataset.state = state;
     s.textContent = text;
     document.body.dataset.busy = state === "streaming" ? "true" : "false";
+  }
+
+  // One answer at a time: while a turn streams, nothing else can be sent or decided.
+  function setBusy(on) {
+    busy = on;
+    input.disabled = on;
+    send.disabled = on;
+    for (const b of transcript.querySelectorAll(".approval[data-state='pending'] button")) {
+      b.disabled = on;
+    }
+    setStatus(on ? "streaming" : "idle", on ? "answering" : "ready");
   }
 
   function addMessage(role, text) {
@@ -60,6 +78,93 @@
     if (state.stopped !== undefined) {
       $("stopped").textContent = state.stopped ? state.stopped.kind : "–";
     }
+    if (state.awaiting_approval !== undefined) {
+      const waiting = state.awaiting_approval.map((c) => c.tool);
+      $("awaiting").textContent = waiting.length ? waiting.join(", ") : "–";
+      const ids = state.awaiting_approval.map((c) => c.id);
+      for (const card of transcript.querySelectorAll(".approval[data-state='pending']")) {
+        if (!ids.includes(card.dataset.call)) {
+          // Decided elsewhere (another tab): it no longer waits.
+          settle(card, "stale", "No longer waiting for a decision");
+        }
+      }
+      for (const call of state.awaiting_approval) {
+        showApproval(call);
+      }
+    }
+  }
+
+  function settle(card, state, text) {
+    card.dataset.state = state;
+    card.querySelector(".title").firstChild.textContent =
+      state === "stale" ? "Asked for approval: " : "Decided: ";
+    card.querySelector(".outcome").textContent = text;
+    for (const b of card.querySelectorAll("button, input")) {
+      b.disabled = true;
+    }
+  }
+
+  function cardOf(id) {
+    for (const card of transcript.querySelectorAll(".approval")) {
+      if (card.dataset.call === id) {
+        return card;
+      }
+    }
+    return null;
+  }
+
+  // A call waiting for a decision, as a card in the chat (once per call).
+  function showApproval(call) {
+    if (cardOf(call.id)) {
+      return;
+    }
+    const card = document.createElement("div");
+    card.className = "approval";
+    card.dataset.call = call.id;
+    card.dataset.tool = call.tool;
+    card.dataset.state = "pending";
+    const title = document.createElement("div");
+    title.className = "title";
+    title.append("Needs your approval: ");
+    const tool = document.createElement("code");
+    tool.className = "tool";
+    tool.textContent = call.tool;
+    title.appendChild(tool);
+    const args = document.createElement("pre");
+    args.className = "arguments";
+    args.textContent = JSON.stringify(call.arguments, null, 2);
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    const approve = document.createElement("button");
+    approve.type = "button";
+    approve.className = "approve";
+    approve.textContent = "Approve";
+    const reason = document.createElement("input");
+    reason.type = "text";
+    reason.className = "reason";
+    reason.placeholder = "Reason to deny (optional)";
+    reason.setAttribute("aria-label", "Reason to deny");
+    const deny = document.createElement("button");
+    deny.type = "button";
+    deny.className = "deny";
+    deny.textContent = "Deny";
+    actions.append(approve, reason, deny);
+    const outcome = document.createElement("div");
+    outcome.className = "outcome";
+    card.append(title, args, actions, outcome);
+    approve.addEventListener("click", () => decide(card, { decision: "approve" }));
+    deny.addEventListener("click", () =>
+      decide(card, {
+        decision: "deny",
+        reason: reason.value.trim() || "denied in the web chat",
+      }),
+    );
+    if (busy) {
+      approve.disabled = true;
+      deny.disabled = true;
+    }
+    transcript.appendChild(card);
+    transcript.scrollTop = transcript.scrollHeight;
   }
 
   async function loadGraph() {
@@ -149,18 +254,15 @@
     return { event, data: payload };
   }
 
-  async function sendMessage(text) {
-    turns += 1;
-    const turn = turns;
-    input.value = "";
-    input.disabled = true;
-    send.disabled = true;
-    setStatus("streaming", "answering");
-    addMessage("user", text).dataset.turn = String(turn);
-    const reply = addMessage("assistant streaming", "");
-    reply.dataset.turn = String(turn);
+  // POST `body` to `url` and stream the answer's events into `reply` (an assistant
+  // message): deltas as they arrive, the state on `done`, the error otherwise. Returns
+  // the `done` payload, or null when the turn failed (then `status` is the HTTP status
+  // when the server refused the request).
+  async function streamTurn(url, body, reply) {
     reply.dataset.deltas = "0";
+    let done = null;
     let finished = false;
+    let status = 0;
 
     const fail = (message) => {
       reply.classList.remove("streaming", "assistant");
@@ -182,6 +284,9 @@
         case "transition":
           $("flow").textContent = ev.data.to;
           break;
+        case "approval":
+          showApproval(ev.data);
+          break;
         case "done":
           if (reply.textContent !== ev.data.message) {
             reply.textContent = ev.data.message;
@@ -189,6 +294,7 @@
           reply.classList.remove("streaming");
           reply.classList.add("done");
           showState(ev.data);
+          done = ev.data;
           finished = true;
           break;
         case "error":
@@ -200,12 +306,13 @@
     };
 
     try {
-      const res = await fetch("/api/sessions/" + encodeURIComponent(sessionId) + "/messages", {
+      const res = await fetch(url, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream" },
-        body: JSON.stringify({ text }),
+        body: JSON.stringify(body),
       });
       if (!res.ok || !res.body) {
+        status = res.status;
         let why = res.status + " " + res.statusText;
         try {
           why = (await res.json()).error || why;
@@ -218,8 +325,8 @@
         const decoder = new TextDecoder();
         let buffer = "";
         for (;;) {
-          const { value, done } = await reader.read();
-          if (done) {
+          const { value, done: end } = await reader.read();
+          if (end) {
             break;
           }
           buffer += decoder.decode(value, { stream: true });
@@ -249,10 +356,68 @@
     } catch (_) {
       // The graph is informative; the conversation goes on without it.
     }
-    input.disabled = false;
-    send.disabled = false;
-    setStatus("idle", "ready");
+    return { done, status };
+  }
+
+  async function sendMessage(text) {
+    turns += 1;
+    const turn = turns;
+    input.value = "";
+    setBusy(true);
+    addMessage("user", text).dataset.turn = String(turn);
+    const reply = addMessage("assistant streaming", "");
+    reply.dataset.turn = String(turn);
+    await streamTurn(
+      "/api/sessions/" + encodeURIComponent(sessionId) + "/messages",
+      { text },
+      reply,
+    );
+    setBusy(false);
     document.body.dataset.turns = String(turn);
+    input.focus();
+  }
+
+  // Approve or deny a waiting call: the resumed turn streams in as a reply.
+  async function decide(card, decision) {
+    if (busy || card.dataset.state !== "pending") {
+      return;
+    }
+    decisions += 1;
+    const n = decisions;
+    card.dataset.state = "deciding";
+    setBusy(true);
+    for (const b of card.querySelectorAll("button, input")) {
+      b.disabled = true;
+    }
+    const approved = decision.decision === "approve";
+    const outcome = card.querySelector(".outcome");
+    outcome.textContent = approved ? "Approving…" : "Denying…";
+    const reply = addMessage("assistant streaming", "");
+    reply.dataset.call = card.dataset.call;
+    reply.dataset.decision = String(n);
+    const { done, status } = await streamTurn(
+      "/api/sessions/" +
+        encodeURIComponent(sessionId) +
+        "/approvals/" +
+        encodeURIComponent(card.dataset.call),
+      decision,
+      reply,
+    );
+    if (done) {
+      settle(card, approved ? "approved" : "denied", approved ? "Approved" : "Denied: " + decision.reason);
+    } else if (status === 409) {
+      // Decided elsewhere (another tab): it no longer waits.
+      settle(card, "stale", "No longer waiting for a decision");
+    } else {
+      // The turn failed and the session is unchanged: the call still waits.
+      card.dataset.state = "pending";
+      outcome.textContent = "The decision failed; try again";
+      for (const b of card.querySelectorAll("button, input")) {
+        b.disabled = false;
+      }
+    }
+    setBusy(false);
+    document.body.dataset.decisions = String(n);
     input.focus();
   }
 
@@ -266,6 +431,7 @@
 
   setStatus("idle", "ready");
   document.body.dataset.turns = "0";
+  document.body.dataset.decisions = "0";
   loadSession()
     .then(loadGraph)
     .catch(() => {})

@@ -241,6 +241,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         for (c, content) in calls.iter().zip(results) {
             self.s.history.push(Message::tool(c.id.clone(), content));
         }
+        // The conversation may have left the flow that asked for the calls (the user
+        // changed their mind while they waited): their results stand, but where they
+        // would move the conversation (complete, go to) was meant for that flow.
+        let moved_on = p
+            .at
+            .as_ref()
+            .is_some_and(|at| self.s.flow.as_deref() != Some(at.flow.as_str()));
+        if moved_on {
+            for (src, d) in &mut self.post_bus {
+                if let Some(pos) = d.position.take() {
+                    tracing::warn!(source = %src, position = ?pos, "the flow of a held call is no longer active; its position directive is dropped");
+                }
+            }
+        }
         // The answer after the results offers no tools: a model repeating its call
         // would only ask for the same approval again.
         self.tools_off = true;
