@@ -709,7 +709,10 @@ async fn a_held_call_decided_after_the_flow_was_left_keeps_its_result_not_its_mo
     a.dispatch("s", Directive::go_to("checkout")).await.unwrap();
     p.respond(Answer::tool("pay", json!({ "cents": 500 })));
     let held = a.respond("s", "pay").await.unwrap();
-    assert!(matches!(held.stopped, StoppedReason::AwaitingApproval { .. }));
+    assert!(matches!(
+        held.stopped,
+        StoppedReason::AwaitingApproval { .. }
+    ));
 
     // The user changes their mind while the call waits.
     a.dispatch("s", Directive::go_to("help")).await.unwrap();
@@ -723,7 +726,11 @@ async fn a_held_call_decided_after_the_flow_was_left_keeps_its_result_not_its_mo
         .await
         .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(done.data.receipt.as_deref(), Some("R1"), "the result stands");
+    assert_eq!(
+        done.data.receipt.as_deref(),
+        Some("R1"),
+        "the result stands"
+    );
     assert_eq!(
         done.flow.as_deref(),
         Some("help"),

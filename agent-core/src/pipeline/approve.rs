@@ -244,10 +244,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // The conversation may have left the flow that asked for the calls (the user
         // changed their mind while they waited): their results stand, but where they
         // would move the conversation (complete, go to) was meant for that flow.
-        let moved_on = p
-            .at
-            .as_ref()
-            .is_some_and(|at| self.s.flow.as_deref() != Some(at.flow.as_str()));
+        let moved_on =
+            p.at.as_ref()
+                .is_some_and(|at| self.s.flow.as_deref() != Some(at.flow.as_str()));
         if moved_on {
             for (src, d) in &mut self.post_bus {
                 if let Some(pos) = d.position.take() {
