@@ -18,6 +18,10 @@
 //! The session lease's cost per turn is measured on each store by timing the same
 //! sequential turns with the lease and without it (a store handle that reports no
 //! lease support, so the agent runs on the compare-and-swap alone).
+//! With PostgreSQL, turns per second of 4 OS processes sharing it are measured too: the
+//! example runs 4 copies of its own executable (the child role is selected by the
+//! environment variable `AGENT_BENCH_CHILD`), first each on its own sessions, then all
+//! 4 on one hot session, where turns queue behind the session lease.
 
 /// The scripts of `cargo bench -p agent-core` (`turn`, `stores`), shared as they are.
 #[path = "../../agent-core/benches/script/mod.rs"]
@@ -39,7 +43,7 @@ use agent_core::testing::{Answer, ScriptedProvider};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Errors of the measurements (they run on several threads).
 pub type BoxError = Box<dyn Error + Send + Sync>;
@@ -60,6 +64,11 @@ const BUDGET_IDLE_BYTES: usize = 2048;
 const BUDGET_FIRST_DELTA_US: f64 = 50.0;
 
 fn main() -> std::process::ExitCode {
+    if let Some(spec) = std::env::var_os(CHILD_ENV) {
+        // One of the processes of the multi-process measurement.
+        let unsend = |e: BoxError| -> Box<dyn Error> { e };
+        return examples::exit::report(child(&spec).map_err(unsend));
+    }
     examples::exit::report(bench())
 }
 
@@ -134,6 +143,9 @@ impl Options {
                 store_samples: 3,
                 store_batches_per_sample: 1,
                 lease_turns_per_batch: 40,
+                process_turns: 20,
+                process_warmup_turns: 4,
+                process_samples: 1,
                 stream_turns_per_batch: 20,
                 provider_calls: 1_000,
             }
@@ -147,6 +159,9 @@ impl Options {
                 store_samples: 20,
                 store_batches_per_sample: 2,
                 lease_turns_per_batch: 400,
+                process_turns: 500,
+                process_warmup_turns: 20,
+                process_samples: 3,
                 stream_turns_per_batch: 500,
                 provider_calls: 200_000,
             }
@@ -173,6 +188,12 @@ pub struct Sizes {
     pub store_batches_per_sample: usize,
     /// Sequential turns per batch of the lease overhead (with, then without).
     pub lease_turns_per_batch: usize,
+    /// Measured turns of each process in the multi-process measurement.
+    pub process_turns: usize,
+    /// Warm-up turns of each process (its own sessions, before the measured turns).
+    pub process_warmup_turns: usize,
+    /// Runs of the process set per multi-process row.
+    pub process_samples: usize,
     /// Streamed turns per batch for the first-delta latency.
     pub stream_turns_per_batch: usize,
     /// Calls timed to measure the instant provider's own cost.
@@ -478,6 +499,8 @@ pub struct Report {
     pub stores: Vec<StoreRow>,
     /// What the session lease adds to a turn, by store.
     pub lease: Vec<LeaseRow>,
+    /// Turns per second of several OS processes sharing PostgreSQL.
+    pub processes: Vec<ProcessesRow>,
     /// Streaming first-delta latency.
     pub streaming: Streaming,
 }
@@ -615,6 +638,51 @@ impl LeaseRow {
     }
 }
 
+/// Turns per second of several OS processes sharing one store, or why not measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessesRow {
+    /// Store name.
+    pub store: &'static str,
+    /// Which sessions the processes take turns on.
+    pub sessions: SessionMode,
+    /// OS processes.
+    pub processes: usize,
+    /// Measured turns of each process.
+    pub turns_per_process: usize,
+    /// Turns of all processes over the wall time of the set (first turn started to
+    /// last turn ended), by run.
+    pub rate: Option<Rate>,
+    /// µs of each turn as its process saw it (waiting for the lease included), all
+    /// processes and runs.
+    pub turn_us: Option<Stats>,
+    /// The slowest turn, µs.
+    pub slowest_turn_us: Option<f64>,
+    /// When the first process had done all its turns, as a share of the wall time
+    /// (median over runs): near 1 when the processes shared the store evenly.
+    pub first_done_share: Option<f64>,
+    /// Why not measured, or what failed.
+    pub note: Option<String>,
+}
+
+/// Sessions of the processes of the multi-process measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionMode {
+    /// Each process on sessions of its own (a new one every 4 turns).
+    Distinct,
+    /// All processes on one session (turns queue behind its lease).
+    Hot,
+}
+
+impl SessionMode {
+    fn label(self) -> &'static str {
+        match self {
+            SessionMode::Distinct => "distinct sessions",
+            SessionMode::Hot => "one hot session",
+        }
+    }
+}
+
 /// Streaming first-delta latency.
 #[derive(Debug, Clone, Serialize)]
 pub struct Streaming {
@@ -655,6 +723,8 @@ pub fn run(options: &Options) -> Result<Report, BoxError> {
     let stores = store_throughput(&sizes)?;
     progress("session lease overhead");
     let lease = lease_overhead(&sizes)?;
+    progress("turns/s of 4 processes sharing PostgreSQL");
+    let processes = processes(&sizes);
     progress("streaming first-delta latency");
     let streaming = streaming(&sizes)?;
     Ok(Report {
@@ -667,6 +737,7 @@ pub fn run(options: &Options) -> Result<Report, BoxError> {
         idle_session,
         stores,
         lease,
+        processes,
         streaming,
     })
 }
@@ -1237,11 +1308,11 @@ fn streaming(sizes: &Sizes) -> Result<Streaming, BoxError> {
                     live_turns += 1;
                     samples.push(micros(at.saturating_duration_since(chunk)));
                 } else {
-                    eprintln!(
-                        "DBG not live: turn {} first={:?} chunk={:?}",
-                        (next - 1) % 4,
-                        first.map(|f| f.1),
-                        probe.first_chunk().is_some()
+                    tracing::debug!(
+                        turn = (next - 1) % TURNS_PER_SESSION,
+                        live = ?first.map(|f| f.1),
+                        chunk = probe.first_chunk().is_some(),
+                        "first delta not live"
                     );
                 }
             }
@@ -1253,6 +1324,421 @@ fn streaming(sizes: &Sizes) -> Result<Streaming, BoxError> {
             live_turns,
         })
     })
+}
+
+// ---------------------------------------------------------------------------------
+// Several processes sharing PostgreSQL
+// ---------------------------------------------------------------------------------
+
+/// The environment variable that makes this executable one process of the
+/// multi-process measurement; its value is a [`ChildSpec`] as JSON.
+const CHILD_ENV: &str = "AGENT_BENCH_CHILD";
+/// OS processes of the multi-process measurement.
+const PROCESSES: usize = 4;
+/// Turns on one hot session before the processes move on to the next one, so its
+/// history stays short (no summarization; the scripted provider has no answer for it).
+const HOT_TURNS_PER_SESSION: u64 = 100;
+/// Longest wait for the processes to connect and warm up.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest wait for the measured turns: this plus [`RUN_TIMEOUT_PER_TURN`] per turn.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// See [`RUN_TIMEOUT`].
+const RUN_TIMEOUT_PER_TURN: Duration = Duration::from_millis(50);
+/// Longest wait for a process to exit after its result.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one process of the multi-process measurement does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ChildSpec {
+    /// Its sessions.
+    mode: SessionMode,
+    /// Which process of the set (part of its session ids).
+    index: usize,
+    /// Which run (part of every session id).
+    run: usize,
+    /// Measured turns.
+    turns: usize,
+    /// Turns before saying it is ready, on sessions of its own.
+    warmup_turns: usize,
+    /// The PostgreSQL table.
+    table: String,
+}
+
+/// What one process reports, on one line of its stdout after `result `.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ChildResult {
+    /// Turns done.
+    turns: usize,
+    /// When the first measured turn started, µs since the Unix epoch.
+    start_us: u64,
+    /// When the last measured turn ended, µs since the Unix epoch.
+    end_us: u64,
+    /// µs of each turn.
+    turn_us: Vec<f64>,
+}
+
+fn epoch_us() -> Result<u64, BoxError> {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    Ok(u64::try_from(since.as_micros())?)
+}
+
+/// A process of the multi-process measurement: connect, warm up, say `ready`, wait
+/// for `go` on stdin, take the turns, print `result {json}`.
+fn child(spec: &std::ffi::OsStr) -> Result<(), BoxError> {
+    use std::io::Write as _;
+    let spec: ChildSpec = serde_json::from_str(
+        spec.to_str()
+            .ok_or_else(|| format!("{CHILD_ENV} is not UTF-8"))?,
+    )
+    .map_err(|e| format!("{CHILD_ENV}: {e}"))?;
+    let url = env_url("AGENT_TEST_POSTGRES_URL").ok_or("AGENT_TEST_POSTGRES_URL is not set")?;
+    // One thread, as the lease measurement; with I/O for the server.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let options = agent_core::store::postgres::PostgresOptions::default().table(spec.table.clone());
+    let store = rt.block_on(agent_core::store::PostgresStore::connect_with(
+        &url, options,
+    ))?;
+    let provider = script::scripted();
+    let agent = script::agent(provider.clone(), Arc::new(store), 1, false)?;
+    rt.block_on(async {
+        for i in 0..spec.warmup_turns as u64 {
+            let id = format!(
+                "warm-r{}-p{}-s{}",
+                spec.run,
+                spec.index,
+                i / TURNS_PER_SESSION
+            );
+            black_box(agent.respond(&id, USER_MESSAGE).await?);
+            provider.clear_requests();
+        }
+        Ok::<_, AgentError>(())
+    })?;
+
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if line.trim() != "go" {
+        return Err("the benchmark did not say `go` (did it stop?)".into());
+    }
+
+    let mut turn_us = Vec::with_capacity(spec.turns);
+    let start_us = epoch_us()?;
+    rt.block_on(async {
+        let mut hot = 0u64;
+        for i in 0..spec.turns as u64 {
+            let id = match spec.mode {
+                SessionMode::Distinct => {
+                    format!("r{}-p{}-s{}", spec.run, spec.index, i / TURNS_PER_SESSION)
+                }
+                SessionMode::Hot => format!("r{}-hot{hot}", spec.run),
+            };
+            let started = Instant::now();
+            let r = agent.respond(&id, USER_MESSAGE).await?;
+            turn_us.push(micros(started.elapsed()));
+            // Every process moves on once it sees the hot session full.
+            if r.version >= HOT_TURNS_PER_SESSION {
+                hot += 1;
+            }
+            black_box(r);
+            provider.clear_requests();
+        }
+        Ok::<_, AgentError>(())
+    })?;
+    let end_us = epoch_us()?;
+    let result = ChildResult {
+        turns: turn_us.len(),
+        start_us,
+        end_us,
+        turn_us,
+    };
+    writeln!(out, "result {}", serde_json::to_string(&result)?)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The processes of one run; those still running when it is dropped are killed (by
+/// their handles) and every one is waited for.
+#[derive(Default)]
+struct ProcessSet(Vec<std::process::Child>);
+
+impl ProcessSet {
+    fn end(&mut self) {
+        for c in &mut self.0 {
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for ProcessSet {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// A line from a process, or the end of its stdout.
+enum FromChild {
+    Line(usize, String),
+    Closed(usize),
+}
+
+/// One run of the process set: all results, in process order.
+fn run_processes(
+    template: &ChildSpec,
+    exe: &std::path::Path,
+) -> Result<Vec<ChildResult>, BoxError> {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    use std::process::{Command, Stdio};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut set = ProcessSet::default();
+    let mut stdins = Vec::new();
+    let mut stderrs = Vec::new();
+    for index in 0..PROCESSES {
+        let spec = ChildSpec {
+            index,
+            ..template.clone()
+        };
+        let mut child = Command::new(exe)
+            .env(CHILD_ENV, serde_json::to_string(&spec)?)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("starting process {index} ({}): {e}", exe.display()))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            set.0.push(child);
+            return Err("a process has no stdin, stdout or stderr pipe".into());
+        };
+        set.0.push(child);
+        stdins.push(stdin);
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(FromChild::Line(index, line)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(FromChild::Closed(index));
+        });
+        stderrs.push(std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::BufReader::new(stderr).read_to_string(&mut text);
+            text
+        }));
+    }
+    drop(tx);
+
+    let run_timeout = RUN_TIMEOUT + RUN_TIMEOUT_PER_TURN * (template.turns * PROCESSES) as u32;
+    let outcome = (|| -> Result<Vec<ChildResult>, BoxError> {
+        // The next line, or which processes are late.
+        let recv = |deadline: Instant,
+                    limit: Duration,
+                    waiting: &[bool],
+                    what: &str|
+         -> Result<FromChild, BoxError> {
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .map_err(|e| match e {
+                    std::sync::mpsc::RecvTimeoutError::Timeout => {
+                        let late: Vec<String> = (0..PROCESSES)
+                            .filter(|&i| waiting.get(i).copied().unwrap_or(false))
+                            .map(|i| i.to_string())
+                            .collect();
+                        format!(
+                            "timed out: process(es) {} not {what} after {} s",
+                            late.join(", "),
+                            limit.as_secs()
+                        )
+                        .into()
+                    }
+                    std::sync::mpsc::RecvTimeoutError::Disconnected => {
+                        BoxError::from("every process closed its stdout")
+                    }
+                })
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let mut waiting = [true; PROCESSES];
+        while waiting.contains(&true) {
+            match recv(deadline, READY_TIMEOUT, &waiting, "ready")? {
+                FromChild::Line(i, l) if l == "ready" => {
+                    if let Some(w) = waiting.get_mut(i) {
+                        *w = false;
+                    }
+                }
+                FromChild::Line(i, l) => {
+                    return Err(format!("process {i} said `{l}` instead of `ready`").into());
+                }
+                FromChild::Closed(i) => {
+                    return Err(format!("process {i} ended before it was ready").into());
+                }
+            }
+        }
+        for mut stdin in stdins.drain(..) {
+            writeln!(stdin, "go")?;
+            stdin.flush()?;
+        }
+        let deadline = Instant::now() + run_timeout;
+        let mut results: Vec<Option<ChildResult>> = (0..PROCESSES).map(|_| None).collect();
+        while results.iter().any(Option::is_none) {
+            let waiting = results.iter().map(Option::is_none).collect::<Vec<_>>();
+            match recv(deadline, run_timeout, &waiting, "done with their turns")? {
+                FromChild::Line(i, l) => {
+                    let json = l
+                        .strip_prefix("result ")
+                        .ok_or_else(|| format!("process {i} said `{l}` instead of its result"))?;
+                    let r: ChildResult = serde_json::from_str(json)
+                        .map_err(|e| format!("process {i}'s result: {e}"))?;
+                    if let Some(slot) = results.get_mut(i) {
+                        *slot = Some(r);
+                    }
+                }
+                FromChild::Closed(i) => {
+                    if results.get(i).is_some_and(Option::is_none) {
+                        return Err(format!("process {i} ended without a result").into());
+                    }
+                }
+            }
+        }
+        // Each must exit by itself, and cleanly.
+        let deadline = Instant::now() + EXIT_TIMEOUT;
+        for (i, c) in set.0.iter_mut().enumerate() {
+            loop {
+                if let Some(status) = c.try_wait()? {
+                    if !status.success() {
+                        return Err(format!("process {i} exited with {status}").into());
+                    }
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(format!("process {i} did not exit after its result").into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        Ok(results.into_iter().flatten().collect())
+    })();
+    // Closing their stdin makes processes still waiting for `go` stop by themselves.
+    drop(stdins);
+    if outcome.is_err() {
+        set.end();
+    }
+    let said: Vec<String> = stderrs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let text = h.join().unwrap_or_default();
+            let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
+            Some(format!("process {i}: {}", last.trim()))
+        })
+        .collect();
+    outcome.map_err(|e| {
+        if said.is_empty() {
+            e
+        } else {
+            format!("{e} ({})", said.join("; ")).into()
+        }
+    })
+}
+
+/// The multi-process rows: 4 processes sharing PostgreSQL, on distinct sessions, then
+/// on one hot session. Failures become the rows' notes.
+fn processes(sizes: &Sizes) -> Vec<ProcessesRow> {
+    let modes = [SessionMode::Distinct, SessionMode::Hot];
+    let row = |mode: SessionMode, note: String| ProcessesRow {
+        store: "PostgreSQL",
+        sessions: mode,
+        processes: PROCESSES,
+        turns_per_process: sizes.process_turns,
+        rate: None,
+        turn_us: None,
+        slowest_turn_us: None,
+        first_done_share: None,
+        note: Some(note),
+    };
+    let Some(url) = env_url("AGENT_TEST_POSTGRES_URL") else {
+        return modes
+            .map(|m| row(m, "not configured (set AGENT_TEST_POSTGRES_URL)".into()))
+            .into();
+    };
+    // The children are this executable in their role: only the bench example has
+    // that role (a test binary that includes this file would run its tests again).
+    let is_bench = std::env::current_exe().ok().is_some_and(|exe| {
+        exe.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("bench"))
+    });
+    if !is_bench {
+        return modes
+            .map(|m| row(m, "not measured here (run the bench example)".into()))
+            .into();
+    }
+    let setup = || -> Result<_, BoxError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let table = format!("agent_bench_procs_{}", std::process::id());
+        let options = agent_core::store::postgres::PostgresOptions::default().table(table);
+        // Creates the table before the processes start.
+        let store = rt.block_on(agent_core::store::PostgresStore::connect_with(
+            &url, options,
+        ))?;
+        Ok((rt, store, std::env::current_exe()?))
+    };
+    let (rt, store, exe) = match setup() {
+        Ok(s) => s,
+        Err(e) => return modes.map(|m| row(m, format!("failed: {e}"))).into(),
+    };
+
+    let mut run = 0;
+    let mut measure = |mode: SessionMode| -> Result<ProcessesRow, BoxError> {
+        let (mut per_turn, mut all_turns, mut first_done) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..sizes.process_samples.max(1) {
+            let spec = ChildSpec {
+                mode,
+                index: 0,
+                run,
+                turns: sizes.process_turns,
+                warmup_turns: sizes.process_warmup_turns,
+                table: store.table().to_owned(),
+            };
+            run += 1;
+            let results = run_processes(&spec, &exe);
+            // Empty the table whatever happened (not timed).
+            let pruned = rt.block_on(store.prune(u64::MAX));
+            let results = results?;
+            pruned?;
+            let start = results.iter().map(|r| r.start_us).min().unwrap_or(0);
+            let end = results.iter().map(|r| r.end_us).max().unwrap_or(0);
+            let first_end = results.iter().map(|r| r.end_us).min().unwrap_or(0);
+            let turns: usize = results.iter().map(|r| r.turns).sum();
+            let wall = end.saturating_sub(start) as f64;
+            per_turn.push(wall / turns.max(1) as f64);
+            first_done.push(first_end.saturating_sub(start) as f64 / wall.max(1.0));
+            all_turns.extend(results.into_iter().flat_map(|r| r.turn_us));
+        }
+        Ok(ProcessesRow {
+            store: "PostgreSQL",
+            sessions: mode,
+            processes: PROCESSES,
+            turns_per_process: sizes.process_turns,
+            rate: Some(Rate::from_us_per_turn(stats(per_turn))),
+            slowest_turn_us: all_turns.iter().copied().max_by(f64::total_cmp),
+            turn_us: Some(stats(all_turns)),
+            first_done_share: Some(stats(first_done).median),
+            note: None,
+        })
+    };
+    modes
+        .map(|m| measure(m).unwrap_or_else(|e| row(m, format!("failed: {e}"))))
+        .into()
 }
 
 // ---------------------------------------------------------------------------------
@@ -1458,6 +1944,39 @@ impl Report {
             ]);
         }
 
+        for p in &self.processes {
+            rows.push([
+                format!(
+                    "turns/s, {} processes sharing {}, {} ⁸",
+                    p.processes,
+                    p.store,
+                    p.sessions.label()
+                ),
+                match (&p.rate, &p.turn_us, &p.note) {
+                    (Some(r), Some(t), _) => {
+                        let mut cell = format!(
+                            "{} (p90 {}); per turn {} (p90 {}, slowest {})",
+                            thousands(r.median_turns_per_s),
+                            thousands(r.p90_turns_per_s),
+                            us(t.median),
+                            us(t.p90),
+                            p.slowest_turn_us.map_or_else(|| "n/a".into(), us),
+                        );
+                        if let Some(share) = p.first_done_share {
+                            let _ = write!(cell, "; first process done at {:.0} %", share * 100.0);
+                        }
+                        cell
+                    }
+                    (_, _, Some(note)) => note.clone(),
+                    _ => "not measured".into(),
+                },
+                dash(),
+                dash(),
+                dash(),
+                dash(),
+            ]);
+        }
+
         let st = &self.streaming;
         let live = st.live_turns == st.turns && st.turns > 0;
         rows.push([
@@ -1499,7 +2018,7 @@ impl Report {
         let header = [
             "measurement",
             "result (median)",
-            "TypeScript reference",
+            "TypeScript (quoted, DESIGN.md §10)",
             "ratio",
             "budget",
             "status",
@@ -1516,7 +2035,8 @@ impl Report {
 the scripts of `agent-core/benches/turn.rs`: the user keeps not answering and the model re-asks, a new session every 4 turns. \
 The provider answers every call from a constant string, so what is timed is the engine (routing, walk, prompt assembly, \
 parsing, merging, saving); its own cost, timed alone, is {provider:.0} ns per call and is not subtracted. \
-The turns of a batch run inside one `block_on` (the harness is not timed); the store is emptied between batches, untimed.\n\
+The turns of a batch run inside one `block_on` (the harness is not timed); the store is emptied between batches, untimed. \
+The TypeScript column is quoted from DESIGN.md §10 (the public TypeScript implementation with an instant scripted provider), not measured here.\n\
 ² Counted from `AgentResponse::model_calls` with the scripted provider on the booking flow of `agent-core/tests/booking.rs` \
 (one field per turn: greeting, city, date, guests; per turn: {per_turn:?}).\n\
 ³ {sessions} sessions of 4 turns in flight at once on a multi-thread runtime with one worker per core, memory store, \
@@ -1531,7 +2051,14 @@ of the 1-flow script on one thread.\n\
 ⁷ What the session lease (take, renew timer, fenced save, release) adds to a turn: median µs per turn of {lease_turns} sequential \
 turns on one thread (the scripted provider, the 1-flow script, a new session every 4 turns) with the lease minus the same \
 without it (a store handle without lease support), batches alternating, {store_samples} samples; and one acquire + release \
-pair on the store alone.\n",
+pair on the store alone.\n\
+⁸ {processes} OS processes (copies of this executable), each with its own agent, one thread and its own connections to one \
+PostgreSQL table, the scripted provider and the 1-flow script; each takes {process_turns} sequential turns after {process_warmup} \
+warm-up turns and a start signal. Distinct sessions: each process on its own (a new one every 4 turns). One hot session: all \
+on the same session, whose lease lets one turn run at a time (a waiting turn polls, 2 ms doubling to 100 ms); they move together \
+to a new one every {hot} turns, keeping its history short. Turns/s: all turns over the wall time from the first turn's start to \
+the last one's end, median (and slow p90) of {process_samples} run(s); per turn: each turn's time as its process saw it, \
+waiting for the lease included; first process done: when the first process had finished, as a share of that wall time.\n",
             batches = sz.batches,
             turns = sz.turns_per_batch,
             provider = self.provider_ns_per_call,
@@ -1544,6 +2071,11 @@ pair on the store alone.\n",
             store_per_sample = sz.store_batches_per_sample,
             stream_samples = st.first_delta_us.samples,
             lease_turns = sz.lease_turns_per_batch,
+            processes = PROCESSES,
+            process_turns = sz.process_turns,
+            process_warmup = sz.process_warmup_turns,
+            hot = HOT_TURNS_PER_SESSION,
+            process_samples = sz.process_samples,
         );
         out
     }

@@ -91,7 +91,16 @@ fn quick_bench_prints_every_row_and_the_exact_model_call_counts() {
         .filter(|l| l.starts_with("| "))
         .map(|l| l.matches(" | ").count())
         .collect();
-    assert_eq!(widths.len(), 17, "header + 12 rows + 4 session lease rows");
+    assert_eq!(
+        widths.len(),
+        19,
+        "header + 12 rows + 4 session lease rows + 2 rows of processes sharing PostgreSQL"
+    );
+    assert_eq!(
+        table.matches("processes sharing PostgreSQL").count(),
+        2,
+        "{table}"
+    );
     assert!(widths.iter().all(|&w| w == widths[0]), "{table}");
     for label in bench::ROW_LABELS {
         assert!(table.contains(label), "{label}");
