@@ -181,6 +181,12 @@ pub struct AgentConfig {
     /// Largest serialized value one data field may hold (bytes); larger writes are
     /// rejected like any other invalid value.
     pub max_value_bytes: usize,
+    /// Longest string the model may write for one field (and for its quote) in a
+    /// structured answer, sent as the schema's `maxLength` (a field's own
+    /// `max_length`, `enum`, `format` or `pattern` wins). Values are short; a small
+    /// model that rambles inside one (seen: Gemma 270M repeating `{city: ..}` in
+    /// `check_in` until the token limit) is stopped by the decoder. Default 256.
+    pub max_model_string_chars: usize,
     /// Store a value the model extracted only when what the user said supports it
     /// (see [`crate::data`]'s grounding rules); fields marked `inferred` are exempt.
     pub grounding: bool,
@@ -250,6 +256,7 @@ impl Default for AgentConfig {
             max_tokens: None,
             token_limits: TokenLimits::default(),
             max_value_bytes: crate::data::DEFAULT_MAX_VALUE_BYTES,
+            max_model_string_chars: crate::data::DEFAULT_MODEL_STRING_CHARS,
             grounding: true,
             cite_quotes: false,
             time_zone: crate::clock::TimeZone::utc(),
@@ -1516,6 +1523,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         let clock: Arc<dyn Clock> = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let mut schema = DataSchema::of::<D>()
             .with_max_value_bytes(self.config.max_value_bytes)
+            .with_model_string_chars(self.config.max_model_string_chars)
             .with_calendar(crate::clock::Calendar::new(
                 clock.clone(),
                 self.config.time_zone.clone(),

@@ -29,12 +29,13 @@ impl DataSchema {
         let mut required = Vec::new();
         for f in fields {
             let Some(p) = self.property(f) else { continue };
-            let value = non_null(p);
+            let limit = self.model_string_chars;
+            let value = bounded(non_null(p), limit);
             let entry = if quoted {
                 let mut wrapped = json!({
                     "type": "object",
                     "properties": {
-                        "quote": { "type": "string", "description": "the user's own words this value comes from" },
+                        "quote": { "type": "string", "maxLength": limit, "description": "the user's own words this value comes from" },
                         "value": value,
                     },
                     "required": ["quote", "value"],
@@ -57,6 +58,21 @@ impl DataSchema {
             "additionalProperties": false,
         })
     }
+}
+
+/// A free string field with a length bound: constrained decoding (llama.cpp's
+/// grammar, strict structured outputs) stops a small model that rambles inside a
+/// value before it spends the call's token budget there.
+fn bounded(mut p: Value, limit: usize) -> Value {
+    if let Value::Object(o) = &mut p
+        && o.get("type").and_then(Value::as_str) == Some("string")
+        && !["maxLength", "enum", "const", "format", "pattern"]
+            .iter()
+            .any(|k| o.contains_key(*k))
+    {
+        o.insert("maxLength".into(), Value::from(limit));
+    }
+    p
 }
 
 /// A field schema without its `null` alternative (the wrapper adds one).
@@ -158,6 +174,32 @@ mod tests {
         assert_eq!(city[0]["description"], json!("City"));
         let guests = &schema["properties"]["guests"]["anyOf"][0]["properties"]["value"];
         assert_eq!(guests["type"], json!("integer"));
+    }
+
+    #[test]
+    fn free_strings_the_model_writes_are_bounded() {
+        let s = DataSchema::of::<Booking>().with_model_string_chars(40);
+        let fields: Vec<Arc<str>> = vec!["city".into(), "guests".into()];
+        let quoted = s.extraction_schema(&fields, true);
+        let city = &quoted["properties"]["city"]["anyOf"][0]["properties"];
+        assert_eq!(city["value"]["maxLength"], json!(40));
+        assert_eq!(city["quote"]["maxLength"], json!(40));
+        let bare = s.extraction_schema(&fields, false);
+        assert_eq!(
+            bare["properties"]["city"]["anyOf"][0]["maxLength"],
+            json!(40)
+        );
+        assert!(
+            bare["properties"]["guests"]["anyOf"][0]
+                .get("maxLength")
+                .is_none(),
+            "numbers are not strings"
+        );
+        // A field's own bound (or a format, an enum, a pattern) wins.
+        let own = bounded(json!({"type": "string", "maxLength": 8}), 40);
+        assert_eq!(own["maxLength"], json!(8));
+        let date = bounded(json!({"type": "string", "format": "date"}), 40);
+        assert!(date.get("maxLength").is_none());
     }
 
     #[test]

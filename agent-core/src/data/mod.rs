@@ -87,12 +87,17 @@ pub struct DataSchema {
     defs: Option<Value>,
     patterns: validate::Patterns,
     max_value_bytes: usize,
+    model_string_chars: usize,
     checks: Vec<custom::FieldCheck>,
     calendar: crate::clock::Calendar,
 }
 
 /// Largest serialized value one field may hold unless configured otherwise.
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 4096;
+
+/// Longest string the model may write for one field (or its quote) in a structured
+/// answer unless configured otherwise.
+pub const DEFAULT_MODEL_STRING_CHARS: usize = 256;
 
 impl DataSchema {
     /// Read the schema of `D` (its top-level properties are the fields).
@@ -120,6 +125,7 @@ impl DataSchema {
             defs,
             patterns,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            model_string_chars: DEFAULT_MODEL_STRING_CHARS,
             checks: Vec::new(),
             calendar: crate::clock::Calendar::default(),
         }
@@ -135,6 +141,13 @@ impl DataSchema {
     /// Cap the serialized size of each stored value.
     pub fn with_max_value_bytes(mut self, max: usize) -> Self {
         self.max_value_bytes = max;
+        self
+    }
+
+    /// Bound the strings the model writes for a field in a structured answer (a
+    /// field's own `maxLength`, `enum`, `format` or `pattern` takes precedence).
+    pub fn with_model_string_chars(mut self, max: usize) -> Self {
+        self.model_string_chars = max.max(1);
         self
     }
 
