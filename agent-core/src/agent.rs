@@ -847,22 +847,18 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             turn.turn_tag = turn_tag
                 .get_or_insert_with(|| turn.turn_tag.clone())
                 .clone();
-            let span = tracing::info_span!(
-                "turn",
-                session = session_id,
-                agent = %inner.name,
-                source = tracing::field::Empty,
-                flow = tracing::field::Empty,
-            );
+            let span = crate::telemetry::turn_span(session_id, &inner.name, inner.provider.name());
+            crate::telemetry::record_turn_input(&span, message);
             // Callbacks are caught where they are called (naming them); this catches
             // whatever else panics, so no panic unwinds out of `respond`.
-            let run = AssertUnwindSafe(turn.run().instrument(span)).catch_unwind();
+            let run = AssertUnwindSafe(turn.run().instrument(span.clone())).catch_unwind();
             let result = run.await.unwrap_or_else(|p| {
                 Err(AgentError::HookPanicked {
                     what: "code called during the turn (a provider, store or data type)".into(),
                     message: crate::tool::panic_message(p.as_ref()),
                 })
             });
+            crate::telemetry::record_turn(&span, &result);
             match result {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
                     if options.event_id.is_some()

@@ -540,7 +540,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let r = match (tool, held) {
             (_, Some((super::approve::Gate::Fail(e), _))) => Err(e),
             (Ok(t), held) => {
-                let span = tracing::info_span!("tool_call", tool = %name, flow);
+                let span = crate::telemetry::tool_span(
+                    &name,
+                    None,
+                    Some(t.description()),
+                    &args,
+                    Some(flow),
+                    false,
+                );
                 // The call's position among the turn's live calls: a replay of the
                 // flow does not call recorded tools again, so a retried turn numbers
                 // its calls the same way. A call held for approval keeps its key.
@@ -558,7 +565,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     hook: self.a.on_unknown_outcome.as_ref(),
                 };
                 let call = crate::journal::call(j, t.as_ref(), cx, args.clone(), limit);
-                tracing::Instrument::instrument(call, span).await
+                let r = tracing::Instrument::instrument(call, span.clone()).await;
+                crate::telemetry::record_tool(&span, &r);
+                r
             }
             (Err(msg), _) => Err(ToolError::Failed(msg)),
         };

@@ -254,14 +254,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.faulted()?;
         let kind = req.kind;
         self.calls += 1;
-        let span = tracing::debug_span!(
-            "model_call",
-            kind = ?kind,
-            session = %self.s.id,
-            flow = self.s.flow.as_deref().unwrap_or(""),
-            provider = self.a.provider.name(),
-        );
-        let (resp, deltas) = self.call_inner(req, live).instrument(span).await?;
+        let provider = self.a.provider.name();
+        let flow = self.s.flow.as_deref().unwrap_or("");
+        let span = crate::telemetry::chat_span(provider, req, &self.s.id, flow);
+        let result = self.call_inner(req, live).instrument(span.clone()).await;
+        crate::telemetry::record_chat(&span, self.a.provider.name(), &result);
+        let (resp, deltas) = result?;
         tracing::trace!(
             kind = ?kind,
             prompt = %req.instructions(),
@@ -966,16 +964,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let cx: ToolCx<D, C> = cx_of(i, &calls[i]);
             let dispatcher = cx.dispatcher.clone();
             let args = calls[i].arguments.clone();
-            let span = tracing::info_span!("tool_call", tool = %calls[i].name, parallel = true);
+            let span = crate::telemetry::tool_span(
+                &calls[i].name,
+                Some(&calls[i].id),
+                tool.as_ref().map(|t| t.description()),
+                &args,
+                parts.flow.as_deref(),
+                true,
+            );
             let j = journal();
+            let outer = span.clone();
             async move {
                 let r = match tool {
                     Some(t) => crate::journal::call(j, t.as_ref(), cx, args, limit).await,
                     None => Err(ToolError::Failed("tool vanished".into())),
                 };
+                crate::telemetry::record_tool(&span, &r);
                 (i, r, dispatcher)
             }
-            .instrument(span)
+            .instrument(outer)
         });
         for (i, r, d) in futures::future::join_all(futs).await {
             results[i] = Some((r, d));
@@ -988,11 +995,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Some(t) => {
                     let cx = cx_of(i, c);
                     let d = cx.dispatcher.clone();
-                    let span = tracing::info_span!("tool_call", tool = %c.name, parallel = false);
+                    let span = crate::telemetry::tool_span(
+                        &c.name,
+                        Some(&c.id),
+                        Some(t.description()),
+                        &c.arguments,
+                        parts.flow.as_deref(),
+                        false,
+                    );
                     let r =
                         crate::journal::call(journal(), t.as_ref(), cx, c.arguments.clone(), limit)
-                            .instrument(span)
+                            .instrument(span.clone())
                             .await;
+                    crate::telemetry::record_tool(&span, &r);
                     (r, d)
                 }
                 None => (

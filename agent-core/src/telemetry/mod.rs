@@ -1,0 +1,491 @@
+//! Traces in the OpenTelemetry GenAI semantic conventions.
+//!
+//! The engine's `tracing` spans carry the conventions' attributes whatever subscriber
+//! reads them (plain `tracing` fields cost nothing when no one listens):
+//!
+//! | span (`tracing` name) | OpenTelemetry name | kind | attributes |
+//! | --- | --- | --- | --- |
+//! | `turn` | `invoke_agent {agent}` | internal | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.agent.name`, `gen_ai.conversation.id` (the session id), `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.*`, `error.type` |
+//! | `model_call` | `chat {model}` | client | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.seed`, `gen_ai.output.type`, `gen_ai.conversation.id`, `gen_ai.response.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons`, `error.type` |
+//! | `tool_call` | `execute_tool {tool}` | internal | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.tool.description`, `error.type` |
+//!
+//! All three are `INFO` spans. Model calls and tool calls are children of their turn's
+//! span. A failed operation carries the error status with the error's message, and
+//! `error.type`:
+//!
+//! - model calls and turns: the API's HTTP status (`429`, `503`, …; `4xx`/`5xx` for
+//!   unusual ones), `timeout`, `network`, `invalid_response`, `malformed_model_output`,
+//!   `store`, `panicked`, else `_OTHER`;
+//! - tool calls: `failed`, `invalid_arguments`, `permission_denied`, `unknown_tool`,
+//!   `panicked`, `timeout`, `invalid_directive`, `outcome_unknown`, `recorded_failure`,
+//!   `denied`, `approval_pending`.
+//!
+//! Message contents (system instructions, the messages sent to the model, its answers,
+//! tool arguments and results) are left out unless capture is on: process-wide with
+//! [`set_capture_content`], or for one subscriber with the `otel` feature's
+//! `TelemetryBuilder::capture_content`. They are then recorded as JSON strings in
+//! `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`,
+//! `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
+//!
+//! The `otel` feature adds the exporter: `Telemetry` sends these spans over OTLP/HTTP
+//! through `tracing-opentelemetry`.
+//!
+//! ```no_run
+//! # #[cfg(feature = "otel")]
+//! # fn main() -> Result<(), agent_core::telemetry::TelemetryError> {
+//! // Spans of this process go to a collector on the default OTLP/HTTP port.
+//! let telemetry = agent_core::telemetry::init_otlp("http://127.0.0.1:4318", "concierge")?;
+//! // ... run the agent ...
+//! telemetry.shutdown()?; // sends what is still buffered
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "otel"))]
+//! # fn main() {}
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::error::{AgentError, ProviderError};
+use crate::provider::{FinishReason, Message, ModelRequest, ModelResponse, Role, ToolCall};
+use crate::tool::{ToolError, ToolOutput};
+
+#[cfg(feature = "otel")]
+mod otlp;
+#[cfg(feature = "otel")]
+pub use otlp::{Telemetry, TelemetryBuilder, TelemetryError, init_otlp};
+
+/// Attribute names of the GenAI semantic conventions that the engine records.
+pub mod attr {
+    /// The operation: `invoke_agent`, `chat` or `execute_tool`.
+    pub const OPERATION_NAME: &str = "gen_ai.operation.name";
+    /// The provider, in the conventions' spelling (`openai`, `anthropic`, `gcp.gemini`).
+    pub const PROVIDER_NAME: &str = "gen_ai.provider.name";
+    /// The model asked for.
+    pub const REQUEST_MODEL: &str = "gen_ai.request.model";
+    /// The model that answered.
+    pub const RESPONSE_MODEL: &str = "gen_ai.response.model";
+    /// The call's token limit.
+    pub const REQUEST_MAX_TOKENS: &str = "gen_ai.request.max_tokens";
+    /// The call's sampling temperature.
+    pub const REQUEST_TEMPERATURE: &str = "gen_ai.request.temperature";
+    /// The call's sampling seed.
+    pub const REQUEST_SEED: &str = "gen_ai.request.seed";
+    /// `json` when the call asks for structured output, else `text`.
+    pub const OUTPUT_TYPE: &str = "gen_ai.output.type";
+    /// Prompt tokens (cached ones included).
+    pub const USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+    /// Generated tokens.
+    pub const USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+    /// Why generation stopped (`stop`, `tool_calls`, `length`, `content_filter`).
+    pub const RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+    /// The session id.
+    pub const CONVERSATION_ID: &str = "gen_ai.conversation.id";
+    /// The agent's name.
+    pub const AGENT_NAME: &str = "gen_ai.agent.name";
+    /// The tool's name.
+    pub const TOOL_NAME: &str = "gen_ai.tool.name";
+    /// The provider-assigned id of the tool call.
+    pub const TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
+    /// `function`: the engine runs the tool in process.
+    pub const TOOL_TYPE: &str = "gen_ai.tool.type";
+    /// The tool's description.
+    pub const TOOL_DESCRIPTION: &str = "gen_ai.tool.description";
+    /// The class of error an operation ended with.
+    pub const ERROR_TYPE: &str = "error.type";
+    /// Content (opt-in): the system prompt, as `[{"type":"text","content":…}]`.
+    pub const SYSTEM_INSTRUCTIONS: &str = "gen_ai.system_instructions";
+    /// Content (opt-in): the messages sent to the model, as JSON.
+    pub const INPUT_MESSAGES: &str = "gen_ai.input.messages";
+    /// Content (opt-in): the model's answer, as JSON.
+    pub const OUTPUT_MESSAGES: &str = "gen_ai.output.messages";
+    /// Content (opt-in): the tool call's arguments, as JSON.
+    pub const TOOL_CALL_ARGUMENTS: &str = "gen_ai.tool.call.arguments";
+    /// Content (opt-in): the tool's result text.
+    pub const TOOL_CALL_RESULT: &str = "gen_ai.tool.call.result";
+}
+
+static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
+
+/// Record message contents (prompts, answers, tool arguments and results) on the spans
+/// of every turn in this process, or stop. Off by default: contents are often personal
+/// data, and large.
+pub fn set_capture_content(on: bool) {
+    CAPTURE_CONTENT.store(on, Ordering::Relaxed);
+}
+
+/// Whether spans created now record message contents: on process-wide
+/// ([`set_capture_content`]) or in the current subscriber (with the `otel` feature,
+/// a layer built with `TelemetryBuilder::capture_content`).
+pub fn capture_content() -> bool {
+    CAPTURE_CONTENT.load(Ordering::Relaxed)
+        || tracing::dispatcher::get_default(|d| {
+            d.downcast_ref::<CaptureContent>().is_some_and(|c| c.0)
+        })
+}
+
+/// A marker in a subscriber (the `otel` feature's layer carries one): whether its spans
+/// record message contents.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CaptureContent(pub(crate) bool);
+
+/// The provider and model a provider's [`name`](crate::provider::Provider::name)
+/// stands for: `openai/gpt-4o` is `openai` and `gpt-4o`; of a fallback chain
+/// (`a/m > b/n`) the first; a name without a slash is both.
+fn provider_and_model(name: &str) -> (&str, &str) {
+    let first = name.split(" > ").next().unwrap_or(name).trim();
+    let (vendor, model) = first.split_once('/').unwrap_or((first, first));
+    let provider = match vendor {
+        // The OpenAI wire format, whoever serves it (OpenAI instrumentations say so too).
+        "compatible" => "openai",
+        "gemini" => "gcp.gemini",
+        other => other,
+    };
+    (provider, model)
+}
+
+/// The span of one turn (`invoke_agent {agent}`).
+pub(crate) fn turn_span(session: &str, agent: &str, provider: &str) -> Span {
+    let (provider, model) = provider_and_model(provider);
+    tracing::info_span!(
+        "turn",
+        session,
+        agent = %agent,
+        source = Empty,
+        flow = Empty,
+        otel.name = format_args!("invoke_agent {agent}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        "gen_ai.operation.name" = "invoke_agent",
+        "gen_ai.agent.name" = agent,
+        "gen_ai.conversation.id" = session,
+        "gen_ai.provider.name" = provider,
+        "gen_ai.request.model" = model,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.input.messages" = Empty,
+        "gen_ai.output.messages" = Empty,
+        "error.type" = Empty,
+    )
+}
+
+/// The user's message on a turn's span, when contents are captured.
+pub(crate) fn record_turn_input(span: &Span, message: &str) {
+    if !span.is_disabled() && capture_content() {
+        let messages =
+            json!([{ "role": "user", "parts": [{ "type": "text", "content": message }] }]);
+        span.record("gen_ai.input.messages", messages.to_string());
+    }
+}
+
+/// A turn's outcome on its span: usage, the reply when contents are captured, or the
+/// error.
+pub(crate) fn record_turn<D>(
+    span: &Span,
+    result: &Result<crate::response::AgentResponse<D>, AgentError>,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(r) => {
+            span.record("gen_ai.usage.input_tokens", int(r.usage.input_tokens));
+            span.record("gen_ai.usage.output_tokens", int(r.usage.output_tokens));
+            if capture_content() {
+                let messages = json!([{
+                    "role": "assistant",
+                    "parts": [{ "type": "text", "content": r.message }],
+                }]);
+                span.record("gen_ai.output.messages", messages.to_string());
+            }
+        }
+        Err(e) => record_error(span, agent_error_type(e), e),
+    }
+}
+
+/// The span of one model call (`chat {model}`).
+pub(crate) fn chat_span(provider: &str, req: &ModelRequest, session: &str, flow: &str) -> Span {
+    let (provider_name, model) = provider_and_model(provider);
+    let span = tracing::info_span!(
+        "model_call",
+        kind = ?req.kind,
+        session,
+        flow,
+        provider,
+        otel.name = format_args!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = provider_name,
+        "gen_ai.request.model" = model,
+        "gen_ai.request.max_tokens" = req.max_tokens.map(i64::from),
+        "gen_ai.request.temperature" = req.temperature.map(f64::from),
+        "gen_ai.request.seed" = req.seed.and_then(|s| i64::try_from(s).ok()),
+        "gen_ai.output.type" = if req.output.is_some() { "json" } else { "text" },
+        "gen_ai.conversation.id" = session,
+        "gen_ai.response.model" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+        "gen_ai.system_instructions" = Empty,
+        "gen_ai.input.messages" = Empty,
+        "gen_ai.output.messages" = Empty,
+        "error.type" = Empty,
+    );
+    if !span.is_disabled() && capture_content() {
+        let system = json!([{ "type": "text", "content": req.system }]);
+        span.record("gen_ai.system_instructions", system.to_string());
+        let input: Vec<Value> = req.messages.iter().map(message_json).collect();
+        span.record("gen_ai.input.messages", Value::Array(input).to_string());
+    }
+    span
+}
+
+/// A model call's outcome on its span.
+pub(crate) fn record_chat<T>(
+    span: &Span,
+    provider: &str,
+    result: &Result<(ModelResponse, T), AgentError>,
+) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok((resp, _)) => {
+            // Providers do not report the serving model apart from the one asked for;
+            // a fallback chain may have answered with a later model, so it stays unset.
+            if !provider.contains(" > ") {
+                span.record("gen_ai.response.model", provider_and_model(provider).1);
+            }
+            span.record("gen_ai.usage.input_tokens", int(resp.usage.input_tokens));
+            span.record("gen_ai.usage.output_tokens", int(resp.usage.output_tokens));
+            let reason = finish_reason(resp.finish);
+            record_finish_reasons(span, reason);
+            if capture_content() {
+                let mut parts = Vec::new();
+                if !resp.content.is_empty() {
+                    parts.push(json!({ "type": "text", "content": resp.content }));
+                }
+                parts.extend(resp.tool_calls.iter().map(tool_call_part));
+                let out = json!([{ "role": "assistant", "parts": parts, "finish_reason": reason }]);
+                span.record("gen_ai.output.messages", out.to_string());
+            }
+        }
+        Err(e) => record_error(span, agent_error_type(e), e),
+    }
+}
+
+/// `gen_ai.response.finish_reasons`: a string array on the OpenTelemetry span (with
+/// the `otel` feature), the one reason as a plain field otherwise.
+fn record_finish_reasons(span: &Span, reason: &'static str) {
+    #[cfg(feature = "otel")]
+    if otlp::set_string_array(span, attr::RESPONSE_FINISH_REASONS, &[reason]) {
+        return;
+    }
+    span.record("gen_ai.response.finish_reasons", reason);
+}
+
+/// The span of one tool call (`execute_tool {tool}`); `id` is the model's call id
+/// (none for calls from code flows).
+pub(crate) fn tool_span(
+    name: &str,
+    id: Option<&str>,
+    description: Option<&str>,
+    arguments: &Value,
+    flow: Option<&str>,
+    parallel: bool,
+) -> Span {
+    let span = tracing::info_span!(
+        "tool_call",
+        tool = %name,
+        parallel,
+        flow,
+        otel.name = format_args!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = name,
+        "gen_ai.tool.call.id" = id,
+        "gen_ai.tool.type" = "function",
+        "gen_ai.tool.description" = description,
+        "gen_ai.tool.call.arguments" = Empty,
+        "gen_ai.tool.call.result" = Empty,
+        "error.type" = Empty,
+    );
+    if !span.is_disabled() && capture_content() {
+        span.record("gen_ai.tool.call.arguments", arguments.to_string());
+    }
+    span
+}
+
+/// A tool call's outcome on its span.
+pub(crate) fn record_tool(span: &Span, result: &Result<ToolOutput, ToolError>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(out) => {
+            if capture_content() {
+                span.record("gen_ai.tool.call.result", out.content.as_str());
+            }
+        }
+        Err(e) => record_error(span, tool_error_type(e), e),
+    }
+}
+
+/// A count as `i64`: `tracing-opentelemetry` writes `u64` fields as strings, and OTLP
+/// integers are signed 64-bit.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn record_error(span: &Span, kind: &str, error: &dyn std::fmt::Display) {
+    span.record("error.type", kind);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_description", error.to_string());
+}
+
+/// `error.type` of a failed model call or turn: the HTTP status of an API error, else
+/// a short name of the failure.
+fn agent_error_type(e: &AgentError) -> &'static str {
+    match e {
+        AgentError::Provider { source, .. } => match source {
+            ProviderError::Http { status, .. } => http_status(*status),
+            ProviderError::Network(_) => "network",
+            ProviderError::Timeout(_) => "timeout",
+            ProviderError::InvalidResponse(_) => "invalid_response",
+            ProviderError::Other(_) => "_OTHER",
+        },
+        AgentError::MalformedModelOutput { .. } => "malformed_model_output",
+        AgentError::TurnTimeout { .. } => "timeout",
+        AgentError::Store(_) => "store",
+        AgentError::HookPanicked { .. } => "panicked",
+        _ => "_OTHER",
+    }
+}
+
+/// The usual API statuses as static strings (`error.type` is low-cardinality).
+fn http_status(status: u16) -> &'static str {
+    const KNOWN: [&str; 14] = [
+        "400", "401", "403", "404", "408", "409", "413", "422", "429", "500", "502", "503", "504",
+        "529",
+    ];
+    let code = status.to_string();
+    match KNOWN.iter().find(|k| **k == code) {
+        Some(k) => k,
+        None if (400..500).contains(&status) => "4xx",
+        None if (500..600).contains(&status) => "5xx",
+        None => "_OTHER",
+    }
+}
+
+/// `error.type` of a failed tool call.
+fn tool_error_type(e: &ToolError) -> &'static str {
+    match e {
+        ToolError::Failed(_) => "failed",
+        ToolError::InvalidArguments(_) => "invalid_arguments",
+        ToolError::PermissionDenied(_) => "permission_denied",
+        ToolError::Unknown { .. } => "unknown_tool",
+        ToolError::Panicked(_) => "panicked",
+        ToolError::TimedOut(_) => "timeout",
+        ToolError::InvalidDirective(_) => "invalid_directive",
+        ToolError::OutcomeUnknown(_) => "outcome_unknown",
+        ToolError::Recorded(_) => "recorded_failure",
+        ToolError::Denied(_) => "denied",
+        ToolError::ApprovalPending(_) => "approval_pending",
+    }
+}
+
+fn finish_reason(f: FinishReason) -> &'static str {
+    match f {
+        FinishReason::Stop => "stop",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::Length => "length",
+        FinishReason::ContentFilter => "content_filter",
+    }
+}
+
+/// One message in the conventions' input-message shape.
+fn message_json(m: &Message) -> Value {
+    match m.role {
+        Role::User => {
+            json!({ "role": "user", "parts": [{ "type": "text", "content": m.content.as_str() }] })
+        }
+        Role::Assistant => {
+            let mut parts = Vec::new();
+            if !m.content.is_empty() {
+                parts.push(json!({ "type": "text", "content": m.content.as_str() }));
+            }
+            parts.extend(m.tool_calls.iter().map(tool_call_part));
+            json!({ "role": "assistant", "parts": parts })
+        }
+        Role::Tool => json!({
+            "role": "tool",
+            "parts": [{
+                "type": "tool_call_response",
+                "id": m.tool_call_id,
+                "result": m.content.as_str(),
+            }],
+        }),
+    }
+}
+
+fn tool_call_part(c: &ToolCall) -> Value {
+    json!({ "type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_names_split_into_the_conventions_provider_and_model() {
+        assert_eq!(provider_and_model("openai/gpt-4o"), ("openai", "gpt-4o"));
+        assert_eq!(
+            provider_and_model("anthropic/claude-sonnet-4-5"),
+            ("anthropic", "claude-sonnet-4-5")
+        );
+        assert_eq!(
+            provider_and_model("gemini/gemini-2.5-flash"),
+            ("gcp.gemini", "gemini-2.5-flash")
+        );
+        assert_eq!(
+            provider_and_model("compatible/gemma-3-270m"),
+            ("openai", "gemma-3-270m")
+        );
+        assert_eq!(
+            provider_and_model("openai/gpt-4o > anthropic/claude"),
+            ("openai", "gpt-4o")
+        );
+        assert_eq!(provider_and_model("scripted"), ("scripted", "scripted"));
+    }
+
+    #[test]
+    fn content_capture_is_off_by_default() {
+        assert!(!capture_content());
+    }
+
+    #[test]
+    fn error_types_are_low_cardinality() {
+        let e = AgentError::Provider {
+            kind: crate::provider::CallKind::Respond,
+            source: ProviderError::Http {
+                status: 429,
+                message: "slow down".into(),
+                retry_after: None,
+            },
+        };
+        assert_eq!(agent_error_type(&e), "429");
+        assert_eq!(http_status(418), "4xx");
+        assert_eq!(
+            tool_error_type(&ToolError::TimedOut(std::time::Duration::from_secs(1))),
+            "timeout"
+        );
+    }
+}
