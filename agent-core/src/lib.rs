@@ -54,6 +54,8 @@ pub mod graph;
 pub mod hook;
 pub mod instruction;
 pub mod journal;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod pipeline;
 pub mod prompt;
 pub mod provider;
@@ -62,6 +64,7 @@ pub mod session;
 pub mod signal;
 pub mod step;
 pub mod store;
+pub mod telemetry;
 pub mod template;
 pub mod testing;
 pub mod tool;
