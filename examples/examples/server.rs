@@ -38,6 +38,9 @@
 //!   calls awaiting approval (`awaiting_approval`).
 //! - `GET /api/graph?session={id}`: every flow as Mermaid text, with the session's
 //!   current step in the `current` class (`&format=mermaid`: the text alone).
+//! - `POST /v1/chat/completions`, `GET /v1/models`: an OpenAI-compatible endpoint
+//!   (`server/openai.rs`); `POST /agui`: AG-UI events (`server/agui.rs`);
+//!   `GET /vendor/mermaid.min.js`: Mermaid from `AGENT_MERMAID_JS` (`server/vendor.rs`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -65,8 +68,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 // Not a sibling file: cargo would take `examples/server_*.rs` for an example of its own.
+#[path = "server/agui.rs"]
+mod agui;
 #[path = "server/approvals.rs"]
 mod approvals;
+#[path = "server/openai.rs"]
+mod openai;
+#[path = "server/vendor.rs"]
+mod vendor;
 
 /// What the booking collects. Field docs become extraction hints for the model.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -841,6 +850,9 @@ pub fn app_with_log(agent: Arc<BookingAgent>, log: Log) -> Router {
             post(approvals::decide),
         )
         .route("/api/graph", get(graph))
+        .merge(openai::routes())
+        .merge(agui::routes())
+        .merge(vendor::routes(vendor::mermaid_from_env()))
         .with_state(Served { agent, log })
 }
 

@@ -9,6 +9,13 @@
 //! calls) and the booking without approvals (`APPROVE_BOOKINGS=0`) are checked over
 //! plain HTTP, without a browser.
 //!
+//! With Mermaid (`AGENT_MERMAID_JS`, from `scripts/protocols.sh`) the page draws the
+//! flow graph as SVG: the test checks the picture after each turn (one SVG, the current
+//! step's node in the `current` class and filled with the highlight colour) and saves a
+//! screenshot of the graph panel as `target/web-chat/graph.png` (a PNG of non-trivial
+//! size). Without Mermaid that part is skipped (the page shows the graph as text), except
+//! under `CI=true`, where it fails.
+//!
 //! Needs Debian's `chromium` and `chromium-driver` (`scripts/browser.sh` installs them;
 //! `CHROMIUM` and `CHROMEDRIVER` override the paths). Without them the test is skipped,
 //! except under `CI=true`, where it fails. `WEB_CHAT_SCREENSHOT=FILE.png` saves the page
@@ -280,7 +287,108 @@ async fn reload(c: &Client, base: &str) -> Result<(), String> {
     .await
 }
 
-async fn converse(c: &Client, base: &str) -> Result<(), String> {
+/// The highlight colour of the current step (`classDef current` of the graph text).
+const HIGHLIGHT_FILL: &str = "rgb(255, 224, 138)";
+
+/// What the graph picture shows: its SVGs, nodes, and the nodes in the `current` class
+/// with the fill of their shape.
+async fn picture(c: &Client) -> Result<Value, String> {
+    js(
+        c,
+        "const p = document.getElementById('graph-picture'); \
+         const current = [...p.querySelectorAll('g.node.current')]; \
+         const shape = (n) => n.querySelector('rect, polygon, path, circle'); \
+         return { mode: document.body.dataset.graph, hidden: p.hidden, \
+           svgs: p.querySelectorAll('svg').length, nodes: p.querySelectorAll('g.node').length, \
+           current: current.map(n => n.id), \
+           fills: current.map(n => shape(n) ? getComputedStyle(shape(n)).fill : null), \
+           source_open: document.getElementById('graph-source').open };",
+    )
+    .await
+}
+
+/// The picture highlights `step` (or nothing when `None`).
+async fn check_picture(c: &Client, step: Option<&str>) -> Result<(), String> {
+    let shown = picture(c).await?;
+    let ok = shown["mode"] == "svg"
+        && shown["hidden"] == false
+        && shown["svgs"] == 1
+        && shown["nodes"] == 6
+        && shown["source_open"] == false;
+    if !ok {
+        return Err(format!(
+            "the graph is not drawn as one SVG of 6 steps: {shown}"
+        ));
+    }
+    let current = shown["current"].as_array().cloned().unwrap_or_default();
+    match step {
+        Some(step) => {
+            let node = format!("-s_{step}-");
+            if current.len() != 1 || !current[0].as_str().is_some_and(|id| id.contains(&node)) {
+                return Err(format!(
+                    "the picture should highlight the node of {step:?} (an id with {node:?}): {shown}"
+                ));
+            }
+            if shown["fills"][0] != HIGHLIGHT_FILL {
+                return Err(format!(
+                    "the current node is not filled with {HIGHLIGHT_FILL}: {shown}"
+                ));
+            }
+        }
+        None if !current.is_empty() => {
+            return Err(format!(
+                "the picture highlights a step, and none is current: {shown}"
+            ));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// A screenshot of the graph panel in `target/web-chat/graph.png`, checked to be a PNG
+/// of some size.
+async fn screenshot_graph(c: &Client) -> Result<PathBuf, String> {
+    js(
+        c,
+        "document.getElementById('graph-picture').scrollIntoView({ block: 'center' }); return true;",
+    )
+    .await?;
+    let png = c
+        .find(Locator::Css("#graph-picture"))
+        .await
+        .map_err(|e| format!("no #graph-picture: {e}"))?
+        .screenshot()
+        .await
+        .map_err(|e| format!("screenshot of #graph-picture: {e}"))?;
+    if !png.starts_with(b"\x89PNG\r\n\x1a\n") || png.len() < 24 {
+        return Err(format!("the screenshot is not a PNG ({} bytes)", png.len()));
+    }
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
+    if png.len() < 5_000 || width < 150 || height < 150 {
+        return Err(format!(
+            "the screenshot is too small for a graph: {width}x{height}, {} bytes",
+            png.len()
+        ));
+    }
+    // target/debug/deps/web_chat-HASH: target is three levels up.
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = target.join("web-chat");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let path = dir.join("graph.png");
+    std::fs::write(&path, &png).map_err(|e| format!("write {}: {e}", path.display()))?;
+    println!(
+        "graph screenshot: {} ({width}x{height}, {} bytes)",
+        path.display(),
+        png.len()
+    );
+    Ok(path)
+}
+
+async fn converse(c: &Client, base: &str, mermaid: bool) -> Result<(), String> {
     c.goto(base)
         .await
         .map_err(|e| format!("open {base}: {e}"))?;
@@ -432,8 +540,28 @@ async fn converse(c: &Client, base: &str) -> Result<(), String> {
                 "the graph highlights {current}, expected {want}"
             )));
         }
+        if mermaid {
+            check_picture(c, (t.flow == "booking").then_some(t.step))
+                .await
+                .map_err(ctx)?;
+        } else {
+            let mode = js(c, "return document.body.dataset.graph;").await?;
+            if mode != "text" {
+                return Err(ctx(format!(
+                    "without Mermaid the graph should stay text, the page says {mode}"
+                )));
+            }
+        }
+    }
+    if mermaid {
+        screenshot_graph(c).await?;
     }
     approve(c).await?;
+    if mermaid {
+        check_picture(c, None)
+            .await
+            .map_err(|e| format!("after the booking: {e}"))?;
+    }
     deny(c, base).await
 }
 
@@ -623,6 +751,14 @@ async fn a_full_booking_conversation_in_the_browser() {
         println!("skipped: {what}");
         return;
     }
+    let mermaid = std::env::var_os("AGENT_MERMAID_JS").is_some_and(|p| Path::new(&p).is_file());
+    if !mermaid {
+        let what = "AGENT_MERMAID_JS does not name mermaid.min.js: run scripts/protocols.sh to check the graph picture";
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what}");
+        }
+        println!("skipped the graph picture: {what}");
+    }
     let started = Instant::now();
 
     let model = server::Typewriter::new(server::scripted_model(), 4, Duration::from_millis(5));
@@ -643,7 +779,8 @@ async fn a_full_booking_conversation_in_the_browser() {
         Ok(c) => c,
         Err(e) => panic!("{e}; chromedriver's log:\n{}", driver.log_tail()),
     };
-    let outcome = tokio::time::timeout(Duration::from_secs(180), converse(&client, &base)).await;
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(180), converse(&client, &base, mermaid)).await;
     if let Some(path) = std::env::var_os("WEB_CHAT_SCREENSHOT") {
         match client.screenshot().await {
             Ok(png) => std::fs::write(&path, png).unwrap(),

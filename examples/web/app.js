@@ -1,7 +1,9 @@
 // The web chat: sends each message to POST /api/sessions/{id}/messages and reads the
 // answer as server-sent events from the response body (fetch + ReadableStream), so the
 // reply appears as it streams. The side panel shows the flow, the step, the collected
-// data and the flow graph (Mermaid source, current step highlighted).
+// data and the flow graph, current step highlighted: drawn as SVG by Mermaid when the
+// server has it (GET /vendor/mermaid.min.js, from a local npm install; no CDN), else
+// shown as Mermaid source text.
 //
 // A tool call that waits for a person's decision (an `approval` event, or the `done`
 // event's `awaiting_approval`) is shown as a card with Approve and Deny buttons; the
@@ -167,6 +169,68 @@
     transcript.scrollTop = transcript.scrollHeight;
   }
 
+  // Mermaid, loaded once from the server; null when the server does not have it (404)
+  // or it does not start: the graph then stays as text.
+  let mermaidReady = null;
+  function loadMermaid() {
+    if (!mermaidReady) {
+      mermaidReady = new Promise((resolve) => {
+        const s = document.createElement("script");
+        s.src = "/vendor/mermaid.min.js";
+        s.onload = () => {
+          try {
+            window.mermaid.initialize({
+              startOnLoad: false,
+              securityLevel: "strict",
+              theme: "neutral",
+            });
+            resolve(window.mermaid);
+          } catch (_) {
+            resolve(null);
+          }
+        };
+        s.onerror = () => resolve(null);
+        document.head.appendChild(s);
+      });
+    }
+    return mermaidReady;
+  }
+
+  // Draw every flow's Mermaid text as SVG into #graph-picture; the current step's node
+  // comes out in the `current` class (the graph text sets it). Falls back to the text.
+  let renders = 0;
+  async function drawGraph(flows, current) {
+    const picture = $("graph-picture");
+    const source = $("graph-source");
+    const mermaid = await loadMermaid();
+    if (mermaid) {
+      try {
+        const figures = [];
+        for (const flow of flows) {
+          renders += 1;
+          const { svg } = await mermaid.render("flow-graph-" + renders, flow.mermaid);
+          const figure = document.createElement("figure");
+          figure.className = "flow-graph";
+          figure.dataset.flow = flow.id;
+          figure.innerHTML = svg;
+          figures.push(figure);
+        }
+        picture.replaceChildren(...figures);
+        picture.dataset.current = current ? current.step : "";
+        picture.hidden = false;
+        source.open = false;
+        document.body.dataset.graph = "svg";
+        return;
+      } catch (e) {
+        console.warn("mermaid could not draw the graph:", e);
+      }
+    }
+    picture.hidden = true;
+    picture.replaceChildren();
+    source.open = true;
+    document.body.dataset.graph = "text";
+  }
+
   async function loadGraph() {
     const res = await fetch("/api/graph?session=" + encodeURIComponent(sessionId));
     if (!res.ok) {
@@ -205,6 +269,7 @@
         graph.appendChild(span);
       }
     }
+    await drawGraph(g.flows, current);
   }
 
   async function loadSession() {

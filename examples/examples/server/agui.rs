@@ -1,0 +1,423 @@
+//! The agent as an AG-UI agent: `POST /agui` takes AG-UI's `RunAgentInput` and answers
+//! with the run as AG-UI events over server-sent events (one `data: {json}` each), so
+//! `HttpAgent` of `@ag-ui/client` (and any AG-UI front end) can drive the concierge.
+//!
+//! - `threadId` is the session; the input is the last `user` message of `messages`
+//!   (the agent keeps its own history; the client's `state` and `tools` are not used:
+//!   the agent owns its state and its tools).
+//! - The events: `RUN_STARTED`; a `STATE_SNAPSHOT` of the session before the turn
+//!   (`{flow, step, data, awaiting_approval}`); for each step entered `STEP_STARTED` /
+//!   `STEP_FINISHED` (the step's name) with a `STATE_DELTA` (JSON Patch `add` of
+//!   `/flow` and `/step`); the reply as `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT`
+//!   (as it streams) / `TEXT_MESSAGE_END`; each tool call as `TOOL_CALL_START` /
+//!   `TOOL_CALL_ARGS` / `TOOL_CALL_END` and its `TOOL_CALL_RESULT`; a last
+//!   `STATE_SNAPSHOT` (also with `stopped`); then `RUN_FINISHED` with `usage`, or
+//!   `RUN_ERROR` when the turn failed (the session is unchanged).
+//! - A tool call that waits for a person's approval ends the run with `RUN_FINISHED`
+//!   whose `outcome` is an `interrupt` (`{id, reason: "tool_approval", toolCallId,
+//!   message, metadata: {tool, arguments}}`, the id being the call's). The next run
+//!   resumes it: `resume: [{"interruptId", "status": "resolved"}]` approves,
+//!   `"status": "cancelled"` denies (`payload.reason`, if any, says why), and a
+//!   `payload` that is a decision (`{"decision": "approve" | "deny" | "edit", ...}`,
+//!   as the approval route takes) is used as is. The resumed turn streams as usual.
+//! - A body that is not a `RunAgentInput` (or has no user message and no `resume`) is a
+//!   `400` with `{"error"}`; a `resume` of a call that does not wait is a `409` with
+//!   `{"error", "waiting"}`.
+
+use agent_core::prelude::*;
+use agent_core::response::Event as TurnEvent;
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::{Booking, Log, Served, bad_request, pending_list, server_error, valid_id};
+
+/// The routes of the AG-UI endpoint.
+pub fn routes() -> Router<Served> {
+    Router::new().route("/agui", post(run))
+}
+
+/// What a run is asked to do: answer a message or decide a waiting call.
+enum Work {
+    Message(String),
+    Resume { call: String, decision: Decision },
+}
+
+/// The text of a user message's `content`: a string, or the `text` parts of an array.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// A resume entry as a decision.
+fn decision_of(entry: &Value) -> Result<(String, Decision), String> {
+    let id = entry["interruptId"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or("a resume entry needs an `interruptId`")?
+        .to_owned();
+    let payload = &entry["payload"];
+    let decision = match entry["status"].as_str() {
+        Some("resolved") if payload.get("decision").is_some() => {
+            serde_json::from_value::<Decision>(payload.clone())
+                .map_err(|e| format!("the payload of interrupt {id} is not a decision: {e}"))?
+        }
+        Some("resolved") => Decision::Approve,
+        Some("cancelled") => Decision::Deny {
+            reason: payload["reason"]
+                .as_str()
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .unwrap_or("cancelled in the client")
+                .to_owned(),
+        },
+        _ => {
+            return Err(format!(
+                "the status of interrupt {id} must be `resolved` or `cancelled`"
+            ));
+        }
+    };
+    if let Decision::Deny { reason } = &decision
+        && reason.trim().is_empty()
+    {
+        return Err("a denial needs a reason".into());
+    }
+    Ok((id, decision))
+}
+
+fn parse(body: &Value) -> Result<(String, String, Work), String> {
+    let thread = body["threadId"]
+        .as_str()
+        .ok_or("`threadId` (a string) is required")?;
+    if !valid_id(thread) {
+        return Err("`threadId` (the session) must be 1 to 64 letters, digits, '-' or '_'".into());
+    }
+    let run = body["runId"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .ok_or("`runId` (a string) is required")?;
+    let messages = body["messages"]
+        .as_array()
+        .ok_or("`messages` (an array) is required")?;
+    let resume = body["resume"].as_array().filter(|r| !r.is_empty());
+    let work = if let Some(entries) = resume {
+        let [entry] = entries.as_slice() else {
+            return Err("one resume entry at a time: a run waits for one call here".into());
+        };
+        let (call, decision) = decision_of(entry)?;
+        Work::Resume { call, decision }
+    } else {
+        let last = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .ok_or("`messages` has no user message (and there is no `resume`)")?;
+        let text = content_text(&last["content"])
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .ok_or("the last user message has no text")?;
+        Work::Message(text)
+    };
+    Ok((thread.to_owned(), run.to_owned(), work))
+}
+
+fn event(v: Value) -> SseEvent {
+    SseEvent::default().data(v.to_string())
+}
+
+/// Turns the agent's events into AG-UI events, keeping what is open.
+struct Run {
+    thread: String,
+    run: String,
+    log: Log,
+    messages: usize,
+    /// The open text message and the text it got.
+    text: Option<String>,
+    streamed: String,
+    tools: usize,
+    /// Calls started whose result has not come: (id, tool, arguments).
+    open_calls: Vec<(String, String, Value)>,
+    /// Ids the calls of a resumed round already have: (tool, arguments, id).
+    known: Vec<(String, Value, String)>,
+    /// The open AG-UI step.
+    step: Option<String>,
+}
+
+impl Run {
+    fn open_text(&mut self, out: &mut Vec<SseEvent>) -> String {
+        if let Some(id) = &self.text {
+            return id.clone();
+        }
+        self.messages += 1;
+        let id = format!("{}-msg-{}", self.run, self.messages);
+        out.push(event(json!({
+            "type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant"
+        })));
+        self.text = Some(id.clone());
+        id
+    }
+
+    fn close_text(&mut self, out: &mut Vec<SseEvent>) {
+        if let Some(id) = self.text.take() {
+            out.push(event(
+                json!({ "type": "TEXT_MESSAGE_END", "messageId": id }),
+            ));
+        }
+    }
+
+    fn close_step(&mut self, out: &mut Vec<SseEvent>) {
+        if let Some(name) = self.step.take() {
+            out.push(event(json!({ "type": "STEP_FINISHED", "stepName": name })));
+        }
+    }
+
+    fn call(&mut self, out: &mut Vec<SseEvent>, id: String, tool: &str, arguments: &Value) {
+        self.close_text(out);
+        out.push(event(json!({
+            "type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": tool
+        })));
+        out.push(event(json!({
+            "type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": arguments.to_string()
+        })));
+        out.push(event(json!({ "type": "TOOL_CALL_END", "toolCallId": id })));
+        self.open_calls
+            .push((id, tool.to_owned(), arguments.clone()));
+    }
+
+    fn on(&mut self, e: TurnEvent<Booking>) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        match e {
+            TurnEvent::StepEntered(r) => {
+                self.close_step(&mut out);
+                out.push(event(json!({ "type": "STEP_STARTED", "stepName": r.step })));
+                out.push(event(json!({
+                    "type": "STATE_DELTA",
+                    "delta": [
+                        { "op": "add", "path": "/flow", "value": r.flow },
+                        { "op": "add", "path": "/step", "value": r.step },
+                    ],
+                })));
+                self.step = Some(r.step);
+            }
+            TurnEvent::Transition(t) => out.push(event(json!({
+                "type": "STATE_DELTA",
+                "delta": [{ "op": "add", "path": "/flow", "value": t.to }],
+            }))),
+            TurnEvent::ToolCall { name, arguments } => {
+                let id = match self
+                    .known
+                    .iter()
+                    .position(|(t, a, _)| *t == name && *a == arguments)
+                {
+                    Some(i) => self.known.remove(i).2,
+                    None => {
+                        self.tools += 1;
+                        format!("{}-call-{}", self.run, self.tools)
+                    }
+                };
+                self.call(&mut out, id, &name, &arguments);
+            }
+            TurnEvent::ApprovalRequested(c) => {
+                self.call(&mut out, c.id.clone(), &c.tool, &c.arguments);
+                // It waits: no result comes in this run.
+                self.open_calls.retain(|(id, _, _)| *id != c.id);
+            }
+            TurnEvent::ToolResult(r) => {
+                let at = self
+                    .open_calls
+                    .iter()
+                    .position(|(_, t, a)| *t == r.name && *a == r.arguments)
+                    .or_else(|| self.open_calls.iter().position(|(_, t, _)| *t == r.name));
+                if let Some(i) = at {
+                    let (id, _, _) = self.open_calls.remove(i);
+                    self.messages += 1;
+                    out.push(event(json!({
+                        "type": "TOOL_CALL_RESULT",
+                        "messageId": format!("{}-result-{}", self.run, self.messages),
+                        "toolCallId": id,
+                        "content": r.output,
+                        "role": "tool",
+                    })));
+                }
+            }
+            TurnEvent::TextDelta(t) if !t.is_empty() => {
+                let id = self.open_text(&mut out);
+                self.streamed.push_str(&t);
+                out.push(event(json!({
+                    "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": t
+                })));
+            }
+            TurnEvent::Done(r) => {
+                // The deltas concatenate to the message; send what is missing.
+                let rest = r
+                    .message
+                    .strip_prefix(self.streamed.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                if !rest.is_empty() {
+                    let id = self.open_text(&mut out);
+                    out.push(event(json!({
+                        "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": rest
+                    })));
+                }
+                self.close_text(&mut out);
+                self.close_step(&mut out);
+                out.push(event(json!({
+                    "type": "STATE_SNAPSHOT",
+                    "snapshot": {
+                        "flow": r.flow,
+                        "step": r.step,
+                        "data": r.data,
+                        "stopped": r.stopped,
+                        "awaiting_approval": pending_list(&r.awaiting_approval),
+                    },
+                })));
+                let outcome = if r.awaiting_approval.is_empty() {
+                    json!({ "type": "success" })
+                } else {
+                    let interrupts: Vec<Value> = r
+                        .awaiting_approval
+                        .iter()
+                        .map(|c| {
+                            json!({
+                                "id": c.id,
+                                "reason": "tool_approval",
+                                "message": format!("{} waits for a person's approval", c.tool),
+                                "toolCallId": c.id,
+                                "metadata": { "tool": c.tool, "arguments": c.arguments },
+                            })
+                        })
+                        .collect();
+                    json!({ "type": "interrupt", "interrupts": interrupts })
+                };
+                let u = &r.usage;
+                out.push(event(json!({
+                    "type": "RUN_FINISHED",
+                    "threadId": self.thread,
+                    "runId": self.run,
+                    "outcome": outcome,
+                    "result": { "message": r.message, "stopped": r.stopped },
+                    "usage": [{
+                        "inputTokens": u.input_tokens,
+                        "outputTokens": u.output_tokens,
+                        "totalTokens": u.input_tokens + u.output_tokens,
+                        "cachedInputTokens": u.cached_input_tokens,
+                    }],
+                })));
+            }
+            TurnEvent::Error(err) => {
+                (self.log)(&format!(
+                    "[server] session {}: AG-UI run {} failed: {err} (the session is unchanged)",
+                    self.thread, self.run
+                ));
+                out.push(event(json!({
+                    "type": "RUN_ERROR", "message": err.to_string(), "code": "turn_failed"
+                })));
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// `POST /agui`.
+async fn run(
+    State(Served { agent, log }): State<Served>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Response {
+    let body = match body {
+        Ok(Json(b)) => b,
+        Err(e) => {
+            return bad_request(&format!(
+                "the body must be an AG-UI RunAgentInput ({})",
+                e.body_text()
+            ));
+        }
+    };
+    let (thread, run_id, work) = match parse(&body) {
+        Ok(p) => p,
+        Err(e) => return bad_request(&e),
+    };
+    let session = match agent.session(&thread).await {
+        Ok(s) => s,
+        Err(e) => return server_error(&log, &format!("AG-UI thread {thread}"), &e),
+    };
+    let before = match &session {
+        Some(s) => json!({
+            "flow": s.flow,
+            "step": s.step,
+            "data": s.data,
+            "awaiting_approval": pending_list(
+                &s.approval.as_ref().map(|p| p.waiting()).unwrap_or_default()
+            ),
+        }),
+        None => json!({
+            "flow": null, "step": null, "data": Booking::default(), "awaiting_approval": [],
+        }),
+    };
+    let waiting = session
+        .as_ref()
+        .and_then(|s| s.approval.as_ref())
+        .map(|p| p.waiting())
+        .unwrap_or_default();
+    let mut state = Run {
+        thread: thread.clone(),
+        run: run_id.clone(),
+        log,
+        messages: 0,
+        text: None,
+        streamed: String::new(),
+        tools: 0,
+        open_calls: Vec::new(),
+        known: waiting
+            .iter()
+            .map(|c| (c.tool.clone(), c.arguments.clone(), c.id.clone()))
+            .collect(),
+        step: None,
+    };
+    let turn = match work {
+        Work::Message(text) => agent.respond_stream(&thread, &text),
+        Work::Resume { call, decision } => {
+            if !waiting.iter().any(|c| c.id == call) {
+                let ids: Vec<&str> = waiting.iter().map(|c| c.id.as_str()).collect();
+                return (
+                    StatusCode::CONFLICT,
+                    Json(json!({
+                        "error": format!("no call `{call}` waits for a decision in thread {thread}"),
+                        "waiting": ids,
+                    })),
+                )
+                    .into_response();
+            }
+            agent.resolve_approval_stream(&thread, &call, decision)
+        }
+    };
+    let head = vec![
+        event(json!({ "type": "RUN_STARTED", "threadId": thread, "runId": run_id })),
+        event(json!({ "type": "STATE_SNAPSHOT", "snapshot": before })),
+    ];
+    let events = futures::stream::iter(head)
+        .chain(
+            turn.map(move |e| state.on(e))
+                .flat_map(futures::stream::iter),
+        )
+        .map(Ok::<_, std::convert::Infallible>);
+    Sse::new(events).into_response()
+}

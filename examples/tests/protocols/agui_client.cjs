@@ -1,0 +1,73 @@
+// Drives the server example's AG-UI endpoint with `HttpAgent` of `@ag-ui/client` (which
+// validates every event it receives and applies them to its messages and state), and
+// prints what each run gave as one JSON object on stdout (examples/tests/protocols.rs
+// checks it).
+//
+//   NODE_PATH=.../node_modules node agui_client.cjs http://127.0.0.1:PORT THREAD_ID
+//
+// Run 1: a message that fills the booking up to the confirmation; run 2: "yes", which
+// ends in an interrupt (booking the room waits for a person's approval); run 3: resumes
+// the interrupt as resolved, and the room is booked.
+"use strict";
+
+const { HttpAgent } = require("@ag-ui/client");
+
+async function main() {
+  const [base, threadId] = process.argv.slice(2);
+  if (!base || !threadId) {
+    throw new Error("usage: agui_client.cjs BASE_URL THREAD_ID");
+  }
+  const agent = new HttpAgent({ url: base.replace(/\/$/, "") + "/agui", threadId });
+  const runs = [];
+
+  async function run(runId, params, userText) {
+    if (userText !== undefined) {
+      agent.addMessage({ id: runId + "-user", role: "user", content: userText });
+    }
+    const events = [];
+    let failed = null;
+    let finished = null;
+    const result = await agent
+      .runAgent(
+        { runId, ...params },
+        {
+          onEvent({ event }) {
+            events.push(event);
+          },
+          onRunFailed({ error }) {
+            failed = String(error && error.message ? error.message : error);
+          },
+          onRunFinishedEvent(p) {
+            finished = { outcome: p.outcome, interrupts: p.interrupts || [] };
+          },
+        },
+      )
+      .catch((e) => {
+        failed = failed || String(e && e.message ? e.message : e);
+        return null;
+      });
+    const last = [...agent.messages].reverse().find((m) => m.role === "assistant" && m.content);
+    runs.push({
+      runId,
+      events,
+      failed,
+      finished,
+      state: agent.state,
+      pendingInterrupts: agent.pendingInterrupts,
+      newMessages: result ? result.newMessages.map((m) => ({ role: m.role, id: m.id })) : null,
+      reply: last ? last.content : null,
+      messages: agent.messages.length,
+    });
+  }
+
+  await run("run-1", {}, "A room in Lisbon on July 1st for 2 guests");
+  await run("run-2", {}, "Yes, book it please");
+  const interrupts = agent.pendingInterrupts.map((i) => ({ interruptId: i.id, status: "resolved" }));
+  await run("run-3", { resume: interrupts });
+  process.stdout.write(JSON.stringify({ runs }) + "\n");
+}
+
+main().catch((e) => {
+  process.stderr.write("agui_client: " + (e && e.stack ? e.stack : e) + "\n");
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# protocols.sh — install (idempotently) the real clients the serving-protocol tests of the
+# server example talk to, and Mermaid for the web chat's flow graph:
+#
+#   - the official `openai` Python package (PyPI), in a venv: examples/tests/protocols.rs
+#     runs examples/tests/protocols/openai_client.py with it against POST /v1/chat/completions;
+#   - `@ag-ui/client` (npm): examples/tests/protocols/agui_client.mjs uses its HttpAgent
+#     against POST /agui;
+#   - `mermaid` (npm): the server serves its dist/mermaid.min.js as /vendor/mermaid.min.js
+#     and the page draws the flow graph with it (examples/tests/web_chat.rs checks the SVG).
+#
+# Usage: eval "$(bash scripts/protocols.sh)"
+#   Progress goes to stderr; stdout is only `export NAME=VALUE` lines:
+#     AGENT_OPENAI_PYTHON   a python3 that can `import openai`
+#     AGENT_AGUI_NODE_PATH  a node_modules folder with @ag-ui/client (for NODE_PATH)
+#     AGENT_MERMAID_JS      mermaid.min.js (the server example reads it from there)
+# Env: PROTOCOLS_HOME (default ~/.cache/agent-protocols), PYTHON (default python3),
+#   NPM (default npm). Versions are pinned below; a change of pin reinstalls.
+# Needs python3 with venv, node >= 18 and npm; reaches PyPI and the npm registry only.
+set -euo pipefail
+
+OPENAI_VERSION="3.57.0"
+AGUI_CLIENT_VERSION="1.0.0"
+MERMAID_VERSION="11.17.2"
+
+PROTOCOLS_HOME="${PROTOCOLS_HOME:-$HOME/.cache/agent-protocols}"
+PY="${PYTHON:-python3}"
+NPM="${NPM:-npm}"
+log() { echo "[protocols] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+mkdir -p "$PROTOCOLS_HOME"
+PROTOCOLS_HOME="$(cd "$PROTOCOLS_HOME" && pwd)"
+VENV="$PROTOCOLS_HOME/venv"
+NODE_DIR="$PROTOCOLS_HOME/node"
+
+# ------------------------------------------------------------------ openai (PyPI)
+python_ok() {
+  [ -x "$VENV/bin/python" ] &&
+    [ "$("$VENV/bin/python" -c 'import openai; print(openai.__version__)' 2>/dev/null)" = "$OPENAI_VERSION" ]
+}
+if python_ok; then
+  log "openai $OPENAI_VERSION: installed ($VENV)"
+else
+  command -v "$PY" >/dev/null || die "$PY not found (set PYTHON)"
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating the venv $VENV"
+    "$PY" -m venv "$VENV" >&2 || die "could not create a venv with $PY (python3-venv missing?)"
+  fi
+  log "installing openai==$OPENAI_VERSION from PyPI"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$OPENAI_VERSION" >&2 ||
+    die "pip could not install openai==$OPENAI_VERSION"
+  python_ok || die "openai $OPENAI_VERSION does not import from $VENV"
+  log "openai $OPENAI_VERSION: installed"
+fi
+
+# ------------------------------------------------------------------ @ag-ui/client, mermaid (npm)
+node_version() { # the installed version of package $1, or nothing
+  local pj="$NODE_DIR/node_modules/$1/package.json"
+  [ -f "$pj" ] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$pj" 2>/dev/null
+}
+node_ok() {
+  [ "$(node_version @ag-ui/client)" = "$AGUI_CLIENT_VERSION" ] &&
+    [ "$(node_version mermaid)" = "$MERMAID_VERSION" ] &&
+    [ -s "$NODE_DIR/node_modules/mermaid/dist/mermaid.min.js" ]
+}
+if node_ok; then
+  log "@ag-ui/client $AGUI_CLIENT_VERSION, mermaid $MERMAID_VERSION: installed ($NODE_DIR)"
+else
+  command -v node >/dev/null || die "node not found"
+  command -v "$NPM" >/dev/null || die "$NPM not found"
+  mkdir -p "$NODE_DIR"
+  cat > "$NODE_DIR/package.json" <<EOF
+{
+  "name": "agent-protocols",
+  "private": true,
+  "description": "Clients for the server example's protocol tests (scripts/protocols.sh)",
+  "dependencies": {
+    "@ag-ui/client": "$AGUI_CLIENT_VERSION",
+    "mermaid": "$MERMAID_VERSION"
+  }
+}
+EOF
+  log "installing @ag-ui/client@$AGUI_CLIENT_VERSION and mermaid@$MERMAID_VERSION from npm (node $(node --version))"
+  (cd "$NODE_DIR" && "$NPM" install --no-audit --no-fund --loglevel=error --ignore-scripts >&2) ||
+    die "npm could not install @ag-ui/client@$AGUI_CLIENT_VERSION and mermaid@$MERMAID_VERSION"
+  node_ok || die "the npm packages are not where expected under $NODE_DIR/node_modules"
+  log "@ag-ui/client $AGUI_CLIENT_VERSION, mermaid $MERMAID_VERSION: installed"
+fi
+
+q() { printf '%q' "$1"; }
+echo "export AGENT_OPENAI_PYTHON=$(q "$VENV/bin/python")"
+echo "export AGENT_AGUI_NODE_PATH=$(q "$NODE_DIR/node_modules")"
+echo "export AGENT_MERMAID_JS=$(q "$NODE_DIR/node_modules/mermaid/dist/mermaid.min.js")"
