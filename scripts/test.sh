@@ -10,7 +10,12 @@
 #     eval's smoke subset, which fails the run on engine faults only (a panic, a hang,
 #     an engine error on a usable answer, a broken protocol), never on answer quality;
 #   - Debian's Chromium and ChromeDriver (scripts/browser.sh) for the web chat's
-#     browser test.
+#     browser test;
+#   - the integrations' real counterparts (issue 17): the MCP reference server
+#     `@modelcontextprotocol/server-everything` (scripts/mcp.sh, npm), a Python OTLP
+#     receiver decoding with PyPI's `opentelemetry-proto` (scripts/otel.sh), the
+#     official `openai` Python client, `@ag-ui/client` and Mermaid
+#     (scripts/protocols.sh, PyPI and npm).
 # Both are stopped on exit. In CI (CI=true) a server that cannot start fails the run;
 # elsewhere the suites that need it report "skipped" instead.
 set -euo pipefail
@@ -57,6 +62,17 @@ stage "headless Chromium + ChromeDriver (web chat browser test)"
 if ! bash scripts/browser.sh >&2; then
   required "Chromium"
 fi
+
+stage "integration counterparts (MCP reference server, OTLP decoder, openai and AG-UI clients, Mermaid)"
+# Each prints `export NAME=VALUE` lines the tests read (their READMEs say which);
+# PyPI and npm packages, pinned, cached under ~/.cache.
+for counterpart in mcp otel protocols; do
+  if lines="$(bash "scripts/$counterpart.sh")"; then
+    eval "$lines"
+  else
+    required "scripts/$counterpart.sh"
+  fi
+done
 
 stage "cargo test --workspace --all-features"
 cargo test --workspace --all-features
