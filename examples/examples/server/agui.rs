@@ -38,6 +38,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::{Booking, Log, Served, bad_request, pending_list, server_error, valid_id};
+// A user message's `content` has the same shapes as OpenAI's.
+use super::openai::content_text;
 
 /// The routes of the AG-UI endpoint.
 pub fn routes() -> Router<Served> {
@@ -48,22 +50,6 @@ pub fn routes() -> Router<Served> {
 enum Work {
     Message(String),
     Resume { call: String, decision: Decision },
-}
-
-/// The text of a user message's `content`: a string, or the `text` parts of an array.
-fn content_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter(|p| p["type"] == "text")
-                .filter_map(|p| p["text"].as_str())
-                .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
-        }
-        _ => None,
-    }
 }
 
 /// A resume entry as a decision.

@@ -70,7 +70,7 @@ fn invalid(message: &str) -> Response {
 
 /// The text of a message's `content`: a string, or an array of parts whose `text`
 /// parts are joined.
-fn content_text(content: &Value) -> Option<String> {
+pub(super) fn content_text(content: &Value) -> Option<String> {
     match content {
         Value::String(s) => Some(s.clone()),
         Value::Array(parts) => {
