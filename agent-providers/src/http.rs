@@ -100,19 +100,33 @@ impl Transport {
 
     /// POST a JSON body; a non-2xx answer becomes [`ProviderError::Http`]. Use inside
     /// [`call`](Self::call) or a [`stream`](Self::stream)'s connection.
+    ///
+    /// A request that dies on a pooled connection the server has just closed (its
+    /// keep-alive ran out while the request was on the wire: llama.cpp's server and
+    /// uvicorn close idle connections after 5 s) is sent once more on a fresh one.
+    /// Nothing was answered, so the model call is repeated at most once; any other
+    /// failure is returned as it is, for the resilience layer to decide.
     pub(crate) async fn post(
         &self,
         url: &str,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, ProviderError> {
-        let resp = self
-            .client
-            .post(url)
-            .headers(self.headers.clone())
-            .body(body)
-            .send()
-            .await
-            .map_err(network_error)?;
+        let body = Bytes::from(body);
+        let send = || {
+            self.client
+                .post(url)
+                .headers(self.headers.clone())
+                .body(body.clone())
+                .send()
+        };
+        let resp = match send().await {
+            Err(e) if closed_by_peer(&e) => {
+                tracing::debug!("the server closed a pooled connection; sending again");
+                send().await
+            }
+            other => other,
+        }
+        .map_err(network_error)?;
         if resp.status().is_success() {
             Ok(resp)
         } else {
@@ -180,6 +194,33 @@ pub(crate) fn network_error(e: reqwest::Error) -> ProviderError {
         msg.push_str(" (timed out)");
     }
     ProviderError::Network(msg)
+}
+
+/// Whether a send failed because the peer closed the connection before answering
+/// anything: hyper's "connection closed before message completed", a request canceled
+/// by a closing connection, or a reset or broken pipe while writing.
+fn closed_by_peer(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() {
+        return false;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>()
+            && (h.is_incomplete_message() || h.is_canceled())
+        {
+            return true;
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// A non-2xx answer: status, the vendor's error message, and how long to wait.

@@ -272,3 +272,40 @@ async fn a_server_that_ignores_stream_true_is_replayed_as_one_chunk() {
     assert!(done.tool_calls[0].arguments["hotel"].is_string());
     assert_eq!(s.last().body["stream"], true);
 }
+
+/// llama.cpp's server (and uvicorn) close an idle keep-alive connection after 5 s; a
+/// request sent on it just then dies with "connection closed before message completed".
+/// That happened in CI between two streamed calls. Nothing was answered, so the request
+/// goes once more on a fresh connection.
+#[tokio::test]
+async fn a_request_on_a_connection_the_server_just_closed_is_sent_again() {
+    let (s, p) = setup().await;
+    let ok = || Reply::json(200, &fixture("compatible/llamacpp_plain.json"));
+    s.enqueue(PATH, ok())
+        .enqueue(PATH, Reply::close())
+        .enqueue(PATH, ok());
+    p.generate(&plain_request()).await.unwrap();
+    let r = p.generate(&plain_request()).await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(s.count(), 3, "the closed request was sent once more");
+
+    // Streams open through the same call.
+    s.enqueue(PATH, Reply::close()).enqueue(PATH, ok());
+    let (deltas, err) = collect(p.stream_deltas(&plain_request())).await;
+    assert!(err.is_none(), "{err:?}");
+    assert!(matches!(deltas.last(), Some(StreamDelta::Done(_))));
+    assert_eq!(s.count(), 5);
+}
+
+#[tokio::test]
+async fn a_server_that_keeps_closing_without_answering_is_a_network_error_after_one_repeat() {
+    let (s, p) = setup().await;
+    s.always(PATH, Reply::close());
+    match p.generate(&plain_request()).await {
+        Err(ProviderError::Network(m)) => {
+            assert!(m.contains("connection closed"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.count(), 2, "sent once more, not in a loop");
+}

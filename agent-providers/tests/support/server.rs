@@ -38,6 +38,9 @@ pub struct Reply {
     pub body: Body,
     /// Never answer (a server past every timeout).
     pub hang: bool,
+    /// Read the request, then close the connection without a byte of answer (a server
+    /// whose keep-alive ran out as the request arrived).
+    pub close: bool,
     /// After the body's pieces, keep the connection open without ending the body (a
     /// stream that stalls).
     pub stall: bool,
@@ -57,6 +60,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::Full(body.as_bytes().to_vec()),
             hang: false,
+            close: false,
             stall: false,
             reason: None,
             pace: Duration::ZERO,
@@ -77,6 +81,7 @@ impl Reply {
                 cut: false,
             },
             hang: false,
+            close: false,
             stall: false,
             reason: None,
             pace: Duration::ZERO,
@@ -115,6 +120,14 @@ impl Reply {
     pub fn reason(mut self, reason: &str) -> Self {
         self.reason = Some(reason.into());
         self
+    }
+
+    /// Read the request and close the connection without answering.
+    pub fn close() -> Self {
+        Self {
+            close: true,
+            ..Self::json(200, "")
+        }
     }
 
     /// A server that accepts the request and never answers.
@@ -329,6 +342,9 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         }
         if reply.hang {
             std::future::pending::<()>().await;
+        }
+        if reply.close {
+            return Ok(());
         }
         let reason = reply.reason.clone().unwrap_or_else(|| {
             match reply.status {
