@@ -9,6 +9,7 @@ mod common;
 use agent_core::AgentConfig;
 use agent_core::clock::ManualClock;
 use agent_core::prelude::*;
+use agent_core::provider::CallKind;
 use agent_core::testing::{Answer, ScriptedProvider};
 use common::*;
 use serde_json::json;
@@ -229,5 +230,111 @@ async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered(
             .to_string()
             .contains("book_room"),
         "the call reading the answer offers the action"
+    );
+}
+
+/// An agent with tools in the answer, at `confirm` after the question was asked.
+async fn asked_to_confirm(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let a = Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(held_flow())
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    a.respond("s", "Lisbon, two of us").await.unwrap();
+    a
+}
+
+#[tokio::test]
+async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_tool() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p).await;
+    // The first reading is speculative (the walk may move); the action runs in the
+    // rendering of the step the walk settles on.
+    let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
+    p.respond(Answer::raw(yes)).respond(Answer::raw(yes));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "Yes, book it").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+
+    let answered = p
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|q| q.kind == CallKind::Respond && q.system.contains("book_room"))
+        .expect("the answering call");
+    assert!(
+        answered.system.contains("first set `agreed`"),
+        "{}",
+        answered.system
+    );
+    let schema = answered.output.unwrap().schema;
+    let options = schema["properties"]["action"]["anyOf"].as_array().unwrap();
+    assert_eq!(
+        options.len(),
+        2,
+        "one per tool, and the refusal: {options:?}"
+    );
+    assert_eq!(options[0]["properties"]["agreed"]["const"], true);
+    assert_eq!(options[0]["properties"]["tool"]["const"], "book_room");
+    assert_eq!(options[0]["required"], json!(["agreed", "tool", "with"]));
+    assert_eq!(
+        options[1],
+        json!({
+            "type": "object",
+            "properties": { "agreed": { "const": false } },
+            "required": ["agreed"],
+            "additionalProperties": false,
+        }),
+        "no null: the model answers yes or no"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_named_without_agreement_does_not_run() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p).await;
+    // A server without a grammar may send both: the judgement decides.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"No problem, tell me when."}"#,
+    ));
+    let r = a.respond("s", "No, not yet").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert_eq!(r.message, "No problem, tell me when.");
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+}
+
+#[tokio::test]
+async fn an_agreement_that_is_not_a_boolean_is_repaired() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p).await;
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+    ));
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Shall I book it?"}"#,
+    ));
+    let r = a.respond("s", "Hmm").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert_eq!(r.message, "Shall I book it?");
+    let repair = p.last_request().unwrap();
+    assert!(
+        repair
+            .messages
+            .iter()
+            .any(|m| m.content.contains("`action.agreed` is not true or false")),
+        "the repair names the problem"
     );
 }

@@ -119,36 +119,75 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
     }
 }
 
+/// The consent form of `action`, for the answer to an `act_on_answer` step: the
+/// user's latest message is judged first (`agreed`), and only a `true` goes on to a
+/// tool and its arguments.
+const CONSENT_RULE: &str = "In `action`, first set `agreed`: true if the user's latest message agrees or asks you to go ahead, false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
+
 /// The tools, described in the prompt for a model that calls them through its answer.
-fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec]) {
+fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: bool) {
     sys.push_str("Tools you can use:\n");
     for t in specs {
         let _ = writeln!(sys, "- {}: {}", t.name, t.description);
     }
-    sys.push_str("To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null.\n");
+    if consent {
+        sys.push_str(CONSENT_RULE);
+        sys.push('\n');
+    } else {
+        sys.push_str("To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null.\n");
+    }
 }
 
 /// `schema` with a required `action`: null, or one of the tools with its arguments.
 /// Keys are written in schema order (alphabetical): `action` comes before `message`
 /// and `tool` before `with`, so the model decides to act before it describes the
 /// outcome (asked after the message, Qwen2.5 1.5B announced bookings and never acted).
-fn with_tool_call(schema: &Value, specs: &[ToolSpec]) -> Value {
+///
+/// With `consent`, `action` is `{"agreed": false}` or `{"agreed": true, "tool": ..,
+/// "with": ..}`: a yes/no judgement of the user's answer, which the grammar then
+/// holds the tool call to. Asked as "null or a call", Qwen2.5 1.5B wrote null to
+/// "Yes, book it", "Sure" and "OK, go ahead" alike; asked to judge agreement first, it
+/// acted on each of them and on none of "No, not yet", an off-topic question or a
+/// correction (2026-11-26, llama.cpp, temperature 0).
+fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) -> Value {
     let mut schema = schema.clone();
     let mut options: Vec<Value> = specs
         .iter()
         .map(|t| {
-            json!({
-                "type": "object",
-                "properties": {
-                    "tool": { "const": t.name },
-                    "with": t.parameters,
-                },
-                "required": ["tool", "with"],
-                "additionalProperties": false,
-            })
+            if consent {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "agreed": { "const": true },
+                        "tool": { "const": t.name },
+                        "with": t.parameters,
+                    },
+                    "required": ["agreed", "tool", "with"],
+                    "additionalProperties": false,
+                })
+            } else {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "tool": { "const": t.name },
+                        "with": t.parameters,
+                    },
+                    "required": ["tool", "with"],
+                    "additionalProperties": false,
+                })
+            }
         })
         .collect();
-    options.push(json!({ "type": "null" }));
+    options.push(if consent {
+        json!({
+            "type": "object",
+            "properties": { "agreed": { "const": false } },
+            "required": ["agreed"],
+            "additionalProperties": false,
+        })
+    } else {
+        json!({ "type": "null" })
+    });
     if let Some(o) = schema.as_object_mut() {
         if let Some(Value::Object(props)) = o.get_mut("properties") {
             props.insert("action".into(), json!({ "anyOf": options }));
@@ -173,19 +212,28 @@ fn without_action(schema: &Value) -> Value {
     schema
 }
 
-/// The answer's `action` as a call the tool loop can run.
-fn read_tool_call(v: Value, n: u32) -> Result<ToolCall, String> {
+/// The answer's `action` as a call the tool loop can run: none for null or for the
+/// consent form's `"agreed": false` (whatever else it holds).
+fn read_tool_call(v: Value, n: u32) -> Result<Option<ToolCall>, String> {
     let Value::Object(mut o) = v else {
-        return Err("`action` is not an object".into());
+        return match v {
+            Value::Null => Ok(None),
+            _ => Err("`action` is not an object".into()),
+        };
     };
+    match o.get("agreed") {
+        None | Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => return Ok(None),
+        Some(_) => return Err("`action.agreed` is not true or false".into()),
+    }
     let Some(Value::String(name)) = o.remove("tool") else {
         return Err("`action` has no `tool`".into());
     };
-    Ok(ToolCall {
+    Ok(Some(ToolCall {
         id: format!("answer-{n}"),
         name,
         arguments: o.remove("with").unwrap_or_else(|| json!({})),
-    })
+    }))
 }
 
 fn strip_fences(content: &str) -> &str {
@@ -383,6 +431,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // The target step's id and the pending step the reply may re-ask instead.
         let mut pending: Option<(Arc<str>, usize)> = None;
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
+        // The answer to an `act_on_answer` step: its tools are offered, and with tools in
+        // the answer the model judges the user's agreement before naming one.
+        let mut consent = false;
         if let Some(f) = &flow {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
@@ -424,6 +475,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // Asked now, not answered: an `act_on_answer` step waits for it.
                     if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
                         tools.extend(step.tools.iter().cloned());
+                        consent = step.act_on_answer && !step.tools.is_empty();
+                        if consent && self.a.config.tools_in_answer {
+                            state.push_str("The user's latest message answers this step. Does it agree or ask you to go ahead? Set `action.agreed` accordingly.\n");
+                        }
                     }
                     if let Some(a) = alt.filter(|a| a != j) {
                         let s = &f.steps[a];
@@ -444,6 +499,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
                     let acts = !step.tools.is_empty();
+                    consent = acts && step.act_on_answer;
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
@@ -451,7 +507,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         state,
                         "The task is finishing: everything needed is collected. The user's latest message answers this step: {}{}",
                         step.section,
-                        if acts {
+                        if consent && self.a.config.tools_in_answer {
+                            "Does the user's latest message agree or ask you to go ahead? Set `action.agreed` accordingly."
+                        } else if acts {
                             "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
                         } else {
                             "Confirm the outcome to the user; use the tools offered if an action is needed."
@@ -623,8 +681,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let in_answer = self.a.config.tools_in_answer && flow.is_some() && !specs.is_empty();
         let output = match output {
             Some(mut o) if in_answer => {
-                tools_in_answer_section(&mut sys, &specs);
-                o.schema = Arc::new(with_tool_call(&o.schema, &specs));
+                tools_in_answer_section(&mut sys, &specs, consent);
+                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent));
                 Some(o)
             }
             other => other,
@@ -727,8 +785,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             })
                             .or(intent);
                         let tool_call = match out.action {
-                            None | Some(Value::Null) => None,
-                            Some(v) => Some(read_tool_call(v, self.calls)?),
+                            None => None,
+                            Some(v) => read_tool_call(v, self.calls)?,
                         };
                         let judged = out.conditions.unwrap_or_default();
                         let verdicts = conditions
