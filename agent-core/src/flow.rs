@@ -476,6 +476,21 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                     "a correction clears what the step collects: add `collect(..)` or remove `depends_on`".into(),
                 ));
             }
+            if let Some(t) = &s.ask {
+                if s.kind == StepKind::Model {
+                    for (msg, hint) in
+                        template_errors(t, "ask", &s.requires, &self.required, &known_fields)
+                    {
+                        errs.push(err(Some(&sid), msg, hint));
+                    }
+                } else {
+                    errs.push(err(
+                        Some(&sid),
+                        "`ask` on a step the model does not render".into(),
+                        "`ask` writes the question of a model step; an `auto` step asks nothing and a `reply` step has its text".into(),
+                    ));
+                }
+            }
             s.collect_idx = cidx;
             s.requires_idx = ridx;
             match &s.kind {
@@ -503,31 +518,10 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                     }
                 }
                 StepKind::Reply(text) => {
-                    match crate::template::placeholders(text) {
-                        Err(why) => errs.push(err(
-                            Some(&sid),
-                            format!("the reply template is malformed: {why}"),
-                            "placeholders are `{field}`; `{{` and `}}` write braces".into(),
-                        )),
-                        Ok(names) => {
-                            for name in names {
-                                let present = s.requires.iter().any(|f| f.as_ref() == name)
-                                    || self.required.iter().any(|f| f == name);
-                                if !known_fields.iter().any(|f| f == name) {
-                                    errs.push(err(
-                                        Some(&sid),
-                                        format!("the reply template names `{{{name}}}`, which is not a data field"),
-                                        suggest(name, &known_fields, "fields"),
-                                    ));
-                                } else if !present {
-                                    errs.push(err(
-                                        Some(&sid),
-                                        format!("the reply template names `{{{name}}}`, which may be empty at this step"),
-                                        format!("add `{name}` to the step's `requires` or the flow's `required`"),
-                                    ));
-                                }
-                            }
-                        }
+                    for (msg, hint) in
+                        template_errors(text, "reply", &s.requires, &self.required, &known_fields)
+                    {
+                        errs.push(err(Some(&sid), msg, hint));
                     }
                     for (what, bad) in [
                         ("prompt", s.prompt.is_some()),
@@ -807,4 +801,42 @@ fn distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// The problems of a `{field}` template (a `reply` step's text, a step's `ask`): its
+/// syntax, and each placeholder a data field present at the step (in its `requires` or
+/// the flow's `required`), as (message, hint) pairs.
+fn template_errors(
+    text: &str,
+    what: &str,
+    requires: &[Arc<str>],
+    required: &[String],
+    known_fields: &[String],
+) -> Vec<(String, String)> {
+    let names = match crate::template::placeholders(text) {
+        Ok(names) => names,
+        Err(why) => {
+            return vec![(
+                format!("the {what} template is malformed: {why}"),
+                "placeholders are `{field}`; `{{` and `}}` write braces".into(),
+            )];
+        }
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let present =
+            requires.iter().any(|f| f.as_ref() == name) || required.iter().any(|f| f == name);
+        if !known_fields.iter().any(|f| f == name) {
+            out.push((
+                format!("the {what} template names `{{{name}}}`, which is not a data field"),
+                suggest(name, known_fields, "fields"),
+            ));
+        } else if !present {
+            out.push((
+                format!("the {what} template names `{{{name}}}`, which may be empty at this step"),
+                format!("add `{name}` to the step's `requires` or the flow's `required`"),
+            ));
+        }
+    }
+    out
 }

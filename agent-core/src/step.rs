@@ -45,6 +45,8 @@ pub struct Step<D, C> {
     pub(crate) must_call: Vec<Arc<str>>,
     /// The step's tools are offered only in a call that reads the user's answer to it.
     pub(crate) act_on_answer: bool,
+    /// The question that asks a model step, written by code (a `{field}` template).
+    pub(crate) ask: Option<String>,
     /// Rendered once at build: the step's prompt section.
     pub(crate) section: String,
 }
@@ -85,6 +87,7 @@ impl<D, C> Step<D, C> {
             end: false,
             must_call: Vec::new(),
             act_on_answer: false,
+            ask: None,
             section: String::new(),
         }
     }
@@ -211,6 +214,23 @@ impl<D, C> Step<D, C> {
     pub fn act_on_answer(mut self) -> Self {
         self.act_on_answer = true;
         self
+    }
+    /// The question that asks this model step, written by code from the data
+    /// (`{field}` placeholders, each required at the step): the turn that reaches the
+    /// step sends it instead of a model-written message, so a confirmation summary says
+    /// exactly what the state holds, and a turn whose data lands further than the model
+    /// predicted needs no second call to ask. The model still reads the turn (data,
+    /// conditions) and writes every later message at the step (an answer to an
+    /// off-topic question, a re-ask with a reason). A turn with something to tell the
+    /// user (a refused value, a note) and a reply already streamed live keep the
+    /// model's message. The step's tools are offered from the user's answer on.
+    pub fn ask(mut self, template: impl Into<String>) -> Self {
+        self.ask = Some(template.into());
+        self
+    }
+    /// The code-written question, if any.
+    pub fn ask_template(&self) -> Option<&str> {
+        self.ask.as_deref()
     }
     /// Terminal: no linear successor.
     pub fn end(mut self) -> Self {

@@ -190,7 +190,7 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
                 ))]
                 fn route() {}
 
-                #[step(end, prompt = "Confirm.", tools(book_room), act_on_answer, finalize = done, branches(
+                #[step(end, prompt = "Confirm.", ask = "Book {guests} guests?", tools(book_room), act_on_answer, finalize = done, branches(
                     when "the user asks about pets" => PetsFlow,
                     when "the user wants to leave feedback" => feedback::Step::ask,
                     when "the user gives up" => Directive::abort("gave up"),

@@ -105,10 +105,13 @@ mod booking {
     fn route() {}
 
     /// The fn body is the step's `prepare` hook: it runs before the model call. The
-    /// flow cannot end here unless `book_room` ran: a reply claiming a booking without
-    /// it is replaced. `book_room` is offered only once the guest answers the question
-    /// (`act_on_answer`), never in the turn that asks it.
+    /// question is code's (`ask`): the guest confirms the state itself, and a turn whose
+    /// data lands here makes no second call to ask. The flow cannot end here unless
+    /// `book_room` ran: a reply claiming a booking without it is replaced. `book_room`
+    /// is offered only once the guest answers the question (`act_on_answer`), never in
+    /// the turn that asks it.
     #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
+           ask = "A room in {city} from {check_in}, guests: {guests}. Shall I book it?",
            tools(book_room), requires_tool(book_room), act_on_answer,
            branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {

@@ -626,11 +626,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         }
                         ok || self.streamed
                     });
-                    let out = match reuse {
+                    // The step's own question, written by code, the turn it is reached
+                    // (not when the user answered it with something else, and not over
+                    // a reason to tell or a reply the user already saw).
+                    let asks = flow.steps[*j].ask.as_deref().filter(|_| {
+                        !is_closing && alt != Some(*j) && !self.streamed && self.notes.is_empty()
+                    });
+                    let mut out = match reuse {
                         Some(sp) => sp.out,
                         // A tool already set the reply (or aborted): a new rendering
                         // would be replaced, and could call the tool again.
                         None if self.reply_settled_since(0) => super::model::CallOutcome::default(),
+                        None if asks.is_some() => {
+                            if self.prepare(&flow, *j).await? || self.turn_over() {
+                                continue;
+                            }
+                            super::model::CallOutcome::default()
+                        }
                         None => {
                             if !is_closing && self.prepare(&flow, *j).await? {
                                 continue;
@@ -660,6 +672,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             out
                         }
                     };
+                    if let Some(t) = asks
+                        && !self.reply_settled_since(0)
+                    {
+                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        out.message = crate::template::render(t, &data);
+                    }
                     finalize_step = Some((flow.clone(), *j));
                     if is_closing {
                         closing = Some(flow);

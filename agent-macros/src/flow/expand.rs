@@ -613,6 +613,13 @@ pub fn expand(def: &FlowDef) -> TokenStream {
             let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t).name());
             sb.push(quote!(.requires_tool(#t)));
         }
+        if let Some(a) = &s.ask {
+            let text = match &f.data {
+                Some(_) => quote!(#rt::reply_template::<__D>(#a)),
+                None => quote!(#a),
+            };
+            sb.push(quote!(.ask(#text)));
+        }
         if s.act_on_answer.is_some() {
             sb.push(quote!(.act_on_answer()));
         }

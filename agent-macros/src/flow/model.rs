@@ -95,6 +95,8 @@ pub struct StepDef {
     pub requires_tool: Vec<syn::Expr>,
     /// `act_on_answer`: the step's tools only in a call that reads the answer to it.
     pub act_on_answer: Option<Span>,
+    /// `ask = ".."`: the code-written question of a model step.
+    pub ask: Option<syn::LitStr>,
     /// `end`.
     pub end: bool,
     /// `skip = |view| ..`.

@@ -69,7 +69,12 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
                 format!("`depends_on` clears what a step collects when the user corrects a field it names; `{}` collects nothing: add `collect(..)` or remove `depends_on`", s.ident),
             );
         }
-        reply_template(s, &def.flow.required.idents, errors);
+        if let Shape::Reply(lit) = &s.shape {
+            template(s, lit, "reply", &def.flow.required.idents, errors);
+        }
+        if let (Some(lit), Shape::Model) = (&s.ask, &s.shape) {
+            template(s, lit, "ask", &def.flow.required.idents, errors);
+        }
         hook_shape(s, errors);
         if let Some(b) = &s.branches {
             branch_table(s, b, &names, errors);
@@ -173,8 +178,9 @@ pub(crate) fn combine(op: &str, preds: &[TokenStream]) -> TokenStream {
 }
 
 fn step_shape(s: &StepDef, errors: &mut Errors) {
-    let conflicts: [(&str, Option<proc_macro2::Span>); 5] = [
+    let conflicts: [(&str, Option<proc_macro2::Span>); 6] = [
         ("prompt", s.prompt.as_ref().map(|p| p.0)),
+        ("ask", s.ask.as_ref().map(syn::LitStr::span)),
         ("collect", s.collect.key),
         ("tools", s.tools.as_ref().map(|t| t.0)),
         (
@@ -243,11 +249,16 @@ fn when_branches(s: &StepDef, kind: &str, why: &str, errors: &mut Errors) {
     }
 }
 
-/// A `reply` text's `{field}` placeholders must be present at the step: in its
-/// `requires` or the flow's `required` (both already checked against the data type).
+/// A template's (`reply`, `ask`) `{field}` placeholders must be present at the step: in
+/// its `requires` or the flow's `required` (both already checked against the data type).
 /// The syntax is the runtime's (`agent_core::template`), which this crate cannot import.
-fn reply_template(s: &StepDef, required: &[syn::Ident], errors: &mut Errors) {
-    let Shape::Reply(lit) = &s.shape else { return };
+fn template(
+    s: &StepDef,
+    lit: &syn::LitStr,
+    what: &str,
+    required: &[syn::Ident],
+    errors: &mut Errors,
+) {
     let text = lit.value();
     let mut rest = text.as_str();
     while let Some(i) = rest.find(['{', '}']) {
@@ -259,7 +270,7 @@ fn reply_template(s: &StepDef, required: &[syn::Ident], errors: &mut Errors) {
         let Some(end) = tail.find('}').filter(|_| tail.starts_with('{')) else {
             errors.push(
                 lit.span(),
-                "malformed reply template: a brace without its pair; placeholders are `{field}`, and `{{` / `}}` write braces",
+                format!("malformed {what} template: a brace without its pair; placeholders are `{{field}}`, and `{{{{` / `}}}}` write braces"),
             );
             return;
         };
@@ -282,7 +293,7 @@ fn reply_template(s: &StepDef, required: &[syn::Ident], errors: &mut Errors) {
             errors.push(
                 lit.span(),
                 format!(
-                    "the reply names `{{{name}}}`, which may be empty at step `{}`: add `{name}` to the step's `requires(..)` or the flow's `required(..)`{}",
+                    "the {what} names `{{{name}}}`, which may be empty at step `{}`: add `{name}` to the step's `requires(..)` or the flow's `required(..)`{}",
                     s.ident,
                     if known.is_empty() {
                         String::new()

@@ -355,6 +355,11 @@ mod booking {
                                 .when("the user gives up"),
                         ]),
                     )
+                    .ask(
+                        ::agent_core::__private::reply_template::<
+                            __D,
+                        >("Book {guests} guests?"),
+                    )
                     .act_on_answer()
                     .end(),
             );
