@@ -111,7 +111,7 @@ mod booking {
     /// is offered only once the guest answers the question (`act_on_answer`), never in
     /// the turn that asks it.
     #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
-           ask = "A room in {city} from {check_in}, guests: {guests}. Shall I book it?",
+           ask = "Here is your booking: a room in {city} from {check_in} for {guests} guest(s). Shall I book it?",
            tools(book_room), requires_tool(book_room), act_on_answer,
            branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
