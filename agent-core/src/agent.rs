@@ -851,7 +851,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             crate::telemetry::record_turn_input(&span, message);
             // Callbacks are caught where they are called (naming them); this catches
             // whatever else panics, so no panic unwinds out of `respond`.
-            let run = AssertUnwindSafe(turn.run().instrument(span.clone())).catch_unwind();
+            // Pinned in place: the turn's future is large, and moving it into the
+            // wrappers (span, unwind guard) would copy it.
+            let work = std::pin::pin!(turn.run());
+            let run = AssertUnwindSafe(work.instrument(span.clone())).catch_unwind();
             let result = run.await.unwrap_or_else(|p| {
                 Err(AgentError::HookPanicked {
                     what: "code called during the turn (a provider, store or data type)".into(),

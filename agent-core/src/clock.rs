@@ -1,7 +1,7 @@
 //! Injectable time, so cooldowns and timestamps are testable without sleeping.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
@@ -83,11 +83,31 @@ impl Calendar {
 
 /// The agent's time zone: a fixed UTC offset and the name the model is shown.
 /// Dates the user gives ("tomorrow", "next Friday") resolve in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct TimeZone {
     name: String,
     offset_minutes: i16,
+    /// The last [`TimeZone::today_line`] and its day: the line changes once a day,
+    /// and every prompt carries it. Shared by clones (same zone, same lines).
+    today: Arc<Mutex<Option<(time::Date, String)>>>,
 }
+
+impl std::fmt::Debug for TimeZone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeZone")
+            .field("name", &self.name)
+            .field("offset_minutes", &self.offset_minutes)
+            .finish()
+    }
+}
+
+impl PartialEq for TimeZone {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.offset_minutes == other.offset_minutes
+    }
+}
+
+impl Eq for TimeZone {}
 
 impl Default for TimeZone {
     fn default() -> Self {
@@ -101,6 +121,7 @@ impl TimeZone {
         Self {
             name: "UTC".into(),
             offset_minutes: 0,
+            today: Arc::default(),
         }
     }
 
@@ -110,6 +131,7 @@ impl TimeZone {
         Self {
             name: name.into(),
             offset_minutes: offset_minutes.clamp(-1080, 1080),
+            today: Arc::default(),
         }
     }
 
@@ -138,7 +160,20 @@ impl TimeZone {
     /// No time of day: the line changes once a day, so the system prompt it sits in
     /// stays the prefix a provider caches.
     pub fn today_line(&self, now_ms: u64) -> String {
-        let t = self.local(now_ms);
+        let day = self.local(now_ms).date();
+        let mut last = self.today.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((d, line)) = last.as_ref()
+            && *d == day
+        {
+            return line.clone();
+        }
+        let line = self.line_of(day);
+        *last = Some((day, line.clone()));
+        line
+    }
+
+    /// [`TimeZone::today_line`] for the local date `t`.
+    fn line_of(&self, t: time::Date) -> String {
         let off = self.offset_minutes;
         let sign = if off < 0 { '-' } else { '+' };
         let zone = if self.name == "UTC" && off == 0 {
@@ -178,5 +213,35 @@ mod tests {
             "Today is Monday, 15 June 2026 (2026-06-15), time zone Europe/Lisbon (UTC+01:00). Write dates as YYYY-MM-DD, counted from today."
         );
         assert!(TimeZone::utc().today_line(ms).contains("time zone UTC."));
+    }
+
+    #[test]
+    fn today_line_follows_the_local_day_through_its_cache() {
+        // 2026-06-15T08:30:00Z, a Monday; in UTC-05:00 the day turns at 05:00Z.
+        let ms = 1_781_512_200_000;
+        let hour = 3_600_000;
+        let tz = TimeZone::fixed("America/Bogota", -300);
+        let monday = tz.today_line(ms);
+        assert!(
+            monday.contains("Monday, 15 June 2026 (2026-06-15)"),
+            "{monday}"
+        );
+        assert_eq!(tz.today_line(ms + 10 * hour), monday);
+        let tuesday = tz.today_line(ms + 21 * hour);
+        assert!(
+            tuesday.contains("Tuesday, 16 June 2026 (2026-06-16)"),
+            "{tuesday}"
+        );
+        assert!(
+            tz.today_line(ms - 4 * hour)
+                .contains("Sunday, 14 June 2026")
+        );
+        assert_eq!(tz.clone().today_line(ms), monday);
+        assert_eq!(tz, TimeZone::fixed("America/Bogota", -300));
+        assert_ne!(tz, TimeZone::fixed("America/Bogota", -240));
+        assert_eq!(
+            format!("{tz:?}"),
+            r#"TimeZone { name: "America/Bogota", offset_minutes: -300 }"#
+        );
     }
 }

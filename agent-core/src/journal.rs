@@ -130,8 +130,35 @@ pub(crate) fn turn_tag(event_id: Option<&str>, turns: u64, message: &str) -> Arc
     match event_id {
         Some(id) => Arc::from(format!("event:{id}")),
         None => {
+            // `turn:{n}:{hash:016x}`, written without the formatting machinery: every
+            // turn makes one.
             let n = turns.saturating_add(1);
-            Arc::from(format!("turn:{n}:{:016x}", hash(&[message.as_bytes()])))
+            let mut tag = [0u8; 5 + 20 + 1 + 16];
+            tag[..5].copy_from_slice(b"turn:");
+            let mut digits = [0u8; 20];
+            let mut at = digits.len();
+            let mut rest = n;
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (rest % 10) as u8;
+                rest /= 10;
+                if rest == 0 {
+                    break;
+                }
+            }
+            let mut len = 5;
+            for &d in &digits[at..] {
+                tag[len] = d;
+                len += 1;
+            }
+            tag[len] = b':';
+            len += 1;
+            let h = hash(&[message.as_bytes()]);
+            for i in (0..16).rev() {
+                tag[len] = b"0123456789abcdef"[((h >> (i * 4)) & 0xf) as usize];
+                len += 1;
+            }
+            Arc::from(std::str::from_utf8(&tag[..len]).unwrap_or_default())
         }
     }
 }
@@ -336,6 +363,20 @@ mod tests {
 
     #[test]
     fn keys_are_stable_and_separate_calls() {
+        for (turns, message) in [
+            (0, ""),
+            (4, "pay 5"),
+            (9, "é"),
+            (u64::MAX - 1, "x"),
+            (u64::MAX, "y"),
+        ] {
+            let n = turns.saturating_add(1);
+            let h = hash(&[message.as_bytes()]);
+            assert_eq!(
+                turn_tag(None, turns, message).as_ref(),
+                format!("turn:{n}:{h:016x}")
+            );
+        }
         let t = turn_tag(None, 4, "pay 5");
         assert_eq!(t, turn_tag(None, 4, "pay 5"));
         assert_ne!(t, turn_tag(None, 5, "pay 5"));

@@ -24,7 +24,7 @@ use time::{Date, Duration, Month, Weekday};
 /// What the user said this session, and today's date on the agent's clock.
 pub(crate) struct Evidence<'a> {
     /// The user's messages, normalised ([`normalize`]).
-    pub(crate) said: Vec<String>,
+    pub(crate) said: std::sync::Arc<[String]>,
     pub(crate) today: Date,
     pub(crate) defs: Option<&'a Value>,
 }
@@ -143,15 +143,29 @@ fn find<T>(
 pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push(' ');
-    for c in text.chars().flat_map(char::to_lowercase) {
-        let c = fold(c);
+    // `out` ends with a space (letters and digits never are one).
+    let mut spaced = true;
+    let mut put = |c: char| {
         if c.is_alphanumeric() {
             out.push(c);
-        } else if !out.ends_with(' ') {
+            spaced = false;
+        } else if !spaced {
             out.push(' ');
+            spaced = true;
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii() {
+            // The common case, without the Unicode tables: ASCII lower-cases to one
+            // ASCII character, which `fold` leaves as it is.
+            put(c.to_ascii_lowercase());
+        } else {
+            for l in c.to_lowercase() {
+                put(fold(l));
+            }
         }
     }
-    if !out.ends_with(' ') {
+    if !spaced {
         out.push(' ');
     }
     out
@@ -686,7 +700,7 @@ mod tests {
 
     fn ev(said: &[&str]) -> Evidence<'static> {
         Evidence {
-            said: said.iter().map(|s| normalize(s)).collect(),
+            said: said.iter().map(|s| normalize(s)).collect::<Vec<_>>().into(),
             today: date!(2026 - 06 - 15),
             defs: None,
         }
@@ -803,5 +817,38 @@ mod tests {
         let room = json!({ "enum": ["double"], "x-synonyms": { "double": ["two beds"] } });
         let e = ev(&["a room with two beds"]);
         assert_eq!(e.check(&room, &json!("double"), None), Grounding::Grounded);
+    }
+
+    #[test]
+    fn normalize_folds_case_accents_and_punctuation_as_the_unicode_tables_do() {
+        // The character-by-character definition, through the Unicode tables only.
+        fn reference(text: &str) -> String {
+            let mut out = String::from(" ");
+            for c in text.chars().flat_map(char::to_lowercase) {
+                let c = fold(c);
+                if c.is_alphanumeric() {
+                    out.push(c);
+                } else if !out.ends_with(' ') {
+                    out.push(' ');
+                }
+            }
+            if !out.ends_with(' ') {
+                out.push(' ');
+            }
+            out
+        }
+        for text in [
+            "",
+            " ",
+            "I'd like to book a room",
+            "  Lisbon,  2 GUESTS!! ",
+            "Ça coûte 15€ — São Paulo; İstanbul ß ẞ Ǆ ΣΑΣ",
+            "x",
+            "1.5/7\t\nend",
+            "ÀÉÎÕÜ ÿ ñ ø",
+        ] {
+            assert_eq!(normalize(text), reference(text), "{text:?}");
+        }
+        assert_eq!(normalize("Hello, World!"), " hello world ");
     }
 }

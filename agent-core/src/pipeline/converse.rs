@@ -27,6 +27,36 @@ pub(crate) enum Verdict {
     Refused(String),
 }
 
+/// The user's messages normalised for grounding ([`normalize`]), kept for the turn:
+/// the value checks of a turn (extraction, the live-streaming decision, corrections)
+/// read the same messages, and normalising them is most of what grounding costs.
+#[derive(Default)]
+pub(crate) struct SaidMemo {
+    /// The texts the memo was made from (the user's messages, then this turn's).
+    texts: Vec<String>,
+    /// Their normalised forms, consecutive repeats removed.
+    said: Option<Arc<[String]>>,
+}
+
+impl SaidMemo {
+    /// The normalised forms of `texts`, made again only when the texts differ from
+    /// the last ones (the history changed: a summary replaced its beginning).
+    fn said<'t>(&mut self, texts: impl Iterator<Item = &'t str> + Clone) -> Arc<[String]> {
+        if let Some(said) = &self.said
+            && texts.clone().eq(self.texts.iter().map(String::as_str))
+        {
+            return said.clone();
+        }
+        let texts: Vec<String> = texts.map(str::to_owned).collect();
+        let mut said: Vec<String> = texts.iter().map(|t| normalize(t)).collect();
+        said.dedup();
+        let said: Arc<[String]> = said.into();
+        self.texts = texts;
+        self.said = Some(said.clone());
+        said
+    }
+}
+
 /// A speculative first call and what it rendered.
 struct Speculation<D, C> {
     predicted: Stop,
@@ -184,7 +214,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         flow: &Flow<D, C>,
         data: Map<String, Value>,
     ) -> Vec<(Extracted, Verdict)> {
-        let evidence = self.a.config.grounding.then(|| self.evidence());
+        // Read when a value needs it: most turns extract nothing to ground.
+        let mut evidence = None;
         read_extraction(&self.a.schema, data)
             .into_iter()
             .map(|x| {
@@ -193,7 +224,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 let mut x = x;
                 let mut inferred = false;
-                if let (Some(ev), Some(prop)) = (&evidence, self.a.schema.property(&x.field)) {
+                if self.a.config.grounding
+                    && let Some(prop) = self.a.schema.property(&x.field)
+                {
+                    let ev: &Evidence<'_> = evidence.get_or_insert_with(|| self.evidence());
                     match ev.check(prop, &x.value, x.quote.as_deref()) {
                         Grounding::Grounded => {}
                         Grounding::Inferred => inferred = true,
@@ -316,15 +350,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// What the user said this session, for grounding.
     pub(crate) fn evidence(&self) -> Evidence<'_> {
-        let mut said: Vec<String> = self
+        let texts = self
             .s
             .history
             .iter()
             .filter(|m| m.role == Role::User)
-            .map(|m| normalize(&m.content))
-            .collect();
-        said.push(normalize(self.msg));
-        said.dedup();
+            .map(|m| m.content.as_str())
+            .chain(std::iter::once(self.msg));
+        let said = self
+            .said_memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .said(texts);
         Evidence {
             said,
             today: self.a.config.time_zone.local(self.a.clock.now_ms()).date(),
@@ -454,16 +491,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // one is rendered again.
             let notes = self.notes.len() - before;
             let invented = &self.ungrounded[ungrounded_before..];
-            let said = normalize(&sp.out.message);
             sp.clean = notes == 0
-                || (notes == invented.len()
-                    && invented.iter().all(|d| {
+                || (notes == invented.len() && {
+                    let said = normalize(&sp.out.message);
+                    invented.iter().all(|d| {
                         let v = match &d.value {
                             Value::String(t) => normalize(t),
                             other => normalize(&other.to_string()),
                         };
                         v.is_empty() || !said.contains(&v)
-                    }));
+                    })
+                });
             if let Some(target) = sp.out.switch_flow.take()
                 && self.may_switch_to(&target)
             {
@@ -912,5 +950,24 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             return Ok((message, stopped, deltas));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn said_memo_normalises_once_and_again_when_the_messages_change() {
+        let mut memo = SaidMemo::default();
+        let first = memo.said(["Lisbon, please", "Lisbon, please", "2 guests"].into_iter());
+        assert_eq!(&*first, [" lisbon please ", " 2 guests "]);
+        let again = memo.said(["Lisbon, please", "Lisbon, please", "2 guests"].into_iter());
+        assert!(Arc::ptr_eq(&first, &again));
+        let changed = memo.said(["Lisbon, please", "3 guests"].into_iter());
+        assert_eq!(&*changed, [" lisbon please ", " 3 guests "]);
+        let shorter = memo.said(["Lisbon, please"].into_iter());
+        assert_eq!(&*shorter, [" lisbon please "]);
+        assert!(memo.said(std::iter::empty()).is_empty());
     }
 }

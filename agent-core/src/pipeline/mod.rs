@@ -184,6 +184,8 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) tools_off: bool,
     /// A code flow's held call, decided: it runs when the replay makes it again.
     pub(crate) decided: Option<crate::approval::HeldCall>,
+    /// The user's messages normalised for grounding, made once per turn.
+    pub(crate) said_memo: std::sync::Mutex<converse::SaidMemo>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -268,6 +270,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             resume_at: None,
             tools_off: false,
             decided: None,
+            said_memo: Default::default(),
         })
     }
 
@@ -330,7 +333,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
 
     /// Run the turn; on success the session is saved and the response returned.
     pub(crate) async fn run(mut self: Box<Self>) -> Result<AgentResponse<D>, AgentError> {
-        let (message, stopped, deltas) = deadline::within(self.deadline, self.compose()).await?;
+        let deadline = self.deadline;
+        let (message, stopped, deltas) = {
+            // Pinned in place: moving the large future into the deadline's would copy it.
+            let compose = std::pin::pin!(self.compose());
+            deadline::within(deadline, compose).await?
+        };
         self.finish(message, stopped, deltas).await
     }
 

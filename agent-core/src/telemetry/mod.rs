@@ -136,7 +136,14 @@ pub(crate) struct CaptureContent(pub(crate) bool);
 /// stands for: `openai/gpt-4o` is `openai` and `gpt-4o`; of a fallback chain
 /// (`a/m > b/n`) the first; a name without a slash is both.
 fn provider_and_model(name: &str) -> (&str, &str) {
-    let first = name.split(" > ").next().unwrap_or(name).trim();
+    // The text before the first ` > `, found without a substring searcher's set-up
+    // (two spans a turn ask for it, whether or not anything records them).
+    let end = name
+        .as_bytes()
+        .windows(3)
+        .position(|w| w == b" > ")
+        .unwrap_or(name.len());
+    let first = name.get(..end).unwrap_or(name).trim();
     let (vendor, model) = first.split_once('/').unwrap_or((first, first));
     let provider = match vendor {
         // The OpenAI wire format, whoever serves it (OpenAI instrumentations say so too).
@@ -464,6 +471,10 @@ mod tests {
             ("openai", "gpt-4o")
         );
         assert_eq!(provider_and_model("scripted"), ("scripted", "scripted"));
+        assert_eq!(provider_and_model(" a/b  > c/d > e"), ("a", "b"));
+        assert_eq!(provider_and_model("é/ü>x"), ("é", "ü>x"));
+        assert_eq!(provider_and_model(""), ("", ""));
+        assert_eq!(provider_and_model(" > x"), ("", ""));
     }
 
     #[test]
