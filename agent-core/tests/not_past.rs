@@ -338,3 +338,62 @@ async fn an_agreement_that_is_not_a_boolean_is_repaired() {
         "the repair names the problem"
     );
 }
+
+#[tokio::test]
+async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .required(["city", "guests"])
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask for the city and the number of guests.")
+                .collect(["city", "guests"]),
+        )
+        .step(
+            Step::model("confirm")
+                .prompt("Summarise and ask the guest to confirm.")
+                .tool(book_room())
+                .requires_tool("book_room")
+                .act_on_answer()
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let a = Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(flow)
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    a.respond("s", "Lisbon, two of us").await.unwrap();
+    // "Not yet", judged so: the answer is the reply, the step waits for a yes.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Sure, take your time."}"#,
+    ));
+    let r = a.respond("s", "No, not yet").await.unwrap();
+    assert_eq!(r.message, "Sure, take your time.");
+    assert_eq!(r.model_calls, 1, "no second rendering");
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert_eq!(r.data.booking_id, None);
+    // Then a yes books it.
+    let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
+    p.respond(Answer::raw(yes)).respond(Answer::raw(yes));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "OK, go ahead").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.flow, None, "the booking completed the flow");
+}

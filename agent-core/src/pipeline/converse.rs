@@ -630,6 +630,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let rendered = self.position_ids();
             let mut closing: Option<Arc<Flow<D, C>>> = None;
+            // The answer to the closing step judged that the user did not agree.
+            let mut declined = false;
             let mut finalize_step: Option<(Arc<Flow<D, C>>, usize)> = None;
             let (mut message, mut stopped, deltas) = match &stop {
                 Stop::Render(fid, j) | Stop::Closing(fid, j) => {
@@ -717,6 +719,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         out.message = crate::template::render(t, &data);
                     }
                     finalize_step = Some((flow.clone(), *j));
+                    declined = is_closing && out.declined;
                     if is_closing {
                         closing = Some(flow);
                         (out.message, StoppedReason::NeedsInput, out.deltas)
@@ -842,6 +845,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if let Some(src) = last_source {
                 self.apply(src, merged, Phase::Post).await?;
+            }
+            if declined
+                && let (Some(flow), Some((_, j))) = (&closing, &finalize_step)
+                && self.s.flow.as_deref() == Some(flow.id.as_ref())
+                && self.missing_tool(&flow.steps[*j]).is_some()
+            {
+                // The user did not agree, and the answer said so: the step stays and the
+                // answer is the reply (no second rendering told that nothing was done).
+                closing = None;
             }
             if let (Some(flow), Some((_, j))) = (&closing, &finalize_step)
                 && self.s.flow.as_deref() == Some(flow.id.as_ref())

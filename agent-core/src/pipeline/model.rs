@@ -48,6 +48,8 @@ pub(crate) struct CallOutcome {
     pub(crate) verdicts: Vec<(String, bool)>,
     /// A tool the model asked for in its answer (`tools_in_answer`).
     pub(crate) tool_call: Option<ToolCall>,
+    /// The answer judged that the user did not agree (`"agreed": false`).
+    pub(crate) declined: bool,
 }
 
 /// The classifier's answer.
@@ -784,6 +786,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 known
                             })
                             .or(intent);
+                        let declined = out
+                            .action
+                            .as_ref()
+                            .is_some_and(|a| a.get("agreed") == Some(&Value::Bool(false)));
                         let tool_call = match out.action {
                             None => None,
                             Some(v) => read_tool_call(v, self.calls)?,
@@ -802,6 +808,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             switch_flow,
                             verdicts,
                             tool_call,
+                            declined,
                         })
                     })
             };
