@@ -129,6 +129,13 @@ async fn an_explicit_past_year_is_not_moved() {
 
 /// The booking flow with `book_room` held back until the user answers `confirm`.
 fn held_flow() -> Flow<Booking, Concierge> {
+    held_flow_with(|s| s)
+}
+
+/// [`held_flow`] with more settings on `confirm`.
+fn held_flow_with(
+    confirm: impl FnOnce(Step<Booking, Concierge>) -> Step<Booking, Concierge>,
+) -> Flow<Booking, Concierge> {
     Flow::builder("booking")
         .title("Hotel booking")
         .required(["city", "guests"])
@@ -137,13 +144,13 @@ fn held_flow() -> Flow<Booking, Concierge> {
                 .prompt("Ask for the city and the number of guests.")
                 .collect(["city", "guests"]),
         )
-        .step(
+        .step(confirm(
             Step::model("confirm")
                 .prompt("Summarise and ask the guest to confirm.")
                 .tool(book_room())
                 .act_on_answer()
                 .end(),
-        )
+        ))
         .build()
         .unwrap()
 }
@@ -191,25 +198,7 @@ async fn act_on_answer_offers_the_tool_only_once_the_user_answers_the_step() {
 #[tokio::test]
 async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered() {
     let p = ScriptedProvider::new();
-    let a = Agent::builder()
-        .name("Concierge")
-        .clock(ManualClock::new(TODAY_MS))
-        .provider(p.clone())
-        .flow(held_flow())
-        .config(AgentConfig {
-            tools_in_answer: true,
-            ..AgentConfig::default()
-        })
-        .build()
-        .unwrap();
-    p.respond(Answer::message("Which city, and for how many?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(
-        Answer::message("Lisbon for two. Shall I book?")
-            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
-            .claiming("confirm"),
-    );
-    a.respond("s", "Lisbon, two of us").await.unwrap();
+    let a = asked_to_confirm(&p, held_flow()).await;
     let asked = p.last_request().unwrap();
     assert!(
         !asked
@@ -234,12 +223,15 @@ async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered(
 }
 
 /// An agent with tools in the answer, at `confirm` after the question was asked.
-async fn asked_to_confirm(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+async fn asked_to_confirm(
+    p: &ScriptedProvider,
+    flow: Flow<Booking, Concierge>,
+) -> Agent<Booking, Concierge> {
     let a = Agent::builder()
         .name("Concierge")
         .clock(ManualClock::new(TODAY_MS))
         .provider(p.clone())
-        .flow(held_flow())
+        .flow(flow)
         .config(AgentConfig {
             tools_in_answer: true,
             ..AgentConfig::default()
@@ -260,7 +252,7 @@ async fn asked_to_confirm(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
 #[tokio::test]
 async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_tool() {
     let p = ScriptedProvider::new();
-    let a = asked_to_confirm(&p).await;
+    let a = asked_to_confirm(&p, held_flow()).await;
     // The first reading is speculative (the walk may move); the action runs in the
     // rendering of the step the walk settles on.
     let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
@@ -305,7 +297,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
 #[tokio::test]
 async fn a_tool_named_without_agreement_does_not_run() {
     let p = ScriptedProvider::new();
-    let a = asked_to_confirm(&p).await;
+    let a = asked_to_confirm(&p, held_flow()).await;
     // A server without a grammar may send both: the judgement decides.
     p.respond(Answer::raw(
         r#"{"action":{"agreed":false,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"No problem, tell me when."}"#,
@@ -319,7 +311,7 @@ async fn a_tool_named_without_agreement_does_not_run() {
 #[tokio::test]
 async fn an_agreement_that_is_not_a_boolean_is_repaired() {
     let p = ScriptedProvider::new();
-    let a = asked_to_confirm(&p).await;
+    let a = asked_to_confirm(&p, held_flow()).await;
     p.respond(Answer::raw(
         r#"{"action":{"agreed":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
     ));
@@ -342,42 +334,7 @@ async fn an_agreement_that_is_not_a_boolean_is_repaired() {
 #[tokio::test]
 async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
     let p = ScriptedProvider::new();
-    let flow = Flow::builder("booking")
-        .required(["city", "guests"])
-        .step(
-            Step::model("ask_city")
-                .prompt("Ask for the city and the number of guests.")
-                .collect(["city", "guests"]),
-        )
-        .step(
-            Step::model("confirm")
-                .prompt("Summarise and ask the guest to confirm.")
-                .tool(book_room())
-                .requires_tool("book_room")
-                .act_on_answer()
-                .end(),
-        )
-        .build()
-        .unwrap();
-    let a = Agent::builder()
-        .name("Concierge")
-        .clock(ManualClock::new(TODAY_MS))
-        .provider(p.clone())
-        .flow(flow)
-        .config(AgentConfig {
-            tools_in_answer: true,
-            ..AgentConfig::default()
-        })
-        .build()
-        .unwrap();
-    p.respond(Answer::message("Which city, and for how many?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(
-        Answer::message("Lisbon for two. Shall I book?")
-            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
-            .claiming("confirm"),
-    );
-    a.respond("s", "Lisbon, two of us").await.unwrap();
+    let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
     // "Not yet", judged so: the answer is the reply, the step waits for a yes.
     p.respond(Answer::raw(
         r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Sure, take your time."}"#,
