@@ -149,6 +149,12 @@ pub struct AgentConfig {
     pub max_message_bytes: usize,
     /// Upper bound on the assistant message length in structured answers (characters).
     pub max_reply_chars: usize,
+    /// How replies should read, told to the model in every call that writes one
+    /// (`None` says nothing). The default asks for short replies: measured on
+    /// Qwen2.5-Coder 1.5B, replies without it ran on, repeating themselves, to the
+    /// `max_reply_chars` limit (a cut sentence the user reads) and were where it
+    /// promised what had not happened ("I will now proceed to refund").
+    pub reply_style: Option<String>,
     /// Extra attempts when the model's structured answer is malformed.
     pub repair_attempts: u32,
     /// Most conditions judged in one classifier call (at least 1; `build()` rejects 0).
@@ -245,6 +251,7 @@ impl Default for AgentConfig {
             keep_last_messages: 12,
             max_message_bytes: 32 * 1024,
             max_reply_chars: 1200,
+            reply_style: Some(DEFAULT_REPLY_STYLE.into()),
             repair_attempts: 1,
             classifier_batch_size: 32,
             conflict: ConflictPolicy::Retry(3),
@@ -274,6 +281,9 @@ impl Default for AgentConfig {
         }
     }
 }
+
+/// [`AgentConfig::reply_style`]'s default.
+pub const DEFAULT_REPLY_STYLE: &str = "Keep your reply short: one or two sentences, said once. Never say an action (a booking, a refund, a change) was made unless a tool made it.";
 
 /// Default `max_tokens` of each call kind: generous for what each call writes, never
 /// unbounded. A structured answer cut by the limit is repaired or fails with a typed

@@ -70,7 +70,7 @@ pub(crate) fn withhold(
         let body = line.trim_end_matches('\n');
         let mut out = String::with_capacity(body.len());
         let mut cut = false;
-        for piece in sentences(body) {
+        for piece in crate::reply::sentences(body) {
             if unsupported(guards, piece, present).is_some() {
                 removed.push(piece.trim().to_owned());
                 cut = true;
@@ -95,29 +95,6 @@ pub(crate) fn withhold(
         }
     }
     (kept.trim().to_owned(), removed)
-}
-
-/// Sentences of one line, each with its trailing spacing (joined, they are the line).
-fn sentences(line: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let end = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_some_and(|n| *n == b' ');
-        if end {
-            // Keep the spaces after the mark with this sentence.
-            let mut j = i + 1;
-            while bytes.get(j) == Some(&b' ') {
-                j += 1;
-            }
-            out.push(&line[start..j]);
-            start = j;
-        }
-    }
-    if start < line.len() {
-        out.push(&line[start..]);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ pub mod mcp;
 mod pipeline;
 pub mod prompt;
 pub mod provider;
+mod reply;
 pub mod response;
 pub mod session;
 pub mod signal;
@@ -70,7 +71,10 @@ pub mod testing;
 pub mod tool;
 pub mod typed;
 
-pub use agent::{Agent, AgentBuilder, AgentConfig, ConflictPolicy, FlowVersionChange, TurnOptions};
+pub use agent::{
+    Agent, AgentBuilder, AgentConfig, ConflictPolicy, DEFAULT_REPLY_STYLE, FlowVersionChange,
+    TurnOptions,
+};
 pub use backoff::ConflictBackoff;
 
 /// The README's examples are compiled and run as doctests.

@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use agent_core::AgentConfig;
 use agent_core::clock::ManualClock;
 use agent_core::prelude::*;
@@ -253,13 +255,15 @@ async fn asked_to_confirm(
 async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_tool() {
     let p = ScriptedProvider::new();
     let a = asked_to_confirm(&p, held_flow()).await;
-    // The first reading is speculative (the walk may move); the action runs in the
-    // rendering of the step the walk settles on.
+    // The first reading is speculative (the walk may move); the walk settles on the
+    // step it read, so its action runs without asking the model again.
     let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
-    p.respond(Answer::raw(yes)).respond(Answer::raw(yes));
+    p.respond(Answer::raw(yes));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "Yes, book it").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.model_calls, 2, "the answer and the tool round");
+    assert_eq!(r.message, "Booked.");
 
     let answered = p
         .requests()
@@ -271,6 +275,13 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         answered.system.contains("first set `agreed`"),
         "{}",
         answered.system
+    );
+    // The question quotes the answer: a small model asked about "the user's latest
+    // message" copied its previous judgement.
+    let asked = answered.instructions();
+    assert!(
+        asked.contains("Does the user's latest message, \"Yes, book it\", agree"),
+        "{asked}"
     );
     let schema = answered.output.unwrap().schema;
     let options = schema["properties"]["action"]["anyOf"].as_array().unwrap();
@@ -348,9 +359,139 @@ async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
     assert_eq!(r.data.booking_id, None);
     // Then a yes books it.
     let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
-    p.respond(Answer::raw(yes)).respond(Answer::raw(yes));
+    p.respond(Answer::raw(yes));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "OK, go ahead").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.model_calls, 2, "the answer and the tool round");
     assert_eq!(r.flow, None, "the booking completed the flow");
+}
+
+#[tokio::test]
+async fn a_read_ahead_action_does_not_run_where_the_walk_does_not_land() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(
+        &p,
+        held_flow_with(|s| {
+            s.branch(Branch::to_step("ask_city").when("the user wants another city"))
+        }),
+    )
+    .await;
+    // The read-ahead answer agrees and names the tool, but also judges that the user
+    // wants another city: the walk goes back to `ask_city`, the tool does not run, and
+    // that step is rendered afresh.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"conditions":{"c0":true},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+    ));
+    p.respond(Answer::message("Which city, then?"));
+    let r = a.respond("s", "Yes, but in Porto instead").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    assert_eq!(r.message, "Which city, then?");
+    assert_eq!(r.model_calls, 2);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+}
+
+/// A flow whose one step collects the city and may call `tool` (not held back).
+fn acting_flow(tool: Arc<dyn Tool<Booking, Concierge>>) -> Flow<Booking, Concierge> {
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask for the city.")
+                .collect(["city"])
+                .tool(tool),
+        )
+        .build()
+        .unwrap()
+}
+
+fn lookup(effect: Effect) -> Arc<dyn Tool<Booking, Concierge>> {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Args {
+        /// City
+        city: String,
+    }
+    FnTool::new(
+        "lookup",
+        "Look up hotels in a city.",
+        |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
+            Ok(ToolOutput::text(format!("3 hotels in {}", a.city)))
+        },
+    )
+    .effect(effect)
+    .into_arc()
+}
+
+fn in_answer(p: &ScriptedProvider, flow: Flow<Booking, Concierge>) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(flow)
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_tool_with_effects_runs_from_an_answer_only_when_the_user_asked() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(lookup(Effect::Idempotent)));
+    // Named, but not asked for: it does not run.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false,"tool":"lookup","with":{"city":"Lisbon"}},"data":{"city":null},"message":"Which city?"}"#,
+    ));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    let asked = p.last_request().unwrap();
+    assert!(
+        asked.system.contains("first set `agreed`"),
+        "{}",
+        asked.system
+    );
+    assert!(
+        asked
+            .instructions()
+            .contains("Act only if the user's latest message asks for it. Does it, \"hi\", agree"),
+        "{}",
+        asked.instructions()
+    );
+    // Asked for: it runs.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"lookup","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Looking."}"#,
+    ));
+    p.tool_round(Answer::message("There are 3 hotels in Lisbon."));
+    let r = a
+        .respond("s", "Which hotels are in Lisbon? Look them up")
+        .await
+        .unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+    assert_eq!(r.message, "There are 3 hotels in Lisbon.");
+}
+
+#[tokio::test]
+async fn a_pure_tool_is_named_or_not_without_a_consent_judgement() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(lookup(Effect::Pure)));
+    p.respond(Answer::raw(
+        r#"{"action":{"tool":"lookup","with":{"city":"Lisbon"}},"data":{"city":null},"message":"Looking."}"#,
+    ));
+    p.tool_round(Answer::message("There are 3 hotels in Lisbon."));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+    let first = &p.requests()[0];
+    assert!(
+        !first.system.contains("first set `agreed`"),
+        "{}",
+        first.system
+    );
+    assert!(
+        first.system.contains("Otherwise set `action` to null"),
+        "{}",
+        first.system
+    );
 }

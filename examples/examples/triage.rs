@@ -52,6 +52,7 @@ mod triage {
     #[step(prompt = "Find out what the user needs.", branches(
         when "the user has a billing or payment question" => BillingFlow,
         when "the user reports a technical problem" => TechFlow,
+        else => ask_need,
     ))]
     fn ask_need() {}
 }
@@ -59,7 +60,7 @@ mod triage {
 #[flow(title = "Billing", when = "the user has a billing or payment question", data = Case)]
 mod billing {
     #[step(
-        prompt = "Ask for the invoice number, then refund duplicate charges with the tool.",
+        prompt = "Ask for the invoice number. Refund with the tool only a duplicate charge the user asks you to refund.",
         collect(invoice),
         tools(refund)
     )]

@@ -527,9 +527,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     fn accepts(&self, sp: &Speculation<D, C>, actual: &Stop, alt: Option<usize>) -> bool {
-        // An action asked for in a speculative answer never ran: render again at the
-        // resolved step, where the model may ask for it and it runs.
-        if sp.generation != self.aug.generation || !sp.clean || sp.out.tool_call.is_some() {
+        // An action asked for in a speculative answer has not run: it is accepted only
+        // where it was asked (the predicted step, not a re-ask), and then replayed in a
+        // rendering that runs it.
+        if sp.generation != self.aug.generation
+            || !sp.clean
+            || (sp.out.tool_call.is_some() && (sp.out.answer.is_none() || sp.predicted != *actual))
+        {
             return false;
         }
         let claimed = sp.out.claimed.as_deref();
@@ -672,6 +676,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let asks = flow.steps[*j].ask.as_deref().filter(|_| {
                         !is_closing && alt != Some(*j) && !self.streamed && self.notes.is_empty()
                     });
+                    // An accepted answer with an action is replayed, not reused: the
+                    // action runs in that rendering as if the model had just answered.
+                    let (reuse, mut replay) = match reuse {
+                        Some(mut sp) if sp.out.tool_call.is_some() => (None, sp.out.answer.take()),
+                        other => (other, None),
+                    };
                     let mut out = match reuse {
                         Some(sp) => sp.out,
                         // A tool already set the reply (or aborted): a new rendering
@@ -695,7 +705,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             } else {
                                 Target::Step(flow.clone(), *j)
                             };
-                            let mut out = self.render_call(target, false, None).await?;
+                            self.replay = replay.take();
+                            let out = self.render_call(target, false, None).await;
+                            self.replay = None;
+                            let mut out = out?;
                             if let Some(target) = out.switch_flow.take()
                                 && self.may_switch_to(&target)
                             {
@@ -914,6 +927,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if let Some(st) = self.stopped.clone() {
                 stopped = st;
+            }
+            // A model-written reply the user has not seen yet loses what a model running
+            // on adds: sentences said twice, a last sentence the length limit cut.
+            if stopped != StoppedReason::Reply
+                && !self.streamed
+                && let Some(t) = crate::reply::tidy(&message, self.a.config.max_reply_chars)
+            {
+                tracing::debug!(before = %message, after = %t, "reply tidied");
+                message = t;
             }
             // A model-written reply may claim only what the state holds (claim guards,
             // checked after this turn's tools and hooks wrote their data): rendered

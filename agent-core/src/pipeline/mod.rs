@@ -143,6 +143,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) event_id: Option<String>,
     /// A speculative rendering call is under way (made before the walk).
     pub(crate) speculating: bool,
+    /// An accepted speculative answer that asked for an action: the next respond call
+    /// returns it instead of asking the model again, so the action runs (and its tool
+    /// round follows) without a second rendering.
+    pub(crate) replay: Option<crate::provider::ModelResponse>,
     /// Reply text already reached the consumer (live streaming).
     pub(crate) streamed: bool,
     /// Characters of reply text streamed live so far (capped at `max_reply_chars`).
@@ -251,6 +255,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             landed: None,
             event_id,
             speculating: false,
+            replay: None,
             streamed: false,
             live_chars: 0,
             prepared: FxHashSet::default(),

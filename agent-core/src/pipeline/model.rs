@@ -24,7 +24,7 @@ use crate::provider::{
     StreamChunk, ToolCall, ToolSpec,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
-use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError};
+use crate::tool::{Effect, Tool, ToolCx, ToolCxParts, ToolError};
 
 /// What a rendering call is for.
 #[derive(Clone)]
@@ -50,6 +50,9 @@ pub(crate) struct CallOutcome {
     pub(crate) tool_call: Option<ToolCall>,
     /// The answer judged that the user did not agree (`"agreed": false`).
     pub(crate) declined: bool,
+    /// A speculative answer that asked for an action: the raw answer, replayed in the
+    /// rendering that runs the action if the walk accepts it (no second model call).
+    pub(crate) answer: Option<ModelResponse>,
 }
 
 /// The classifier's answer.
@@ -151,6 +154,16 @@ fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: bool) 
 /// "Yes, book it", "Sure" and "OK, go ahead" alike; asked to judge agreement first, it
 /// acted on each of them and on none of "No, not yet", an off-topic question or a
 /// correction (2026-11-26, llama.cpp, temperature 0).
+/// Whether an answer that may call `step`'s tools first judges that the user agreed or
+/// asked for it (`action.agreed`, with `tools_in_answer`): at an `act_on_answer` step,
+/// and wherever a tool is not [`Effect::Pure`]. Measured on Qwen2.5-Coder 1.5B, an
+/// answer free to name a tool refunded an invoice the user had only quoted for a
+/// question; a lookup may run unasked.
+fn needs_consent<D, C>(step: &crate::step::Step<D, C>) -> bool {
+    !step.tools.is_empty()
+        && (step.act_on_answer || step.tools.iter().any(|t| t.effect() != Effect::Pure))
+}
+
 fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) -> Value {
     let mut schema = schema.clone();
     let mut options: Vec<Value> = specs
@@ -285,6 +298,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.s.history.clone()
     }
 
+    /// The user's message, quoted (and cut) for a question about it in the per-turn
+    /// state: measured on Qwen2.5-Coder 1.5B, "does the user's latest message agree"
+    /// without the words was answered by copying the previous answer (a "yes" after a
+    /// "not yet" judged `false`, message and all).
+    fn quoted_message(&self) -> String {
+        const MAX: usize = 200;
+        let cut = match self.msg.char_indices().nth(MAX) {
+            Some((i, _)) => &self.msg[..i],
+            None => self.msg,
+        };
+        Value::String(cut.to_owned()).to_string()
+    }
+
     /// Today's date, weekday and time zone on the agent's clock (when configured).
     pub(super) fn push_today(&self, sys: &mut String) {
         if self.a.config.date_in_prompt {
@@ -303,6 +329,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(ModelResponse, Vec<String>), AgentError> {
         self.faulted()?;
         let kind = req.kind;
+        if kind == CallKind::Respond
+            && let Some(resp) = self.replay.take()
+        {
+            return Ok((resp, Vec::new()));
+        }
         self.calls += 1;
         let provider = self.a.provider.name();
         let flow = self.s.flow.as_deref().unwrap_or("");
@@ -477,9 +508,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // Asked now, not answered: an `act_on_answer` step waits for it.
                     if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
                         tools.extend(step.tools.iter().cloned());
-                        consent = step.act_on_answer && !step.tools.is_empty();
+                        consent = needs_consent(step);
                         if consent && self.a.config.tools_in_answer {
-                            state.push_str("The user's latest message answers this step. Does it agree or ask you to go ahead? Set `action.agreed` accordingly.\n");
+                            let _ = writeln!(
+                                state,
+                                "{}Does it, {}, agree or ask you to go ahead? Set `action.agreed` accordingly.",
+                                if step.act_on_answer {
+                                    "The user's latest message answers this step. "
+                                } else {
+                                    "Act only if the user's latest message asks for it. "
+                                },
+                                self.quoted_message()
+                            );
                         }
                     }
                     if let Some(a) = alt.filter(|a| a != j) {
@@ -501,18 +541,33 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
                     let acts = !step.tools.is_empty();
-                    consent = acts && step.act_on_answer;
+                    consent = needs_consent(step);
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
+                    // A step with branches may hand the user on rather than finish: a
+                    // front desk told "the task is finishing" closed it without routing.
+                    let branching = step.branches.as_ref().is_some_and(|b| !b.is_empty());
+                    let consent_question;
                     let _ = writeln!(
                         state,
-                        "The task is finishing: everything needed is collected. The user's latest message answers this step: {}{}",
+                        "{}The user's latest message answers this step: {}{}",
+                        if branching {
+                            ""
+                        } else {
+                            "The task is finishing: everything needed is collected. "
+                        },
                         step.section,
                         if consent && self.a.config.tools_in_answer {
-                            "Does the user's latest message agree or ask you to go ahead? Set `action.agreed` accordingly."
+                            consent_question = format!(
+                                "Does the user's latest message, {}, agree or ask you to go ahead? Set `action.agreed` accordingly.",
+                                self.quoted_message()
+                            );
+                            &consent_question
                         } else if acts {
                             "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
+                        } else if branching {
+                            "Answer it."
                         } else {
                             "Confirm the outcome to the user; use the tools offered if an action is needed."
                         }
@@ -677,6 +732,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }),
         };
 
+        if let Some(style) = &self.a.config.reply_style {
+            sys.push_str(style);
+            sys.push('\n');
+        }
+
         // Servers that cannot combine tools with a JSON schema (llama.cpp) get the tools
         // as an `action` field of the answer instead.
         let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
@@ -809,13 +869,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             verdicts,
                             tool_call,
                             declined,
+                            answer: None,
                         })
                     })
             };
             match parsed {
                 Ok(mut out) => {
                     // A speculative answer's action waits: it runs only if the walk
-                    // accepts that answer, and then in a rendering of its own.
+                    // accepts that answer, in a rendering that replays this answer.
+                    if self.speculating && out.tool_call.is_some() {
+                        out.answer = Some(resp.clone());
+                    }
                     if !self.speculating
                         && !acted
                         && let Some(call) = out.tool_call.take()

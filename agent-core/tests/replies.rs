@@ -1,0 +1,164 @@
+//! What the user reads of a model-written reply: the reply style told to the model,
+//! sentences said twice and a sentence cut by the length limit removed; code's verbatim
+//! replies and text already streamed live are left as they are.
+
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
+mod common;
+
+use agent_core::prelude::*;
+use agent_core::testing::{Answer, ScriptedProvider};
+use agent_core::{AgentConfig, DEFAULT_REPLY_STYLE};
+use common::*;
+use futures::StreamExt;
+use serde_json::json;
+
+fn configured(
+    p: &ScriptedProvider,
+    flow: Flow<Booking, Concierge>,
+    config: AgentConfig,
+) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(flow)
+        .config(config)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_reply_style_is_in_the_static_system_prompt_and_can_be_changed_or_removed() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let system = p.last_request().unwrap().system;
+    assert!(system.contains(DEFAULT_REPLY_STYLE), "{system}");
+
+    let p = ScriptedProvider::new();
+    let own = "Answer in French.";
+    let a = configured(
+        &p,
+        booking_flow(false),
+        AgentConfig {
+            reply_style: Some(own.into()),
+            ..AgentConfig::default()
+        },
+    );
+    p.respond(Answer::message("Quelle ville ?"));
+    a.respond("s", "hi").await.unwrap();
+    let system = p.last_request().unwrap().system;
+    assert!(
+        system.contains(own) && !system.contains(DEFAULT_REPLY_STYLE),
+        "{system}"
+    );
+
+    let p = ScriptedProvider::new();
+    let a = configured(
+        &p,
+        booking_flow(false),
+        AgentConfig {
+            reply_style: None,
+            ..AgentConfig::default()
+        },
+    );
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let system = p.last_request().unwrap().system;
+    assert!(!system.contains(DEFAULT_REPLY_STYLE), "{system}");
+}
+
+#[tokio::test]
+async fn a_sentence_said_twice_is_said_once() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message(
+        "Which city would you like? I'm here to help! Just tell me the city. I'm here to help!",
+    ));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(
+        r.message,
+        "Which city would you like? I'm here to help! Just tell me the city."
+    );
+    // The history keeps what the user read.
+    let p2 = p.clone();
+    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
+    a.respond("s", "Lisbon").await.unwrap();
+    let history = &p2.last_request().unwrap().messages;
+    assert!(
+        history
+            .iter()
+            .any(|m| m.content
+                == "Which city would you like? I'm here to help! Just tell me the city."),
+        "{history:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_sentence_cut_by_the_length_limit_is_left_out() {
+    let p = ScriptedProvider::new();
+    let text = "Which city would you like? I can also help you with restaurants and";
+    let a = configured(
+        &p,
+        booking_flow(false),
+        AgentConfig {
+            max_reply_chars: text.chars().count(),
+            ..AgentConfig::default()
+        },
+    );
+    p.respond(Answer::message(text));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Which city would you like?");
+
+    // Under the limit, an unfinished sentence is the model's own and stays.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city would you like? Tell me"));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Which city would you like? Tell me");
+}
+
+#[tokio::test]
+async fn a_verbatim_reply_is_never_changed() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("greet")
+        .title("Greeting")
+        .step(Step::reply("hello", "Hello! Hello! Welcome.").end())
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow]);
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Hello! Hello! Welcome.");
+    assert_eq!(r.model_calls, 0);
+}
+
+#[tokio::test]
+async fn a_reply_streamed_live_is_what_the_user_saw() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    let said = "Which city? I'm here to help! I'm here to help!";
+    p.respond(Answer::message(said));
+    let mut events = a.respond_stream("s", "hi");
+    let mut streamed = String::new();
+    let mut done = None;
+    while let Some(e) = events.next().await {
+        match e {
+            Event::TextDelta(t) => streamed.push_str(&t),
+            Event::Done(r) => done = Some(r),
+            Event::Error(e) => panic!("turn failed: {e}"),
+            _ => {}
+        }
+    }
+    let r = done.unwrap();
+    if streamed.is_empty() {
+        // Held back until the turn settled: tidied like any reply.
+        assert_eq!(r.message, "Which city? I'm here to help!");
+    } else {
+        assert_eq!(
+            r.message, streamed,
+            "the final message is the text streamed"
+        );
+    }
+}
