@@ -456,7 +456,7 @@ async fn a_tool_with_effects_runs_from_an_answer_only_when_the_user_asked() {
     assert!(
         asked
             .instructions()
-            .contains("Act only if the user's latest message asks for it. Does it, \"hi\", agree"),
+            .contains("has the user asked for it, in the latest message (\"hi\") or earlier"),
         "{}",
         asked.instructions()
     );

@@ -266,9 +266,7 @@ fn front_desk(stays: bool) -> Flow<Booking, Concierge> {
 async fn a_step_that_may_hand_over_is_not_told_its_task_is_finishing() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![front_desk(false), booking_flow(false)]);
-    a.dispatch("s", Directive::go_to("desk").into())
-        .await
-        .unwrap();
+    a.dispatch("s", Directive::go_to("desk")).await.unwrap();
     p.respond(Answer::message("How can I help?"));
     a.respond("s", "hi").await.unwrap();
     p.respond(
@@ -294,9 +292,7 @@ async fn a_step_that_may_hand_over_is_not_told_its_task_is_finishing() {
 async fn a_front_desk_with_a_fallback_to_itself_stays_when_no_branch_holds() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![front_desk(true), booking_flow(false)]);
-    a.dispatch("s", Directive::go_to("desk").into())
-        .await
-        .unwrap();
+    a.dispatch("s", Directive::go_to("desk")).await.unwrap();
     p.respond(Answer::message("How can I help?"));
     a.respond("s", "hi").await.unwrap();
     p.respond(Answer::message("Hello again! What do you need?"));

@@ -26,7 +26,7 @@ use serde_json::json;
 /// What the desk collects.
 #[data]
 pub struct Case {
-    /// Invoice number, like INV-7
+    /// Invoice number, as the user gives it (INV- and digits)
     pub invoice: String,
     /// The device with the problem
     pub device: String,
@@ -57,14 +57,20 @@ mod triage {
     fn ask_need() {}
 }
 
+/// Billing: the refund is offered only once the user gave the invoice, so it cannot
+/// run on a number the model made up (and, being a tool with effects, only when the
+/// user asked for it).
 #[flow(title = "Billing", when = "the user has a billing or payment question", data = Case)]
 mod billing {
+    #[step(prompt = "Ask for the invoice number.", collect(invoice))]
+    fn ask_invoice() {}
+
     #[step(
-        prompt = "Ask for the invoice number. Refund with the tool only a duplicate charge the user asks you to refund.",
-        collect(invoice),
+        prompt = "Refund the duplicate charge on the invoice if the user asked for a refund; otherwise answer the user's question.",
+        requires(invoice),
         tools(refund)
     )]
-    fn ask_invoice() {}
+    fn settle() {}
 }
 
 #[flow(title = "Technical support", when = "the user reports a technical problem", data = Case)]

@@ -124,19 +124,70 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
     }
 }
 
-/// The consent form of `action`, for the answer to an `act_on_answer` step: the
+/// What an answer that may call a tool (`tools_in_answer`) judges before it names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Consent {
+    /// Nothing: `action` is null or a call (every tool offered is [`Effect::Pure`]).
+    None,
+    /// Whether the user's latest message agrees: the answer to an `act_on_answer`
+    /// step's question ("Shall I book it?").
+    Answer,
+    /// Whether the user asked for the action, in this message or earlier: a tool with
+    /// effects. Measured on Qwen2.5-Coder 1.5B, an answer free to name a tool refunded
+    /// an invoice the user had only quoted for a question.
+    Request,
+}
+
+impl Consent {
+    /// The consent the answer about `step` gives before calling its tools.
+    fn of<D, C>(step: &crate::step::Step<D, C>) -> Self {
+        if step.tools.is_empty() {
+            Self::None
+        } else if step.act_on_answer {
+            Self::Answer
+        } else if step.tools.iter().any(|t| t.effect() != Effect::Pure) {
+            Self::Request
+        } else {
+            Self::None
+        }
+    }
+
+    /// The question in the per-turn state, with the user's words quoted: asked about
+    /// "the user's latest message" alone, Qwen2.5-Coder 1.5B copied its previous
+    /// judgement (a "yes" after a "not yet" judged `false`, message and all).
+    fn question(self, quoted: &str) -> Option<String> {
+        match self {
+            Self::None => None,
+            Self::Answer => Some(format!(
+                "Does the user's latest message, {quoted}, agree or ask you to go ahead? Set `action.agreed` accordingly."
+            )),
+            Self::Request => Some(format!(
+                "Act only on the user's request: has the user asked for it, in the latest message ({quoted}) or earlier without taking it back? Set `action.agreed` accordingly."
+            )),
+        }
+    }
+}
+
+/// The consent form of `action` for the answer to an `act_on_answer` step: the
 /// user's latest message is judged first (`agreed`), and only a `true` goes on to a
 /// tool and its arguments.
 const CONSENT_RULE: &str = "In `action`, first set `agreed`: true if the user's latest message agrees or asks you to go ahead, false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
 
+/// The consent form for a tool with effects: the user must have asked for it.
+const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
+
 /// The tools, described in the prompt for a model that calls them through its answer.
-fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: bool) {
+fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: Consent) {
     sys.push_str("Tools you can use:\n");
     for t in specs {
         let _ = writeln!(sys, "- {}: {}", t.name, t.description);
     }
-    if consent {
-        sys.push_str(CONSENT_RULE);
+    if consent != Consent::None {
+        sys.push_str(if consent == Consent::Answer {
+            CONSENT_RULE
+        } else {
+            REQUEST_RULE
+        });
         sys.push('\n');
     } else {
         sys.push_str("To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null.\n");
@@ -154,16 +205,6 @@ fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: bool) 
 /// "Yes, book it", "Sure" and "OK, go ahead" alike; asked to judge agreement first, it
 /// acted on each of them and on none of "No, not yet", an off-topic question or a
 /// correction (2026-11-26, llama.cpp, temperature 0).
-/// Whether an answer that may call `step`'s tools first judges that the user agreed or
-/// asked for it (`action.agreed`, with `tools_in_answer`): at an `act_on_answer` step,
-/// and wherever a tool is not [`Effect::Pure`]. Measured on Qwen2.5-Coder 1.5B, an
-/// answer free to name a tool refunded an invoice the user had only quoted for a
-/// question; a lookup may run unasked.
-fn needs_consent<D, C>(step: &crate::step::Step<D, C>) -> bool {
-    !step.tools.is_empty()
-        && (step.act_on_answer || step.tools.iter().any(|t| t.effect() != Effect::Pure))
-}
-
 fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) -> Value {
     let mut schema = schema.clone();
     let mut options: Vec<Value> = specs
@@ -299,9 +340,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The user's message, quoted (and cut) for a question about it in the per-turn
-    /// state: measured on Qwen2.5-Coder 1.5B, "does the user's latest message agree"
-    /// without the words was answered by copying the previous answer (a "yes" after a
-    /// "not yet" judged `false`, message and all).
+    /// state ([`Consent::question`]).
     fn quoted_message(&self) -> String {
         const MAX: usize = 200;
         let cut = match self.msg.char_indices().nth(MAX) {
@@ -466,7 +505,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
         // The answer to an `act_on_answer` step: its tools are offered, and with tools in
         // the answer the model judges the user's agreement before naming one.
-        let mut consent = false;
+        let mut consent = Consent::None;
         if let Some(f) = &flow {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
@@ -508,18 +547,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // Asked now, not answered: an `act_on_answer` step waits for it.
                     if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
                         tools.extend(step.tools.iter().cloned());
-                        consent = needs_consent(step);
-                        if consent && self.a.config.tools_in_answer {
-                            let _ = writeln!(
-                                state,
-                                "{}Does it, {}, agree or ask you to go ahead? Set `action.agreed` accordingly.",
-                                if step.act_on_answer {
-                                    "The user's latest message answers this step. "
-                                } else {
-                                    "Act only if the user's latest message asks for it. "
-                                },
-                                self.quoted_message()
-                            );
+                        consent = Consent::of(step);
+                        if self.a.config.tools_in_answer
+                            && let Some(q) = consent.question(&self.quoted_message())
+                        {
+                            if consent == Consent::Answer {
+                                state.push_str("The user's latest message answers this step. ");
+                            }
+                            state.push_str(&q);
+                            state.push('\n');
                         }
                     }
                     if let Some(a) = alt.filter(|a| a != j) {
@@ -541,14 +577,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
                     let acts = !step.tools.is_empty();
-                    consent = needs_consent(step);
+                    consent = Consent::of(step);
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
                     // A step with branches may hand the user on rather than finish: a
                     // front desk told "the task is finishing" closed it without routing.
                     let branching = step.branches.as_ref().is_some_and(|b| !b.is_empty());
-                    let consent_question;
+                    let question = self
+                        .a
+                        .config
+                        .tools_in_answer
+                        .then(|| consent.question(&self.quoted_message()))
+                        .flatten();
                     let _ = writeln!(
                         state,
                         "{}The user's latest message answers this step: {}{}",
@@ -558,12 +599,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             "The task is finishing: everything needed is collected. "
                         },
                         step.section,
-                        if consent && self.a.config.tools_in_answer {
-                            consent_question = format!(
-                                "Does the user's latest message, {}, agree or ask you to go ahead? Set `action.agreed` accordingly.",
-                                self.quoted_message()
-                            );
-                            &consent_question
+                        if let Some(q) = &question {
+                            q
                         } else if acts {
                             "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
                         } else if branching {
@@ -744,7 +781,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let output = match output {
             Some(mut o) if in_answer => {
                 tools_in_answer_section(&mut sys, &specs, consent);
-                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent));
+                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent != Consent::None));
                 Some(o)
             }
             other => other,
