@@ -224,12 +224,9 @@ async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered(
     );
 }
 
-/// An agent with tools in the answer, at `confirm` after the question was asked.
-async fn asked_to_confirm(
-    p: &ScriptedProvider,
-    flow: Flow<Booking, Concierge>,
-) -> Agent<Booking, Concierge> {
-    let a = Agent::builder()
+/// An agent that offers tools in the answer (`tools_in_answer`), on the test clock.
+fn in_answer(p: &ScriptedProvider, flow: Flow<Booking, Concierge>) -> Agent<Booking, Concierge> {
+    Agent::builder()
         .name("Concierge")
         .clock(ManualClock::new(TODAY_MS))
         .provider(p.clone())
@@ -239,7 +236,15 @@ async fn asked_to_confirm(
             ..AgentConfig::default()
         })
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// An agent with tools in the answer, at `confirm` after the question was asked.
+async fn asked_to_confirm(
+    p: &ScriptedProvider,
+    flow: Flow<Booking, Concierge>,
+) -> Agent<Booking, Concierge> {
+    let a = in_answer(p, flow);
     p.respond(Answer::message("Which city, and for how many?"));
     a.respond("s", "I need a hotel").await.unwrap();
     p.respond(
@@ -421,20 +426,6 @@ fn lookup(effect: Effect) -> Arc<dyn Tool<Booking, Concierge>> {
     )
     .effect(effect)
     .into_arc()
-}
-
-fn in_answer(p: &ScriptedProvider, flow: Flow<Booking, Concierge>) -> Agent<Booking, Concierge> {
-    Agent::builder()
-        .name("Concierge")
-        .clock(ManualClock::new(TODAY_MS))
-        .provider(p.clone())
-        .flow(flow)
-        .config(AgentConfig {
-            tools_in_answer: true,
-            ..AgentConfig::default()
-        })
-        .build()
-        .unwrap()
 }
 
 #[tokio::test]
