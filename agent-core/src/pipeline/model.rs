@@ -581,9 +581,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
-                    // A step with branches may hand the user on rather than finish: a
-                    // front desk told "the task is finishing" closed it without routing.
-                    let branching = step.branches.as_ref().is_some_and(|b| !b.is_empty());
                     let question = self
                         .a
                         .config
@@ -592,19 +589,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .flatten();
                     let _ = writeln!(
                         state,
-                        "{}The user's latest message answers this step: {}{}",
-                        if branching {
-                            ""
-                        } else {
-                            "The task is finishing: everything needed is collected. "
-                        },
+                        "The task is finishing: everything needed is collected. The user's latest message answers this step: {}{}",
                         step.section,
                         if let Some(q) = &question {
                             q
                         } else if acts {
                             "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
-                        } else if branching {
-                            "Answer it."
                         } else {
                             "Confirm the outcome to the user; use the tools offered if an action is needed."
                         }
