@@ -113,8 +113,13 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
     }
 }
 
-/// Per flow: the lines offering the model a switch to each other flow (empty for
-/// single-flow agents), and the ids it may name.
+/// Per flow: the lines offering the model a hand-over to each other flow (empty for
+/// single-flow agents), and the ids it may name, in the order listed.
+///
+/// One yes/no per flow, judged before the reply is written (`handoff` sorts before
+/// `message`): measured on Qwen2.5 1.5B over 14 help-desk openings × 4 seeds, a single
+/// id-or-null enum written after the message routed 48 % right (a small model names
+/// the first id listed), one boolean per flow before the message 86 %.
 pub(crate) fn render_switch_sections<D, C>(
     flows: &[Flow<D, C>],
 ) -> (Vec<String>, Vec<Vec<String>>) {
@@ -128,10 +133,17 @@ pub(crate) fn render_switch_sections<D, C>(
             continue;
         }
         let mut s = String::from(
-            "If the user clearly wants something that one of these other tasks covers, set `switch_flow` to its id; otherwise null:\n",
+            "Other tasks: judge whether each holds for the user's latest message, true or false, in `handoff`:\n",
         );
         for g in &others {
-            let _ = writeln!(s, "- {}: {}", g.id, g.when.as_deref().unwrap_or(&g.title));
+            match g.when.as_deref() {
+                Some(w) => {
+                    let _ = writeln!(s, "- {}: {w}", g.id);
+                }
+                None => {
+                    let _ = writeln!(s, "- {}: the user asks for the \"{}\" task", g.id, g.title);
+                }
+            }
         }
         sections.push(s);
         ids.push(others.iter().map(|g| g.id.to_string()).collect());

@@ -270,11 +270,20 @@ impl Answer {
                 if let Some(s) = step {
                     m.insert("step".into(), Value::String(s.clone()));
                 }
-                if schema_has(req, "switch_flow") {
-                    m.insert(
-                        "switch_flow".into(),
-                        switch.clone().map_or(Value::Null, Value::String),
-                    );
+                if let Some(flows) = schema_prop(req, "handoff")
+                    .and_then(|h| h.get("properties"))
+                    .and_then(Value::as_object)
+                {
+                    // Every flow listed judged false, the one switched to true (named
+                    // even when unlisted, to test that the engine ignores it).
+                    let mut h: Map<String, Value> = flows
+                        .keys()
+                        .map(|k| (k.clone(), Value::Bool(false)))
+                        .collect();
+                    if let Some(to) = switch {
+                        h.insert(to.clone(), Value::Bool(true));
+                    }
+                    m.insert("handoff".into(), Value::Object(h));
                 }
                 if schema_has(req, "conditions") {
                     m.insert(
@@ -361,12 +370,15 @@ fn condition_map(req: &ModelRequest, verdicts: &[(String, bool)]) -> Map<String,
     conds
 }
 
-fn schema_has(req: &ModelRequest, key: &str) -> bool {
+fn schema_prop<'a>(req: &'a ModelRequest, key: &str) -> Option<&'a Value> {
     req.output
         .as_ref()
         .and_then(|o| o.schema.get("properties"))
         .and_then(|p| p.get(key))
-        .is_some()
+}
+
+fn schema_has(req: &ModelRequest, key: &str) -> bool {
+    schema_prop(req, key).is_some()
 }
 
 #[derive(Default)]

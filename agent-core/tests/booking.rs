@@ -172,11 +172,14 @@ async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
     assert_eq!(r.model_calls, 1);
     assert_eq!(p.calls_of(CallKind::Route), 1);
     let schema = &p.last_request().unwrap().output.unwrap().schema;
-    assert!(
-        schema["properties"]["switch_flow"]["enum"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("booking"))
+    // One yes/no per other flow, before the message.
+    assert_eq!(
+        schema["properties"]["handoff"]["properties"]["booking"],
+        json!({ "type": "boolean" })
+    );
+    assert_eq!(
+        schema["properties"]["handoff"]["required"],
+        json!(["booking"])
     );
 }
 
@@ -330,4 +333,95 @@ async fn builders_take_flow_results_and_tool_values_directly() {
         .unwrap();
     assert_eq!(err.0.len(), 2, "{err}");
     assert!(err.to_string().contains("flow `empty`: flow has no steps"));
+}
+
+/// A flow the tests list before `feedback` (and after it alphabetically).
+#[allow(clippy::expect_used)]
+fn support_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("support")
+        .title("Support")
+        .step(Step::model("ask_problem").prompt("Ask what went wrong."))
+        .build()
+        .expect("support flow is valid")
+}
+
+#[tokio::test]
+async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_lists_them() {
+    let p = ScriptedProvider::new();
+    let a = agent(
+        &p,
+        vec![booking_flow(false), support_flow(), feedback_flow()],
+    );
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(Answer::raw(
+        r#"{"data":{},"handoff":{"feedback":true,"support":true},"message":"One moment."}"#,
+    ));
+    p.respond(Answer::message("What went wrong?"));
+    let r = a
+        .respond("s", "the app broke, and I have feedback")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("support"));
+    assert_eq!(r.message, "What went wrong?");
+    let first = &p.requests()[1];
+    let sys = first.instructions();
+    // Listed in registration order; a flow without `when` is named by its title.
+    let support = sys.find("- support: the user asks for the \"Support\" task");
+    let feedback = sys.find("- feedback: the user wants to leave feedback");
+    assert!(
+        support.is_some() && feedback.is_some() && support < feedback,
+        "{sys}"
+    );
+}
+
+#[tokio::test]
+async fn a_switch_flow_id_written_by_hand_is_still_followed_and_all_false_stays() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(Answer::raw(
+        r#"{"data":{},"handoff":{"feedback":false},"message":"Which city, then?","re_ask":true}"#,
+    ));
+    let r = a.respond("s", "hmm").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert!(r.transitions.is_empty());
+
+    p.respond(Answer::raw(
+        r#"{"data":{},"switch_flow":"feedback","message":"Sure."}"#,
+    ));
+    p.respond(Answer::message("How did it go?"));
+    let r = a.respond("s", "I'd rather leave feedback").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert_eq!(r.message, "How did it go?");
+}
+
+#[tokio::test]
+async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(Answer::message("One moment.").switching_to("feedback"));
+    p.respond(Answer::message("Noted.").with_data(json!({"feedback": "great"})));
+    // The feedback flow completes with its field: its closing reply.
+    p.respond(Answer::message("Thanks for the feedback!"));
+    let r = a
+        .respond("s", "no booking, I want to say the stay was great")
+        .await
+        .unwrap();
+    assert_eq!(r.data.feedback.as_deref(), Some("great"));
+    assert_eq!(r.message, "Thanks for the feedback!");
+    // The feedback flow's first call read the message for its fields.
+    let reqs = p.requests();
+    let state = reqs[3].messages.last().unwrap().content.to_string();
+    assert!(state.contains("ask_feedback"), "{state}");
+    assert!(!state.contains("Write null for every field"), "{state}");
 }

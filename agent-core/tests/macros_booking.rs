@@ -305,11 +305,14 @@ async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
     assert_eq!(r.model_calls, 1);
     assert_eq!(p.calls_of(CallKind::Route), 1);
     let schema = &p.last_request().unwrap().output.unwrap().schema;
-    assert!(
-        schema["properties"]["switch_flow"]["enum"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("booking"))
+    // One yes/no per other flow, before the message.
+    assert_eq!(
+        schema["properties"]["handoff"]["properties"]["booking"],
+        json!({ "type": "boolean" })
+    );
+    assert_eq!(
+        schema["properties"]["handoff"]["required"],
+        json!(["booking"])
     );
 }
 

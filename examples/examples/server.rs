@@ -689,8 +689,12 @@ fn structured(
             m.insert("step".into(), Value::String(p));
         }
     }
-    if schema_prop(req, "switch_flow").is_some() {
-        m.insert("switch_flow".into(), Value::Null);
+    if let Some(flows) = schema_prop(req, "handoff")
+        .and_then(|h| h.get("properties"))
+        .and_then(Value::as_object)
+    {
+        let stay = flows.keys().map(|k| (k.clone(), Value::Bool(false)));
+        m.insert("handoff".into(), Value::Object(stay.collect()));
     }
     m.insert("message".into(), Value::String(message));
     Value::Object(m).to_string()

@@ -378,12 +378,29 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The first call, made before the walk when this message may carry data: it
-    /// extracts and renders the predicted step in one go.
+    /// extracts and renders the predicted step in one go. When that answer hands the
+    /// user to another flow, the flow it lands in reads the same message the same way
+    /// (data first: "it's about invoice INV-12" stores the invoice in billing).
     async fn speculate(
         &mut self,
     ) -> Result<(Option<Speculation<D, C>>, Option<usize>), AgentError> {
+        let mut hops = 0;
+        loop {
+            match self.speculate_once().await? {
+                Some(done) => return Ok(done),
+                None if hops < self.rerender_cap() => hops += 1,
+                None => return Ok((None, None)),
+            }
+        }
+    }
+
+    /// One flow's speculative call; `None` when its answer handed over to another flow.
+    #[allow(clippy::type_complexity)]
+    async fn speculate_once(
+        &mut self,
+    ) -> Result<Option<(Option<Speculation<D, C>>, Option<usize>)>, AgentError> {
         let Some(flow) = self.flow() else {
-            return Ok((None, None));
+            return Ok(Some((None, None)));
         };
         let alt = self.awaiting_model_step(&flow);
         // A resumed turn has no new words to read: it answers with the tools' results.
@@ -391,7 +408,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             || self.turn_over()
             || (!self.may_extract(&flow) && self.deferred.is_empty())
         {
-            return Ok((None, alt));
+            return Ok(Some((None, alt)));
         }
         let (predicted, _) = self.predict(true).await;
         let mut spec = None;
@@ -434,14 +451,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     moved
                 };
                 if self.turn_over() {
-                    return Ok((None, alt));
+                    return Ok(Some((None, alt)));
                 }
                 if moved || self.pos_gen != before {
                     if self.needs_extraction(&flow) {
                         let data = self.extract_call(&flow).await?;
                         self.absorb_model_data(&flow, data).await?;
                     }
-                    return Ok((None, alt));
+                    return Ok(Some((None, alt)));
                 }
                 self.speculating = true;
                 let out = self
@@ -507,10 +524,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 let said = std::mem::take(&mut sp.out.message);
                 self.model_switch(target, said).await?;
-                return Ok((None, None));
+                return Ok(None);
             }
         }
-        Ok((spec, alt))
+        Ok(Some((spec, alt)))
     }
 
     /// Withdraw what a predicted step's prepare hook added (the step was not entered);
@@ -617,7 +634,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     pub(crate) async fn converse(
         &mut self,
     ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
-        let (mut spec, alt) = self.speculate().await?;
+        let (mut spec, mut alt) = self.speculate().await?;
         let mut rounds = 0u32;
         let mut claim_retried = false;
         loop {
@@ -715,6 +732,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 if rounds <= self.rerender_cap() {
                                     let said = std::mem::take(&mut out.message);
                                     self.model_switch(target, said).await?;
+                                    // The flow handed to reads the message (data first).
+                                    (spec, alt) = self.speculate().await?;
                                     continue;
                                 }
                                 tracing::warn!(

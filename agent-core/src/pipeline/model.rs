@@ -80,6 +80,10 @@ struct RespondOut {
     step: Option<String>,
     #[serde(default)]
     re_ask: Option<bool>,
+    /// One yes/no per other flow (what the schema asks).
+    #[serde(default)]
+    handoff: Option<Map<String, Value>>,
+    /// A flow id (scripted answers written by hand, older prompts).
     #[serde(default)]
     switch_flow: Option<String>,
     #[serde(default)]
@@ -88,6 +92,32 @@ struct RespondOut {
     conditions: Option<Judged>,
     #[serde(default)]
     action: Option<Value>,
+}
+
+impl RespondOut {
+    /// The flow this answer hands over to: the first of `ids` (the order the prompt
+    /// lists them) judged true in `handoff`, else a `switch_flow` id as written.
+    fn handoff_target(
+        handoff: Option<Map<String, Value>>,
+        switch_flow: Option<String>,
+        ids: &[String],
+    ) -> Option<String> {
+        let picked = handoff.as_ref().and_then(|h| {
+            ids.iter()
+                .find(|id| h.get(id.as_str()) == Some(&Value::Bool(true)))
+                .cloned()
+        });
+        picked.or(switch_flow)
+    }
+
+    /// Whether the answer asks for any hand-over at all.
+    fn hands_over(&self) -> bool {
+        self.switch_flow.is_some()
+            || self
+                .handoff
+                .as_ref()
+                .is_some_and(|h| h.values().any(|v| v == &Value::Bool(true)))
+    }
 }
 
 /// The step a speculative reply was written for: the pending step when the model says
@@ -854,6 +884,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             }
                             _ => None,
                         };
+                        let ids = flow
+                            .as_ref()
+                            .map_or(&[][..], |f| &self.a.switch_ids[f.index][..]);
+                        let handoff = RespondOut::handoff_target(out.handoff, out.switch_flow, ids);
                         let intent = out.intent.filter(|i| {
                             intents
                                 .as_ref()
@@ -861,8 +895,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         });
                         // The schema lists the other flows; a model that names anything
                         // else (or its own flow) is not followed.
-                        let switch_flow = out
-                            .switch_flow
+                        let switch_flow = handoff
                             .filter(|t| {
                                 let known = flow.as_ref().is_some_and(|f| {
                                     self.a.switch_ids[f.index].iter().any(|id| id == t)
@@ -1460,10 +1493,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
-    /// The respond call's schema: `data` (what the flow collects), `conditions`, then
-    /// `message`, `re_ask` and `switch_flow` (keys go on the wire in alphabetical
-    /// order, which llama.cpp's grammar follows: decisions that change the data come
-    /// before the message). The same for every call in the flow: `data` is there even
+    /// The respond call's schema: `conditions`, `data` (what the flow collects),
+    /// `handoff` (one yes/no per other flow), then `message` and `re_ask` (keys go on
+    /// the wire in alphabetical order, which llama.cpp's grammar follows: decisions that
+    /// change the data or the flow come before the message). The same for every call in the flow: `data` is there even
     /// when the call does not read the message (the answer's `data` is then ignored),
     /// and `re_ask` (does the message ask the pending question again?) says which step
     /// the reply is for, instead of a per-call `step` enum, whose first value a small
@@ -1502,16 +1535,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             required.push("conditions");
         }
         if !switch_ids.is_empty() {
-            let mut ids: Vec<Value> = switch_ids
+            let flows: Map<String, Value> = switch_ids
                 .iter()
-                .map(|id| Value::String(id.clone()))
+                .map(|id| (id.clone(), json!({ "type": "boolean" })))
                 .collect();
-            ids.push(Value::Null);
+            let keys: Vec<Value> = flows.keys().map(|k| Value::String(k.clone())).collect();
             props.insert(
-                "switch_flow".into(),
-                json!({ "type": ["string", "null"], "enum": ids }),
+                "handoff".into(),
+                json!({ "type": "object", "properties": flows, "required": keys, "additionalProperties": false }),
             );
-            required.push("switch_flow");
+            required.push("handoff");
         }
         props.insert(
             "message".into(),
@@ -1581,7 +1614,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Ok(out) = serde_json::from_str::<RespondOut>(head) else {
             return false;
         };
-        if out.switch_flow.is_some() {
+        if out.hands_over() {
             return false;
         }
         if !lt.speculative {

@@ -69,8 +69,12 @@ fn structured(schema: &Value, message: &str, data: &Value) -> String {
         let first = schema["properties"]["step"]["enum"][0].clone();
         m.insert("step".into(), first);
     }
-    if has("switch_flow") {
-        m.insert("switch_flow".into(), Value::Null);
+    if has("handoff") {
+        let flows = schema["properties"]["handoff"]["properties"]
+            .as_object()
+            .map(|o| o.keys().map(|k| (k.clone(), Value::Bool(false))).collect())
+            .unwrap_or_default();
+        m.insert("handoff".into(), Value::Object(flows));
     }
     if has("conditions") {
         let keys = schema["properties"]["conditions"]["properties"]
