@@ -113,8 +113,10 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
     }
 }
 
-/// Per flow: the lines offering the model a hand-over to each other flow (empty for
-/// single-flow agents), and the ids it may name, in the order listed.
+/// Per flow: the lines offering the model a hand-over to each other flow that says
+/// `when` it applies (empty when there is none), and the ids it may name, in the order
+/// listed. A flow without `when` is reached by code only (a directive, a branch,
+/// `on_complete`): offered by its title, a small model handed users to it for anything.
 ///
 /// One yes/no per flow, judged before the reply is written (`handoff` sorts before
 /// `message`): measured on Qwen2.5 1.5B over 14 help-desk openings × 4 seeds, a single
@@ -126,7 +128,11 @@ pub(crate) fn render_switch_sections<D, C>(
     let mut sections = Vec::with_capacity(flows.len());
     let mut ids = Vec::with_capacity(flows.len());
     for f in flows {
-        let others: Vec<&Flow<D, C>> = flows.iter().filter(|g| g.id != f.id).collect();
+        let others: Vec<(&Flow<D, C>, &str)> = flows
+            .iter()
+            .filter(|g| g.id != f.id)
+            .filter_map(|g| Some((g, g.when.as_deref()?)))
+            .collect();
         if others.is_empty() {
             sections.push(String::new());
             ids.push(Vec::new());
@@ -135,18 +141,11 @@ pub(crate) fn render_switch_sections<D, C>(
         let mut s = String::from(
             "Other tasks: judge whether each holds for the user's latest message, true or false, in `handoff`:\n",
         );
-        for g in &others {
-            match g.when.as_deref() {
-                Some(w) => {
-                    let _ = writeln!(s, "- {}: {w}", g.id);
-                }
-                None => {
-                    let _ = writeln!(s, "- {}: the user asks for the \"{}\" task", g.id, g.title);
-                }
-            }
+        for (g, w) in &others {
+            let _ = writeln!(s, "- {}: {w}", g.id);
         }
         sections.push(s);
-        ids.push(others.iter().map(|g| g.id.to_string()).collect());
+        ids.push(others.iter().map(|(g, _)| g.id.to_string()).collect());
     }
     (sections, ids)
 }

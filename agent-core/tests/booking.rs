@@ -340,6 +340,7 @@ async fn builders_take_flow_results_and_tool_values_directly() {
 fn support_flow() -> Flow<Booking, Concierge> {
     Flow::builder("support")
         .title("Support")
+        .when("the user reports a problem")
         .step(Step::model("ask_problem").prompt("Ask what went wrong."))
         .build()
         .expect("support flow is valid")
@@ -368,8 +369,8 @@ async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_list
     assert_eq!(r.message, "What went wrong?");
     let first = &p.requests()[1];
     let sys = first.instructions();
-    // Listed in registration order; a flow without `when` is named by its title.
-    let support = sys.find("- support: the user asks for the \"Support\" task");
+    // Listed in registration order.
+    let support = sys.find("- support: the user reports a problem");
     let feedback = sys.find("- feedback: the user wants to leave feedback");
     assert!(
         support.is_some() && feedback.is_some() && support < feedback,
@@ -424,4 +425,40 @@ async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects()
     let state = reqs[3].messages.last().unwrap().content.to_string();
     assert!(state.contains("ask_feedback"), "{state}");
     assert!(!state.contains("Write null for every field"), "{state}");
+}
+
+/// A flow only code reaches: no `when`.
+#[allow(clippy::expect_used)]
+fn desk_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("desk")
+        .title("Front desk")
+        .step(Step::model("ask_need").prompt("Find out what the user needs."))
+        .build()
+        .expect("desk flow is valid")
+}
+
+#[tokio::test]
+async fn a_flow_without_when_is_not_offered_for_a_hand_over_and_not_followed() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false), desk_flow(), feedback_flow()]);
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "book a room").await.unwrap();
+
+    p.respond(
+        Answer::message("Which city, then?")
+            .claiming("ask_city")
+            .switching_to("desk"),
+    );
+    let r = a.respond("s", "hmm").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert!(r.transitions.is_empty());
+    let req = p.last_request().unwrap();
+    let system = req.system.clone();
+    let schema = &req.output.unwrap().schema;
+    assert_eq!(
+        schema["properties"]["handoff"]["required"],
+        json!(["feedback"])
+    );
+    assert!(!system.contains("- desk:"), "{system}");
 }

@@ -5,7 +5,7 @@
 //! `cargo run -p examples --example triage`
 //!
 //! Three ways to hand over, as in A3: the model picks another flow in its answer
-//! (`switch_flow`, limited to the registered flows: A3's transition list), code decides
+//! (`handoff`, one yes/no per registered flow: A3's transition list), code decides
 //! (a tool returns `go_to`: A3's transition function), or a `when` branch the model
 //! judges while it replies. When a flow hands over after its reply was written (the
 //! refund below), that reply is not shown: the next flow gets it as context.
@@ -28,7 +28,8 @@ use serde_json::json;
 pub struct Case {
     /// Invoice number, as the user gives it (INV- and digits)
     pub invoice: String,
-    /// The device with the problem
+    /// The device the problem is on, as the user names it (a phone, tablet or computer
+    /// such as a Pixel 8), not the app
     pub device: String,
 }
 
@@ -44,9 +45,11 @@ async fn refund(
     )
 }
 
-/// The front desk. Its reply may hand the user to another flow (`switch_flow` in the
-/// model's answer, limited to the registered flows); once it has asked, its branches
-/// send the answer on.
+/// The front desk. Its reply may hand the user to another flow (`handoff` in the
+/// model's answer, judged for each flow that says `when` it applies, before the reply
+/// is written; the flow handed to reads the same message); once it has asked, its
+/// branches send the answer on. It has no `when` itself: only code sends users back
+/// to it (the refund's `go_to`).
 #[flow(title = "Front desk", data = Case, reentrant)]
 mod triage {
     #[step(prompt = "Find out what the user needs.", branches(

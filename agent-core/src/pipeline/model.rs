@@ -182,10 +182,25 @@ impl Consent {
         }
     }
 
+    /// How `action` is written, in the system prompt.
+    fn rule(self) -> &'static str {
+        match self {
+            Self::None => {
+                "To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null."
+            }
+            Self::Answer => CONSENT_RULE,
+            Self::Request => REQUEST_RULE,
+        }
+    }
+
     /// The question in the per-turn state, with the user's words quoted: asked about
     /// "the user's latest message" alone, Qwen2.5-Coder 1.5B copied its previous
     /// judgement (a "yes" after a "not yet" judged `false`, message and all).
-    fn question(self, quoted: &str) -> Option<String> {
+    fn question(self, quoted: impl FnOnce() -> String) -> Option<String> {
+        if self == Self::None {
+            return None;
+        }
+        let quoted = quoted();
         match self {
             Self::None => None,
             Self::Answer => Some(format!(
@@ -212,16 +227,8 @@ fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: Consen
     for t in specs {
         let _ = writeln!(sys, "- {}: {}", t.name, t.description);
     }
-    if consent != Consent::None {
-        sys.push_str(if consent == Consent::Answer {
-            CONSENT_RULE
-        } else {
-            REQUEST_RULE
-        });
-        sys.push('\n');
-    } else {
-        sys.push_str("To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null.\n");
-    }
+    sys.push_str(consent.rule());
+    sys.push('\n');
 }
 
 /// `schema` with a required `action`: null, or one of the tools with its arguments.
@@ -298,28 +305,37 @@ fn without_action(schema: &Value) -> Value {
     schema
 }
 
-/// The answer's `action` as a call the tool loop can run: none for null or for the
-/// consent form's `"agreed": false` (whatever else it holds).
-fn read_tool_call(v: Value, n: u32) -> Result<Option<ToolCall>, String> {
+/// The answer's `action`: a call the tool loop can run, nothing (null), or the consent
+/// form's `"agreed": false` (whatever else it holds).
+fn read_action(v: Value, n: u32) -> Result<Action, String> {
     let Value::Object(mut o) = v else {
         return match v {
-            Value::Null => Ok(None),
+            Value::Null => Ok(Action::None),
             _ => Err("`action` is not an object".into()),
         };
     };
     match o.get("agreed") {
         None | Some(Value::Bool(true)) => {}
-        Some(Value::Bool(false)) => return Ok(None),
+        Some(Value::Bool(false)) => return Ok(Action::Declined),
         Some(_) => return Err("`action.agreed` is not true or false".into()),
     }
     let Some(Value::String(name)) = o.remove("tool") else {
         return Err("`action` has no `tool`".into());
     };
-    Ok(Some(ToolCall {
+    Ok(Action::Call(ToolCall {
         id: format!("answer-{n}"),
         name,
         arguments: o.remove("with").unwrap_or_else(|| json!({})),
     }))
+}
+
+/// What an answer's `action` says.
+enum Action {
+    /// `null`: nothing to do.
+    None,
+    /// `{"agreed": false}`: the user did not agree or ask.
+    Declined,
+    Call(ToolCall),
 }
 
 fn strip_fences(content: &str) -> &str {
@@ -579,7 +595,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         tools.extend(step.tools.iter().cloned());
                         consent = Consent::of(step);
                         if self.a.config.tools_in_answer
-                            && let Some(q) = consent.question(&self.quoted_message())
+                            && let Some(q) = consent.question(|| self.quoted_message())
                         {
                             if consent == Consent::Answer {
                                 state.push_str("The user's latest message answers this step. ");
@@ -615,7 +631,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .a
                         .config
                         .tools_in_answer
-                        .then(|| consent.question(&self.quoted_message()))
+                        .then(|| consent.question(|| self.quoted_message()))
                         .flatten();
                     let _ = writeln!(
                         state,
@@ -906,14 +922,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 known
                             })
                             .or(intent);
-                        let declined = out
-                            .action
-                            .as_ref()
-                            .is_some_and(|a| a.get("agreed") == Some(&Value::Bool(false)));
-                        let tool_call = match out.action {
-                            None => None,
-                            Some(v) => read_tool_call(v, self.calls)?,
-                        };
+                        let (tool_call, declined) =
+                            match out.action.map(|v| read_action(v, self.calls)).transpose()? {
+                                None | Some(Action::None) => (None, false),
+                                Some(Action::Declined) => (None, true),
+                                Some(Action::Call(c)) => (Some(c), false),
+                            };
                         let judged = out.conditions.unwrap_or_default();
                         let verdicts = conditions
                             .iter()
