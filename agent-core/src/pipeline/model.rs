@@ -1510,11 +1510,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The respond call's schema: `conditions`, `data` (what the flow collects),
     /// `handoff` (one yes/no per other flow), then `message` and `re_ask` (keys go on
     /// the wire in alphabetical order, which llama.cpp's grammar follows: decisions that
-    /// change the data or the flow come before the message). The same for every call in the flow: `data` is there even
-    /// when the call does not read the message (the answer's `data` is then ignored),
-    /// and `re_ask` (does the message ask the pending question again?) says which step
-    /// the reply is for, instead of a per-call `step` enum, whose first value a small
-    /// model picks.
+    /// change the data or the flow come before the message). The same for every call in
+    /// the flow: `data` is there even when the call does not read the message (the
+    /// answer's `data` is then ignored), and `re_ask` (does the message ask the pending
+    /// question again?) says which step the reply is for, instead of a per-call `step`
+    /// enum, whose first value a small model picks.
     fn respond_schema(&self, f: &Flow<D, C>, n_conditions: usize, switch_ids: &[String]) -> Value {
         let mut props = Map::new();
         let mut required = Vec::new();
