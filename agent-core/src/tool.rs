@@ -293,6 +293,9 @@ where
     fn needs_approval(&self, args: &Value) -> bool {
         (**self).needs_approval(args)
     }
+    fn request_words(&self) -> Vec<String> {
+        (**self).request_words()
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -344,6 +347,30 @@ impl<D, C> ToolCxParts<D, C> {
     }
 }
 
+/// The request words of a tool that declares none ([`Tool::request_words`]).
+fn default_request_words(effect: Effect, name: &str) -> Vec<String> {
+    if effect == Effect::Once {
+        vec![first_word(name)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The first word of a tool's name (`refund`, `book` of `book_room` or `bookRoom`).
+fn first_word(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && !out.is_empty()) {
+            if out.is_empty() {
+                continue;
+            }
+            break;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
 /// A tool the model may call.
 #[async_trait]
 pub trait Tool<D, C>: Send + Sync {
@@ -370,6 +397,16 @@ pub trait Tool<D, C>: Send + Sync {
     /// ([`crate::approval`]; default: no).
     fn needs_approval(&self, _args: &Value) -> bool {
         false
+    }
+    /// Words by which a user asks for this action, matched at the start of the user's
+    /// words, case and accents aside ("refund" matches "refunded", "reembols"
+    /// "reembolso"). A tool with words is offered to the model only when the user's
+    /// latest message or the one before has one of them, or the agent's last message
+    /// did (an offer the user answers); otherwise the answer cannot call it. Default:
+    /// for an [`Effect::Once`] tool (money moves), the first word of its name (`book`
+    /// for `book_room`); for the others none (the model's judgement decides).
+    fn request_words(&self) -> Vec<String> {
+        default_request_words(self.effect(), self.name())
     }
     /// Gate on the arguments before the call; an error becomes the tool result.
     fn validate_input(&self, _args: &Value) -> Result<(), String> {
@@ -416,6 +453,7 @@ pub struct FnTool<D, C> {
     concurrency_safe: bool,
     timeout: Option<Duration>,
     effect: Effect,
+    request_words: Option<Vec<String>>,
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
@@ -431,6 +469,7 @@ impl<D, C> Clone for FnTool<D, C> {
             concurrency_safe: self.concurrency_safe,
             timeout: self.timeout,
             effect: self.effect,
+            request_words: self.request_words.clone(),
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
@@ -469,6 +508,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             concurrency_safe: false,
             timeout: None,
             effect: Effect::default(),
+            request_words: None,
             handler,
             validator: None,
             permission: None,
@@ -494,6 +534,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             concurrency_safe: false,
             timeout: None,
             effect: Effect::default(),
+            request_words: None,
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
@@ -518,6 +559,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// makes a payment-like tool run at most once per call.
     pub fn effect(mut self, effect: Effect) -> Self {
         self.effect = effect;
+        self
+    }
+
+    /// The words by which a user asks for this action ([`Tool::request_words`]), for
+    /// instance the same verb in the languages the agent speaks.
+    pub fn request_words<S: Into<String>>(mut self, words: impl IntoIterator<Item = S>) -> Self {
+        self.request_words = Some(words.into_iter().map(Into::into).collect());
         self
     }
 
@@ -582,6 +630,11 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
     fn effect(&self) -> Effect {
         self.effect
+    }
+    fn request_words(&self) -> Vec<String> {
+        self.request_words
+            .clone()
+            .unwrap_or_else(|| default_request_words(self.effect, &self.name))
     }
     fn needs_approval(&self, args: &Value) -> bool {
         self.approval.as_ref().is_some_and(|rule| {
@@ -655,4 +708,17 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_word;
+
+    #[test]
+    fn the_default_request_word_is_the_first_word_of_the_name() {
+        assert_eq!(first_word("book_room"), "book");
+        assert_eq!(first_word("bookRoom"), "book");
+        assert_eq!(first_word("refund"), "refund");
+        assert_eq!(first_word("_cancel-order"), "cancel");
+    }
 }

@@ -486,3 +486,104 @@ async fn a_pure_tool_is_named_or_not_without_a_consent_judgement() {
         first.system
     );
 }
+
+/// A once tool that moves money, asked for in English or Spanish.
+fn refund_tool() -> Arc<dyn Tool<Booking, Concierge>> {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Args {
+        /// City
+        city: String,
+    }
+    FnTool::new(
+        "refund",
+        "Refund the stay in a city.",
+        |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
+            Ok(ToolOutput::text(format!("refunded {}", a.city)))
+        },
+    )
+    .effect(Effect::Once)
+    .request_words(["refund", "reembols"])
+    .into_arc()
+}
+
+#[tokio::test]
+async fn a_once_tool_is_not_offered_until_the_user_words_ask_for_it() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(refund_tool()));
+    // A detail, no request: the answer cannot name the tool, and is told why.
+    p.respond(Answer::raw(
+        r#"{"data":{"city":null},"message":"Which city was it?"}"#,
+    ));
+    let r = a.respond("s", "I stayed with you last week").await.unwrap();
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    let asked = p.last_request().unwrap();
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
+    assert!(
+        asked
+            .instructions()
+            .contains("Not offered now: refund (the user has not asked for it in their own words)"),
+        "{}",
+        asked.instructions()
+    );
+    let schema = asked.output.as_ref().unwrap().schema.to_string();
+    assert!(!schema.contains("\"refund\""), "{schema}");
+
+    // The user's own words ask (another language): offered, judged as a request.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"refund","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Refunding."}"#,
+    ));
+    p.tool_round(Answer::message("Refunded."));
+    let r = a.respond("s", "Quiero un reembolso, Lisbon").await.unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+    let asked = &p.requests()[1];
+    assert!(asked.system.contains("- refund:"), "{}", asked.system);
+    assert!(
+        asked.instructions().contains("has the user asked for it"),
+        "{}",
+        asked.instructions()
+    );
+}
+
+#[tokio::test]
+async fn a_request_in_the_message_before_counts_and_an_older_one_does_not() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(refund_tool()));
+    p.respond(Answer::message("Which city was it?"));
+    a.respond("s", "Please refund my stay").await.unwrap();
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false},"data":{"city":"Lisbon"},"message":"Which stay?"}"#,
+    ));
+    a.respond("s", "Lisbon").await.unwrap();
+    let second = &p.requests()[1];
+    assert!(second.system.contains("- refund:"), "{}", second.system);
+    // Two messages later the request no longer counts.
+    p.respond(Answer::raw(
+        r#"{"data":{"city":null},"message":"Anything else?"}"#,
+    ));
+    a.respond("s", "It was a nice hotel").await.unwrap();
+    let third = p.last_request().unwrap();
+    assert!(!third.system.contains("- refund:"), "{}", third.system);
+}
+
+#[tokio::test]
+async fn an_offer_of_the_action_is_answered_as_a_yes_or_no() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(refund_tool()));
+    p.respond(Answer::message(
+        "I can refund your stay in Lisbon. Shall I?",
+    ));
+    a.respond("s", "My stay in Lisbon was cut short")
+        .await
+        .unwrap();
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"refund","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Done."}"#,
+    ));
+    p.tool_round(Answer::message("Refunded."));
+    let r = a.respond("s", "Yes please, Lisbon").await.unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+    let asked = p.requests()[1].instructions();
+    assert!(
+        asked.contains("Does the user's latest message, \"Yes please, Lisbon\", agree"),
+        "{asked}"
+    );
+}

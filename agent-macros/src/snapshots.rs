@@ -153,6 +153,7 @@ fn tool_without_context_is_generic_over_the_agent() {
             concurrency_safe,
             timeout_ms = 1500,
             effect = once,
+            request_words = ["time", "hora"],
             approval
         ),
         quote! {

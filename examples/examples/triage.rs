@@ -34,7 +34,12 @@ pub struct Case {
 }
 
 /// Refund a duplicate charge, then hand the user back to the front desk.
-#[tool]
+///
+/// Money moves, so it runs once per call (`effect = once`), and the model is offered
+/// it only when the user's own words ask for a refund (`request_words`, in the
+/// languages the desk answers) or answer the agent's offer of one: a small model asked
+/// to judge consent refunded invoices the user had only quoted for a question.
+#[tool(effect = once, request_words = ["refund", "money back", "reimburs", "reembols", "devolu", "rembours", "erstatt"])]
 async fn refund(
     /// Invoice number
     invoice: String,

@@ -8,6 +8,7 @@ mod apply;
 mod approve;
 mod code;
 mod command;
+mod consent;
 mod converse;
 mod correct;
 pub(crate) mod deadline;

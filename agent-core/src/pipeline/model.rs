@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+use super::consent::{Consent, Gate};
 use super::judged::{Judged, condition_index};
 use super::stream::MessageExtractor;
 use super::{Stop, Turn};
@@ -24,7 +25,7 @@ use crate::provider::{
     StreamChunk, ToolCall, ToolSpec,
 };
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
-use crate::tool::{Effect, Tool, ToolCx, ToolCxParts, ToolError};
+use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError};
 
 /// What a rendering call is for.
 #[derive(Clone)]
@@ -153,73 +154,6 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
         None => messages.push(Message::user(format!("{STATE_MARKER}\n{state}"))),
     }
 }
-
-/// What an answer that may call a tool (`tools_in_answer`) judges before it names one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Consent {
-    /// Nothing: `action` is null or a call (every tool offered is [`Effect::Pure`]).
-    None,
-    /// Whether the user's latest message agrees: the answer to an `act_on_answer`
-    /// step's question ("Shall I book it?").
-    Answer,
-    /// Whether the user asked for the action, in this message or earlier: a tool with
-    /// effects. Measured on Qwen2.5-Coder 1.5B, an answer free to name a tool refunded
-    /// an invoice the user had only quoted for a question.
-    Request,
-}
-
-impl Consent {
-    /// The consent the answer about `step` gives before calling its tools.
-    fn of<D, C>(step: &crate::step::Step<D, C>) -> Self {
-        if step.tools.is_empty() {
-            Self::None
-        } else if step.act_on_answer {
-            Self::Answer
-        } else if step.tools.iter().any(|t| t.effect() != Effect::Pure) {
-            Self::Request
-        } else {
-            Self::None
-        }
-    }
-
-    /// How `action` is written, in the system prompt.
-    fn rule(self) -> &'static str {
-        match self {
-            Self::None => {
-                "To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null."
-            }
-            Self::Answer => CONSENT_RULE,
-            Self::Request => REQUEST_RULE,
-        }
-    }
-
-    /// The question in the per-turn state, with the user's words quoted: asked about
-    /// "the user's latest message" alone, Qwen2.5-Coder 1.5B copied its previous
-    /// judgement (a "yes" after a "not yet" judged `false`, message and all).
-    fn question(self, quoted: impl FnOnce() -> String) -> Option<String> {
-        if self == Self::None {
-            return None;
-        }
-        let quoted = quoted();
-        match self {
-            Self::None => None,
-            Self::Answer => Some(format!(
-                "Does the user's latest message, {quoted}, agree or ask you to go ahead? Set `action.agreed` accordingly."
-            )),
-            Self::Request => Some(format!(
-                "Act only on the user's request: has the user asked for it, in the latest message ({quoted}) or earlier without taking it back? Set `action.agreed` accordingly."
-            )),
-        }
-    }
-}
-
-/// The consent form of `action` for the answer to an `act_on_answer` step: the
-/// user's latest message is judged first (`agreed`), and only a `true` goes on to a
-/// tool and its arguments.
-const CONSENT_RULE: &str = "In `action`, first set `agreed`: true if the user's latest message agrees or asks you to go ahead, false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
-
-/// The consent form for a tool with effects: the user must have asked for it.
-const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
 
 /// The tools, described in the prompt for a model that calls them through its answer.
 fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: Consent) {
@@ -592,8 +526,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     state.push_str(&step.section);
                     // Asked now, not answered: an `act_on_answer` step waits for it.
                     if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
-                        tools.extend(step.tools.iter().cloned());
-                        consent = Consent::of(step);
+                        let gate = Gate::of(step, &self.s.history);
+                        consent = gate.consent;
+                        if let Some(n) = gate.note() {
+                            state.push_str(&n);
+                            state.push('\n');
+                        }
+                        tools.extend(gate.tools);
                         if self.a.config.tools_in_answer
                             && let Some(q) = consent.question(|| self.quoted_message())
                         {
@@ -622,8 +561,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
-                    let acts = !step.tools.is_empty();
-                    consent = Consent::of(step);
+                    let gate = Gate::of(step, &self.s.history);
+                    let acts = !gate.tools.is_empty();
+                    consent = gate.consent;
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
@@ -645,7 +585,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             "Confirm the outcome to the user; use the tools offered if an action is needed."
                         }
                     );
-                    tools.extend(step.tools.iter().cloned());
+                    if let Some(n) = gate.note() {
+                        state.push_str(&n);
+                        state.push('\n');
+                    }
+                    tools.extend(gate.tools);
                 }
                 Target::Classic => {}
             }

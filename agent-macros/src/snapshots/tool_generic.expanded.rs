@@ -54,6 +54,11 @@ const _: () = {
         fn effect(&self) -> ::agent_core::__private::Effect {
             ::agent_core::__private::Effect::Once
         }
+        fn request_words(&self) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![
+                ::std::string::String::from("time"), ::std::string::String::from("hora")
+            ]
+        }
         fn needs_approval(
             &self,
             _args: &::agent_core::__private::serde_json::Value,

@@ -107,6 +107,14 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         })
     });
 
+    let request_words = def.request_words.as_ref().map(|words| {
+        quote! {
+            fn request_words(&self) -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![#(::std::string::String::from(#words)),*]
+            }
+        }
+    });
+
     let approval = def.approval.as_ref().map(|a| match a {
         super::parse::Approval::Always => quote! {
             fn needs_approval(&self, _args: &::agent_core::__private::serde_json::Value) -> bool {
@@ -240,6 +248,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 }
                 #timeout
                 #effect
+                #request_words
                 #approval
                 async fn call(
                     &self,

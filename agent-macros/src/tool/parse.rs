@@ -45,6 +45,8 @@ pub struct ToolDef {
     pub timeout_ms: Option<u64>,
     /// `effect = pure | idempotent | once`, as written (checked in `validate`).
     pub effect: Option<syn::Ident>,
+    /// `request_words = ["refund", ..]`: the words by which a user asks for the action.
+    pub request_words: Option<Vec<syn::LitStr>>,
     /// `approval` (every call waits for a person) or `approval = path` (calls whose
     /// arguments the fn `path(&serde_json::Value) -> bool` picks).
     pub approval: Option<Approval>,
@@ -111,6 +113,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut concurrency_safe = false;
     let mut timeout_ms = None;
     let mut effect = None;
+    let mut request_words = None;
     let mut approval = None;
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("name") {
@@ -147,6 +150,24 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             })?;
             effect = Some(id);
             Ok(())
+        } else if meta.path.is_ident("request_words") {
+            let what = "`request_words` takes a list of string literals: `request_words = [\"refund\", \"reembols\"]`";
+            let list: syn::ExprArray = meta
+                .value()?
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), what))?;
+            let mut words = Vec::with_capacity(list.elems.len());
+            for e in &list.elems {
+                match e {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) if !s.value().trim().is_empty() => words.push(s.clone()),
+                    other => return Err(syn::Error::new_spanned(other, what)),
+                }
+            }
+            request_words = Some(words);
+            Ok(())
         } else if meta.path.is_ident("approval") {
             if meta.input.peek(syn::Token![=]) {
                 let rule: syn::Path = meta.value()?.parse().map_err(|e| {
@@ -162,7 +183,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             Ok(())
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `approval`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `request_words`, `approval`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -233,6 +254,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         concurrency_safe,
         timeout_ms,
         effect,
+        request_words,
         approval,
         cx,
         args,

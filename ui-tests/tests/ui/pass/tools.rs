@@ -45,8 +45,9 @@ async fn charge(amount_cents: u64) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text(format!("charged {amount_cents}")))
 }
 
-/// Refund a payment: every call waits for a person's approval.
-#[tool(effect = once, approval)]
+/// Refund a payment: every call waits for a person's approval. Users ask for it in
+/// English or Spanish.
+#[tool(effect = once, approval, request_words = ["refund", "reembols"])]
 async fn refund(amount_cents: u64) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text(format!("refunded {amount_cents}")))
 }
@@ -120,6 +121,8 @@ fn main() {
     );
     let ch: &dyn Tool<Booking, ()> = &charge;
     assert_eq!(ch.effect(), agent_core::tool::Effect::Once);
+    assert_eq!(ch.request_words(), ["charge"], "a once tool: its name's first word");
+    assert!(c.request_words().is_empty(), "not once: the model's judgement decides");
     let pr: &dyn Tool<Booking, ()> = &price;
     assert_eq!(pr.effect(), agent_core::tool::Effect::Pure);
     assert!(
@@ -128,6 +131,7 @@ fn main() {
     );
     let rf: &dyn Tool<Booking, ()> = &refund;
     assert!(rf.needs_approval(&json!({"amount_cents": 1})));
+    assert_eq!(rf.request_words(), ["refund", "reembols"]);
     let tr: &dyn Tool<Booking, ()> = &transfer;
     assert!(!tr.needs_approval(&json!({"amount_cents": 5})));
     assert!(tr.needs_approval(&json!({"amount_cents": 5000})));

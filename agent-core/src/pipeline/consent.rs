@@ -1,0 +1,193 @@
+//! Consent before a tool with effects runs: how the answer judges it ([`Consent`]) and
+//! which tools the answer may call at all ([`Gate`]).
+//!
+//! A model's judgement alone does not hold on a small model: measured on
+//! Qwen2.5-Coder 1.5B (2026-11-26, 15 billing conversations x 2 seeds), asked whether
+//! the user had asked for a refund it said yes to "It's INV-7" and "Die
+//! Rechnungsnummer ist INV-3"; asked in a separate, focused call it said no to "Please
+//! refund the double charge on INV-7" (18 of 30 right), and a quote of the request it
+//! was asked to copy was the tool's own description. So the code decides when the
+//! model may judge: a tool with request words (every [`Effect::Once`] tool unless it
+//! says otherwise) is offered only when the user's own words name the action
+//! ([`Tool::request_words`]) in the latest message or the one before, or when the
+//! agent's last message named it (the user answers an offer: then the answer is
+//! judged as a yes or no, which the same model gets right).
+
+use std::sync::Arc;
+
+use crate::data::ground::normalize;
+use crate::provider::{Message, Role};
+use crate::step::Step;
+use crate::tool::{Effect, Tool};
+
+/// What an answer that may call a tool (`tools_in_answer`) judges before it names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Consent {
+    /// Nothing: `action` is null or a call (every tool offered is [`Effect::Pure`]).
+    None,
+    /// Whether the user's latest message agrees: the answer to an `act_on_answer`
+    /// step's question ("Shall I book it?").
+    Answer,
+    /// Whether the user asked for the action, in this message or earlier: a tool with
+    /// effects. Measured on Qwen2.5-Coder 1.5B, an answer free to name a tool refunded
+    /// an invoice the user had only quoted for a question.
+    Request,
+}
+
+impl Consent {
+    /// The consent the answer about `step` gives before calling its tools.
+    fn of<D, C>(step: &Step<D, C>) -> Self {
+        if step.tools.is_empty() {
+            Self::None
+        } else if step.act_on_answer {
+            Self::Answer
+        } else if step.tools.iter().any(|t| t.effect() != Effect::Pure) {
+            Self::Request
+        } else {
+            Self::None
+        }
+    }
+
+    /// How `action` is written, in the system prompt.
+    pub(super) fn rule(self) -> &'static str {
+        match self {
+            Self::None => {
+                "To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null."
+            }
+            Self::Answer => CONSENT_RULE,
+            Self::Request => REQUEST_RULE,
+        }
+    }
+
+    /// The question in the per-turn state, with the user's words quoted: asked about
+    /// "the user's latest message" alone, Qwen2.5-Coder 1.5B copied its previous
+    /// judgement (a "yes" after a "not yet" judged `false`, message and all).
+    pub(super) fn question(self, quoted: impl FnOnce() -> String) -> Option<String> {
+        if self == Self::None {
+            return None;
+        }
+        let quoted = quoted();
+        match self {
+            Self::None => None,
+            Self::Answer => Some(format!(
+                "Does the user's latest message, {quoted}, agree or ask you to go ahead? Set `action.agreed` accordingly."
+            )),
+            Self::Request => Some(format!(
+                "Act only on the user's request: has the user asked for it, in the latest message ({quoted}) or earlier without taking it back? Set `action.agreed` accordingly."
+            )),
+        }
+    }
+}
+
+/// The consent form of `action` for the answer to an `act_on_answer` step: the
+/// user's latest message is judged first (`agreed`), and only a `true` goes on to a
+/// tool and its arguments.
+const CONSENT_RULE: &str = "In `action`, first set `agreed`: true if the user's latest message agrees or asks you to go ahead, false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
+
+/// The consent form for a tool with effects: the user must have asked for it.
+const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
+
+/// Which of a step's tools this answer may call, and how it judges consent.
+pub(super) struct Gate<D, C> {
+    pub(super) consent: Consent,
+    pub(super) tools: Vec<Arc<dyn Tool<D, C>>>,
+    /// Tools with effects not offered: nobody asked for them or was offered them.
+    pub(super) withheld: Vec<String>,
+}
+
+impl<D, C> Gate<D, C> {
+    /// The gate for an answer about `step`; `history` ends with the user's latest
+    /// message.
+    pub(super) fn of(step: &Step<D, C>, history: &[Message]) -> Self {
+        let consent = Consent::of(step);
+        if consent != Consent::Request {
+            return Self {
+                consent,
+                tools: step.tools.clone(),
+                withheld: Vec::new(),
+            };
+        }
+        let latest = history.iter().rposition(|m| m.role == Role::User);
+        let users: Vec<String> = history
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::User)
+            .take(2)
+            .map(|m| normalize(&m.content))
+            .collect();
+        let offer = latest
+            .and_then(|i| {
+                history[..i]
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::Assistant && !m.content.is_empty())
+            })
+            .map(|m| normalize(&m.content))
+            .unwrap_or_default();
+        let (mut asked, mut offered) = (false, false);
+        let mut tools = Vec::with_capacity(step.tools.len());
+        let mut withheld = Vec::new();
+        for t in &step.tools {
+            if t.effect() == Effect::Pure {
+                tools.push(t.clone());
+                continue;
+            }
+            let words = t.request_words();
+            let named = |said: &str| words.iter().any(|w| mentions(said, w));
+            if words.is_empty() || users.iter().any(|u| named(u)) {
+                asked = true;
+                tools.push(t.clone());
+            } else if named(&offer) {
+                offered = true;
+                tools.push(t.clone());
+            } else {
+                withheld.push(t.name().to_owned());
+            }
+        }
+        let consent = if asked {
+            Consent::Request
+        } else if offered {
+            Consent::Answer
+        } else {
+            Consent::None
+        };
+        Self {
+            consent,
+            tools,
+            withheld,
+        }
+    }
+
+    /// What the answer is told about the tools withheld (none: nothing).
+    pub(super) fn note(&self) -> Option<String> {
+        if self.withheld.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Not offered now: {} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits.",
+            self.withheld.join(", ")
+        ))
+    }
+}
+
+/// Whether `said` (normalised) has a word starting with `word`: "refund" in "refunded",
+/// "reembols" in "reembolso".
+fn mentions(said: &str, word: &str) -> bool {
+    let w = normalize(word);
+    let w = w.trim();
+    !w.is_empty() && said.contains(&format!(" {w}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_word_matches_the_start_of_a_word() {
+        let said = normalize("Please REFUND it, I was refunded twice? Quiero un reembolso");
+        assert!(mentions(&said, "refund"));
+        assert!(mentions(&said, "reembols"));
+        assert!(!mentions(&said, "fund"));
+        assert!(!mentions(&said, ""));
+    }
+}
