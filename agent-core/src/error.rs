@@ -6,6 +6,8 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::provider::CallKind;
+// Defined with the model boundary it belongs to; kept here too so every error is in one place.
+pub use crate::provider::ProviderError;
 
 /// A data or context write that the type rejects.
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -164,33 +166,6 @@ impl std::error::Error for FlowConfigurationError {}
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{} configuration error(s):\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
 pub struct ConfigErrors(pub Vec<FlowConfigurationError>);
-
-/// A model call that failed.
-#[derive(Debug, Clone, Error, PartialEq)]
-pub enum ProviderError {
-    /// The API answered with an error status.
-    #[error("HTTP {status} from the model API: {message}")]
-    Http {
-        /// Status code.
-        status: u16,
-        /// Body or message (never contains the API key).
-        message: String,
-        /// `Retry-After`, when the API sent one.
-        retry_after: Option<Duration>,
-    },
-    /// The request did not reach the API or the connection broke.
-    #[error("network error talking to the model API: {0}")]
-    Network(String),
-    /// The call took too long.
-    #[error("model call timed out after {0:?}")]
-    Timeout(Duration),
-    /// The API answered something that is not its documented format.
-    #[error("unexpected answer from the model API: {0}")]
-    InvalidResponse(String),
-    /// Anything else (e.g. a scripted provider with no answer left).
-    #[error("{0}")]
-    Other(String),
-}
 
 /// A session store failure.
 #[derive(Debug, Clone, Error, PartialEq)]

@@ -43,6 +43,7 @@ pub mod branch;
 mod claim;
 pub mod clock;
 pub mod codeflow;
+pub mod config;
 pub mod data;
 pub mod directive;
 pub mod error;
@@ -51,6 +52,7 @@ pub mod eval;
 pub mod flow;
 mod fxhash;
 pub mod graph;
+mod guard;
 pub mod hook;
 pub mod instruction;
 pub mod journal;
@@ -93,7 +95,7 @@ pub mod prelude {
         ToolFailure,
     };
     pub use crate::data::{AgentContext, AgentData, Date, DateTime, Patch, patch_of};
-    pub use crate::directive::{Directive, PreDirective, SignalDirective};
+    pub use crate::directive::{Directive, PreDirective};
     pub use crate::error::{AgentError, ConfigErrors, FlowConfigurationError};
     pub use crate::flow::Flow;
     pub use crate::hook::Cx;
@@ -101,7 +103,7 @@ pub mod prelude {
     pub use crate::journal::{Resolution, UnknownOutcome};
     pub use crate::provider::Provider;
     pub use crate::response::{AgentResponse, Event, StoppedReason};
-    pub use crate::signal::{Phase, Signal};
+    pub use crate::signal::{Phase, Signal, SignalDirective};
     pub use crate::step::Step;
     pub use crate::store::{MemoryStore, SessionStore};
     pub use crate::tool::{Effect, FnTool, Tool, ToolCx, ToolError, ToolOutput};

@@ -173,7 +173,7 @@ pub(crate) fn render_dynamic_instructions<D, C>(
 ) {
     for i in list {
         if let Some(p) = &i.if_
-            && crate::pipeline::guard::test(p, cx, || "`if` predicate of an instruction".into())
+            && crate::guard::test(p, cx, || "`if` predicate of an instruction".into())
         {
             i.render(out);
         }

@@ -5,13 +5,41 @@
 //! `agent-providers`; `testing::ScriptedProvider` implements it for tests.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::ProviderError;
+use thiserror::Error;
+
+/// A model call that failed.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ProviderError {
+    /// The API answered with an error status.
+    #[error("HTTP {status} from the model API: {message}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Body or message (never contains the API key).
+        message: String,
+        /// `Retry-After`, when the API sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The request did not reach the API or the connection broke.
+    #[error("network error talking to the model API: {0}")]
+    Network(String),
+    /// The call took too long.
+    #[error("model call timed out after {0:?}")]
+    Timeout(Duration),
+    /// The API answered something that is not its documented format.
+    #[error("unexpected answer from the model API: {0}")]
+    InvalidResponse(String),
+    /// Anything else (e.g. a scripted provider with no answer left).
+    #[error("{0}")]
+    Other(String),
+}
 
 /// Why the engine is calling the model. Providers may ignore it; the scripted provider
 /// answers by it, and traces show it.

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::directive::SignalDirective;
+use crate::directive::{Directive, PreDirective};
 use crate::hook::{Cx, Predicate};
 
 /// When a signal runs.
@@ -205,5 +205,114 @@ impl<D: Sync + 'static, C: Sync + 'static> Signal<D, C> {
                 s.fired == 0 || now_ms.saturating_sub(s.last_fired_ms) >= d.as_millis() as u64
             }
         }
+    }
+}
+
+/// Computes a signal's reply when it fires.
+pub type ReplyFn<D, C> = Arc<dyn Fn(&SignalCx<'_, D, C>) -> String + Send + Sync>;
+
+/// A late-binding reply for signals: text, or a function of the signal's view.
+pub enum ReplyWith<D, C> {
+    /// Fixed text.
+    Text(String),
+    /// Computed when the signal fires.
+    Fn(ReplyFn<D, C>),
+}
+
+impl<D, C> Clone for ReplyWith<D, C> {
+    fn clone(&self) -> Self {
+        match self {
+            ReplyWith::Text(t) => ReplyWith::Text(t.clone()),
+            ReplyWith::Fn(f) => ReplyWith::Fn(f.clone()),
+        }
+    }
+}
+
+/// What signal handlers return: a [`PreDirective`] plus signal-only fields.
+pub struct SignalDirective<D, C> {
+    /// The pre-directive (in the post phase its pre-only fields are dropped and its
+    /// position becomes the next turn's pending directive).
+    pub pre: PreDirective<D, C>,
+    /// Skip the remaining signal handlers of this phase.
+    pub stop_other_signals: bool,
+    /// A reply computed when the signal fires.
+    pub reply_with: Option<ReplyWith<D, C>>,
+}
+
+impl<D, C> Default for SignalDirective<D, C> {
+    fn default() -> Self {
+        Self {
+            pre: PreDirective::default(),
+            stop_other_signals: false,
+            reply_with: None,
+        }
+    }
+}
+
+impl<D, C> Clone for SignalDirective<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            pre: self.pre.clone(),
+            stop_other_signals: self.stop_other_signals,
+            reply_with: self.reply_with.clone(),
+        }
+    }
+}
+
+impl<D, C> fmt::Debug for SignalDirective<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignalDirective")
+            .field("pre", &self.pre)
+            .field("stop_other_signals", &self.stop_other_signals)
+            .field("reply_with", &self.reply_with.is_some())
+            .finish()
+    }
+}
+
+impl<D, C> From<Directive> for SignalDirective<D, C> {
+    fn from(d: Directive) -> Self {
+        Self {
+            pre: d.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl<D, C> From<PreDirective<D, C>> for SignalDirective<D, C> {
+    fn from(pre: PreDirective<D, C>) -> Self {
+        Self {
+            pre,
+            ..Self::default()
+        }
+    }
+}
+
+impl<D, C> SignalDirective<D, C> {
+    /// An empty signal directive.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Skip the remaining handlers of this phase.
+    pub fn stop_other_signals(mut self) -> Self {
+        self.stop_other_signals = true;
+        self
+    }
+    /// A fixed late-bound reply.
+    pub fn reply_with(mut self, text: impl Into<String>) -> Self {
+        self.reply_with = Some(ReplyWith::Text(text.into()));
+        self
+    }
+    /// A reply computed from the signal's view when it fires.
+    pub fn reply_with_fn(
+        mut self,
+        f: impl Fn(&SignalCx<'_, D, C>) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.reply_with = Some(ReplyWith::Fn(Arc::new(f)));
+        self
+    }
+    /// Set the pre-directive part.
+    pub fn pre(mut self, pre: PreDirective<D, C>) -> Self {
+        self.pre = pre;
+        self
     }
 }

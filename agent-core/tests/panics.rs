@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::directive::SignalDirective;
 use agent_core::prelude::*;
+use agent_core::signal::SignalDirective;
 use agent_core::testing::{Answer, ScriptedProvider};
 use futures::StreamExt;
 use schemars::JsonSchema;

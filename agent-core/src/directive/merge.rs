@@ -1,10 +1,8 @@
 //! Algorithm 4: the one merge function for every directive bus.
 
-use std::sync::Arc;
-
+use super::seam::{CarriedTool, carried_name};
 use super::{Directive, PreDirective};
 use crate::data::Patch;
-use crate::tool::Tool;
 
 /// Merge `b` (emitted later) into `a`.
 ///
@@ -61,8 +59,11 @@ pub fn merge_pre<D, C>(a: PreDirective<D, C>, b: PreDirective<D, C>) -> PreDirec
 
 /// Add an injected tool to a list deduped by name: a tool already there keeps its
 /// position (the order the model sees stays stable) and takes the later definition.
-pub(crate) fn add_tool<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>, t: Arc<dyn Tool<D, C>>) {
-    match tools.iter_mut().find(|e| e.name() == t.name()) {
+pub(crate) fn add_tool<D, C>(tools: &mut Vec<CarriedTool<D, C>>, t: CarriedTool<D, C>) {
+    match tools
+        .iter_mut()
+        .find(|e| carried_name(e) == carried_name(&t))
+    {
         Some(slot) => *slot = t,
         None => tools.push(t),
     }

@@ -4,21 +4,23 @@
 //!
 //! A directive carries at most one [`Position`] (an enum, so two can never coexist),
 //! optional data and context patches and an optional verbatim reply. [`PreDirective`]
-//! adds the pre-LLM-only augmentations, [`SignalDirective`] the signal-only fields.
+//! adds the pre-LLM-only augmentations; the signal-only fields are in
+//! [`SignalDirective`](crate::signal::SignalDirective), which moved to the signal module
+//! (it names the signal's view; the directive is the lowest layer and imports nothing above it).
 //! [`merge`] is the single merge function (Algorithm 4) used for every bus.
 
 mod json;
 mod merge;
+mod seam;
 
 use std::fmt;
-use std::sync::Arc;
 
 use crate::data::Patch;
 use crate::error::DirectiveError;
-use crate::tool::Tool;
 
 pub(crate) use merge::add_tool;
 pub use merge::{merge, merge_pre};
+pub use seam::{CarriedTool, ToolSeam, Tools};
 
 /// Where the conversation goes next.
 #[derive(Debug, Clone, PartialEq)]
@@ -349,7 +351,7 @@ pub struct PreDirective<D, C> {
     /// Sentences appended to this turn's system prompt.
     pub append_prompt: Vec<String>,
     /// Tools added to this turn's model call.
-    pub inject_tools: Vec<Arc<dyn Tool<D, C>>>,
+    pub inject_tools: Vec<CarriedTool<D, C>>,
     /// Skip this turn's model call.
     pub halt: bool,
 }
@@ -378,7 +380,7 @@ impl<D, C> Clone for PreDirective<D, C> {
 
 impl<D, C> fmt::Debug for PreDirective<D, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let tools: Vec<&str> = self.inject_tools.iter().map(|t| t.name()).collect();
+        let tools: Vec<&str> = self.inject_tools.iter().map(seam::carried_name).collect();
         f.debug_struct("PreDirective")
             .field("base", &self.base)
             .field("append_prompt", &self.append_prompt)
@@ -408,7 +410,7 @@ impl<D, C> PreDirective<D, C> {
         self
     }
     /// Offer a tool for this turn only.
-    pub fn inject_tool(mut self, tool: Arc<dyn Tool<D, C>>) -> Self {
+    pub fn inject_tool(mut self, tool: CarriedTool<D, C>) -> Self {
         self.inject_tools.push(tool);
         self
     }
@@ -441,114 +443,5 @@ impl<D, C> PreDirective<D, C> {
     /// directive is allowed).
     pub fn has_pre_only_fields(&self) -> bool {
         self.halt || !self.append_prompt.is_empty() || !self.inject_tools.is_empty()
-    }
-}
-
-/// Computes a signal's reply when it fires.
-pub type ReplyFn<D, C> = Arc<dyn Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync>;
-
-/// A late-binding reply for signals: text, or a function of the signal's view.
-pub enum ReplyWith<D, C> {
-    /// Fixed text.
-    Text(String),
-    /// Computed when the signal fires.
-    Fn(ReplyFn<D, C>),
-}
-
-impl<D, C> Clone for ReplyWith<D, C> {
-    fn clone(&self) -> Self {
-        match self {
-            ReplyWith::Text(t) => ReplyWith::Text(t.clone()),
-            ReplyWith::Fn(f) => ReplyWith::Fn(f.clone()),
-        }
-    }
-}
-
-/// What signal handlers return: a [`PreDirective`] plus signal-only fields.
-pub struct SignalDirective<D, C> {
-    /// The pre-directive (in the post phase its pre-only fields are dropped and its
-    /// position becomes the next turn's pending directive).
-    pub pre: PreDirective<D, C>,
-    /// Skip the remaining signal handlers of this phase.
-    pub stop_other_signals: bool,
-    /// A reply computed when the signal fires.
-    pub reply_with: Option<ReplyWith<D, C>>,
-}
-
-impl<D, C> Default for SignalDirective<D, C> {
-    fn default() -> Self {
-        Self {
-            pre: PreDirective::default(),
-            stop_other_signals: false,
-            reply_with: None,
-        }
-    }
-}
-
-impl<D, C> Clone for SignalDirective<D, C> {
-    fn clone(&self) -> Self {
-        Self {
-            pre: self.pre.clone(),
-            stop_other_signals: self.stop_other_signals,
-            reply_with: self.reply_with.clone(),
-        }
-    }
-}
-
-impl<D, C> fmt::Debug for SignalDirective<D, C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SignalDirective")
-            .field("pre", &self.pre)
-            .field("stop_other_signals", &self.stop_other_signals)
-            .field("reply_with", &self.reply_with.is_some())
-            .finish()
-    }
-}
-
-impl<D, C> From<Directive> for SignalDirective<D, C> {
-    fn from(d: Directive) -> Self {
-        Self {
-            pre: d.into(),
-            ..Self::default()
-        }
-    }
-}
-
-impl<D, C> From<PreDirective<D, C>> for SignalDirective<D, C> {
-    fn from(pre: PreDirective<D, C>) -> Self {
-        Self {
-            pre,
-            ..Self::default()
-        }
-    }
-}
-
-impl<D, C> SignalDirective<D, C> {
-    /// An empty signal directive.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Skip the remaining handlers of this phase.
-    pub fn stop_other_signals(mut self) -> Self {
-        self.stop_other_signals = true;
-        self
-    }
-    /// A fixed late-bound reply.
-    pub fn reply_with(mut self, text: impl Into<String>) -> Self {
-        self.reply_with = Some(ReplyWith::Text(text.into()));
-        self
-    }
-    /// A reply computed from the signal's view when it fires.
-    pub fn reply_with_fn(
-        mut self,
-        f: impl Fn(&crate::signal::SignalCx<'_, D, C>) -> String + Send + Sync + 'static,
-    ) -> Self {
-        self.reply_with = Some(ReplyWith::Fn(Arc::new(f)));
-        self
-    }
-    /// Set the pre-directive part.
-    pub fn pre(mut self, pre: PreDirective<D, C>) -> Self {
-        self.pre = pre;
-        self
     }
 }

@@ -80,7 +80,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
         }
         let parts_key = |i: usize, c: &ToolCall| {
-            crate::journal::call_key(&self.s.id, &self.turn_tag, i, &c.name, &c.arguments)
+            crate::tool::key::call_key(&self.s.id, &self.turn_tag, i, &c.name, &c.arguments)
         };
         let seq = self.tool_seq;
         self.tool_seq += calls.len();

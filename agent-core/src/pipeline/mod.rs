@@ -12,17 +12,16 @@ mod consent;
 mod converse;
 mod correct;
 pub(crate) mod deadline;
-pub(crate) mod guard;
 mod judged;
 mod model;
 mod reentry;
+mod runtime;
 mod signals;
 pub(crate) mod stream;
 mod walk;
 
 use std::sync::Arc;
 
-use crate::agent::AgentInner;
 use crate::data::{AgentContext, AgentData, FieldSet};
 use crate::directive::{Directive, PreDirective};
 use crate::error::AgentError;
@@ -38,6 +37,11 @@ use crate::session::Session;
 use crate::tool::Tool;
 
 pub(crate) use walk::Stop;
+// Predicates and hooks run through the guard, defined below the flow definitions that
+// use it too.
+pub(crate) use crate::guard;
+pub(crate) use runtime::{AgentInner, Loaded, Remembered};
+pub use runtime::{FlowVersionChange, Migration};
 
 /// Where streamed events go.
 pub(crate) struct Sink<D> {
@@ -173,7 +177,7 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) deadline: Option<deadline::Deadline>,
     /// The session lease the turn holds (its saves are fenced by it).
     pub(crate) lease: Option<Arc<crate::store::HeldLease>>,
-    /// The turn's identity in tool call keys ([`crate::journal::turn_tag`]); kept
+    /// The turn's identity in tool call keys ([`crate::tool::key::turn_tag`]); kept
     /// across the re-runs of one `respond` call.
     pub(crate) turn_tag: Arc<str>,
     /// Tool calls run so far this turn (model rounds and code flows): the next
@@ -198,19 +202,19 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
     /// are moved when awaited).
     pub(crate) fn new(
         a: &'a AgentInner<D, C>,
-        load: crate::agent::Loaded<D, C>,
+        load: Loaded<D, C>,
         msg: &'a str,
         sink: Option<&'a Sink<D>>,
         event_id: Option<String>,
     ) -> Box<Self> {
-        let crate::agent::Loaded {
+        let Loaded {
             session: s,
             present,
             prev,
         } = load;
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
         let awaiting = s.step.is_some();
-        let turn_tag = crate::journal::turn_tag(event_id.as_deref(), s.turns, msg);
+        let turn_tag = crate::tool::key::turn_tag(event_id.as_deref(), s.turns, msg);
         Box::new(Self {
             a,
             expected_version: s.version,
@@ -616,7 +620,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         );
         if let Some((bytes, span)) = self.saved.take() {
             let t = *self;
-            t.a.remember(crate::agent::Remembered {
+            t.a.remember(Remembered {
                 bytes,
                 session: t.s,
                 present: t.present,

@@ -4,10 +4,11 @@
 use super::model::{Question, Verdicts};
 use super::{Turn, guard};
 use crate::data::{AgentContext, AgentData};
-use crate::directive::{PreDirective, ReplyWith, SignalDirective, merge_pre};
+use crate::directive::{PreDirective, merge_pre};
 use crate::error::AgentError;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::signal::{Phase as SignalPhase, SignalCx};
+use crate::signal::{ReplyWith, SignalDirective};
 use crate::step::StepKind;
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {

@@ -1,0 +1,638 @@
+//! The agent: a registry of flows, tools and signals over a provider and a store, and
+//! the entry points `respond`, `respond_stream` and `dispatch`.
+
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures::{FutureExt, Stream};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::data::{AgentContext, AgentData};
+use crate::directive::Directive;
+use crate::error::{AgentError, ConfigErrors, FlowConfigurationError, StoreError};
+use crate::flow::Flow;
+use crate::pipeline::deadline::{Deadline, within};
+use crate::pipeline::{AgentInner, Loaded};
+use crate::pipeline::{Sink, Turn, guard};
+use crate::provider::Provider;
+use crate::response::{AgentResponse, Event};
+use crate::session::Session;
+
+mod builder;
+
+pub use crate::config::{AgentConfig, ConflictPolicy, DEFAULT_REPLY_STYLE, TokenLimits};
+pub use crate::pipeline::{FlowVersionChange, Migration};
+pub use builder::AgentBuilder;
+
+/// Options of one turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// The inbound event's id (a webhook delivery id, a message id). A repeated id
+    /// returns the stored response and does not advance the session.
+    pub event_id: Option<String>,
+}
+
+impl TurnOptions {
+    /// Options carrying an inbound event id.
+    pub fn event(id: impl Into<String>) -> Self {
+        Self {
+            event_id: Some(id.into()),
+        }
+    }
+}
+
+/// What a turn answers: a user message, or a person's decision on a held tool call.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Message(&'a str),
+    Resolve(&'a crate::approval::Resolve),
+}
+
+/// [`Input`] owned, for a stream's task.
+enum Owned {
+    Message(String),
+    Resolve(crate::approval::Resolve),
+}
+
+/// The stored answer to an event already processed.
+fn replayed<D: AgentData>(
+    done: &serde_json::Value,
+    sink: Option<&Sink<D>>,
+) -> Result<AgentResponse<D>, AgentError> {
+    let mut r: AgentResponse<D> =
+        serde_json::from_value(done.clone()).map_err(|e| StoreError::Corrupt {
+            session_id: String::new(),
+            message: format!("stored response of a processed event: {e}"),
+        })?;
+    r.duplicate = true;
+    if let Some(s) = sink
+        && !r.message.is_empty()
+    {
+        s.send(Event::TextDelta(r.message.clone()));
+    }
+    Ok(r)
+}
+
+/// A conversational agent. Cheap to clone (shared).
+pub struct Agent<D, C> {
+    pub(crate) inner: Arc<AgentInner<D, C>>,
+}
+
+impl<D, C> Clone for Agent<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Agent<D, C> {
+    /// Start an agent definition.
+    pub fn builder() -> AgentBuilder<D, C> {
+        AgentBuilder::new()
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The registered flows.
+    pub fn flows(&self) -> impl Iterator<Item = &Flow<D, C>> {
+        self.inner.flows.iter().map(|f| f.as_ref())
+    }
+
+    /// Answer one user message in a session (created on first use).
+    pub async fn respond(
+        &self,
+        session_id: &str,
+        message: &str,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.run_turn(
+            session_id,
+            Input::Message(message),
+            &TurnOptions::default(),
+            None,
+        )
+        .await
+    }
+
+    /// [`Agent::respond`] with options, e.g. the inbound event id that makes the turn
+    /// exactly-once: a repeated id returns the stored response (with `duplicate` set)
+    /// and does not advance the session, even when both copies arrive at once.
+    pub async fn respond_with(
+        &self,
+        session_id: &str,
+        message: &str,
+        options: &TurnOptions,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.run_turn(session_id, Input::Message(message), options, None)
+            .await
+    }
+
+    /// Decide a tool call that waits for a person's approval
+    /// ([`AgentResponse::awaiting_approval`], [`crate::approval`]): approve it, deny
+    /// it with a reason, or run it with edited arguments. Once every waiting call of
+    /// its round is decided, the round runs and the turn resumes where it paused: the
+    /// response is that turn's answer (its message written with the tools' results).
+    /// While other calls of the round still wait, the decision is recorded and the
+    /// response says which calls still wait. A call that does not wait (unknown,
+    /// already decided) is [`AgentError::NoPendingApproval`] and changes nothing.
+    ///
+    /// Works after a restart (the round is stored with the session) and from another
+    /// process; takes the session's lease like a turn.
+    pub async fn resolve_approval(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        self.resolve_approval_with(session_id, call_id, decision, &TurnOptions::default())
+            .await
+    }
+
+    /// [`Agent::resolve_approval`] with options (an inbound event id makes the
+    /// decision exactly-once, like a message's).
+    pub async fn resolve_approval_with(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+        options: &TurnOptions,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let r = crate::approval::Resolve {
+            call_id: call_id.to_owned(),
+            decision,
+        };
+        self.run_turn(session_id, Input::Resolve(&r), options, None)
+            .await
+    }
+
+    /// [`Agent::resolve_approval`] as a stream of events, like
+    /// [`Agent::respond_stream`].
+    pub fn resolve_approval_stream(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        decision: crate::approval::Decision,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        let r = crate::approval::Resolve {
+            call_id: call_id.to_owned(),
+            decision,
+        };
+        self.stream_turn(session_id, Owned::Resolve(r), TurnOptions::default())
+    }
+
+    /// The tool calls of a session that wait for a person's decision (empty when
+    /// none does, or the session does not exist).
+    pub async fn pending_approvals(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<crate::approval::PendingCall>, AgentError> {
+        Ok(self
+            .session(session_id)
+            .await?
+            .and_then(|s| s.approval)
+            .map(|p| p.waiting())
+            .unwrap_or_default())
+    }
+
+    /// Answer one user message as a stream of events: tool, step and transition events
+    /// as they happen, the text deltas, then exactly one `Done` or `Error`. The deltas
+    /// always concatenate to the final message: they go out as the model writes them
+    /// when the reply is known to be final (the step that speaks is settled and nothing
+    /// can replace the text), otherwise once the turn is saved.
+    pub fn respond_stream(
+        &self,
+        session_id: &str,
+        message: &str,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        self.respond_stream_with(session_id, message, TurnOptions::default())
+    }
+
+    /// [`Agent::respond_stream`] with options.
+    pub fn respond_stream_with(
+        &self,
+        session_id: &str,
+        message: &str,
+        options: TurnOptions,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        self.stream_turn(session_id, Owned::Message(message.to_owned()), options)
+    }
+
+    fn stream_turn(
+        &self,
+        session_id: &str,
+        input: Owned,
+        options: TurnOptions,
+    ) -> Pin<Box<dyn Stream<Item = Event<D>> + Send>> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event<D>>();
+        let agent = self.clone();
+        let session_id = session_id.to_owned();
+        let mut fut = Some(Box::pin(async move {
+            let sink = Sink::new(tx.clone());
+            let input = match &input {
+                Owned::Message(m) => Input::Message(m),
+                Owned::Resolve(r) => Input::Resolve(r),
+            };
+            let event = match agent
+                .run_turn(&session_id, input, &options, Some(&sink))
+                .await
+            {
+                Ok(r) => Event::Done(Box::new(r)),
+                Err(e) => Event::Error(e),
+            };
+            let _ = tx.send(event);
+        }));
+        Box::pin(futures::stream::poll_fn(move |cx| {
+            // Queued events go out before the turn runs further.
+            if let Poll::Ready(Some(e)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(e));
+            }
+            if let Some(f) = fut.as_mut()
+                && f.as_mut().poll(cx).is_ready()
+            {
+                fut = None;
+            }
+            rx.poll_recv(cx)
+        }))
+    }
+
+    async fn run_turn(
+        &self,
+        session_id: &str,
+        message: Input<'_>,
+        options: &TurnOptions,
+        sink: Option<&Sink<D>>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let inner = &self.inner;
+        if let Input::Message(message) = message
+            && message.len() > inner.config.max_message_bytes
+        {
+            return Err(AgentError::MessageTooLarge {
+                len: message.len(),
+                limit: inner.config.max_message_bytes,
+            });
+        }
+        let lock = inner.session_lock(session_id);
+        let _guard = lock.lock().await;
+        let lease = self.take_lease(session_id).await?;
+        // The deadline starts once the session is held: waiting for it and for its
+        // lease (and for an approval, when that exists) is not the turn's work.
+        let deadline = Deadline::start(inner.config.turn_timeout);
+        // Pinned in place: the turn's future is large, and moving it into `hold` costs.
+        let work = std::pin::pin!(self.attempts(
+            session_id,
+            message,
+            options,
+            sink,
+            deadline,
+            lease.as_ref()
+        ));
+        let Some(held) = lease.as_deref() else {
+            return work.await;
+        };
+        let result = held.hold(work).await.unwrap_or_else(|e| Err(e.into()));
+        release(held).await;
+        result
+    }
+
+    /// The turn, re-run on fresh state after a save conflict (as `conflict` says).
+    async fn attempts(
+        &self,
+        session_id: &str,
+        input: Input<'_>,
+        options: &TurnOptions,
+        sink: Option<&Sink<D>>,
+        deadline: Option<Deadline>,
+        lease: Option<&Arc<crate::store::HeldLease>>,
+    ) -> Result<AgentResponse<D>, AgentError> {
+        let inner = &self.inner;
+        let mut attempt = 0;
+        // The turn's identity in tool call keys, fixed by its first attempt: a re-run
+        // after a conflict is the same turn, and its once-tool calls are not repeated.
+        let mut turn_tag: Option<Arc<str>> = None;
+        loop {
+            let mut load = within(deadline, self.load_for_turn(session_id)).await?;
+            let loaded = load.session.version;
+            if let Some(id) = options.event_id.as_deref()
+                && let Some(done) = load.session.processed_event(id)
+            {
+                return replayed(done, sink);
+            }
+            self.check_flow_version(&mut load.session)?;
+            // A resolution answers the held round's message, with its decision.
+            let resumed: Option<crate::approval::PendingApproval>;
+            let held_message: String;
+            let message = match input {
+                Input::Message(m) => {
+                    resumed = None;
+                    m
+                }
+                Input::Resolve(r) => {
+                    let mut p = load.session.approval.clone().ok_or_else(|| {
+                        AgentError::NoPendingApproval {
+                            session_id: session_id.to_owned(),
+                            call_id: r.call_id.clone(),
+                            waiting: Vec::new(),
+                        }
+                    })?;
+                    p.decide(&r.call_id, r.decision.clone())
+                        .map_err(|waiting| AgentError::NoPendingApproval {
+                            session_id: session_id.to_owned(),
+                            call_id: r.call_id.clone(),
+                            waiting,
+                        })?;
+                    held_message = p.message.clone();
+                    resumed = Some(p);
+                    &held_message
+                }
+            };
+            let mut turn = Turn::new(inner, load, message, sink, options.event_id.clone());
+            turn.resume = resumed;
+            turn.deadline = deadline;
+            turn.lease = lease.cloned();
+            turn.turn_tag = turn_tag
+                .get_or_insert_with(|| turn.turn_tag.clone())
+                .clone();
+            let span = crate::telemetry::turn_span(session_id, &inner.name, inner.provider.name());
+            crate::telemetry::record_turn_input(&span, message);
+            // Callbacks are caught where they are called (naming them); this catches
+            // whatever else panics, so no panic unwinds out of `respond`.
+            // Pinned in place: the turn's future is large, and moving it into the
+            // wrappers (span, unwind guard) would copy it.
+            let work = std::pin::pin!(turn.run());
+            let run = AssertUnwindSafe(work.instrument(span.clone())).catch_unwind();
+            let result = run.await.unwrap_or_else(|p| {
+                Err(AgentError::HookPanicked {
+                    what: "code called during the turn (a provider, store or data type)".into(),
+                    message: crate::tool::panic_message(p.as_ref()),
+                })
+            });
+            crate::telemetry::record_turn(&span, &result);
+            match result {
+                Err(AgentError::Store(StoreError::Conflict { .. }))
+                    if options.event_id.is_some()
+                        && attempt == 0
+                        && sink.is_none_or(|s| !s.text_sent()) =>
+                {
+                    // A concurrent writer may have processed this very event: reload and
+                    // answer from the store if so, otherwise apply the policy.
+                    attempt += 1;
+                    let fresh = self.load_for_turn(session_id).await?.session;
+                    if let Some(done) = options
+                        .event_id
+                        .as_deref()
+                        .and_then(|id| fresh.processed_event(id))
+                    {
+                        return replayed(done, sink);
+                    }
+                    if !matches!(inner.config.conflict, ConflictPolicy::Retry(n) if n > 0) {
+                        return Err(AgentError::Store(StoreError::Conflict {
+                            session_id: session_id.to_owned(),
+                            expected: loaded,
+                            found: fresh.version,
+                        }));
+                    }
+                    let backoff = inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
+                    continue;
+                }
+                Err(AgentError::Store(StoreError::Conflict { .. }))
+                    if matches!(inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n)
+                        && sink.is_none_or(|s| !s.text_sent()) =>
+                {
+                    attempt += 1;
+                    tracing::debug!(
+                        session = session_id,
+                        attempt,
+                        "save conflict; re-running the turn on fresh state"
+                    );
+                    let backoff = inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
+                    continue;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The session's lease for a turn, waiting while another holder has it; `None`
+    /// when leases are off or the store keeps none.
+    async fn take_lease(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Arc<crate::store::HeldLease>>, AgentError> {
+        use crate::store::AcquireFailure;
+        let inner = &self.inner;
+        let Some(config) = inner.config.lease.as_ref() else {
+            return Ok(None);
+        };
+        if !inner.store.supports_leases() {
+            return Ok(None);
+        }
+        let store = inner.store.as_ref();
+        match crate::store::acquire_lease(store, session_id, &inner.lease_holder, config).await {
+            Ok(l) => Ok(Some(Arc::new(crate::store::HeldLease::new(
+                inner.store.clone(),
+                l,
+            )))),
+            Err(AcquireFailure::Busy { waited, holder }) => Err(AgentError::SessionBusy {
+                session_id: session_id.to_owned(),
+                waited,
+                holder,
+            }),
+            Err(AcquireFailure::Store(e)) => Err(e.into()),
+            Err(AcquireFailure::NoTimer) => Err(AgentError::Config(ConfigErrors(vec![
+                FlowConfigurationError {
+                    flow: String::new(),
+                    step: None,
+                    problem: "waiting for a busy session's lease needs a Tokio runtime with timers"
+                        .into(),
+                    help: "build the runtime with `enable_time()` or `enable_all()`, or set `AgentConfig::lease` to `None`".into(),
+                },
+            ]))),
+        }
+    }
+
+    /// Detect a session whose active flow changed incompatibly since it was saved; let
+    /// the migration hook upgrade it, or report it.
+    fn check_flow_version(&self, session: &mut Session<D, C>) -> Result<(), AgentError> {
+        let Some(fid) = session.flow.as_deref() else {
+            return Ok(());
+        };
+        let registered = self.inner.flow(fid);
+        if registered.is_some_and(|f| session.flow_version.as_deref() == Some(f.version.as_str())) {
+            return Ok(());
+        }
+        let fid = fid.to_owned();
+        let current = registered.map(|f| f.version.clone());
+        let problem = match self.inner.flow(&fid) {
+            None => Some(format!("flow `{fid}` is no longer registered")),
+            Some(f) => session
+                .step
+                .as_deref()
+                .filter(|s| f.step(s).is_none())
+                .map(|s| format!("step `{s}` no longer exists in flow `{fid}`")),
+        };
+        let Some(problem) = problem else {
+            // Changed, but the session's position still exists: carry on.
+            session.flow_version = current;
+            return Ok(());
+        };
+        let change = FlowVersionChange {
+            flow: fid.clone(),
+            stored: session.flow_version.clone(),
+            current: current.clone(),
+            problem: problem.clone(),
+        };
+        if let Some(m) = &self.inner.migrate {
+            let migrated = guard::call(|| "migration hook".into(), || m(session, &change))?;
+            migrated.map_err(|reason| AgentError::IncompatibleSession {
+                session_id: session.id.clone(),
+                problem: format!("{problem}; migration failed: {reason}"),
+            })?;
+            let still_broken = match session.flow.as_deref() {
+                None => false,
+                Some(f) => match self.inner.flow(f) {
+                    None => true,
+                    Some(flow) => session
+                        .step
+                        .as_deref()
+                        .is_some_and(|s| flow.step(s).is_none()),
+                },
+            };
+            if !still_broken {
+                session.flow_version = session
+                    .flow
+                    .as_deref()
+                    .and_then(|f| self.inner.flow(f))
+                    .map(|f| f.version.clone());
+                return Ok(());
+            }
+        }
+        Err(AgentError::IncompatibleSession {
+            session_id: session.id.clone(),
+            problem,
+        })
+    }
+
+    /// Load for a turn: from the decoded cache when the stored bytes are the ones this
+    /// process saved last (with the presence set), else decoded.
+    async fn load_for_turn(&self, id: &str) -> Result<Loaded<D, C>, AgentError> {
+        let session = match self.inner.store.load(id).await? {
+            Some(stored) => match self.inner.recall(&stored) {
+                Some(hit) => return Ok(hit),
+                None => Session::decode(&stored)?,
+            },
+            None => {
+                return Ok(Loaded {
+                    session: Session::new(
+                        id,
+                        self.inner.context.clone(),
+                        self.inner.clock.now_ms(),
+                    ),
+                    present: Some(self.inner.fresh_present.clone()),
+                    prev: None,
+                });
+            }
+        };
+        Ok(Loaded {
+            session,
+            present: None,
+            prev: None,
+        })
+    }
+
+    async fn load_or_new(&self, id: &str) -> Result<Session<D, C>, AgentError> {
+        match self.inner.store.load(id).await? {
+            Some(stored) => Ok(Session::decode(&stored)?),
+            None => Ok(Session::new(
+                id,
+                self.inner.context.clone(),
+                self.inner.clock.now_ms(),
+            )),
+        }
+    }
+
+    /// The stored session, if any.
+    pub async fn session(&self, id: &str) -> Result<Option<Session<D, C>>, AgentError> {
+        match self.inner.store.load(id).await? {
+            Some(stored) => Ok(Some(Session::decode(&stored)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Delete a session.
+    pub async fn delete_session(&self, id: &str) -> Result<bool, AgentError> {
+        self.inner.forget(id);
+        Ok(self.inner.store.delete(id).await?)
+    }
+
+    /// Queue a directive for a session from outside any turn (a webhook, a queue). It is
+    /// validated now (shape and targets) and applied first thing next turn; it merges
+    /// with a directive already pending. One with a position (or a reply) decides the
+    /// turn and skips routing; one that only writes data or context leaves routing and
+    /// signals to run as usual.
+    pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
+        let lock = self.inner.session_lock(session_id);
+        let _guard = lock.lock().await;
+        let held = self.take_lease(session_id).await?;
+        let out = self
+            .dispatch_held(session_id, directive, held.as_deref())
+            .await;
+        if let Some(h) = &held {
+            release(h).await;
+        }
+        out
+    }
+
+    async fn dispatch_held(
+        &self,
+        session_id: &str,
+        directive: Directive,
+        held: Option<&crate::store::HeldLease>,
+    ) -> Result<(), AgentError> {
+        let mut attempt = 0;
+        loop {
+            let mut session = self.load_or_new(session_id).await?;
+            self.inner
+                .check_targets(&directive, session.flow.as_deref())
+                .map_err(|e| AgentError::directive("dispatch", e))?;
+            let expected = session.version;
+            session.pending = Some(match session.pending.take() {
+                Some(p) => crate::directive::merge(p, directive.clone()),
+                None => directive.clone(),
+            });
+            session.version += 1;
+            session.updated_ms = self.inner.clock.now_ms();
+            let lease = held.map(crate::store::HeldLease::lease);
+            let store = self.inner.store.as_ref();
+            match crate::store::save_fenced(store, session.encode()?, expected, lease).await {
+                Err(StoreError::Conflict { .. }) if matches!(self.inner.config.conflict, ConflictPolicy::Retry(n) if attempt < n) =>
+                {
+                    attempt += 1;
+                    let backoff = self.inner.config.conflict_backoff;
+                    backoff.pause(session_id, attempt).await;
+                }
+                other => return Ok(other?),
+            }
+        }
+    }
+
+    /// [`Agent::dispatch`] for a directive that arrived as JSON (the spec's flat shape).
+    pub async fn dispatch_json(&self, session_id: &str, value: Value) -> Result<(), AgentError> {
+        let d = Directive::from_json(value).map_err(|e| AgentError::directive("dispatch", e))?;
+        self.dispatch(session_id, d).await
+    }
+}
+
+/// Release a turn's lease; a failure only delays the next turn until it expires.
+async fn release(held: &crate::store::HeldLease) {
+    if let Err(e) = held.release().await {
+        tracing::warn!(session = %held.lease().session_id, error = %e, "releasing the session lease failed; it expires after its ttl");
+    }
+}

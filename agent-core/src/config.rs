@@ -1,0 +1,234 @@
+//! The engine's settings: limits, knobs and defaults an agent is built with. Kept below
+//! the pipeline and the agent, which both read them.
+
+use std::time::Duration;
+
+use crate::backoff::ConflictBackoff;
+
+/// What to do when another writer saved the session during a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConflictPolicy {
+    /// Return [`StoreError::Conflict`]; the caller decides.
+    Fail,
+    /// Re-run the turn on the fresh state up to this many times, then fail.
+    Retry(u32),
+}
+
+/// Engine limits and knobs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Auto steps walked per turn before stopping with `AutoStepCap`.
+    pub max_auto_steps_per_turn: u32,
+    /// Hops to a different flow per turn before stopping with `TransitionCap`.
+    pub max_transitions_per_turn: u32,
+    /// Tool rounds per model call.
+    pub max_tool_rounds: u32,
+    /// Offer a flow's tools as an `action` field of the structured answer instead of
+    /// the provider's native tools, for servers and models that cannot call a tool
+    /// while a JSON schema constrains the answer. Off by default. Measured on
+    /// Qwen2.5-Coder 1.5B under llama.cpp: natively it never called `book_room`; with
+    /// actions it did, but also before the guest had confirmed, so the examples keep
+    /// native tools until a step can hold its tools back until it is answered.
+    pub tools_in_answer: bool,
+    /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
+    /// it is cancelled and becomes a failed result the model (or the code flow) sees;
+    /// `None` lets tools run as long as they take.
+    ///
+    /// [`Tool::timeout`]: crate::tool::Tool::timeout
+    pub tool_timeout: Option<Duration>,
+    /// Time limit of a whole turn (default 180 s): past it the turn ends with
+    /// [`AgentError::TurnTimeout`] and the session is unchanged; a code flow still
+    /// running a tenth of the limit before it is stopped as a failed step instead (see
+    /// `max_flow_failures`). It counts from the moment the session is held (waiting
+    /// for it does not count) to the save. `None` lets turns run as long as they take.
+    /// Only code that awaits can be stopped: a hook, tool or code flow that loops
+    /// without ever awaiting holds its thread past any deadline. The deadline uses
+    /// Tokio's timer: on another executor turns run without it (a warning is logged);
+    /// in a Tokio runtime built without timers a turn fails with a configuration error.
+    pub turn_timeout: Option<Duration>,
+    /// Estimated history tokens (chars / 4) above which old turns are summarised.
+    pub history_token_budget: usize,
+    /// Messages kept verbatim when compacting.
+    pub keep_last_messages: usize,
+    /// Largest accepted user message, in bytes.
+    pub max_message_bytes: usize,
+    /// Upper bound on the assistant message length in structured answers (characters).
+    pub max_reply_chars: usize,
+    /// How replies should read, told to the model in every call that writes one
+    /// (`None` says nothing). The default asks for short replies: measured on
+    /// Qwen2.5-Coder 1.5B, replies without it ran on, repeating themselves, to the
+    /// `max_reply_chars` limit (a cut sentence the user reads) and were where it
+    /// promised what had not happened ("I will now proceed to refund").
+    pub reply_style: Option<String>,
+    /// Extra attempts when the model's structured answer is malformed.
+    pub repair_attempts: u32,
+    /// Most conditions judged in one classifier call (at least 1; `build()` rejects 0).
+    pub classifier_batch_size: usize,
+    /// Concurrent-save behaviour.
+    pub conflict: ConflictPolicy,
+    /// Pause before each re-run of a conflicting turn (jittered exponential; 20 ms
+    /// doubling up to 500 ms by default; [`ConflictBackoff::NONE`] re-runs at once).
+    pub conflict_backoff: ConflictBackoff,
+    /// The session lease: a turn (or [`Agent::dispatch`]) first takes its session's
+    /// lease in the store, so turns on one session from several agents or processes
+    /// run one at a time instead of racing and re-running; a turn on a busy session
+    /// waits up to [`LeaseConfig::max_wait`](crate::store::LeaseConfig), then fails
+    /// with [`AgentError::SessionBusy`]. Default on (30 s ttl, 60 s wait). `None`, or a
+    /// store without leases, leaves only the compare-and-swap (and `conflict`).
+    pub lease: Option<crate::store::LeaseConfig>,
+    /// Recently saved sessions kept decoded, so the next turn skips decoding when the
+    /// stored bytes are unchanged (0 disables).
+    pub session_cache: usize,
+    /// Responses kept per session for turns that carried an event id (duplicates within
+    /// this window are answered from the store).
+    pub remembered_events: usize,
+    /// Sampling temperature sent with every call.
+    pub temperature: Option<f32>,
+    /// Token limit sent with every call; `None` uses [`AgentConfig::token_limits`]
+    /// per call kind.
+    pub max_tokens: Option<u32>,
+    /// Default token limit of each call kind, so no call can run unbounded.
+    pub token_limits: TokenLimits,
+    /// Largest serialized value one data field may hold (bytes); larger writes are
+    /// rejected like any other invalid value.
+    pub max_value_bytes: usize,
+    /// Longest string the model may write for one field (and for its quote) in a
+    /// structured answer, sent as the schema's `maxLength` (a field's own
+    /// `max_length`, `enum`, `format` or `pattern` wins). Values are short; a small
+    /// model that rambles inside one (seen: Gemma 270M repeating `{city: ..}` in
+    /// `check_in` until the token limit) is stopped by the decoder. Default 256.
+    pub max_model_string_chars: usize,
+    /// Store a value the model extracted only when what the user said supports it
+    /// (see [`crate::data`]'s grounding rules); fields marked `inferred` are exempt.
+    pub grounding: bool,
+    /// Ask the model to cite, per value, the user's words it took it from
+    /// (`{"quote", "value"}`), checked by grounding. Off by default: measured on
+    /// Qwen2.5-Coder 1.5B, asking for quotes made it write `null` for every field;
+    /// without them grounding checks each value against the user's messages.
+    pub cite_quotes: bool,
+    /// The time zone of the agent's clock, in which dates are read and shown.
+    pub time_zone: crate::clock::TimeZone,
+    /// Tell the model today's date, weekday and time zone in every call that replies
+    /// or extracts, so relative dates ("next Friday") resolve.
+    pub date_in_prompt: bool,
+    /// Sampling seed sent with every call (vendors without one ignore it).
+    pub seed: Option<u64>,
+    /// Test-kit mode for code flows: after every recorded effect, run the flow again
+    /// from scratch against its journal, which must reach the same point (proves the
+    /// flow deterministic; costs a replay per effect).
+    pub always_replay: bool,
+    /// Consecutive failed turns (error or panic in its fn) after which a code flow is
+    /// cleared and the classic reply takes over.
+    pub max_flow_failures: u32,
+    /// For how many turns after a flow completes the user's messages are read for
+    /// corrections of its fields ("actually, make it Porto"); each flow's
+    /// [`crate::flow::Corrections`] says what happens then: refused with a clear reply
+    /// (the default) or the flow reopens. 0 turns it off. Default 3.
+    pub correction_window: u32,
+    /// The reply of a turn that went wrong on the agent's side: a code flow step
+    /// failed (below the limit), or a cycle of auto steps hit
+    /// `max_auto_steps_per_turn` (the user is never left with an empty message).
+    pub flow_error_reply: String,
+    /// The reply of a turn whose tool call waits for a person's approval
+    /// ([`crate::approval`]): written by code, so the model never announces what has
+    /// not happened.
+    pub approval_reply: String,
+    /// New effects (`say`, `tool`, `now_ms`, …) a code flow may record in one turn;
+    /// past it the run stops as a failed step, so a loop that never asks cannot grow
+    /// the journal (or call a tool) without end.
+    pub max_flow_effects_per_turn: u32,
+    /// Read `/flow <id>`, `/flow stop` and `/flow status` messages as commands (the
+    /// RFC's experimental command helpers), before signals, routing and the model.
+    /// Off by default: the messages are then ordinary text.
+    pub flow_commands: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_auto_steps_per_turn: 10,
+            max_transitions_per_turn: 10,
+            max_tool_rounds: 5,
+            tools_in_answer: false,
+            tool_timeout: Some(Duration::from_secs(60)),
+            turn_timeout: Some(Duration::from_secs(180)),
+            history_token_budget: 6000,
+            keep_last_messages: 12,
+            max_message_bytes: 32 * 1024,
+            max_reply_chars: 1200,
+            reply_style: Some(DEFAULT_REPLY_STYLE.into()),
+            repair_attempts: 1,
+            classifier_batch_size: 32,
+            conflict: ConflictPolicy::Retry(3),
+            conflict_backoff: ConflictBackoff::default(),
+            lease: Some(crate::store::LeaseConfig::default()),
+            session_cache: 256,
+            remembered_events: 32,
+            temperature: None,
+            max_tokens: None,
+            token_limits: TokenLimits::default(),
+            max_value_bytes: crate::data::DEFAULT_MAX_VALUE_BYTES,
+            max_model_string_chars: crate::data::DEFAULT_MODEL_STRING_CHARS,
+            grounding: true,
+            cite_quotes: false,
+            time_zone: crate::clock::TimeZone::utc(),
+            date_in_prompt: true,
+            seed: None,
+            always_replay: false,
+            max_flow_failures: 2,
+            correction_window: 3,
+            flow_error_reply: "Sorry, something went wrong on my side. Could you say that again?"
+                .into(),
+            approval_reply: "That needs a person's approval before I can go ahead. I will continue as soon as it is decided."
+                .into(),
+            flow_commands: false,
+            max_flow_effects_per_turn: 1000,
+        }
+    }
+}
+
+/// [`AgentConfig::reply_style`]'s default.
+pub const DEFAULT_REPLY_STYLE: &str = "Keep your reply short: one or two sentences, said once. Never say an action (a booking, a refund, a change) was made unless a tool made it.";
+
+/// Default `max_tokens` of each call kind: generous for what each call writes, never
+/// unbounded. A structured answer cut by the limit is repaired or fails with a typed
+/// error; it is never read as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenLimits {
+    /// The reply of a flow step (message, data, step claim).
+    pub respond: u32,
+    /// A reply outside any flow.
+    pub classic: u32,
+    /// The call after tool results.
+    pub tool_round: u32,
+    /// Extraction, classification and routing calls.
+    pub judge: u32,
+    /// History summaries.
+    pub summarize: u32,
+}
+
+impl Default for TokenLimits {
+    fn default() -> Self {
+        Self {
+            respond: 1024,
+            classic: 1024,
+            tool_round: 1024,
+            judge: 512,
+            summarize: 512,
+        }
+    }
+}
+
+impl TokenLimits {
+    /// The limit of a call of `kind`; `classic` for a respond call outside a flow.
+    pub fn of(&self, kind: crate::provider::CallKind, in_flow: bool) -> u32 {
+        use crate::provider::CallKind as K;
+        match kind {
+            K::Respond if in_flow => self.respond,
+            K::Respond => self.classic,
+            K::ToolRound => self.tool_round,
+            K::Extract | K::Classify | K::Route => self.judge,
+            K::Summarize => self.summarize,
+        }
+    }
+}

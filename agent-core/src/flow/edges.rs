@@ -1,0 +1,94 @@
+//! Where each step can lead: what the build-time loop check and the diagrams both read.
+
+use crate::branch::{Branch, Target};
+use crate::step::{Step, StepKind};
+
+/// A branch table whose fallback always moves the position: the linear successor can
+/// never be taken.
+pub(crate) fn fallback_moves<D, C>(table: &[Branch<D, C>]) -> bool {
+    table.iter().any(|b| {
+        b.is_unconditional()
+            && match &b.then {
+                Target::Step(_) | Target::Flow(_) | Target::Id(_) => true,
+                Target::Directive(d) => d.position.is_some(),
+            }
+    })
+}
+
+/// Where a step can go next as the engine walks `auto` steps: step indices, or `None`
+/// for a way out (the flow ends, another flow, a directive that may land anywhere).
+fn walk_edges<D, C>(
+    steps: &[Step<D, C>],
+    index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+    i: usize,
+) -> Vec<Option<usize>> {
+    let s = &steps[i];
+    let mut out = Vec::new();
+    let mut falls_through = true;
+    if let Some(table) = &s.branches {
+        for b in table {
+            match &b.then {
+                Target::Step(t) | Target::Id(t) => out.push(index.get(t.as_str()).copied()),
+                Target::Flow(_) | Target::Directive(_) => out.push(None),
+            }
+        }
+        falls_through = !fallback_moves(table);
+    }
+    if falls_through {
+        if s.end {
+            out.push(None);
+            return out;
+        }
+        for (j, next) in steps.iter().enumerate().skip(i + 1) {
+            out.push(Some(j));
+            if next.if_.is_none() && next.when.is_none() {
+                return out;
+            }
+        }
+        out.push(None);
+    }
+    out
+}
+
+/// `auto` steps that only lead to each other: a turn entering them loops until the
+/// auto-step cap. Each group is listed once, in step order. A step with a model call,
+/// a `reply`, or a hook that may move the position (`on_enter`, `prepare`) is a way
+/// out. The same check `#[flow]` makes at compile time, for flows built at run time.
+pub(crate) fn auto_cycles<D, C>(
+    steps: &[Step<D, C>],
+    index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+) -> Vec<Vec<String>> {
+    let n = steps.len();
+    let closed = |s: &Step<D, C>| {
+        matches!(s.kind, StepKind::Auto) && s.on_enter.is_none() && s.prepare.is_none()
+    };
+    let mut reported = vec![false; n];
+    let mut out = Vec::new();
+    for i in 0..n {
+        if !closed(&steps[i]) || reported[i] {
+            continue;
+        }
+        let mut visited = vec![false; n];
+        let mut stack = vec![i];
+        let mut exits = false;
+        while let Some(k) = stack.pop() {
+            if std::mem::replace(&mut visited[k], true) {
+                continue;
+            }
+            for e in walk_edges(steps, index, k) {
+                match e {
+                    Some(j) if closed(&steps[j]) => stack.push(j),
+                    _ => exits = true,
+                }
+            }
+        }
+        if !exits {
+            let group: Vec<usize> = (0..n).filter(|&k| visited[k]).collect();
+            for &k in &group {
+                reported[k] = true;
+            }
+            out.push(group.iter().map(|&k| steps[k].id.to_string()).collect());
+        }
+    }
+    out
+}

@@ -1,0 +1,260 @@
+//! Flows: graphs of steps with their own required/optional data, hooks, tools and
+//! instructions. `FlowBuilder::build` checks everything that can be checked without the
+//! other flows and reports all problems of the flow at once.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::branch::Target;
+use crate::data::Patch;
+use crate::directive::{Directive, Position};
+use crate::error::ConfigErrors;
+use crate::hook::{Cx, NotifyHook, PostHook, PreHook, Predicate};
+use crate::instruction::Instruction;
+use crate::step::Step;
+use crate::tool::Tool;
+
+mod builder;
+mod check;
+pub(crate) mod edges;
+
+pub use builder::FlowBuilder;
+pub(crate) use check::{assign_owned_fields, suggest};
+
+/// Flow-level hooks.
+pub struct FlowHooks<D, C> {
+    pub(crate) on_enter: Option<Arc<dyn PreHook<D, C>>>,
+    pub(crate) on_complete: Option<Arc<dyn PostHook<D, C>>>,
+    pub(crate) on_exit: Option<Arc<dyn NotifyHook<D, C>>>,
+    pub(crate) on_data_update: Option<Arc<dyn NotifyHook<D, C>>>,
+    pub(crate) on_context_update: Option<Arc<dyn NotifyHook<D, C>>>,
+}
+
+impl<D, C> Default for FlowHooks<D, C> {
+    fn default() -> Self {
+        Self {
+            on_enter: None,
+            on_complete: None,
+            on_exit: None,
+            on_data_update: None,
+            on_context_update: None,
+        }
+    }
+}
+
+/// A validated flow.
+pub struct Flow<D, C> {
+    pub(crate) id: Arc<str>,
+    pub(crate) title: String,
+    pub(crate) description: String,
+    pub(crate) when: Option<String>,
+    pub(crate) if_: Option<Predicate<D, C>>,
+    pub(crate) required: Vec<Arc<str>>,
+    pub(crate) optional: Vec<Arc<str>>,
+    pub(crate) required_idx: Vec<usize>,
+    /// Every field the model may write while this flow is active.
+    pub(crate) collectable: Vec<Arc<str>>,
+    pub(crate) collectable_idx: Vec<usize>,
+    pub(crate) initial_data: Option<Patch>,
+    pub(crate) reentrant: bool,
+    /// The fields this flow owns (only it collects or requires them), with the values
+    /// a new session has: written back when the flow is entered again after it
+    /// completed, so it starts over (set by the agent builder, which knows the others).
+    pub(crate) owned_reset: Patch,
+    pub(crate) on_complete: Option<Directive>,
+    /// Custom field checks of the data type (`#[field(validate = ..)]`), which the agent
+    /// installs in its schema.
+    pub(crate) field_checks: Vec<crate::data::custom::FieldCheck>,
+    pub(crate) corrections: Corrections,
+    pub(crate) hooks: FlowHooks<D, C>,
+    pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
+    pub(crate) instructions: Vec<Instruction<D, C>>,
+    pub(crate) steps: Vec<Step<D, C>>,
+    pub(crate) step_index: crate::fxhash::FxHashMap<Arc<str>, usize>,
+    /// Rendered once at build: the flow's prompt section.
+    pub(crate) section: String,
+    /// Rendered once at build: the fields the flow collects and their docs (static, in
+    /// the system prompt; whether a call reads them from the message is per-call state).
+    pub(crate) extract_section: String,
+    /// Position in the agent's registry (set by the agent builder).
+    pub(crate) index: usize,
+    /// Structural hash of the definition (steps, shapes, fields, targets): sessions
+    /// record it to detect flows that changed under them.
+    pub(crate) version: String,
+}
+
+impl<D, C> fmt::Debug for Flow<D, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Flow")
+            .field("id", &self.id)
+            .field("title", &self.title)
+            .field("required", &self.required)
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D, C> Flow<D, C> {
+    /// Start a flow definition.
+    pub fn builder(id: impl Into<String>) -> FlowBuilder<D, C> {
+        FlowBuilder {
+            id: id.into(),
+            title: None,
+            description: String::new(),
+            when: None,
+            if_: None,
+            required: Vec::new(),
+            optional: Vec::new(),
+            initial_data: None,
+            reentrant: false,
+            on_complete: None,
+            field_checks: Vec::new(),
+            corrections: Corrections::default(),
+            hooks: FlowHooks::default(),
+            tools: Vec::new(),
+            instructions: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+    /// Flow id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+    /// Structural version (a hash of steps, shapes, fields and targets).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+    /// Fields required for completion.
+    pub fn required(&self) -> &[Arc<str>] {
+        &self.required
+    }
+    /// Optional fields the model may write.
+    pub fn optional(&self) -> &[Arc<str>] {
+        &self.optional
+    }
+    /// Everything the model may write while the flow is active.
+    pub fn collectable(&self) -> &[Arc<str>] {
+        &self.collectable
+    }
+    /// Steps in declaration order.
+    pub fn steps(&self) -> &[Step<D, C>] {
+        &self.steps
+    }
+    /// A step by id.
+    pub fn step(&self, id: &str) -> Option<&Step<D, C>> {
+        self.step_index.get(id).map(|&i| &self.steps[i])
+    }
+    /// The implicit fork after step `idx` (the walk's rule, which the graph draws too):
+    /// nothing after an `end` step; otherwise the following conditional steps (`if` or
+    /// `when`) up to and including the first unconditional one.
+    pub(crate) fn successors(&self, idx: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        if self.steps[idx].end {
+            return out;
+        }
+        for (j, s) in self.steps.iter().enumerate().skip(idx + 1) {
+            out.push(j);
+            if s.if_.is_none() && s.when.is_none() {
+                break;
+            }
+        }
+        out
+    }
+    pub(crate) fn step_pos(&self, id: &str) -> Option<usize> {
+        self.step_index.get(id).copied()
+    }
+    pub(crate) fn step_ids(&self) -> Vec<String> {
+        self.steps.iter().map(|s| s.id.to_string()).collect()
+    }
+    /// The first step whose `skip` does not hold is where the flow is entered.
+    pub(crate) fn entry(&self) -> usize {
+        0
+    }
+    /// Fields declared by the flow (for `reset` with `clear_data`).
+    pub(crate) fn declared_fields(&self) -> &[Arc<str>] {
+        &self.collectable
+    }
+    pub(crate) fn is_eligible(&self, cx: &Cx<'_, D, C>) -> bool {
+        self.if_.as_ref().is_none_or(|p| {
+            crate::guard::test(p, cx, || format!("`if` predicate of flow `{}`", self.id))
+        })
+    }
+    /// Every flow id this flow can reach by a static target (branch flows, directive
+    /// targets, `on_complete`): checked against the registry by the agent builder.
+    pub(crate) fn flow_targets(&self) -> Vec<(Option<String>, String, Option<String>)> {
+        let mut out = Vec::new();
+        fn from_directive(
+            d: &Directive,
+            step: Option<String>,
+            out: &mut Vec<(Option<String>, String, Option<String>)>,
+        ) {
+            match &d.position {
+                Some(Position::GoTo(g)) => out.push((step, g.flow.clone(), None)),
+                Some(Position::GoToStep(g)) => {
+                    if let Some(f) = &g.flow {
+                        out.push((step, f.clone(), Some(g.step.clone())));
+                    }
+                }
+                Some(Position::Complete(c)) => {
+                    if let Some(n) = &c.next {
+                        from_directive(n, step, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for s in &self.steps {
+            for b in s.branch_table() {
+                match &b.then {
+                    Target::Flow(f) | Target::Id(f) => {
+                        out.push((Some(s.id.to_string()), f.clone(), None))
+                    }
+                    Target::Directive(d) => from_directive(d, Some(s.id.to_string()), &mut out),
+                    Target::Step(_) => {}
+                }
+            }
+        }
+        if let Some(d) = &self.on_complete {
+            from_directive(d, None, &mut out);
+        }
+        out
+    }
+}
+
+/// Anything the agent builder accepts as a flow: a built flow, or the result of
+/// building one (its configuration errors are then reported by `AgentBuilder::build`).
+pub trait IntoFlow<D, C> {
+    /// The flow, or why it is invalid.
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors>;
+}
+
+impl<D, C> IntoFlow<D, C> for Flow<D, C> {
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors> {
+        Ok(self)
+    }
+}
+
+impl<D, C> IntoFlow<D, C> for Result<Flow<D, C>, ConfigErrors> {
+    fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors> {
+        self
+    }
+}
+
+/// What a correction of a completed flow's field does, within
+/// [`crate::AgentConfig::correction_window`] turns of its completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Corrections {
+    /// Nothing changes; the reply tells the user the completed task cannot change any
+    /// more (a booking made is made). The default: no completed work changes by a
+    /// model's reading of a message.
+    #[default]
+    Refuse,
+    /// The flow reopens with its fields kept and the corrected one changed (steps that
+    /// `depends_on` it ask again), and runs on from there, so its end step (and a tool
+    /// it `requires_tool`) runs again with the new value.
+    Reopen,
+}

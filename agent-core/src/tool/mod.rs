@@ -1,0 +1,333 @@
+//! Tools: functions the model may call. A tool that fails, rejects its input, panics or
+//! runs past its time limit becomes a failed tool result the model sees; the turn goes
+//! on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::data::Patch;
+use crate::directive::Directive;
+use crate::provider::ToolSpec;
+
+mod cx;
+mod fn_tool;
+pub(crate) mod key;
+mod run;
+
+pub use cx::ToolCx;
+pub(crate) use cx::ToolCxParts;
+pub use fn_tool::FnTool;
+pub(crate) use run::{check_tool, execute, panic_message, valid_tool_name};
+
+/// Why a tool call failed. The message is shown to the model as the tool result.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ToolError {
+    /// The tool ran and failed.
+    #[error("tool failed: {0}")]
+    Failed(String),
+    /// The arguments did not match the tool's schema or its `validate_input`.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// `check_permissions` refused the call.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The model asked for a tool that is not offered this turn.
+    #[error("unknown tool `{name}`; available tools: {}", available.join(", "))]
+    Unknown {
+        /// Requested name.
+        name: String,
+        /// Tools offered this turn.
+        available: Vec<String>,
+    },
+    /// The tool panicked.
+    #[error("tool panicked: {0}")]
+    Panicked(String),
+    /// The call ran past its time limit ([`Tool::timeout`], else the agent's
+    /// `tool_timeout`) and was cancelled. Side effects it started may have happened.
+    #[error(
+        "timed out after {} ms and was cancelled; it may have done part of its work",
+        .0.as_millis()
+    )]
+    TimedOut(Duration),
+    /// The tool's result carries a directive that breaks the rules (`reply` with
+    /// `abort`, two position fields): reported where the result is converted, instead
+    /// of one of them being dropped.
+    #[error("the tool's result holds an invalid directive: {0}")]
+    InvalidDirective(crate::error::DirectiveError),
+    /// A [`Effect::Once`] call whose earlier attempt journaled its intent but no
+    /// result (the process stopped in between): it was not run again. The message
+    /// comes from the agent's `on_unknown_outcome` hook, or says so when there is none.
+    #[error("{0}")]
+    OutcomeUnknown(String),
+    /// A [`Effect::Once`] call that failed on its first run, replayed from the
+    /// journal: the failure as it read then.
+    #[error("{0}")]
+    Recorded(String),
+    /// A person denied the call ([`crate::approval`]); it did not run.
+    #[error("denied by a person: {0}")]
+    Denied(String),
+    /// The call needs a person's approval while an earlier call of this session
+    /// still waits for one; it did not run.
+    #[error(
+        "not run: an earlier call (`{0}`) still awaits a person's approval; wait for that decision"
+    )]
+    ApprovalPending(String),
+}
+
+impl ToolError {
+    /// A failure with a message.
+    pub fn msg(m: impl std::fmt::Display) -> Self {
+        ToolError::Failed(m.to_string())
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        ToolError::Failed(s)
+    }
+}
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        ToolError::Failed(s.to_owned())
+    }
+}
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
+/// What a tool returns: content for the model and an optional directive for the
+/// post-LLM bus.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// Text the model sees as the tool result.
+    pub content: String,
+    /// Directive joining the post-LLM bus.
+    pub directive: Directive,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            directive: Directive::default(),
+        }
+    }
+    /// A JSON result.
+    pub fn json(value: &Value) -> Self {
+        Self::text(value.to_string())
+    }
+    /// Add a data write.
+    pub fn data(mut self, patch: impl Into<Patch>) -> Self {
+        self.directive = self.directive.data(patch);
+        self
+    }
+    /// Add a directive (merged with any already set).
+    pub fn directive(mut self, d: Directive) -> Self {
+        self.directive = crate::directive::merge(std::mem::take(&mut self.directive), d);
+        self
+    }
+}
+
+/// What re-running a tool call does, and so what the runtime may do when a turn is
+/// retried (after a save conflict, a crash, a redelivered event): the tool's *effect
+/// class*. Declared with `#[tool(effect = once)]` or [`FnTool::effect`].
+///
+/// Every call, whatever its class, gets an idempotency key
+/// ([`ToolCx::idempotency_key`]) that is the same on every re-run of the same call.
+///
+/// The default is [`Effect::Idempotent`]: most tools read (a search, a price) or call
+/// an API that takes an idempotency key, and for those a re-run is harmless when the
+/// key is passed on. Journaling every call instead would cost two durable writes per
+/// call and turn every crash into a question for the application; assuming `Pure`
+/// would promise less than the key gives. A tool whose effect cannot be deduplicated
+/// downstream (a payment API without keys, an email) is made safe with one word:
+/// `effect = once`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Effect {
+    /// No side effects: re-running it is always fine (lookups, calculations).
+    Pure,
+    /// Side effects that the same idempotency key deduplicates: a retried turn runs
+    /// it again with the same [`ToolCx::idempotency_key`]; the tool passes the key to
+    /// whatever it changes. The default.
+    #[default]
+    Idempotent,
+    /// Never runs twice for the same call. Its intent is journaled in the store
+    /// before it runs and its result after, both durably, before the result is used:
+    /// a retried or redelivered turn that makes the same call (same position, name
+    /// and arguments) gets the recorded result without running it; a call whose
+    /// intent is journaled without a result (the process stopped in between) goes to
+    /// the agent's `on_unknown_outcome` hook and is not run again unless the hook says
+    /// so. Needs a store that keeps a journal (every store of this crate does).
+    Once,
+}
+
+impl Effect {
+    /// The class's name as `#[tool(effect = ..)]` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Pure => "pure",
+            Effect::Idempotent => "idempotent",
+            Effect::Once => "once",
+        }
+    }
+}
+
+/// Anything builders accept as a tool: a tool value (e.g. one made by `#[tool]`) or an
+/// already shared `Arc<dyn Tool>`.
+pub trait IntoTool<D, C> {
+    /// Share it.
+    fn into_tool(self) -> Arc<dyn Tool<D, C>>;
+}
+
+impl<D, C, T: Tool<D, C> + 'static> IntoTool<D, C> for T {
+    fn into_tool(self) -> Arc<dyn Tool<D, C>> {
+        Arc::new(self)
+    }
+}
+
+/// A shared tool is a tool (so `Arc<dyn Tool>` goes wherever a tool does).
+#[async_trait]
+impl<D, C, T> Tool<D, C> for Arc<T>
+where
+    T: Tool<D, C> + ?Sized,
+    D: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    fn parameters(&self) -> Value {
+        (**self).parameters()
+    }
+    fn concurrency_safe(&self) -> bool {
+        (**self).concurrency_safe()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        (**self).timeout()
+    }
+    fn effect(&self) -> Effect {
+        (**self).effect()
+    }
+    fn needs_approval(&self, args: &Value) -> bool {
+        (**self).needs_approval(args)
+    }
+    fn request_words(&self) -> Vec<String> {
+        (**self).request_words()
+    }
+    fn validate_input(&self, args: &Value) -> Result<(), String> {
+        (**self).validate_input(args)
+    }
+    async fn check_permissions(&self, cx: &ToolCx<D, C>) -> Result<(), String> {
+        (**self).check_permissions(cx).await
+    }
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError> {
+        (**self).call(cx, args).await
+    }
+    fn spec(&self) -> ToolSpec {
+        (**self).spec()
+    }
+}
+/// The request words of a tool that declares none ([`Tool::request_words`]).
+pub(crate) fn default_request_words(effect: Effect, name: &str) -> Vec<String> {
+    if effect == Effect::Once {
+        vec![first_word(name)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The first word of a tool's name (`refund`, `book` of `book_room` or `bookRoom`).
+fn first_word(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && !out.is_empty()) {
+            if out.is_empty() {
+                continue;
+            }
+            break;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// A tool the model may call.
+#[async_trait]
+pub trait Tool<D, C>: Send + Sync {
+    /// Name the model calls it by (`[A-Za-z0-9_-]{1,64}`, checked at `build()`).
+    fn name(&self) -> &str;
+    /// What it does (shown to the model; required).
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// Whether calls may run in parallel with other concurrency-safe calls.
+    fn concurrency_safe(&self) -> bool {
+        false
+    }
+    /// This tool's time limit per call; `None` uses the agent's
+    /// [`tool_timeout`](crate::agent::AgentConfig::tool_timeout).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// What re-running a call does ([`Effect`]; default [`Effect::Idempotent`]).
+    fn effect(&self) -> Effect {
+        Effect::Idempotent
+    }
+    /// Whether this call must wait for a person's decision before it runs
+    /// ([`crate::approval`]; default: no).
+    fn needs_approval(&self, _args: &Value) -> bool {
+        false
+    }
+    /// Words by which a user asks for this action, matched at the start of the user's
+    /// words, case and accents aside ("refund" matches "refunded", "reembols"
+    /// "reembolso"). A tool with words is offered to the model only when the user's
+    /// latest message or the one before has one of them, or the agent's last message
+    /// did (an offer the user answers); otherwise the answer cannot call it. Default:
+    /// for an [`Effect::Once`] tool (money moves), the first word of its name (`book`
+    /// for `book_room`); for the others none (the model's judgement decides).
+    fn request_words(&self) -> Vec<String> {
+        default_request_words(self.effect(), self.name())
+    }
+    /// Gate on the arguments before the call; an error becomes the tool result.
+    fn validate_input(&self, _args: &Value) -> Result<(), String> {
+        Ok(())
+    }
+    /// Gate on the session before the call; an error becomes the tool result.
+    async fn check_permissions(&self, _cx: &ToolCx<D, C>) -> Result<(), String> {
+        Ok(())
+    }
+    /// Run the tool.
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError>;
+
+    /// The model-facing description.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_word;
+
+    #[test]
+    fn the_default_request_word_is_the_first_word_of_the_name() {
+        assert_eq!(first_word("book_room"), "book");
+        assert_eq!(first_word("bookRoom"), "book");
+        assert_eq!(first_word("refund"), "refund");
+        assert_eq!(first_word("_cancel-order"), "cancel");
+    }
+}
