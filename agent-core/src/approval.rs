@@ -36,7 +36,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::response::DirectiveSource;
+use crate::directive::DirectiveSource;
 
 /// A tool call that waits for a person's decision, as the application sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

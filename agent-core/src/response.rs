@@ -1,11 +1,10 @@
 //! What a turn returns: the response, why it stopped, and the streamed events.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::directive::Directive;
+pub use crate::directive::DirectiveSource;
 use crate::error::AgentError;
 use crate::provider::Usage;
 
@@ -71,70 +70,6 @@ pub struct StepRef {
     pub flow: String,
     /// Step id.
     pub step: String,
-}
-
-/// Who emitted a directive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
-pub enum DirectiveSource {
-    /// The session's pending directive.
-    Pending,
-    /// A pre-phase signal.
-    PreSignal(String),
-    /// A post-phase signal.
-    PostSignal(String),
-    /// The agent's `on_enter` hook.
-    AgentOnEnter,
-    /// A flow's `on_enter` hook.
-    FlowOnEnter(String),
-    /// A step's `on_enter` hook.
-    StepOnEnter(String),
-    /// A step's `prepare` hook.
-    Prepare(String),
-    /// A `dispatch` from inside a hook.
-    HookDispatch(String),
-    /// A tool result.
-    Tool(String),
-    /// A `dispatch` from inside a tool.
-    ToolDispatch(String),
-    /// A step's `finalize` hook.
-    Finalize(String),
-    /// A flow's `on_complete` (hook or directive).
-    OnComplete(String),
-    /// A matched branch entry (`step` or `step:label`).
-    Branch(String),
-    /// The router.
-    Routing(String),
-    /// The model switched flows through the respond call.
-    ModelSwitch(String),
-    /// A code flow handed off.
-    Handoff(String),
-    /// A `/flow` command of the user ([`crate::agent::AgentConfig::flow_commands`]).
-    Command(String),
-}
-
-impl fmt::Display for DirectiveSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DirectiveSource::Pending => write!(f, "pending directive"),
-            DirectiveSource::PreSignal(s) => write!(f, "pre-phase signal `{s}`"),
-            DirectiveSource::PostSignal(s) => write!(f, "post-phase signal `{s}`"),
-            DirectiveSource::AgentOnEnter => write!(f, "agent on_enter"),
-            DirectiveSource::FlowOnEnter(s) => write!(f, "flow `{s}` on_enter"),
-            DirectiveSource::StepOnEnter(s) => write!(f, "step `{s}` on_enter"),
-            DirectiveSource::Prepare(s) => write!(f, "step `{s}` prepare"),
-            DirectiveSource::HookDispatch(s) => write!(f, "dispatch from {s}"),
-            DirectiveSource::Tool(s) => write!(f, "tool `{s}`"),
-            DirectiveSource::ToolDispatch(s) => write!(f, "dispatch from tool `{s}`"),
-            DirectiveSource::Finalize(s) => write!(f, "step `{s}` finalize"),
-            DirectiveSource::OnComplete(s) => write!(f, "flow `{s}` on_complete"),
-            DirectiveSource::Branch(s) => write!(f, "branch of `{s}`"),
-            DirectiveSource::Routing(s) => write!(f, "routing to `{s}`"),
-            DirectiveSource::ModelSwitch(s) => write!(f, "model switch to `{s}`"),
-            DirectiveSource::Handoff(s) => write!(f, "handoff from code flow `{s}`"),
-            DirectiveSource::Command(s) => write!(f, "command `{s}`"),
-        }
-    }
 }
 
 /// One emission on a directive bus, in order.
@@ -246,7 +181,7 @@ pub struct AgentResponse<D> {
     /// Which path produced the reply (classic or a code flow), as the response hook
     /// sees it.
     #[serde(default)]
-    pub meta: crate::codeflow::ResponseMeta,
+    pub meta: ResponseMeta,
     /// Callbacks that failed after the turn was saved (a panicking `on_response`
     /// hook), as `HookPanicked` messages: the turn stands, and each failure is also
     /// logged at error level.
@@ -282,4 +217,41 @@ pub enum Event<D> {
     Done(Box<AgentResponse<D>>),
     /// The turn failed (the session is unchanged).
     Error(AgentError),
+}
+
+/// Which path produced a turn's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The classic path: the agent reply or a declarative flow.
+    #[default]
+    Classic,
+    /// A code flow.
+    Flow,
+}
+
+impl Source {
+    /// `classic` or `flow`, as traces and logs show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Classic => "classic",
+            Source::Flow => "flow",
+        }
+    }
+}
+
+/// What the response hook is told about a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResponseMeta {
+    /// The path.
+    pub source: Source,
+    /// The flow that produced the reply (code or declarative), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// The flow that handed off to it in this turn, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_from: Option<String>,
+    /// The reason a code flow gave to `ctx.end(..)`, on the turn it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
 }

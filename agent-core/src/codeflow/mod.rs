@@ -32,7 +32,9 @@
 
 mod cx;
 pub(crate) mod data_view;
-pub mod journal;
+/// The journal a paused code flow keeps; it is part of the stored session, so it is
+/// defined there.
+pub use crate::session::code as journal;
 
 use std::fmt;
 use std::future::Future;
@@ -125,10 +127,6 @@ pub struct ToolFailure {
 pub trait FlowRef: 'static {
     /// The flow id.
     const ID: &'static str;
-}
-
-impl<F: crate::typed::flow::FlowDef> FlowRef for F {
-    const ID: &'static str = F::ID;
 }
 
 type RunFn<D, C> =
@@ -272,44 +270,10 @@ pub enum Fallback {
     Flow(String),
 }
 
-/// Which path produced a turn's reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// The classic path: the agent reply or a declarative flow.
-    #[default]
-    Classic,
-    /// A code flow.
-    Flow,
-}
-
-impl Source {
-    /// `classic` or `flow`, as traces and logs show it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Classic => "classic",
-            Source::Flow => "flow",
-        }
-    }
-}
-
-/// What the response hook is told about a turn.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ResponseMeta {
-    /// The path.
-    pub source: Source,
-    /// The flow that produced the reply (code or declarative), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<String>,
-    /// The flow that handed off to it in this turn, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff_from: Option<String>,
-    /// The reason a code flow gave to `ctx.end(..)`, on the turn it ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end_reason: Option<String>,
-}
-
 /// Runs once per completed turn, on both paths (not for duplicates answered from
 /// the store).
 pub type ResponseHook<D> =
     Arc<dyn Fn(&crate::response::AgentResponse<D>, &ResponseMeta) + Send + Sync>;
+
+// What a turn reports; defined with the response, named here where code flows are.
+pub use crate::response::{ResponseMeta, Source};

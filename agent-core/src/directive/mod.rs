@@ -12,6 +12,7 @@
 mod json;
 mod merge;
 mod seam;
+mod source;
 
 use std::fmt;
 
@@ -21,6 +22,7 @@ use crate::error::DirectiveError;
 pub(crate) use merge::add_tool;
 pub use merge::{merge, merge_pre};
 pub use seam::{CarriedTool, ToolSeam, Tools};
+pub use source::DirectiveSource;
 
 /// Where the conversation goes next.
 #[derive(Debug, Clone, PartialEq)]

@@ -95,17 +95,19 @@
 //! ```
 
 mod file;
+mod options;
 mod recorder;
 mod report;
 mod runner;
 mod scenario;
 
 pub use file::{Catalog, SuiteError};
+pub use options::RunOptions;
 pub use recorder::CallStats;
 pub use report::{
     EvalReport, Failure, Outcome, RunReport, ScenarioReport, SuiteReport, Summary, TurnStats,
 };
-pub use runner::{RunOptions, Runner, Setup};
+pub use runner::{Runner, Setup};
 pub use scenario::{Expect, Observed, STOPPED_KINDS, Scenario, Turn, same, stopped_kind};
 
 /// A named list of scenarios (one suite file).

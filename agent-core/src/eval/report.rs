@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::options::RunOptions;
 use super::recorder::CallStats;
-use super::runner::RunOptions;
 use super::scenario::Scenario;
 
 /// How one run ended.

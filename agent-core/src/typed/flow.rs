@@ -58,3 +58,9 @@ pub trait FlowOver<D>: FlowRef {}
     note = "a flow hands over only to flows of the same agent, which share one data type: declare both with the same `data = ..`"
 )]
 pub trait StepOver<D>: StepId {}
+
+// Every typed flow can be named as a hand-off target; the impl sits with the typed
+// flows so the code-flow module does not import the typed layer above it.
+impl<F: FlowDef> FlowRef for F {
+    const ID: &'static str = F::ID;
+}

@@ -4,8 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod code;
+
+use code::CodeState;
+
 use crate::approval::PendingApproval;
-use crate::codeflow::CodeState;
 use crate::data::{AgentContext, AgentData};
 use crate::directive::Directive;
 use crate::error::StoreError;
