@@ -313,6 +313,9 @@ async fn telemetry_marks_the_source_and_reports_routes_and_handoffs() {
         .without_time()
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Other tests of this binary run on threads with no subscriber; a callsite they
+    // hit first may have cached "not interested". Ask again now that one exists.
+    tracing::callsite::rebuild_interest_cache();
 
     let p = ScriptedProvider::new();
     let c = Counters::default();

@@ -2,9 +2,6 @@
 //! defined here so the pipeline, which reads it every turn, does not import the
 //! agent layer above it; [`crate::agent::Agent`] is a shared handle to it.
 
-//! The agent: a registry of flows, tools and signals over a provider and a store, and
-//! the entry points `respond`, `respond_stream` and `dispatch`.
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
