@@ -24,7 +24,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/server.rs"]
+#[path = "../examples/server/main.rs"]
 mod server;
 
 use std::net::TcpListener as StdListener;
