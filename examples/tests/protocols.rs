@@ -1,3 +1,7 @@
+//! One file over 600 lines: every test starts the same example server (`start`), and the
+//! client runner and HTTP helpers here serve both the real-client tests and the plain-HTTP
+//! ones.
+//!
 //! The server example's serving protocols, each checked against a real client the
 //! project did not write:
 //!
@@ -18,7 +22,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/server.rs"]
+#[path = "../examples/server/main.rs"]
 mod server;
 
 use std::io::Read;

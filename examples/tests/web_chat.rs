@@ -1,3 +1,7 @@
+//! One file over 600 lines: one browser session drives every page scenario (the booking,
+//! Approve, Deny after a reload) with the driver and page helpers here, and the approval
+//! route's plain-HTTP checks replay the same booking.
+//!
 //! The web chat page in headless Chromium: a full hotel booking typed into the page,
 //! checking after each turn that the reply streamed in, and that the step, the
 //! collected data and the highlighted graph node follow the conversation. Booking the
@@ -24,7 +28,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
-#[path = "../examples/server.rs"]
+#[path = "../examples/server/main.rs"]
 mod server;
 
 use std::net::TcpListener as StdListener;

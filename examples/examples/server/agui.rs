@@ -37,7 +37,9 @@ use axum::routing::post;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{Booking, Log, Served, bad_request, pending_list, server_error, valid_id};
+use super::booking::Booking;
+use super::events::pending_list;
+use super::routes::{Log, Served, bad_request, server_error, valid_id};
 // A user message's `content` has the same shapes as OpenAI's.
 use super::openai::content_text;
 

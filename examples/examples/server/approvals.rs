@@ -17,7 +17,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{Served, bad_request, server_error, turn_stream, valid_id};
+use super::events::turn_stream;
+use super::routes::{Served, bad_request, server_error, valid_id};
 
 /// Call ids come from the model (or the engine): anything short and printable.
 fn valid_call_id(id: &str) -> bool {

@@ -38,7 +38,9 @@ use axum::routing::{get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{Booking, Served, pending_list, valid_id};
+use super::booking::Booking;
+use super::events::pending_list;
+use super::routes::{Served, valid_id};
 
 /// The request and response header that names the session.
 pub const SESSION_HEADER: &str = "x-session-id";

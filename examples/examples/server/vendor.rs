@@ -12,7 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::Served;
+use super::routes::Served;
 
 /// The environment variable with the path of `mermaid.min.js`.
 pub const MERMAID_ENV: &str = "AGENT_MERMAID_JS";

@@ -2,7 +2,7 @@
 //! counts (deterministic with the scripted provider) are exactly the budgeted ones.
 //! Timings are not asserted.
 
-#[path = "../../examples/bench.rs"]
+#[path = "../../examples/bench/main.rs"]
 #[allow(dead_code)] // `main` and the CLI are the example's, not the test's
 mod bench;
 

@@ -2,7 +2,7 @@
 //! is logged as well as sent to the page. (The page itself: `tests/web_chat.rs`.)
 
 #[allow(dead_code)]
-#[path = "../../examples/server.rs"]
+#[path = "../../examples/server/main.rs"]
 mod server;
 
 use std::cell::Cell;
