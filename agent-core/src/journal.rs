@@ -30,19 +30,7 @@ use crate::directive::Directive;
 use crate::store::SessionStore;
 use crate::tool::{Effect, Tool, ToolCx, ToolError, ToolOutput, execute};
 
-/// What [`SessionStore::journal_begin`] found for a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JournalBegin {
-    /// No record existed: the intent is written now; run the call.
-    Started,
-    /// An intent without a result: an earlier run stopped between the two writes.
-    Pending {
-        /// When that intent was written (ms since the Unix epoch).
-        intent_ms: u64,
-    },
-    /// The recorded result (the bytes given to [`SessionStore::journal_finish`]).
-    Done(Vec<u8>),
-}
+pub use crate::store::JournalBegin;
 
 /// A once-tool call's recorded result, as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

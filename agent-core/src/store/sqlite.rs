@@ -23,7 +23,7 @@
 //!   one-row table `agent_lease_tokens`; `save_leased` checks the token inside the
 //!   save's transaction. Expiry uses the system clock of the processes sharing the
 //!   file (one machine).
-//! - The once-tool journal ([`crate::journal`]) is the table `agent_tool_journal`,
+//! - The once-tool journal is the table `agent_tool_journal`,
 //!   primary key `(session_id, call_key)`: the intent is an `INSERT … ON CONFLICT DO
 //!   NOTHING` (exactly one writer wins), the result an `UPDATE` of its `result` column,
 //!   each committed before it returns (as durable as saves: see `full_sync`). Rows go

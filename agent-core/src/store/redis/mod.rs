@@ -22,7 +22,7 @@
 //! renewing and releasing are scripts; the leased save script compares the fence
 //! with the saver's token before the compare-and-swap.
 //!
-//! The once-tool journal ([`crate::journal`]) of a session is the hash
+//! The once-tool journal of a session is the hash
 //! `{prefix}journal:{id}`: field `i:{call key}` holds the intent's time, `r:{call
 //! key}` the result. The sorted set `{prefix}journals` indexes the sessions by the
 //! time of their latest intent, for `prune`.
@@ -53,10 +53,15 @@ use async_trait::async_trait;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
 
+use self::scripts::{
+    ACQUIRE, DELETE, JOURNAL_BEGIN, PRUNE, PRUNE_JOURNALS, RELEASE, RENEW, SAVE, SAVE_LEASED,
+};
 use super::{
     JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost,
 };
 use crate::error::StoreError;
+
+mod scripts;
 
 /// Tuning of a [`RedisStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,107 +122,6 @@ impl std::fmt::Debug for RedisStore {
             .finish_non_exhaustive()
     }
 }
-
-/// KEYS: session hash, index. ARGV: expected, version, updated_ms, bytes, id.
-/// Returns {1, found} when saved, {0, found} on a version mismatch.
-const SAVE: &str = r"
-local cur = redis.call('HGET', KEYS[1], 'v')
-if not cur then cur = '0' end
-if cur ~= ARGV[1] then return {0, cur} end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'u', ARGV[3], 'b', ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
-return {1, cur}
-";
-
-/// KEYS: session hash, index, journal hash, journal index. ARGV: id. Returns whether
-/// the session existed.
-const DELETE: &str = r"
-local n = redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('DEL', KEYS[3])
-redis.call('ZREM', KEYS[4], ARGV[1])
-return n
-";
-
-/// KEYS: journal hash, journal index. ARGV: call key, now ms, session id.
-/// Returns {1, ''} when the intent is written now, {2, result} when the call has a
-/// result, {3, intent ms} when it has an intent only.
-const JOURNAL_BEGIN: &str = r"
-if redis.call('HSETNX', KEYS[1], 'i:' .. ARGV[1], ARGV[2]) == 1 then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-  return {1, ''}
-end
-local r = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-if r then return {2, r} end
-return {3, redis.call('HGET', KEYS[1], 'i:' .. ARGV[1]) or '0'}
-";
-
-/// KEYS: journal index. ARGV: cutoff (exclusive), journal key prefix, batch size.
-/// Returns how many sessions' journals were examined (and deleted).
-const PRUNE_JOURNALS: &str = r"
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('DEL', ARGV[2] .. id)
-end
-return #ids
-";
-
-/// KEYS: index. ARGV: cutoff (exclusive), session key prefix, batch size, lease key
-/// prefix, fence key prefix. Returns {ids examined, sessions deleted}. The fence of a
-/// deleted session goes too unless its lease is held (tokens never repeat: they come
-/// from the counter).
-const PRUNE: &str = r"
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-local n = 0
-for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
-  n = n + redis.call('DEL', ARGV[2] .. id)
-  if redis.call('EXISTS', ARGV[4] .. id) == 0 then redis.call('DEL', ARGV[5] .. id) end
-end
-return {#ids, n}
-";
-
-/// KEYS: session hash, index, fence. ARGV: expected, version, updated_ms, bytes, id,
-/// token. Returns {1, found} when saved, {0, found} on a version mismatch, {2, fence}
-/// when the fence is not the token (lease lost; `fence` is `''` when none).
-const SAVE_LEASED: &str = r"
-local f = redis.call('GET', KEYS[3])
-if f ~= ARGV[6] then return {2, f or ''} end
-local cur = redis.call('HGET', KEYS[1], 'v')
-if not cur then cur = '0' end
-if cur ~= ARGV[1] then return {0, cur} end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'u', ARGV[3], 'b', ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
-return {1, cur}
-";
-
-/// KEYS: lease, fence, token counter. ARGV: holder, ttl ms.
-/// Returns {1, '', token} when taken, {0, holder, ms left} when held.
-const ACQUIRE: &str = r"
-local h = redis.call('GET', KEYS[1])
-if h then return {0, h, redis.call('PTTL', KEYS[1])} end
-local t = redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('SET', KEYS[2], t)
-return {1, '', t}
-";
-
-/// KEYS: lease, fence. ARGV: token, holder, ttl ms. Returns {1, token} when renewed
-/// (re-created if it had expired untaken), {0, fence or ''} when lost.
-const RENEW: &str = r"
-local f = redis.call('GET', KEYS[2])
-if f ~= ARGV[1] then return {0, f or ''} end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return {1, f}
-";
-
-/// KEYS: lease, fence. ARGV: token. Returns whether it was this holder's.
-const RELEASE: &str = r"
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
-return 1
-";
 
 const PRUNE_BATCH: usize = 500;
 const LIST_BATCH: usize = 1000;

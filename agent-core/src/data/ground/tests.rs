@@ -1,0 +1,160 @@
+//! Unit tests of grounding: which words support which values.
+
+use super::text::fold;
+use super::*;
+use serde_json::json;
+use time::macros::date;
+
+fn ev(said: &[&str]) -> Evidence<'static> {
+    Evidence {
+        said: said.iter().map(|s| normalize(s)).collect::<Vec<_>>().into(),
+        today: date!(2026 - 06 - 15),
+        defs: None,
+    }
+}
+
+fn ok(said: &[&str], value: Value) -> bool {
+    ev(said).check(&json!({}), &value, None) == Grounding::Grounded
+}
+
+#[test]
+fn nothing_said_supports_nothing() {
+    assert!(!ok(&["Hi, I need a hotel"], json!("London")));
+    assert!(!ok(&["Hi, I need a hotel"], json!(12)));
+    assert!(!ok(&["Hi, I need a hotel"], json!("2026-07-01")));
+}
+
+#[test]
+fn text_and_numbers() {
+    assert!(ok(&["Lisbon, for the two of us"], json!("Lisbon")));
+    assert!(ok(&["Lisbon, for the two of us"], json!(2)));
+    assert!(ok(&["quero um hotel em Lisboa"], json!("Lisbon")));
+    assert!(ok(&["São Paulo please"], json!("Sao Paulo")));
+    assert!(ok(
+        &["The server room is on fire!"],
+        json!("fire in the server room")
+    ));
+    assert!(ok(&["we are 4"], json!(4)));
+    assert!(!ok(&["we are 4"], json!(40)));
+    assert!(!ok(&["Hotel in Lisbon on 2026-07-01"], json!(1)));
+    assert!(!ok(&["Hotel in Lisbon on 2026-07-01"], json!(7)));
+    assert!(ok(&["2026-07-01 for 3"], json!(3)));
+    assert!(ok(&["Lisbon in 2026, 3 of us"], json!(3)));
+    assert!(!ok(&["Lisbon"], json!("Porto")));
+    assert!(ok(&["1.5 kg"], json!(1.5)));
+    assert!(ok(&["+351 912 345 678"], json!("+351912345678")));
+    assert!(ok(&["it's invoice inv 7"], json!("INV-7")));
+    // A day of a month is not a count.
+    assert!(!ok(&["July 1st"], json!(1)));
+    assert!(!ok(&["Lisbon, July 1"], json!(1)));
+    assert!(!ok(&["1 de julho"], json!(1)));
+    assert!(!ok(&["the 3rd of May"], json!(3)));
+    assert!(ok(&["July 1st, 2 of us"], json!(2)));
+    assert!(ok(&["3 people in July"], json!(3)));
+    assert!(!ok(&["invoice 8"], json!("INV-7")));
+}
+
+#[test]
+fn dates_against_the_clock() {
+    assert!(ok(&["July 1st"], json!("2026-07-01")));
+    assert!(!ok(&["July 1st"], json!("2023-07-01")));
+    assert!(ok(&["1 de julho"], json!("2026-07-01")));
+    assert!(ok(&["2026-07-01"], json!("2026-07-01")));
+    assert!(ok(&["1/7"], json!("2026-07-01")));
+    assert!(ok(&["tomorrow"], json!("2026-06-16")));
+    assert!(ok(&["the day after tomorrow"], json!("2026-06-17")));
+    assert!(ok(&["next Friday"], json!("2026-06-19")));
+    assert!(!ok(&["next Friday"], json!("2026-06-20")));
+    assert!(ok(&["in 3 days"], json!("2026-06-18")));
+    assert!(ok(&["March 3rd 2027"], json!("2027-03-03")));
+    // March 3rd without a year: this year's or the next one.
+    assert!(ok(&["March 3rd"], json!("2026-03-03")));
+    assert!(ok(&["March 3rd"], json!("2027-03-03")));
+    assert!(!ok(&["March 3rd"], json!("2028-03-03")));
+}
+
+#[test]
+fn one_named_day_resolves_two_do_not() {
+    let today = date!(2026 - 06 - 15);
+    assert_eq!(resolve_date("tomorrow", today), Some(date!(2026 - 06 - 16)));
+    assert_eq!(
+        resolve_date("Madrid, July 1st", today),
+        Some(date!(2026 - 07 - 01))
+    );
+    assert_eq!(
+        resolve_date("next Friday please", today),
+        Some(date!(2026 - 06 - 19))
+    );
+    assert_eq!(resolve_date("from July 1 to July 5", today), None);
+    // A day without a year is the next such day.
+    assert_eq!(
+        resolve_date("July 1st", date!(2026 - 11 - 25)),
+        Some(date!(2027 - 07 - 01))
+    );
+    assert_eq!(resolve_date("hi there", today), None);
+}
+
+#[test]
+fn a_quote_must_be_said_and_must_say_the_value() {
+    let e = ev(&["Lisbon for two, then maybe Porto"]);
+    let p = json!({});
+    assert_eq!(
+        e.check(&p, &json!("Lisbon"), Some("Lisbon")),
+        Grounding::Grounded
+    );
+    assert!(matches!(
+        e.check(&p, &json!("Lisbon"), Some("Porto")),
+        Grounding::Unsupported(_)
+    ));
+    // A quote nobody said is ignored: the messages decide.
+    assert_eq!(
+        e.check(&p, &json!("Lisbon"), Some("Lisboa city")),
+        Grounding::Grounded
+    );
+}
+
+#[test]
+fn inferred_fields_and_synonyms() {
+    let e = ev(&["hi"]);
+    let inferred = json!({ "type": ["string", "null"], "x-inferred": true });
+    assert_eq!(
+        e.check(&inferred, &json!("anything"), None),
+        Grounding::Inferred
+    );
+    let room = json!({ "enum": ["double"], "x-synonyms": { "double": ["two beds"] } });
+    let e = ev(&["a room with two beds"]);
+    assert_eq!(e.check(&room, &json!("double"), None), Grounding::Grounded);
+}
+
+#[test]
+fn normalize_folds_case_accents_and_punctuation_as_the_unicode_tables_do() {
+    // The character-by-character definition, through the Unicode tables only.
+    fn reference(text: &str) -> String {
+        let mut out = String::from(" ");
+        for c in text.chars().flat_map(char::to_lowercase) {
+            let c = fold(c);
+            if c.is_alphanumeric() {
+                out.push(c);
+            } else if !out.ends_with(' ') {
+                out.push(' ');
+            }
+        }
+        if !out.ends_with(' ') {
+            out.push(' ');
+        }
+        out
+    }
+    for text in [
+        "",
+        " ",
+        "I'd like to book a room",
+        "  Lisbon,  2 GUESTS!! ",
+        "Ça coûte 15€ — São Paulo; İstanbul ß ẞ Ǆ ΣΑΣ",
+        "x",
+        "1.5/7\t\nend",
+        "ÀÉÎÕÜ ÿ ñ ø",
+    ] {
+        assert_eq!(normalize(text), reference(text), "{text:?}");
+    }
+    assert_eq!(normalize("Hello, World!"), " hello world ");
+}

@@ -1,0 +1,265 @@
+//! The `Flow::builder(..)` chain inside the generated `flow()`: the flow's own settings
+//! and hooks, then one statement per step, so the runtime flow mirrors the attributes.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::rt;
+use super::wrappers::{HookKind, hook_wrapper, predicate, strs, target_directive};
+use crate::diag::name;
+use crate::flow::model::*;
+
+/// The builder calls of the flow's own attributes; hook wrappers go to `hooks`.
+pub(super) fn flow_calls(
+    def: &FlowDef,
+    flow_view: &syn::Ident,
+    completed_view: &syn::Ident,
+    hooks: &mut Vec<TokenStream>,
+) -> Vec<TokenStream> {
+    let rt = rt();
+    let f = &def.flow;
+    let mut builder = Vec::new();
+    if let Some(t) = &f.title {
+        builder.push(quote!(.title(#t)));
+    }
+    if let Some(t) = &f.description {
+        builder.push(quote!(.description(#t)));
+    }
+    if let Some(t) = &f.when {
+        builder.push(quote!(.when(#t)));
+    }
+    if let Some(p) = &f.if_ {
+        let pred = predicate(p, &quote!(View));
+        builder.push(quote!(.if_(#pred)));
+    }
+    let required = strs(&f.required);
+    if !required.is_empty() {
+        builder.push(quote!(.required([#(#required),*])));
+    }
+    let optional = strs(&f.optional);
+    if !optional.is_empty() {
+        builder.push(quote!(.optional([#(#optional),*])));
+    }
+    if let Some(e) = &f.initial_data {
+        let p = quote_spanned!(e.span()=> #rt::data_patch(#e));
+        builder.push(quote!(.initial_data(#p)));
+    }
+    if let Some(c) = &f.corrections {
+        let v = if c == "reopen" {
+            quote!(Reopen)
+        } else {
+            quote!(Refuse)
+        };
+        builder.push(quote!(.corrections(#rt::Corrections::#v)));
+    }
+    if f.reentrant {
+        builder.push(quote!(.reentrant()));
+    }
+    if let Some(t) = &f.on_complete {
+        let span = match t {
+            Target::Directive(e) => e.span(),
+            _ => Span::call_site(),
+        };
+        if let Some(d) = target_directive(t, span) {
+            builder.push(quote!(.on_complete(#d)));
+        }
+    }
+    let flow_hooks: [(&Option<HookRef>, &str, HookKind, &syn::Ident); 5] = [
+        (&f.on_enter, "on_enter", HookKind::Pre, flow_view),
+        (&f.on_exit, "on_exit", HookKind::Notify, flow_view),
+        (
+            &f.on_data_update,
+            "on_data_update",
+            HookKind::Notify,
+            flow_view,
+        ),
+        (
+            &f.on_context_update,
+            "on_context_update",
+            HookKind::Notify,
+            flow_view,
+        ),
+        (
+            &f.on_complete_hook,
+            "on_complete_hook",
+            HookKind::Post,
+            completed_view,
+        ),
+    ];
+    for (h, key, kind, _) in flow_hooks {
+        if let Some(h) = h {
+            let name = format_ident!("__agent_flow_{}", key);
+            let view = if key == "on_complete_hook" {
+                quote!(Completed)
+            } else {
+                quote!(View)
+            };
+            hooks.push(hook_wrapper(
+                &name,
+                kind,
+                &h.path,
+                h.is_async,
+                &view,
+                &TokenStream::new(),
+            ));
+            let method = format_ident!("{}", key);
+            builder.push(quote!(.#method(#name)));
+        }
+    }
+    for t in &f.tools {
+        let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
+        builder.push(quote!(.tool(#t)));
+    }
+    builder
+}
+
+/// One `let __b = __b.step(..);` statement per step; hook wrappers go to `hooks`.
+pub(super) fn step_stmts(
+    def: &FlowDef,
+    unique: &[&StepDef],
+    step_names: &[String],
+    hooks: &mut Vec<TokenStream>,
+) -> Vec<TokenStream> {
+    let rt = rt();
+    let f = &def.flow;
+    let mut step_stmts = Vec::new();
+    for s in unique {
+        let n = &s.ident;
+        let sid = name(n);
+        let cfg = s.cfg_attrs();
+        let view = quote!(#n::View);
+        let mut sb = Vec::new();
+        let ctor = match &s.shape {
+            Shape::Model => quote!(#rt::RtStep::<__D, __C>::model(#sid)),
+            Shape::Auto(_) => quote!(#rt::RtStep::<__D, __C>::auto(#sid)),
+            Shape::Reply(r) => {
+                let text = match &f.data {
+                    Some(_) => quote!(#rt::reply_template::<__D>(#r)),
+                    None => quote!(#r),
+                };
+                quote!(#rt::RtStep::<__D, __C>::reply(#sid, #text))
+            }
+        };
+        if let Some((_, p)) = &s.prompt {
+            sb.push(quote!(.prompt(#p)));
+        }
+        let c = strs(&s.collect);
+        if !c.is_empty() {
+            sb.push(quote!(.collect([#(#c),*])));
+        }
+        let r = strs(&s.requires);
+        if !r.is_empty() {
+            sb.push(quote!(.requires([#(#r),*])));
+        }
+        let d = strs(&s.depends_on);
+        if !d.is_empty() {
+            sb.push(quote!(.depends_on([#(#d),*])));
+        }
+        if let Some((_, tools)) = &s.tools {
+            for t in tools {
+                let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
+                sb.push(quote!(.tool(#t)));
+            }
+        }
+        if let Some(p) = &s.skip {
+            let p = predicate(p, &view);
+            sb.push(quote!(.skip(#p)));
+        }
+        if let Some(p) = &s.if_ {
+            let p = predicate(p, &view);
+            sb.push(quote!(.if_(#p)));
+        }
+        if let Some(w) = &s.when {
+            sb.push(quote!(.when(#w)));
+        }
+        if let Some(h) = &s.on_enter {
+            let name = format_ident!("__agent_on_enter_{}", n);
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Pre,
+                &h.path,
+                h.is_async,
+                &view,
+                &cfg,
+            ));
+            sb.push(quote!(.on_enter(#name)));
+        }
+        if s.prepare {
+            let name = format_ident!("__agent_prepare_{}", n);
+            let path: syn::Path = n.clone().into();
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Pre,
+                &path,
+                s.func.sig.asyncness.is_some(),
+                &view,
+                &cfg,
+            ));
+            sb.push(quote!(.prepare(#name)));
+        }
+        if let Some(h) = &s.finalize {
+            let name = format_ident!("__agent_finalize_{}", n);
+            hooks.push(hook_wrapper(
+                &name,
+                HookKind::Post,
+                &h.path,
+                h.is_async,
+                &view,
+                &cfg,
+            ));
+            sb.push(quote!(.finalize(#name)));
+        }
+        if let Some(b) = &s.branches {
+            let entries = b.entries.iter().filter_map(|e| {
+                let base = match &e.target {
+                    Target::Step(t) => {
+                        let t = name(t);
+                        if !step_names.contains(&t) {
+                            return None;
+                        }
+                        quote!(#rt::Branch::<__D, __C>::to_step(#t))
+                    }
+                    Target::Flow(p) => {
+                        let f = quote_spanned!(p.span()=> #rt::flow_id_over::<__D, #p>());
+                        quote!(#rt::Branch::<__D, __C>::to_flow(#f))
+                    }
+                    other => {
+                        let d = target_directive(other, e.target_span)?;
+                        quote!(#rt::Branch::<__D, __C>::to_directive(#d))
+                    }
+                };
+                let conds = e.conds.iter().map(|c| match c {
+                    Cond::If(p) => {
+                        let p = predicate(p, &view);
+                        quote!(.if_(#p))
+                    }
+                    Cond::When(w) => quote!(.when(#w)),
+                });
+                let label = e.label.as_ref().map(|l| quote!(.label(#l)));
+                Some(quote!(#base #(#conds)* #label))
+            });
+            sb.push(quote!(.branches(::std::vec::Vec::from([#(#entries),*]))));
+        }
+        for t in &s.requires_tool {
+            let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t).name());
+            sb.push(quote!(.requires_tool(#t)));
+        }
+        if let Some(a) = &s.ask {
+            let text = match &f.data {
+                Some(_) => quote!(#rt::reply_template::<__D>(#a)),
+                None => quote!(#a),
+            };
+            sb.push(quote!(.ask(#text)));
+        }
+        if s.act_on_answer.is_some() {
+            sb.push(quote!(.act_on_answer()));
+        }
+        if s.end {
+            sb.push(quote!(.end()));
+        }
+        // A statement each, so that a step's `#[cfg]` can leave it out.
+        step_stmts.push(quote!(#cfg let __b = __b.step(#ctor #(#sb)*);));
+    }
+    step_stmts
+}

@@ -1,0 +1,79 @@
+//! Code generation for `#[flow]`: the orchestration and the names the parts share.
+//!
+//! [`parent`] emits the items beside the module (flow type, aliases, view markers, the
+//! data type's callback), [`module`] the module itself (typed step ids, views, hooks and
+//! `flow()`), [`builder`] the `Flow::builder(..)` chain inside `flow()`, and [`wrappers`]
+//! the predicate closures, hook wrapper structs and directive targets the chain takes.
+
+mod builder;
+mod module;
+mod parent;
+mod wrappers;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::model::*;
+use crate::diag::name;
+
+fn rt() -> TokenStream {
+    // `::agent_core::__private`
+    quote!(::agent_core::__private)
+}
+
+fn camel(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The flow type's name: `mod booking` → `BookingFlow`.
+pub fn flow_type_ident(module: &syn::Ident) -> syn::Ident {
+    format_ident!("{}Flow", camel(&name(module)), span = module.span())
+}
+
+struct Names {
+    d: syn::Ident,
+    c: syn::Ident,
+    prefix: syn::Ident,
+}
+
+fn view_alias(n: &Names, view: &str) -> syn::Ident {
+    format_ident!("{}_view_{}", n.prefix, view)
+}
+
+/// The whole expansion.
+pub fn expand(def: &FlowDef) -> TokenStream {
+    let module = &def.ident;
+    let names = Names {
+        d: format_ident!("__agent_flow_{}_Data", module),
+        c: format_ident!("__agent_flow_{}_Context", module),
+        prefix: format_ident!("__agent_flow_{}", module),
+    };
+    let step_names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
+    // Steps that survive (duplicates dropped so rustc reports nothing twice).
+    let mut unique: Vec<&StepDef> = Vec::new();
+    for s in &def.steps {
+        if !unique
+            .iter()
+            .any(|u| name(&u.ident) == name(&s.ident) && !u.cfg_alternative(s))
+        {
+            unique.push(s);
+        }
+    }
+
+    let parent = parent::parent(def, &names, &unique);
+    let module = module::module(def, &names, &unique, &step_names);
+    quote! {
+        #parent
+
+        #module
+    }
+}

@@ -1,0 +1,187 @@
+//! The flow's module as `#[flow]` re-emits it: the user's items, the typed step ids and
+//! views, the hook wrappers and `flow()`, which builds the runtime flow.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{Names, builder, rt, view_alias};
+use crate::diag::name;
+use crate::flow::model::*;
+
+/// The module with everything the expansion adds inside it.
+pub(super) fn module(
+    def: &FlowDef,
+    names: &Names,
+    unique: &[&StepDef],
+    step_names: &[String],
+) -> TokenStream {
+    let rt = rt();
+    let module = &def.ident;
+    let id = name(module);
+    let vis = &def.vis;
+    let (alias_d, alias_c) = (&names.d, &names.c);
+    // (name, gated by `#[cfg]`) of the step fns kept.
+    let mut emitted: Vec<(String, bool)> = Vec::new();
+    let items: Vec<TokenStream> = def
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) if step_names.contains(&name(&f.sig.ident)) => {
+                let n = name(&f.sig.ident);
+                let gated = f.attrs.iter().any(|a| a.path().is_ident("cfg"));
+                if emitted.iter().any(|(e, g)| *e == n && !(*g && gated)) {
+                    // A duplicate step (reported): dropped so rustc does not report it again.
+                    return None;
+                }
+                emitted.push((n, gated));
+                Some(quote!(#[allow(dead_code)] #f))
+            }
+            other => Some(quote!(#other)),
+        })
+        .collect();
+    let step_idents: Vec<&syn::Ident> = unique.iter().map(|s| &s.ident).collect();
+    let step_cfgs: Vec<TokenStream> = unique.iter().map(|s| s.cfg_attrs()).collect();
+    // With `#[cfg]` steps the count is the compiler's.
+    let n_steps = if unique.iter().any(|s| !s.cfg.is_empty()) {
+        quote!({
+            let __steps: &[()] = &[#(#step_cfgs ()),*];
+            __steps.len()
+        })
+    } else {
+        let n = unique.len();
+        quote!(#n)
+    };
+    let step_strs: Vec<String> = step_idents.iter().map(|i| name(i)).collect();
+    let view_mods = unique.iter().map(|s| {
+        let n = &s.ident;
+        let cfg = s.cfg_attrs();
+        let alias = view_alias(names, &name(n));
+        let doc = format!(
+            "The typed view of step `{}`: the fields it `requires` are plain values, the others `Option`s.",
+            name(n)
+        );
+        let mod_doc = format!("Step `{}`.", name(n));
+        quote! {
+            #cfg
+            #[doc = #mod_doc]
+            #[allow(non_snake_case)]
+            pub mod #n {
+                #[doc = #doc]
+                #[allow(dead_code)]
+                pub type View<'a> = super::super::#alias<'a>;
+            }
+        }
+    });
+    let flow_view = view_alias(names, "__flow");
+    let completed_view = view_alias(names, "__completed");
+
+    let mut hooks = Vec::new();
+    let f = &def.flow;
+    // The data type's `#[field(validate = ..)]` checks travel with the flow.
+    let checks = f
+        .data
+        .as_ref()
+        .map(|_| quote!(.checks(<__D as #rt::DataType>::field_checks())));
+    // Fields are written as in Rust; the runtime flow takes their JSON names.
+    let field_fn = match &f.data {
+        // The same bound as `checks` above, so a data type without `#[data]` gets one error.
+        Some(_) => quote!(|__f: &'static str| -> &'static str {
+            <__D as #rt::DataType>::json_name(__f).unwrap_or(__f)
+        }),
+        None => quote!(|__f: &'static str| __f),
+    };
+    let builder = builder::flow_calls(def, &flow_view, &completed_view, &mut hooks);
+    let step_stmts = builder::step_stmts(def, unique, step_names, &mut hooks);
+
+    let diagram = crate::flow::diagram::consts(def);
+    let mod_attrs = &def.attrs;
+    let step_docs = unique.iter().map(|s| {
+        let shape = match &s.shape {
+            Shape::Model => "A model step.".to_string(),
+            Shape::Auto(_) => "An `auto` step (no model call).".to_string(),
+            Shape::Reply(r) => format!("A `reply` step: \"{}\"", r.value()),
+        };
+        let prompt = s
+            .prompt
+            .as_ref()
+            .map(|(_, p)| format!(" {}", p.value()))
+            .unwrap_or_default();
+        format!("{shape}{prompt}")
+    });
+    quote! {
+
+        #(#mod_attrs)*
+        #vis mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #(#items)*
+
+            #[doc(hidden)]
+            type __D = super::#alias_d;
+            #[doc(hidden)]
+            type __C = super::#alias_c;
+
+            /// The steps of this flow (typed step ids).
+            #[allow(non_camel_case_types, dead_code)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash)]
+            pub enum Step {
+                #(#[doc = #step_docs] #step_cfgs #step_idents,)*
+            }
+
+            #[allow(dead_code)]
+            impl Step {
+                /// Every step, in declaration order.
+                pub const ALL: [Step; #n_steps] = [#(#step_cfgs Step::#step_idents),*];
+                /// The step id.
+                pub const fn id(self) -> &'static str {
+                    match self {
+                        #(#step_cfgs Step::#step_idents => #step_strs,)*
+                    }
+                }
+            }
+
+            impl #rt::StepId for Step {
+                const FLOW_ID: &'static str = #id;
+                fn id(self) -> &'static str {
+                    Step::id(self)
+                }
+            }
+
+            impl #rt::StepOver<__D> for Step {}
+
+            #(#view_mods)*
+
+            /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+            #[allow(dead_code)]
+            pub type View<'a> = super::#flow_view<'a>;
+            /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
+            #[allow(dead_code)]
+            pub type Completed<'a> = super::#completed_view<'a>;
+
+            /// The flow id.
+            #[allow(dead_code)]
+            pub const ID: &str = #id;
+            #diagram
+
+            /// The Mermaid diagram of the flow.
+            #[allow(dead_code)]
+            pub fn diagram() -> &'static str {
+                DIAGRAM
+            }
+
+            #(#hooks)*
+
+            /// Build the runtime flow (the runtime validates it again).
+            #[allow(dead_code)]
+            pub fn flow() -> ::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors> {
+                #[allow(unused_variables)]
+                let __field = #field_fn;
+                let __b = #rt::Flow::<__D, __C>::builder(#id)
+                    #(#builder)*;
+                #(#step_stmts)*
+                __b #checks .build()
+            }
+        }
+    }
+}

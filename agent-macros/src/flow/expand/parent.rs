@@ -1,0 +1,146 @@
+//! The items `#[flow]` emits beside the module: they name the flow from outside it (the
+//! flow type, the data/context aliases, the per-step view markers) and ask the data type's
+//! callback macro for the views and field checks.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{Names, flow_type_ident, rt, view_alias};
+use crate::diag::name;
+use crate::flow::model::*;
+
+/// Everything the expansion emits outside the flow's module.
+pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> TokenStream {
+    let rt = rt();
+    let module = &def.ident;
+    let id = name(module);
+    let vis = &def.vis;
+    let flow_ty = flow_type_ident(module);
+    let (alias_d, alias_c) = (&names.d, &names.c);
+    let data_alias = match &def.flow.data {
+        Some(p) => quote!(#vis type #alias_d = #p;),
+        None => quote!(#vis type #alias_d = ();),
+    };
+    let ctx_alias = match &def.flow.context {
+        Some(t) => quote!(#vis type #alias_c = #t;),
+        None => quote!(#vis type #alias_c = ();),
+    };
+    let callback = match &def.flow.data {
+        Some(p) => {
+            let data_name = p
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let mut view_path = p.clone();
+            if let Some(last) = view_path.segments.last_mut() {
+                last.ident = format_ident!("{}View", last.ident, span = last.ident.span());
+            }
+            let prefix = &names.prefix;
+            let views = unique.iter().map(|s| {
+                let n = &s.ident;
+                let r = &s.requires.idents;
+                let cfg = s.cfg_attrs();
+                quote!(#cfg #n [#(#r)*])
+            });
+            let req = &def.flow.required.idents;
+            let collect = def.steps.iter().flat_map(|s| s.collect.idents.iter());
+            let requires = def.steps.iter().flat_map(|s| s.requires.idents.iter());
+            let depends_on = def.steps.iter().flat_map(|s| s.depends_on.idents.iter());
+            let optional = &def.flow.optional.idents;
+            quote! {
+                #p! {
+                    data_name = #data_name;
+                    view = #view_path;
+                    context = #alias_c;
+                    prefix = #prefix;
+                    vis = (#vis);
+                    views { #(#views)* __flow [] __completed [#(#req)*] }
+                    checks {
+                        collect [#(#collect)*]
+                        requires [#(#requires)*]
+                        depends_on [#(#depends_on)*]
+                        required [#(#req)*]
+                        optional [#(#optional)*]
+                    }
+                }
+            }
+        }
+        None => quote!(),
+    };
+    let title = def
+        .flow
+        .title
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_else(|| id.clone());
+    let flow_doc = format!(
+        "The `{id}` flow ({title}): name it in branch targets, `on_complete` and `Directive::go_to::<{flow_ty}>()`."
+    );
+    let view_names: Vec<(String, TokenStream)> = unique
+        .iter()
+        .map(|s| (name(&s.ident), s.cfg_attrs()))
+        .chain([
+            ("__flow".to_string(), TokenStream::new()),
+            ("__completed".to_string(), TokenStream::new()),
+        ])
+        .collect();
+    let markers = view_names.iter().map(|(v, cfg)| {
+        let marker = format_ident!("{}_step_{}", names.prefix, v);
+        let alias = view_alias(names, v);
+        let target = if def.flow.data.is_some() {
+            quote!(<#marker as #rt::StepView<'a>>::View)
+        } else {
+            // No data type: nothing to view (the missing `data` is reported).
+            quote!(::core::marker::PhantomData<&'a ()>)
+        };
+        quote! {
+            #cfg
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code)]
+            #vis struct #marker;
+            #cfg
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code)]
+            #vis type #alias<'a> = #target;
+        }
+    });
+    quote! {
+        #(#markers)*
+
+        #[doc = #flow_doc]
+        #[allow(dead_code)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #vis struct #flow_ty;
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #data_alias
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #ctx_alias
+
+        impl #rt::FlowOver<#alias_d> for #flow_ty {}
+
+        #[allow(dead_code)]
+        impl #flow_ty {
+            /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+            /// between the traits that carry it).
+            pub const ID: &'static str = #id;
+        }
+
+        impl #rt::FlowDef for #flow_ty {
+            const ID: &'static str = #id;
+            type Data = #alias_d;
+            type Context = #alias_c;
+            fn flow() -> ::core::result::Result<#rt::Flow<#alias_d, #alias_c>, #rt::ConfigErrors> {
+                #module::flow()
+            }
+            fn diagram() -> &'static str {
+                #module::DIAGRAM
+            }
+        }
+
+        #callback
+    }
+}
