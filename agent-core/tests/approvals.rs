@@ -3,6 +3,8 @@
 //! it, and the turn resumes with the tool's real result. Declarative and code flows,
 //! streaming and not, across a restart; a message while a call waits is answered and
 //! the call stays pending.
+//!
+//! One file over 600 lines: each scenario pauses a turn and resumes it on the same approval fixture (declarative and code flows, every decision), which the tests share.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};

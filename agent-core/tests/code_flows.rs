@@ -1,5 +1,7 @@
 //! Code flows (the generator-flows RFC, stage-0 scenarios): async fns with
 //! ask/say/tool/handoff/end, resumed by replay against a journal.
+//!
+//! One file over 600 lines: the generator-flows RFC's stage-0 scenarios share the tutor/reminder flows and their scripted provider.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,6 +2,8 @@
 //! `Agent::builder()...build()` reject invalid definitions with `ConfigErrors` whose
 //! entries name the flow, the step, the bad value and the valid choices, and report
 //! every problem of a definition at once.
+//!
+//! One file over 600 lines: one case per configuration error at `build()`, all on the same small flow fixtures; the file is the catalogue of those errors.
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! `dispatch`, pre-LLM `halt`, auto steps and code-only forks, `skip`, data first,
 //! completion and `complete.next`, in-turn transitions and their cap, branch targets,
 //! the directive chain, `reset` and `abort`, and failed turns leaving the store alone.
+//!
+//! One file over 600 lines: the turn engine's behaviours in the spec's order, on the shared booking fixture; each section is one phase of a turn.
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! tool-round cap; malformed and truncated model output; provider errors mid-turn;
 //! oversized and hostile user messages; concurrent turns and save conflicts; the
 //! streaming contract; history compaction.
+//!
+//! One file over 600 lines: each fault (tool, model output, provider, message, concurrency) is injected into the same agent fixture, defined here once.
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! frequency and persisted trigger state, priority and `stop_other_signals`, pre-phase
 //! positions, halts and augmentation, post-phase pending directives, `Phase::Both`,
 //! the single batched classifier call, and the response fields signals fill in.
+//!
+//! One file over 600 lines: every signal behaviour runs through `Agent::respond` on the same booking fixture and scripted provider.
 
 mod common;
 

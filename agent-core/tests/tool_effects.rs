@@ -2,6 +2,8 @@
 //! same on every run of the same call; a once-tool's result is journaled and reused
 //! by a re-run or redelivered turn; an intent without a result goes to the
 //! application's `on_unknown_outcome` hook and is never run again silently.
+//!
+//! One file over 600 lines: every test drives the same once-tool fixture (its journal, its crash points) through whole turns, so the fixture and its scenarios stay together.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};

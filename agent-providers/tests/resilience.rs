@@ -4,6 +4,8 @@
 //! per-request and total timeouts, streams retried only before their first chunk, and
 //! typed errors that keep every attempt. The last tests run the same over HTTP against
 //! the fixture server.
+//!
+//! One file over 600 lines: every behaviour of the resilience spec runs on the same injected clock and scripted failing providers, defined here once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;

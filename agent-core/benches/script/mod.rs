@@ -1,5 +1,5 @@
 //! The benchmark scripts, in one place: the `turn` and `stores` benches include this
-//! module, and so does the `bench` example (`examples/examples/bench.rs`), so the
+//! module, and so does the `bench` example (`examples/examples/bench/main.rs`), so the
 //! table it prints measures exactly what `cargo bench` measures.
 //!
 //! The user keeps not answering: the model re-asks and claims the awaiting step, and a

@@ -17,6 +17,8 @@
 //!   stored, and its once-tool is not run again, not even when the killed turn's
 //!   message is delivered again (its journaled intent has no result: an unknown
 //!   outcome, failed without running).
+//!
+//! One file over 600 lines: the lease suite is one macro (`lease_suite!`, `lease_process_suite!`) expanded per store, so its cases cannot be spread over files.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
