@@ -54,7 +54,7 @@ pub(super) fn body(
         });
     }
     let body = MessagesRequest {
-        model: model,
+        model,
         max_tokens: req
             .max_tokens
             .or(defaults.max_tokens)

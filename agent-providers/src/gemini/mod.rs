@@ -8,7 +8,7 @@
 //! call in later requests. The engine's [`ToolCall`] has no place for it, so it travels in
 //! the call id (`ID#sig=SIGNATURE`), which the engine stores and echoes unchanged.
 //!
-//! This module holds the client and its [`Vendor`] binding (URLs, the key header); the
+//! This module holds the client and its `Vendor` binding (see `crate::vendor`) (URLs, the key header); the
 //! wire format is in `request` and `response` (whole and streamed answers).
 
 mod ids;

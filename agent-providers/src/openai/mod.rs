@@ -3,7 +3,7 @@
 //! streaming with tool-call argument deltas, usage. The same code serves any
 //! OpenAI-compatible server through [`crate::OpenAiCompatible`], in a tolerant dialect.
 //!
-//! This module holds the client and its [`Vendor`] binding (URL, headers); the wire
+//! This module holds the client and its `Vendor` binding (see `crate::vendor`) (URL, headers); the wire
 //! format is in `request` (the body), `response` (a whole answer) and `events` (a
 //! streamed one).
 

@@ -72,7 +72,7 @@ pub(super) fn body(
         &filtered
     };
     let body = ChatRequest {
-        model: model,
+        model,
         messages,
         tools,
         response_format,

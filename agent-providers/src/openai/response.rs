@@ -128,7 +128,7 @@ pub(super) fn error_status(error: &Value) -> u16 {
 }
 
 /// Parse a whole (non-streamed) Chat Completions response body, tolerantly (what
-/// [`OpenAi`] and [`crate::OpenAiCompatible`] do with every answer).
+/// [`OpenAi`](super::OpenAi) and [`crate::OpenAiCompatible`] do with every answer).
 pub fn parse_response(bytes: &[u8]) -> Result<ModelResponse, ProviderError> {
     let r: ChatResponse = http::parse_json(bytes, "the chat completion")?;
     let Some(choice) = r.choices.and_then(|c| c.into_iter().next()) else {

@@ -74,7 +74,7 @@ impl ResilienceError {
 impl From<ResilienceError> for ProviderError {
     /// Through the engine's `Provider` trait: a total timeout is
     /// [`ProviderError::Timeout`]; exhaustion is [`ProviderError::Other`] listing every
-    /// attempt. Use [`Resilient::call`] for the typed error.
+    /// attempt. Use [`Resilient::call`](super::Resilient::call) for the typed error.
     fn from(e: ResilienceError) -> Self {
         match e {
             ResilienceError::Timeout(t) => ProviderError::Timeout(t.limit),

@@ -35,6 +35,9 @@
 //!   answer within the provider's own [timeouts](crate::timeouts)) is transient, like a
 //!   transport timeout: retried, then the next model.
 
+#[cfg(doc)]
+use agent_core::error::ProviderError;
+
 pub mod backoff;
 pub mod classifier;
 pub mod clock;

@@ -172,7 +172,7 @@ impl Resilient {
         self
     }
 
-    /// Use this clock for waits and timeouts (tests: [`ManualClock`]).
+    /// Use this clock for waits and timeouts (tests: [`ManualClock`](super::ManualClock)).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
         self
