@@ -14,9 +14,9 @@
 //! that prefix, so the provider reads it from its cache (billed at a tenth of the input
 //! price; writing it costs a quarter more, once).
 //!
-//! This module holds the client and its `Vendor` binding (see `crate::vendor`) (URL, headers, the answer
-//! tool); the wire format is in `request`, `response` (a whole answer) and `events` (a
-//! streamed one).
+//! Only what is Anthropic's lives here: the client and its binding to the shared
+//! skeleton (`crate::vendor`: URL, headers, the answer tool), the wire format in
+//! `request`, `response` (a whole answer) and `events` (a streamed one).
 
 mod events;
 mod request;

@@ -8,8 +8,9 @@
 //! call in later requests. The engine's [`ToolCall`] has no place for it, so it travels in
 //! the call id (`ID#sig=SIGNATURE`), which the engine stores and echoes unchanged.
 //!
-//! This module holds the client and its `Vendor` binding (see `crate::vendor`) (URLs, the key header); the
-//! wire format is in `request` and `response` (whole and streamed answers).
+//! Only what is Gemini's lives here: the client and its binding to the shared skeleton
+//! (`crate::vendor`: URLs, the key header), the wire format in `request` and `response`
+//! (whole and streamed answers), the signature-carrying call ids in `ids`.
 
 mod ids;
 mod request;

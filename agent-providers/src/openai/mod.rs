@@ -3,9 +3,10 @@
 //! streaming with tool-call argument deltas, usage. The same code serves any
 //! OpenAI-compatible server through [`crate::OpenAiCompatible`], in a tolerant dialect.
 //!
-//! This module holds the client and its `Vendor` binding (see `crate::vendor`) (URL, headers); the wire
-//! format is in `request` (the body), `response` (a whole answer) and `events` (a
-//! streamed one).
+//! Only what is OpenAI's lives here: the client, the settings both clients share
+//! (`chat_api!`) and their binding to the shared skeleton (`crate::vendor`: URL,
+//! headers), the wire format in `request` (the body), `response` (a whole answer) and
+//! `events` (a streamed one).
 
 mod events;
 mod request;
