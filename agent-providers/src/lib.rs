@@ -45,6 +45,7 @@ pub mod resilience;
 mod secret;
 pub mod stream;
 pub mod timeouts;
+mod vendor;
 
 pub use agent_core::provider::Provider;
 pub use anthropic::{Anthropic, StructuredMode};

@@ -204,7 +204,8 @@ impl Assembler {
 
 /// A vendor's SSE protocol.
 pub(crate) trait SseParser: Send {
-    /// Handle one event, pushing deltas; `Ok(true)` when the vendor marked the end.
+    /// Handle one event with data, pushing deltas; `Ok(true)` when the vendor marked the
+    /// end.
     fn event(&mut self, ev: &Event, out: &mut VecDeque<StreamDelta>)
     -> Result<bool, ProviderError>;
     /// The connection closed without the end marker: `Ok` if the answer is complete
@@ -272,7 +273,13 @@ pub(crate) fn drive<'a, P: SseParser + 'a>(
                     None => return Some((Err(timed_out), st)),
                     Some(Some(Ok(ev))) => {
                         st.seen = true;
-                        match st.parser.event(&ev, &mut st.queue) {
+                        // An event without data (a keep-alive) means nothing to any vendor.
+                        let parsed = if ev.data.trim().is_empty() {
+                            Ok(false)
+                        } else {
+                            st.parser.event(&ev, &mut st.queue)
+                        };
+                        match parsed {
                             Ok(true) => st.queue.push_back(StreamDelta::Done(st.parser.finish())),
                             Ok(false) => st.phase = Phase::Events(events),
                             Err(e) => return Some((Err(e), st)),
