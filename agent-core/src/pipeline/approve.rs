@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Turn;
+use super::text::{cap_chars, join};
 use crate::approval::{Decision, HeldCall, PausedAt, PendingApproval};
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
@@ -145,7 +146,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let message = if self.streamed {
             said
         } else {
-            super::code::join(&[said, self.a.config.approval_reply.clone()])
+            join(&[said, self.a.config.approval_reply.clone()])
         };
         let deltas = if self.streamed {
             vec![message.clone()]
@@ -263,7 +264,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(self.held_outcome(message));
         }
         let max = self.a.config.max_reply_chars;
-        Ok((super::cap_chars(message, max), stopped, deltas))
+        Ok((cap_chars(message, max), stopped, deltas))
     }
 
     /// A code flow's held `ctx.tool` call: the flow is replayed; when it makes the
@@ -302,7 +303,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             super::code::CodeExit::Classic { said } => {
                 self.tools_off = true;
                 let (message, stopped, deltas) = self.converse().await?;
-                let message = super::code::join(&[said, message]);
+                let message = join(&[said, message]);
                 Ok((message, stopped, deltas))
             }
         }

@@ -10,7 +10,8 @@ use futures::FutureExt;
 use serde_json::{Value, json};
 
 use super::Turn;
-use super::model::{CUT_SHORT, ask_for_repair, parse_json_object};
+use super::model::answer::{CUT_SHORT, ask_for_repair, parse_json_object};
+use super::text::join;
 use crate::codeflow::data_view::{self, DataViews};
 use crate::codeflow::{CodeFlow, CodeState, CxInner, Entry, FlowCx, Outcome, Replay, Request};
 use crate::data::{AgentContext, AgentData};
@@ -41,15 +42,6 @@ enum RunEnd {
         message: String,
         replay: Option<CodeFlowError>,
     },
-}
-
-pub(crate) fn join(parts: &[String]) -> String {
-    parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n\n")
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {

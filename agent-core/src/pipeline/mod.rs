@@ -18,9 +18,12 @@ mod model;
 mod reentry;
 mod signals;
 pub(crate) mod stream;
+mod text;
 mod walk;
 
 use std::sync::Arc;
+
+use text::{cap_chars, join};
 
 use crate::agent::AgentInner;
 use crate::data::{AgentContext, AgentData, FieldSet};
@@ -408,25 +411,25 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         self.run_certain_auto_hooks().await?;
         let (mut message, mut stopped, mut deltas) = self.converse().await?;
         if self.paused.is_some() {
-            return Ok(self.held_outcome(code::join(&[said, message])));
+            return Ok(self.held_outcome(join(&[said, message])));
         }
         if self.s.code.is_some() && !matches!(stopped, StoppedReason::Aborted { .. }) {
             // A declarative flow handed the conversation to a code flow this turn.
             match self.code_turn().await? {
                 code::CodeExit::Reply(m, st) => {
                     self.from_code = true;
-                    message = code::join(&[std::mem::take(&mut message), m]);
+                    message = join(&[std::mem::take(&mut message), m]);
                     stopped = st;
                     deltas.clear();
                 }
                 code::CodeExit::Classic { said: s } => {
-                    message = code::join(&[std::mem::take(&mut message), s]);
+                    message = join(&[std::mem::take(&mut message), s]);
                     deltas.clear();
                 }
             }
         }
         if !said.is_empty() {
-            message = code::join(&[said, message]);
+            message = join(&[said, message]);
             deltas.clear();
         }
         if self.paused.is_some() {
@@ -793,15 +796,4 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         }
         Ok(response)
     }
-}
-
-/// The first `max` characters of `text`: `max_reply_chars` holds for every reply,
-/// whatever wrote it (a model ignoring `maxLength`, a verbatim reply, a code flow).
-/// A hard cut, the same one live streaming applies, so streamed text still equals
-/// the final message.
-pub(crate) fn cap_chars(mut text: String, max: usize) -> String {
-    if let Some((at, _)) = text.char_indices().nth(max) {
-        text.truncate(at);
-    }
-    text
 }
