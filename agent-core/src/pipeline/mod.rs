@@ -16,8 +16,12 @@ pub(crate) mod guard;
 mod judged;
 mod model;
 mod reentry;
+mod resume;
+mod screen;
 mod signals;
+mod speculate;
 pub(crate) mod stream;
+mod switch;
 mod text;
 mod walk;
 
@@ -193,7 +197,7 @@ pub(crate) struct Turn<'a, D, C> {
     /// A code flow's held call, decided: it runs when the replay makes it again.
     pub(crate) decided: Option<crate::approval::HeldCall>,
     /// The user's messages normalised for grounding, made once per turn.
-    pub(crate) said_memo: std::sync::Mutex<converse::SaidMemo>,
+    pub(crate) said_memo: std::sync::Mutex<screen::SaidMemo>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::answer::{RespondOut, claimed_step};
 use crate::data::{AgentContext, AgentData};
 use crate::pipeline::Turn;
-use crate::pipeline::converse::Verdict;
+use crate::pipeline::screen::Verdict;
 use crate::pipeline::walk::Stop;
 
 /// What a rendering call renders, for deciding mid-stream whether its reply is final.
