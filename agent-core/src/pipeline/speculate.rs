@@ -14,7 +14,6 @@ use crate::data::ground::normalize;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::flow::Flow;
-use crate::step::StepKind;
 use crate::tool::Tool;
 
 /// A speculative first call and what it rendered.
@@ -48,14 +47,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// is read in the same call instead of being lost.
     fn may_extract(&self, flow: &Flow<D, C>) -> bool {
         !flow.collectable_idx.is_empty()
-    }
-
-    pub(super) fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
-        if !self.awaiting {
-            return None;
-        }
-        let idx = self.s.step.as_deref().and_then(|s| flow.step_pos(s))?;
-        matches!(flow.steps[idx].kind, StepKind::Model).then_some(idx)
     }
 
     /// The first call, made before the walk when this message may carry data: it

@@ -157,6 +157,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(())
     }
 
+    /// The step this message answers, when it is a model step.
+    pub(super) fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
+        if !self.awaiting {
+            return None;
+        }
+        let idx = self.s.step.as_deref().and_then(|s| flow.step_pos(s))?;
+        matches!(flow.steps[idx].kind, StepKind::Model).then_some(idx)
+    }
+
     /// A verbatim reply, a halt or a terminal outcome ends the walk.
     pub(crate) fn turn_over(&self) -> bool {
         self.stopped.is_some() || self.reply.is_some() || self.aug.halt

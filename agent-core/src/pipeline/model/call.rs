@@ -1,6 +1,6 @@
 //! One provider call: the request with the configured limits, counted and traced,
-//! streamed to the consumer when a sink is attached (live once [`Turn::live_ok`]
-//! says the reply is final).
+//! streamed to the consumer when a sink is attached (live once `live.rs` says the
+//! reply is final).
 
 use futures::StreamExt;
 use tracing::Instrument;

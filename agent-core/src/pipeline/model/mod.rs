@@ -2,13 +2,13 @@
 //! switch, with the tool loop), extraction-only, classifier, summariser. Malformed
 //! structured answers get one repair attempt, then a typed error.
 //!
-//! One file per part: [`call`] (one provider call, streamed), [`prompt`] (the
-//! respond request: static sections, then the per-turn state), [`respond`] (the
-//! respond call and reading its answer), [`tools`] (tool rounds), [`live`] (whether a
-//! streaming reply is final), [`classify`] and [`extract`] (the calls that write no
-//! reply), with the answer formats in [`answer`] and [`schema`] and prompt text
-//! helpers in [`push`]. This file holds only what the rest of the turn exchanges with
-//! them.
+//! One file per part: `call.rs` (one provider call, streamed), `prompt.rs` (the
+//! respond request: static sections, then the per-turn state), `respond.rs` (the
+//! respond call and reading its answer), `tools.rs` (tool rounds), `live.rs` (whether
+//! a streaming reply is final), `classify.rs` and `extract.rs` (the calls that write
+//! no reply), with the answer formats in `answer.rs` and `schema.rs` and prompt text
+//! helpers in `push.rs`. This file holds only what the rest of the turn exchanges
+//! with them.
 
 pub(super) mod answer;
 mod call;
