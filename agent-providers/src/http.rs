@@ -18,10 +18,11 @@ use serde_json::Value;
 
 use crate::secret::{ApiKey, Secrets, is_credential_name};
 use crate::stream::{Events, SseParser, StreamDelta, drive};
+// Error bodies and stream events are cut the same way; the rule lives with the stream.
+#[cfg(test)]
+use crate::stream::MAX_ERROR_BODY;
+pub(crate) use crate::stream::snippet;
 use crate::timeouts::{Timeouts, deadline, within};
-
-/// Longest error body kept in an error message.
-const MAX_ERROR_BODY: usize = 600;
 
 /// The process-wide client: clones share one connection pool.
 pub(crate) fn shared_client() -> reqwest::Client {
@@ -300,19 +301,6 @@ pub(crate) fn error_value_details(v: &Value) -> Option<(String, Option<Duration>
 fn parse_google_duration(s: &str) -> Option<Duration> {
     let secs = s.trim().strip_suffix('s')?.parse::<f64>().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
-}
-
-/// At most [`MAX_ERROR_BODY`] bytes of a body, cut at a character boundary.
-pub(crate) fn snippet(s: &str) -> String {
-    let s = s.trim();
-    if s.len() <= MAX_ERROR_BODY {
-        return s.to_owned();
-    }
-    let mut end = MAX_ERROR_BODY;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 /// The server-sent events of a streamed answer.

@@ -297,6 +297,22 @@ pub(crate) fn drive<'a, P: SseParser + 'a>(
     .boxed()
 }
 
+/// Longest error body kept in an error message.
+pub(crate) const MAX_ERROR_BODY: usize = 600;
+
+/// At most [`MAX_ERROR_BODY`] bytes of a body, cut at a character boundary.
+pub(crate) fn snippet(s: &str) -> String {
+    let s = s.trim();
+    if s.len() <= MAX_ERROR_BODY {
+        return s.to_owned();
+    }
+    let mut end = MAX_ERROR_BODY;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
 /// Parse one event's JSON data.
 pub(crate) fn event_json<T: serde::de::DeserializeOwned>(
     ev: &Event,
@@ -305,7 +321,7 @@ pub(crate) fn event_json<T: serde::de::DeserializeOwned>(
     serde_json::from_str(&ev.data).map_err(|e| {
         ProviderError::InvalidResponse(format!(
             "malformed {vendor} stream event ({e}): {}",
-            crate::http::snippet(&ev.data)
+            snippet(&ev.data)
         ))
     })
 }

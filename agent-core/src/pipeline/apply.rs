@@ -1,13 +1,18 @@
-//! Applying a directive to the turn: state writes first, then the position.
+//! Applying a directive to the turn: state writes first, then the position; and the
+//! pre-LLM emissions of hooks and signals, recorded in the directive chain and applied
+//! with their prompt additions and tools.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::reentry::Reentry;
 use super::{Phase, Turn, guard};
 use crate::data::{AgentContext, AgentData, Patch, apply_unchecked};
-use crate::directive::{Directive, Position, merge};
+use crate::directive::{Directive, Position, PreDirective, merge};
 use crate::error::{AgentError, DirectiveError};
-use crate::response::{DirectiveSource, StoppedReason};
+use crate::response::{ChainEntry, DirectiveSource, StoppedReason};
+use crate::tool::Tool;
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Apply one (already merged) directive.
@@ -342,5 +347,62 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         Ok(())
+    }
+
+    /// Record a pre-LLM emission and apply it.
+    pub(crate) async fn emit_pre(
+        &mut self,
+        source: DirectiveSource,
+        d: PreDirective<D, C>,
+    ) -> Result<(), AgentError> {
+        self.record(&source, &d.base, &d.append_prompt, &d.inject_tools, d.halt);
+        self.absorb_pre(source, d).await
+    }
+
+    /// Apply a pre-LLM emission (already recorded): augmentation, then the directive,
+    /// then anything hooks dispatched.
+    pub(crate) async fn absorb_pre(
+        &mut self,
+        source: DirectiveSource,
+        d: PreDirective<D, C>,
+    ) -> Result<(), AgentError> {
+        d.base
+            .validate()
+            .map_err(|e| AgentError::directive(&source, e))?;
+        if !d.append_prompt.is_empty() || !d.inject_tools.is_empty() || d.halt {
+            self.aug.generation += 1;
+        }
+        self.aug.append.extend(d.append_prompt);
+        for t in d.inject_tools {
+            crate::directive::add_tool(&mut self.aug.tools, t);
+        }
+        self.aug.halt |= d.halt;
+        Box::pin(self.apply(source.clone(), d.base, Phase::Pre)).await?;
+        for queued in self.dispatcher.drain() {
+            let src = DirectiveSource::HookDispatch(source.to_string());
+            self.record(&src, &queued, &[], &[], false);
+            Box::pin(self.apply(src, queued, Phase::Pre)).await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn record(
+        &mut self,
+        source: &DirectiveSource,
+        d: &Directive,
+        append: &[String],
+        tools: &[Arc<dyn Tool<D, C>>],
+        halt: bool,
+    ) {
+        if d.is_empty() && append.is_empty() && tools.is_empty() && !halt {
+            return;
+        }
+        self.chain.push(ChainEntry {
+            source: source.clone(),
+            directive: d.clone(),
+            append_prompt: append.to_vec(),
+            inject_tools: tools.iter().map(|t| t.name().to_owned()).collect(),
+            halt,
+        });
     }
 }

@@ -2,7 +2,7 @@
 //! anything else in a turn, so a user (or an operator testing an agent) can start,
 //! leave or inspect a flow without the router or the model deciding.
 //!
-//! [`AgentConfig::flow_commands`]: crate::agent::AgentConfig::flow_commands
+//! [`AgentConfig::flow_commands`]: crate::config::AgentConfig::flow_commands
 
 use super::Turn;
 use crate::data::{AgentContext, AgentData};

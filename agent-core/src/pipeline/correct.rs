@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::Turn;
-use super::converse::Verdict;
 use super::reentry::Reentry;
+use super::screen::Verdict;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::flow::{Corrections, Flow};

@@ -1,7 +1,7 @@
 //! Signal phases. The pre phase shares one classifier call with routing and with the
 //! `when` conditions of the awaiting step's branches and successors.
 
-use super::model::{Question, Verdicts};
+use super::model::classify::{Question, Verdicts};
 use super::{Turn, guard};
 use crate::data::{AgentContext, AgentData};
 use crate::directive::{PreDirective, merge_pre};

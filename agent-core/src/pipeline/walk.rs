@@ -1,7 +1,7 @@
 //! The step walk: from the awaiting step (answered by this message) or a freshly
 //! entered step, through satisfied and auto steps, branches and linear successors, to
-//! the step that speaks this turn. A dry variant predicts that step before the model
-//! call without running any hook.
+//! the step that speaks this turn. The dry variant that predicts that step before the
+//! model call without running any hook is in `predict.rs`.
 
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ pub(crate) enum Stop {
 }
 
 /// What comes after a step.
-enum Next {
+pub(super) enum Next {
     Step(usize),
     End,
     /// A directive moved the position; re-read it.
@@ -43,7 +43,7 @@ enum Next {
 
 /// Whether a step can run with the data present (`requires`), and whether its
 /// `collect` fields are all filled.
-fn needs_input<D, C>(step: &Step<D, C>, present: &FieldSet) -> bool {
+pub(super) fn needs_input<D, C>(step: &Step<D, C>, present: &FieldSet) -> bool {
     if step.requires_idx.iter().any(|&i| !present.contains(i)) {
         return true;
     }
@@ -51,7 +51,7 @@ fn needs_input<D, C>(step: &Step<D, C>, present: &FieldSet) -> bool {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
-    fn step_idx(&self, flow: &Flow<D, C>) -> usize {
+    pub(super) fn step_idx(&self, flow: &Flow<D, C>) -> usize {
         self.s
             .step
             .as_deref()
@@ -155,6 +155,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.s.step = start;
         Ok(())
+    }
+
+    /// The step this message answers, when it is a model step.
+    pub(super) fn awaiting_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
+        if !self.awaiting {
+            return None;
+        }
+        let idx = self.s.step.as_deref().and_then(|s| flow.step_pos(s))?;
+        matches!(flow.steps[idx].kind, StepKind::Model).then_some(idx)
     }
 
     /// A verbatim reply, a halt or a terminal outcome ends the walk.
@@ -311,7 +320,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Branches (first match wins), then the linear successor.
-    async fn advance(
+    pub(super) async fn advance(
         &mut self,
         flow: &Arc<Flow<D, C>>,
         idx: usize,
@@ -460,120 +469,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .or(fallback);
         Ok(chosen.map_or(Next::End, Next::Step))
     }
-
-    /// Predict, without running hooks, which step will speak. With `assume_answer`,
-    /// the awaiting step's `collect` fields count as given (the prediction made before
-    /// the model call); without, the data as it is now (the check made while a reply
-    /// streams). Returns `None` when the walk cannot be known without running code
-    /// (an unjudged condition, a directive target, a missing required field), and
-    /// whether every step passed on the way is free of hooks (so nothing can redirect).
-    pub(crate) async fn predict(&mut self, assume_answer: bool) -> (Option<Stop>, bool) {
-        let Some(flow) = self.flow() else {
-            return (None, false);
-        };
-        let mut present = self.present.clone();
-        let mut idx = self.step_idx(&flow);
-        let mut awaiting = self.awaiting;
-        if awaiting && assume_answer {
-            for &i in &flow.steps[idx].collect_idx {
-                present.insert(i);
-            }
-        }
-        let saved = std::mem::replace(&mut self.present, present);
-        let mut out = None;
-        let mut clean = true;
-        let mut landed = self.landed.as_ref().and_then(|(f, s)| {
-            (f.as_str() == flow.id.as_ref())
-                .then(|| flow.step_pos(s))
-                .flatten()
-        });
-        let mut autos = 0u32;
-        for _ in 0..(flow.steps.len() * 2 + 2) {
-            let step = &flow.steps[idx];
-            if awaiting {
-                awaiting = false;
-                if matches!(step.kind, StepKind::Model) && needs_input(step, &self.present) {
-                    out = Some(Stop::Render(flow.id.clone(), idx));
-                    break;
-                }
-                let next = self.advance(&flow, idx, true, true).await;
-                match predicted_next(next, &mut landed) {
-                    Ok(Some(j)) => idx = j,
-                    Ok(None) => {
-                        out = self.predicted_end(&flow, idx);
-                        break;
-                    }
-                    Err(()) => break,
-                }
-                continue;
-            }
-            // A hook that already ran this turn cannot redirect again.
-            let key = (flow.id.clone(), step.id.clone());
-            if (step.on_enter.is_some() && !self.entered.contains(&key))
-                || (step.prepare.is_some() && !self.prepared.contains(&key))
-            {
-                clean = false;
-            }
-            let skipped = {
-                let cx = self.cx();
-                step.skip.as_ref().is_some_and(|p| {
-                    guard::test(p, &cx, || of_step("`skip` predicate", &flow.id, &step.id))
-                })
-            };
-            let next = if skipped {
-                self.advance(&flow, idx, false, true).await
-            } else {
-                match &step.kind {
-                    StepKind::Reply(_) => {
-                        out = Some(Stop::ReplyStep(flow.id.clone(), idx));
-                        break;
-                    }
-                    StepKind::Model
-                        if step.requires_idx.iter().any(|&i| !self.present.contains(i)) =>
-                    {
-                        break;
-                    }
-                    StepKind::Model
-                        if landed == Some(idx)
-                            || needs_input(step, &self.present)
-                            || step.collect_idx.is_empty() =>
-                    {
-                        out = Some(Stop::Render(flow.id.clone(), idx));
-                        break;
-                    }
-                    StepKind::Auto => {
-                        autos += 1;
-                        if autos > self.a.config.max_auto_steps_per_turn {
-                            break;
-                        }
-                        self.advance(&flow, idx, true, true).await
-                    }
-                    _ => self.advance(&flow, idx, true, true).await,
-                }
-            };
-            match predicted_next(next, &mut landed) {
-                Ok(Some(j)) => idx = j,
-                Ok(None) => {
-                    out = self.predicted_end(&flow, idx);
-                    break;
-                }
-                Err(()) => break,
-            }
-        }
-        self.present = saved;
-        // The step that speaks is not "passed on the way": its hooks ran or will run
-        // before the call that renders it.
-        (out, clean)
-    }
-
-    /// A dry walk reached the end: a closing, unless a required field is missing (the
-    /// real walk would jump back; not predicted).
-    fn predicted_end(&self, flow: &Flow<D, C>, idx: usize) -> Option<Stop> {
-        if flow.required_idx.iter().any(|&i| !self.present.contains(i)) {
-            return None;
-        }
-        Some(Stop::Closing(flow.id.clone(), idx))
-    }
 }
 
 /// The step after `idx` when the definition alone decides it: a first branch entry
@@ -590,21 +485,5 @@ fn fixed_next<D, C>(flow: &Flow<D, C>, idx: usize) -> Option<usize> {
             [j] => Some(*j),
             _ => None,
         },
-    }
-}
-
-/// The next index of a dry walk: `Ok(None)` at the flow's end, `Err` when unknown.
-fn predicted_next(
-    next: Result<Next, AgentError>,
-    landed: &mut Option<usize>,
-) -> Result<Option<usize>, ()> {
-    match next {
-        Ok(Next::Step(j)) => Ok(Some(j)),
-        Ok(Next::Landed(j)) => {
-            *landed = Some(j);
-            Ok(Some(j))
-        }
-        Ok(Next::End) => Ok(None),
-        _ => Err(()),
     }
 }

@@ -21,9 +21,9 @@ mod run;
 pub use cx::ToolCx;
 pub(crate) use cx::ToolCxParts;
 pub use fn_tool::FnTool;
-pub(crate) use run::{check_tool, execute, panic_message};
 #[cfg(feature = "mcp")]
 pub(crate) use run::valid_tool_name;
+pub(crate) use run::{check_tool, execute, panic_message};
 
 /// Why a tool call failed. The message is shown to the model as the tool result.
 #[derive(Debug, Clone, Error, PartialEq)]

@@ -1,0 +1,151 @@
+//! The answers of structured calls: the respond call's fields as the model writes
+//! them, the action an answer asks for, and the one repair rule for an answer that
+//! cannot be used (shared with the code flows' answer extraction).
+
+use serde_json::{Map, Value, json};
+
+use crate::pipeline::judged::Judged;
+use crate::provider::{Message, ModelRequest, ToolCall};
+
+/// The respond call's answer, parsed straight into its fields (unknown keys ignored:
+/// compatible servers add some).
+#[derive(serde::Deserialize)]
+pub(super) struct RespondOut {
+    pub(super) message: Option<String>,
+    #[serde(default)]
+    pub(super) data: Option<Value>,
+    /// A step id (scripted answers, older prompts); `answered` is what the schema asks.
+    #[serde(default)]
+    pub(super) step: Option<String>,
+    #[serde(default)]
+    pub(super) re_ask: Option<bool>,
+    /// One yes/no per other flow (what the schema asks).
+    #[serde(default)]
+    pub(super) handoff: Option<Map<String, Value>>,
+    /// A flow id (scripted answers written by hand, older prompts).
+    #[serde(default)]
+    pub(super) switch_flow: Option<String>,
+    #[serde(default)]
+    pub(super) intent: Option<String>,
+    #[serde(default)]
+    pub(super) conditions: Option<Judged>,
+    #[serde(default)]
+    pub(super) action: Option<Value>,
+}
+
+impl RespondOut {
+    /// The flow this answer hands over to: the first of `ids` (the order the prompt
+    /// lists them) judged true in `handoff`, else a `switch_flow` id as written.
+    pub(super) fn handoff_target(
+        handoff: Option<Map<String, Value>>,
+        switch_flow: Option<String>,
+        ids: &[String],
+    ) -> Option<String> {
+        let picked = handoff.as_ref().and_then(|h| {
+            ids.iter()
+                .find(|id| h.get(id.as_str()) == Some(&Value::Bool(true)))
+                .cloned()
+        });
+        picked.or(switch_flow)
+    }
+
+    /// Whether the answer asks for any hand-over at all.
+    pub(super) fn hands_over(&self) -> bool {
+        self.switch_flow.is_some()
+            || self
+                .handoff
+                .as_ref()
+                .is_some_and(|h| h.values().any(|v| v == &Value::Bool(true)))
+    }
+}
+
+/// The step a speculative reply was written for: the pending step when the model says
+/// its message asks the pending question again (`re_ask`), the target when it says
+/// not; a `step` id naming either (scripted answers) counts too. `None` when it said
+/// neither.
+pub(super) fn claimed_step<'a>(
+    step: &'a Option<String>,
+    re_ask: Option<bool>,
+    target: &'a str,
+    pending: &'a str,
+) -> Option<&'a str> {
+    match (step.as_deref(), re_ask) {
+        (Some(s), _) if s == target || s == pending => Some(s),
+        (_, Some(false)) => Some(target),
+        (_, Some(true)) => Some(pending),
+        _ => None,
+    }
+}
+
+/// The answer's `action`: a call the tool loop can run, nothing (null), or the consent
+/// form's `"agreed": false` (whatever else it holds).
+pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
+    let Value::Object(mut o) = v else {
+        return match v {
+            Value::Null => Ok(Action::None),
+            _ => Err("`action` is not an object".into()),
+        };
+    };
+    match o.get("agreed") {
+        None | Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => return Ok(Action::Declined),
+        Some(_) => return Err("`action.agreed` is not true or false".into()),
+    }
+    let Some(Value::String(name)) = o.remove("tool") else {
+        return Err("`action` has no `tool`".into());
+    };
+    Ok(Action::Call(ToolCall {
+        id: format!("answer-{n}"),
+        name,
+        arguments: o.remove("with").unwrap_or_else(|| json!({})),
+    }))
+}
+
+/// What an answer's `action` says.
+pub(super) enum Action {
+    /// `null`: nothing to do.
+    None,
+    /// `{"agreed": false}`: the user did not agree or ask.
+    Declined,
+    Call(ToolCall),
+}
+
+pub(super) fn strip_fences(content: &str) -> &str {
+    let t = content.trim();
+    t.strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .map_or(t, |r| r.trim_end().trim_end_matches("```"))
+        .trim()
+}
+
+pub(in crate::pipeline) fn parse_json_object(content: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(strip_fences(content)) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(format!(
+            "expected a JSON object, got {}",
+            crate::data::json_kind(&other)
+        )),
+        Err(e) => Err(format!("not valid JSON ({e})")),
+    }
+}
+
+/// Why a structured answer that stopped at the token limit is not used (complete-
+/// looking JSON may still be cut).
+pub(crate) const CUT_SHORT: &str = "the answer was cut by the token limit";
+
+/// How much of an unusable answer a repair request shows the model.
+const REPAIR_ECHO_CHARS: usize = 2000;
+
+/// Ask again for a structured answer that could not be used: the answer and the
+/// problem go at the end of the request (the one repair rule of every call kind).
+pub(crate) fn ask_for_repair(req: &mut ModelRequest, mut answer: String, problem: &str) {
+    // A runaway answer is shown cut: echoing it whole could overflow the context.
+    if let Some((end, _)) = answer.char_indices().nth(REPAIR_ECHO_CHARS) {
+        answer.truncate(end);
+        answer.push('…');
+    }
+    req.messages.push(Message::assistant(answer));
+    req.messages.push(Message::user(format!(
+        "Your previous answer could not be used: {problem}. Answer again with only the JSON object the schema describes."
+    )));
+}

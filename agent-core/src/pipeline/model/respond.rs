@@ -1,0 +1,203 @@
+//! The respond call: the rendered request through the tool loop, then its answer
+//! read (reply, data, step claim, hand-over, verdicts, an action to run), repaired
+//! once when malformed.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::answer::{
+    Action, CUT_SHORT, RespondOut, ask_for_repair, claimed_step, read_action, strip_fences,
+};
+use super::prompt::Prompt;
+use super::schema::without_action;
+use super::{CallOutcome, Target};
+use crate::data::{AgentContext, AgentData};
+use crate::error::AgentError;
+use crate::pipeline::Turn;
+use crate::provider::{CallKind, FinishReason, Message};
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// A rendering call with the tool loop. `extract` adds the `data` object; `alt` is
+    /// the awaiting step the model may re-ask instead of the target.
+    pub(crate) async fn render_call(
+        &mut self,
+        target: Target<D, C>,
+        extract: bool,
+        alt: Option<usize>,
+    ) -> Result<CallOutcome, AgentError> {
+        let Prompt {
+            mut req,
+            tools,
+            live,
+            flow,
+            pending,
+            conditions,
+            intents,
+            structured,
+        } = self.render_prompt(target, extract, alt);
+        let (resp, deltas, settled) = self.tool_loop(&mut req, &tools, &live).await?;
+        if settled {
+            // A tool's verbatim reply replaces whatever the model would say next; the
+            // conditions this call was to judge are judged not to hold, as when an
+            // answer leaves them out.
+            return Ok(CallOutcome {
+                // Held for approval after text went out live: that text stays.
+                message: if self.paused.is_some() && self.streamed {
+                    resp.content
+                } else {
+                    String::new()
+                },
+                deltas,
+                verdicts: conditions.iter().map(|c| (c.clone(), false)).collect(),
+                ..CallOutcome::default()
+            });
+        }
+        if !structured {
+            return Ok(CallOutcome {
+                message: resp.content,
+                deltas,
+                ..CallOutcome::default()
+            });
+        }
+        let mut resp = resp;
+        let mut deltas = deltas;
+        let mut attempts = 0;
+        let mut acted = false;
+        loop {
+            let parsed = if resp.finish == FinishReason::Length {
+                Err(CUT_SHORT.to_string())
+            } else {
+                serde_json::from_str::<RespondOut>(strip_fences(&resp.content))
+                    .map_err(|e| format!("not valid JSON for the expected object ({e})"))
+                    .and_then(|out| {
+                        let Some(message) = out.message else {
+                            return Err("`message` is missing".into());
+                        };
+                        let data = match out.data {
+                            None | Some(Value::Null) => None,
+                            Some(Value::Object(d)) => Some(d),
+                            Some(_) => return Err("`data` is not an object".into()),
+                        };
+                        let claimed = match (&flow, &pending) {
+                            (Some(f), Some((target, a))) => {
+                                claimed_step(&out.step, out.re_ask, target, &f.steps[*a].id)
+                                    .map(str::to_owned)
+                            }
+                            _ => None,
+                        };
+                        let ids = flow
+                            .as_ref()
+                            .map_or(&[][..], |f| &self.a.switch_ids[f.index][..]);
+                        let handoff = RespondOut::handoff_target(out.handoff, out.switch_flow, ids);
+                        let intent = out.intent.filter(|i| {
+                            intents
+                                .as_ref()
+                                .is_some_and(|ids| ids.iter().any(|(id, _)| id == i))
+                        });
+                        // The schema lists the other flows; a model that names anything
+                        // else (or its own flow) is not followed.
+                        let switch_flow = handoff
+                            .filter(|t| {
+                                let known = flow.as_ref().is_some_and(|f| {
+                                    self.a.switch_ids[f.index].iter().any(|id| id == t)
+                                });
+                                if !known {
+                                    tracing::warn!(target = %t, "switch_flow names no other flow; ignored");
+                                }
+                                known
+                            })
+                            .or(intent);
+                        let (tool_call, declined) =
+                            match out.action.map(|v| read_action(v, self.calls)).transpose()? {
+                                None | Some(Action::None) => (None, false),
+                                Some(Action::Declined) => (None, true),
+                                Some(Action::Call(c)) => (Some(c), false),
+                            };
+                        let judged = out.conditions.unwrap_or_default();
+                        let verdicts = conditions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (c.clone(), judged.verdict(i)))
+                            .collect();
+                        Ok(CallOutcome {
+                            message,
+                            deltas: Vec::new(),
+                            data,
+                            claimed,
+                            switch_flow,
+                            verdicts,
+                            tool_call,
+                            declined,
+                            answer: None,
+                        })
+                    })
+            };
+            match parsed {
+                Ok(mut out) => {
+                    // A speculative answer's action waits: it runs only if the walk
+                    // accepts that answer, in a rendering that replays this answer.
+                    if self.speculating && out.tool_call.is_some() {
+                        out.answer = Some(resp.clone());
+                    }
+                    if !self.speculating
+                        && !acted
+                        && let Some(call) = out.tool_call.take()
+                    {
+                        // A tool asked for in the answer: run it, then ask again with
+                        // its result, as a native tool round would.
+                        acted = true;
+                        let mut assistant = Message::assistant(String::new());
+                        assistant.tool_calls = vec![call.clone()];
+                        req.messages.push(assistant);
+                        let since = self.post_bus.len();
+                        let results = self.run_tools(&tools, std::slice::from_ref(&call)).await;
+                        if self.paused.is_some() {
+                            // Held for approval: the answer's message is not used
+                            // (it may announce what has not happened).
+                            out.message.clear();
+                            out.deltas = std::mem::take(&mut deltas);
+                            return Ok(out);
+                        }
+                        for content in results {
+                            req.messages.push(Message::tool(call.id.clone(), content));
+                        }
+                        if self.reply_settled_since(since) {
+                            out.message.clear();
+                            out.deltas = std::mem::take(&mut deltas);
+                            return Ok(out);
+                        }
+                        // The follow-up writes the message; no second action, so a
+                        // model repeating itself cannot book twice.
+                        if let Some(o) = req.output.as_mut() {
+                            o.schema = Arc::new(without_action(&o.schema));
+                        }
+                        req.kind = CallKind::ToolRound;
+                        let (r, d) = self.call(&req, None).await?;
+                        resp = r;
+                        deltas = d;
+                        attempts = 0;
+                        continue;
+                    }
+                    out.deltas = std::mem::take(&mut deltas);
+                    return Ok(out);
+                }
+                Err(problem) if attempts < self.a.config.repair_attempts && !self.streamed => {
+                    attempts += 1;
+                    tracing::warn!(%problem, "malformed structured answer; asking for a repair");
+                    ask_for_repair(&mut req, resp.content.clone(), &problem);
+                    req.tools.clear();
+                    let (r, d) = self.call(&req, None).await?;
+                    resp = r;
+                    deltas = d;
+                }
+                Err(problem) => {
+                    return Err(AgentError::MalformedModelOutput {
+                        kind: CallKind::Respond,
+                        message: problem,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The respond call's output schema (one per flow and number of judged conditions,
+//! so it is cached), and the `action` field that offers tools inside the answer.
+
+use serde_json::{Map, Value, json};
+
+use crate::data::{AgentContext, AgentData};
+use crate::flow::Flow;
+use crate::pipeline::Turn;
+use crate::provider::ToolSpec;
+
+/// `schema` with a required `action`: null, or one of the tools with its arguments.
+/// Keys are written in schema order (alphabetical): `action` comes before `message`
+/// and `tool` before `with`, so the model decides to act before it describes the
+/// outcome (asked after the message, Qwen2.5 1.5B announced bookings and never acted).
+///
+/// With `consent`, `action` is `{"agreed": false}` or `{"agreed": true, "tool": ..,
+/// "with": ..}`: a yes/no judgement of the user's answer, which the grammar then
+/// holds the tool call to. Asked as "null or a call", Qwen2.5 1.5B wrote null to
+/// "Yes, book it", "Sure" and "OK, go ahead" alike; asked to judge agreement first, it
+/// acted on each of them and on none of "No, not yet", an off-topic question or a
+/// correction (2026-11-26, llama.cpp, temperature 0).
+pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) -> Value {
+    let mut schema = schema.clone();
+    let mut options: Vec<Value> = specs
+        .iter()
+        .map(|t| {
+            if consent {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "agreed": { "const": true },
+                        "tool": { "const": t.name },
+                        "with": t.parameters,
+                    },
+                    "required": ["agreed", "tool", "with"],
+                    "additionalProperties": false,
+                })
+            } else {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "tool": { "const": t.name },
+                        "with": t.parameters,
+                    },
+                    "required": ["tool", "with"],
+                    "additionalProperties": false,
+                })
+            }
+        })
+        .collect();
+    options.push(if consent {
+        json!({
+            "type": "object",
+            "properties": { "agreed": { "const": false } },
+            "required": ["agreed"],
+            "additionalProperties": false,
+        })
+    } else {
+        json!({ "type": "null" })
+    });
+    if let Some(o) = schema.as_object_mut() {
+        if let Some(Value::Object(props)) = o.get_mut("properties") {
+            props.insert("action".into(), json!({ "anyOf": options }));
+        }
+        if let Some(Value::Array(req)) = o.get_mut("required") {
+            req.push(Value::String("action".into()));
+        }
+    }
+    schema
+}
+
+pub(super) fn without_action(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(o) = schema.as_object_mut() {
+        if let Some(Value::Object(props)) = o.get_mut("properties") {
+            props.remove("action");
+        }
+        if let Some(Value::Array(req)) = o.get_mut("required") {
+            req.retain(|r| r != "action");
+        }
+    }
+    schema
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The respond call's schema: `conditions`, `data` (what the flow collects),
+    /// `handoff` (one yes/no per other flow), then `message` and `re_ask` (keys go on
+    /// the wire in alphabetical order, which llama.cpp's grammar follows: decisions that
+    /// change the data or the flow come before the message). The same for every call in
+    /// the flow: `data` is there even when the call does not read the message (the
+    /// answer's `data` is then ignored), and `re_ask` (does the message ask the pending
+    /// question again?) says which step the reply is for, instead of a per-call `step`
+    /// enum, whose first value a small model picks.
+    pub(super) fn respond_schema(
+        &self,
+        f: &Flow<D, C>,
+        n_conditions: usize,
+        switch_ids: &[String],
+    ) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        let model_steps = f
+            .steps
+            .iter()
+            .filter(|s| matches!(s.kind, crate::step::StepKind::Model))
+            .count();
+        if model_steps > 1 {
+            props.insert("re_ask".into(), json!({ "type": "boolean" }));
+            required.push("re_ask");
+        }
+        if !f.collectable.is_empty() {
+            props.insert(
+                "data".into(),
+                self.a
+                    .schema
+                    .extraction_schema(&f.collectable, self.a.config.cite_quotes),
+            );
+            required.push("data");
+        }
+        if n_conditions > 0 {
+            let mut cprops = Map::new();
+            for i in 0..n_conditions {
+                cprops.insert(format!("c{i}"), json!({ "type": "boolean" }));
+            }
+            let keys: Vec<Value> = cprops.keys().map(|k| Value::String(k.clone())).collect();
+            props.insert(
+                "conditions".into(),
+                json!({ "type": "object", "properties": cprops, "required": keys, "additionalProperties": false }),
+            );
+            required.push("conditions");
+        }
+        if !switch_ids.is_empty() {
+            let flows: Map<String, Value> = switch_ids
+                .iter()
+                .map(|id| (id.clone(), json!({ "type": "boolean" })))
+                .collect();
+            let keys: Vec<Value> = flows.keys().map(|k| Value::String(k.clone())).collect();
+            props.insert(
+                "handoff".into(),
+                json!({ "type": "object", "properties": flows, "required": keys, "additionalProperties": false }),
+            );
+            required.push("handoff");
+        }
+        props.insert(
+            "message".into(),
+            json!({ "type": "string", "maxLength": self.a.config.max_reply_chars }),
+        );
+        required.push("message");
+        let mut schema = json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        });
+        if let (Some(defs), Value::Object(o)) = (self.a.schema.defs(), &mut schema) {
+            o.insert("$defs".into(), defs.clone());
+        }
+        schema
+    }
+}

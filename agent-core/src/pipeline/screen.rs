@@ -1,0 +1,328 @@
+//! What the model extracted, value by value: kept only for a field the active flow
+//! collects, grounded in what the user said, admitted by the field's constraints;
+//! stored (with corrections of earlier values), or dropped and noted so the reply
+//! asks again. Shared by the speculative call, live streaming and corrections.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{Turn, guard};
+use crate::data::ground::{Evidence, Grounding, normalize, resolve_date};
+use crate::data::{AgentContext, AgentData, Extracted, read_extraction};
+use crate::error::AgentError;
+use crate::flow::Flow;
+use crate::provider::Role;
+use crate::response::{DroppedValue, Event};
+
+/// What becomes of one value the model extracted.
+pub(crate) enum Verdict {
+    Keep { inferred: bool },
+    NotCollected,
+    Ungrounded(String),
+    Refused(String),
+}
+
+/// The user's messages normalised for grounding ([`normalize`]), kept for the turn:
+/// the value checks of a turn (extraction, the live-streaming decision, corrections)
+/// read the same messages, and normalising them is most of what grounding costs.
+#[derive(Default)]
+pub(crate) struct SaidMemo {
+    /// The texts the memo was made from (the user's messages, then this turn's).
+    texts: Vec<String>,
+    /// Their normalised forms, consecutive repeats removed.
+    said: Option<Arc<[String]>>,
+}
+
+impl SaidMemo {
+    /// The normalised forms of `texts`, made again only when the texts differ from
+    /// the last ones (the history changed: a summary replaced its beginning).
+    fn said<'t>(&mut self, texts: impl Iterator<Item = &'t str> + Clone) -> Arc<[String]> {
+        if let Some(said) = &self.said
+            && texts.clone().eq(self.texts.iter().map(String::as_str))
+        {
+            return said.clone();
+        }
+        let texts: Vec<String> = texts.map(str::to_owned).collect();
+        let mut said: Vec<String> = texts.iter().map(|t| normalize(t)).collect();
+        said.dedup();
+        let said: Arc<[String]> = said.into();
+        self.texts = texts;
+        self.said = Some(said.clone());
+        said
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Write what the model extracted, field by field: only fields the active flow
+    /// collects, only values that what the user said supports (grounding), only values
+    /// their field's constraints accept. Everything else is not stored, reported, and
+    /// noted for the reply, which asks again with the reason.
+    pub(super) async fn absorb_model_data(
+        &mut self,
+        flow: &Flow<D, C>,
+        data: Option<Map<String, Value>>,
+    ) -> Result<(), AgentError> {
+        let Some(data) = data else { return Ok(()) };
+        let mut patch = Map::new();
+        for (x, verdict) in self.screen(flow, data) {
+            match verdict {
+                Verdict::Keep { inferred } => {
+                    if inferred {
+                        self.inferred.push(x.field.clone());
+                    }
+                    patch.insert(x.field, x.value);
+                }
+                Verdict::NotCollected => {
+                    tracing::warn!(field = %x.field, flow = %flow.id, "model wrote a field the flow does not collect; dropped");
+                    self.dropped.push(x.field);
+                }
+                Verdict::Ungrounded(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value not grounded in what the user said; dropped");
+                    self.drop_value(x.field, x.value, reason, false);
+                }
+                Verdict::Refused(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value refused by the field's constraints");
+                    self.rejected.push(format!("{} {reason}", x.field));
+                    self.drop_value(x.field, x.value, reason, true);
+                }
+            }
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        let (corrected, reopened) = self.corrections(flow, &mut patch);
+        match self.a.schema.apply(&self.s.data, &patch) {
+            Ok(next) => {
+                self.s.data = next;
+                self.refresh_present();
+                // The draft was written with the new value in view (same call), and
+                // a re-render shows it in the collected data: no note needed.
+                for (field, from, to) in corrected {
+                    tracing::info!(%field, %from, %to, "the user corrected a stored value");
+                }
+                // The first step whose answer was cleared asks again, if the flow had
+                // moved past it.
+                let here = self.s.step.as_deref().and_then(|s| flow.step_pos(s));
+                if let (Some(back), Some(here)) = (reopened, here)
+                    && back < here
+                {
+                    self.s.step = Some(flow.steps[back].id.to_string());
+                    self.awaiting = false;
+                    self.pos_gen += 1;
+                }
+                if let Some(h) = flow.hooks.on_data_update.clone() {
+                    let cx = self.cx();
+                    let what = || format!("on_data_update hook of flow `{}`", flow.id);
+                    guard::hook(h.call(&cx), what).await?;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "model data rejected by the data type");
+                self.rejected.push(e.to_string());
+                self.notes
+                    .push(format!("Not stored: {e}. Ask the user again for it."));
+            }
+        }
+        Ok(())
+    }
+
+    /// The values in `patch` that replace a different stored value (the user corrected
+    /// them), as (field, old, new); the fields of steps that `depends_on` a corrected
+    /// field are cleared in the same patch, so those steps ask again (the first of them
+    /// is returned too).
+    pub(crate) fn corrections(
+        &self,
+        flow: &Flow<D, C>,
+        patch: &mut Map<String, Value>,
+    ) -> (Vec<(String, String, String)>, Option<usize>) {
+        let Ok(Value::Object(current)) = serde_json::to_value(&self.s.data) else {
+            return (Vec::new(), None);
+        };
+        let shown = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let corrected: Vec<(String, String, String)> = patch
+            .iter()
+            .filter_map(|(k, new)| {
+                let old = current.get(k).filter(|o| !o.is_null())?;
+                (old != new).then(|| (k.clone(), shown(old), shown(new)))
+            })
+            .collect();
+        let mut first = None;
+        for (j, step) in flow.steps.iter().enumerate() {
+            if !step
+                .depends_on
+                .iter()
+                .any(|d| corrected.iter().any(|(f, ..)| f == d.as_ref()))
+            {
+                continue;
+            }
+            for f in &step.collect {
+                let present = current.get(f.as_ref()).is_some_and(|v| !v.is_null());
+                if present && !patch.contains_key(f.as_ref()) {
+                    tracing::info!(field = %f, step = %step.id, "cleared: a field it depends on was corrected");
+                    patch.insert(f.to_string(), Value::Null);
+                    first = first.or(Some(j));
+                }
+            }
+        }
+        (corrected, first)
+    }
+
+    /// Judge each value the model extracted, without side effects (the live-streaming
+    /// decision simulates the turn with it too).
+    pub(crate) fn screen(
+        &self,
+        flow: &Flow<D, C>,
+        data: Map<String, Value>,
+    ) -> Vec<(Extracted, Verdict)> {
+        // Read when a value needs it: most turns extract nothing to ground.
+        let mut evidence = None;
+        read_extraction(&self.a.schema, data)
+            .into_iter()
+            .map(|x| {
+                if !flow.collectable.iter().any(|f| f.as_ref() == x.field) {
+                    return (x, Verdict::NotCollected);
+                }
+                let mut x = x;
+                let mut inferred = false;
+                if self.a.config.grounding
+                    && let Some(prop) = self.a.schema.property(&x.field)
+                {
+                    let ev: &Evidence<'_> = evidence.get_or_insert_with(|| self.evidence());
+                    match ev.check(prop, &x.value, x.quote.as_deref()) {
+                        Grounding::Grounded => {}
+                        Grounding::Inferred => inferred = true,
+                        Grounding::Unsupported(r) => match self.date_from_message(&x.value, ev) {
+                            // A wrong date, while the message names one day: that day.
+                            Some(day) => {
+                                tracing::info!(field = %x.field, model = %x.value, %day, "date corrected from the user's words");
+                                x.value = Value::String(day);
+                            }
+                            None => return (x, Verdict::Ungrounded(r)),
+                        },
+                    }
+                }
+                match self.a.schema.admit(&x.field, &x.value) {
+                    Err(r) => match self.admissible_day_said(&x.field, &x.value) {
+                        // "July 1st" written as this year's past day, for a field that
+                        // refuses the past: the next July 1st is what the user meant.
+                        Some((day, v)) => {
+                            tracing::info!(field = %x.field, model = %x.value, %day, "refused date replaced by the day the user named");
+                            x.value = v;
+                            (x, Verdict::Keep { inferred })
+                        }
+                        None => (x, Verdict::Refused(r)),
+                    },
+                    Ok(v) => {
+                        x.value = v;
+                        (x, Verdict::Keep { inferred })
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The day the latest message names, as `YYYY-MM-DD`, when the model wrote a date.
+    fn date_from_message(&self, value: &Value, ev: &Evidence<'_>) -> Option<String> {
+        let written = value.as_str().and_then(crate::data::validate::parse_date)?;
+        let day = resolve_date(self.msg, ev.today)?;
+        (day != written).then(|| {
+            format!(
+                "{}-{:02}-{:02}",
+                day.year(),
+                u8::from(day.month()),
+                day.day()
+            )
+        })
+    }
+
+    /// For a date the field refused: the day the user's latest message naming a day
+    /// means (read against the clock, so a day without a year is the next such day),
+    /// when it differs from the model's and the field admits it.
+    fn admissible_day_said(&self, field: &str, value: &Value) -> Option<(String, Value)> {
+        let written = value.as_str().and_then(crate::data::validate::parse_date)?;
+        let today = self.a.config.time_zone.local(self.a.clock.now_ms()).date();
+        let history = self.s.history.iter().rev().filter(|m| m.role == Role::User);
+        std::iter::once(self.msg)
+            .chain(history.map(|m| m.content.as_str()))
+            .find_map(|text| resolve_date(text, today))
+            .filter(|day| *day != written)
+            .and_then(|day| {
+                let text = crate::data::Date::from(day).to_string();
+                let v = self
+                    .a
+                    .schema
+                    .admit(field, &Value::String(text.clone()))
+                    .ok()?;
+                Some((text, v))
+            })
+    }
+
+    /// Record a value that was not stored; `refused` values broke a constraint (the
+    /// user is told why), the others were never said (the user is simply asked).
+    fn drop_value(&mut self, field: String, value: Value, reason: String, refused: bool) {
+        let shown = match &value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        // Small models repeat these lines to the user: they are written to be safe
+        // to repeat.
+        self.notes.push(if refused {
+            format!("{field} {shown} is not possible: it {reason}. Ask for {field} again.")
+        } else {
+            format!("{field} is not known yet; ask for it when needed.")
+        });
+        let d = DroppedValue {
+            field,
+            value,
+            reason,
+        };
+        self.emit(Event::DataDropped(d.clone()));
+        if !refused {
+            self.ungrounded.push(d);
+        }
+    }
+
+    /// What the user said this session, for grounding.
+    pub(crate) fn evidence(&self) -> Evidence<'_> {
+        let texts = self
+            .s
+            .history
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .chain(std::iter::once(self.msg));
+        let said = self
+            .said_memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .said(texts);
+        Evidence {
+            said,
+            today: self.a.config.time_zone.local(self.a.clock.now_ms()).date(),
+            defs: self.a.schema.defs(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn said_memo_normalises_once_and_again_when_the_messages_change() {
+        let mut memo = SaidMemo::default();
+        let first = memo.said(["Lisbon, please", "Lisbon, please", "2 guests"].into_iter());
+        assert_eq!(&*first, [" lisbon please ", " 2 guests "]);
+        let again = memo.said(["Lisbon, please", "Lisbon, please", "2 guests"].into_iter());
+        assert!(Arc::ptr_eq(&first, &again));
+        let changed = memo.said(["Lisbon, please", "3 guests"].into_iter());
+        assert_eq!(&*changed, [" lisbon please ", " 3 guests "]);
+        let shorter = memo.said(["Lisbon, please"].into_iter());
+        assert_eq!(&*shorter, [" lisbon please "]);
+        assert!(memo.said(std::iter::empty()).is_empty());
+    }
+}

@@ -1,0 +1,252 @@
+//! The speculative first call: made before the walk when the message may carry data,
+//! it extracts and renders the predicted step in one go; the walk then accepts its
+//! reply or the turn renders again (a predicted step's `prepare` additions are
+//! withdrawn when the walk lands elsewhere).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Turn;
+use super::model::{CallOutcome, Target};
+use super::walk::Stop;
+use crate::data::ground::normalize;
+use crate::data::{AgentContext, AgentData};
+use crate::error::AgentError;
+use crate::flow::Flow;
+use crate::tool::Tool;
+
+/// A speculative first call and what it rendered.
+pub(super) struct Speculation<D, C> {
+    pub(super) predicted: Stop,
+    pub(super) out: CallOutcome,
+    pub(super) generation: u32,
+    /// Every value it extracted was stored: its reply did not assume a value that the
+    /// engine dropped or refused.
+    pub(super) clean: bool,
+    /// What the predicted step's `prepare` hook added, withdrawn if the walk lands
+    /// elsewhere.
+    pub(super) undo: Option<PrepareUndo<D, C>>,
+}
+
+/// The prompt additions and tools a speculatively prepared step brought.
+pub(super) struct PrepareUndo<D, C> {
+    key: (Arc<str>, Arc<str>),
+    append: std::ops::Range<usize>,
+    tools_before: Vec<Arc<dyn Tool<D, C>>>,
+    injected: Vec<String>,
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    fn needs_extraction(&self, flow: &Flow<D, C>) -> bool {
+        flow.collectable_idx.iter().any(|&i| !self.is_present(i))
+    }
+
+    /// Whether the speculative call extracts: whenever the flow collects anything, even
+    /// with every field present, so a correction ("actually, Porto") at the last step
+    /// is read in the same call instead of being lost.
+    fn may_extract(&self, flow: &Flow<D, C>) -> bool {
+        !flow.collectable_idx.is_empty()
+    }
+
+    /// The first call, made before the walk when this message may carry data: it
+    /// extracts and renders the predicted step in one go. When that answer hands the
+    /// user to another flow, the flow it lands in reads the same message the same way
+    /// (data first: "it's about invoice INV-12" stores the invoice in billing).
+    pub(super) async fn speculate(
+        &mut self,
+    ) -> Result<(Option<Speculation<D, C>>, Option<usize>), AgentError> {
+        let mut hops = 0;
+        loop {
+            match self.speculate_once().await? {
+                Some(done) => return Ok(done),
+                None if hops < self.rerender_cap() => hops += 1,
+                None => return Ok((None, None)),
+            }
+        }
+    }
+
+    /// One flow's speculative call; `None` when its answer handed over to another flow.
+    #[allow(clippy::type_complexity)]
+    async fn speculate_once(
+        &mut self,
+    ) -> Result<Option<(Option<Speculation<D, C>>, Option<usize>)>, AgentError> {
+        let Some(flow) = self.flow() else {
+            return Ok(Some((None, None)));
+        };
+        let alt = self.awaiting_model_step(&flow);
+        // A resumed turn has no new words to read: it answers with the tools' results.
+        if self.tools_off
+            || self.turn_over()
+            || (!self.may_extract(&flow) && self.deferred.is_empty())
+        {
+            return Ok(Some((None, alt)));
+        }
+        let (predicted, _) = self.predict(true).await;
+        let mut spec = None;
+        match predicted {
+            Some(Stop::Render(f, j)) => {
+                // Hooks run in the documented order (step on_enter, then prepare, then
+                // the model call). Entering the current position is certain; entering a
+                // predicted later step is not, so a step with an on_enter hook is not
+                // rendered speculatively: extraction first, then the walk enters it.
+                // A predicted step's prepare hook runs before the one call (its output
+                // belongs in that call); if the walk then lands elsewhere, what it added
+                // to the prompt and tools is withdrawn.
+                let current =
+                    !self.awaiting && self.s.step.as_deref() == Some(flow.steps[j].id.as_ref());
+                let before = self.pos_gen;
+                let mut undo = None;
+                let moved = if current {
+                    self.enter_hooks(&flow, j).await? || self.prepare(&flow, j).await?
+                } else if flow.steps[j].on_enter.is_some() {
+                    true
+                } else if flow.steps[j].prepare.is_none() {
+                    false
+                } else {
+                    let start = self.aug.append.len();
+                    let tools_before = self.aug.tools.clone();
+                    let moved = self.prepare(&flow, j).await?;
+                    let injected = self
+                        .aug
+                        .tools
+                        .iter()
+                        .filter(|t| !tools_before.iter().any(|b| Arc::ptr_eq(b, t)))
+                        .map(|t| t.name().to_owned())
+                        .collect();
+                    undo = Some(PrepareUndo {
+                        key: (flow.id.clone(), flow.steps[j].id.clone()),
+                        append: start..self.aug.append.len(),
+                        tools_before,
+                        injected,
+                    });
+                    moved
+                };
+                if self.turn_over() {
+                    return Ok(Some((None, alt)));
+                }
+                if moved || self.pos_gen != before {
+                    if self.needs_extraction(&flow) {
+                        let data = self.extract_call(&flow).await?;
+                        self.absorb_model_data(&flow, data).await?;
+                    }
+                    return Ok(Some((None, alt)));
+                }
+                self.speculating = true;
+                let out = self
+                    .render_call(Target::Step(flow.clone(), j), true, alt)
+                    .await;
+                self.speculating = false;
+                let out = out?;
+                spec = Some(Speculation {
+                    predicted: Stop::Render(f, j),
+                    out,
+                    generation: self.aug.generation,
+                    clean: true,
+                    undo,
+                });
+            }
+            Some(Stop::Closing(f, j)) => {
+                self.speculating = true;
+                let out = self
+                    .render_call(Target::Closing(flow.clone(), j), true, None)
+                    .await;
+                self.speculating = false;
+                let out = out?;
+                spec = Some(Speculation {
+                    predicted: Stop::Closing(f, j),
+                    out,
+                    generation: self.aug.generation,
+                    clean: true,
+                    undo: None,
+                });
+            }
+            _ if self.needs_extraction(&flow) => {
+                let data = self.extract_call(&flow).await?;
+                self.absorb_model_data(&flow, data).await?;
+            }
+            _ => {}
+        }
+        if let Some(sp) = &mut spec {
+            for (c, v) in std::mem::take(&mut sp.out.verdicts) {
+                self.judged.insert(c, v);
+            }
+            let data = sp.out.data.take();
+            let before = self.notes.len();
+            let ungrounded_before = self.ungrounded.len();
+            self.absorb_model_data(&flow, data).await?;
+            // A value nobody said was dropped: the draft stands if it never repeats it
+            // (it did not build on it). A refused value is always told, so a draft with
+            // one is rendered again.
+            let notes = self.notes.len() - before;
+            let invented = &self.ungrounded[ungrounded_before..];
+            sp.clean = notes == 0
+                || (notes == invented.len() && {
+                    let said = normalize(&sp.out.message);
+                    invented.iter().all(|d| {
+                        let v = match &d.value {
+                            Value::String(t) => normalize(t),
+                            other => normalize(&other.to_string()),
+                        };
+                        v.is_empty() || !said.contains(&v)
+                    })
+                });
+            if let Some(target) = sp.out.switch_flow.take()
+                && self.may_switch_to(&target)
+            {
+                let said = std::mem::take(&mut sp.out.message);
+                self.model_switch(target, said).await?;
+                return Ok(None);
+            }
+        }
+        Ok(Some((spec, alt)))
+    }
+
+    /// Withdraw what a predicted step's prepare hook added (the step was not entered);
+    /// it runs again if the step is entered later this turn.
+    pub(super) fn withdraw_prepare(&mut self, u: PrepareUndo<D, C>) {
+        self.aug.append.drain(u.append);
+        for name in &u.injected {
+            self.aug.tools.retain(|t| t.name() != name);
+            if let Some(t) = u.tools_before.iter().find(|t| t.name() == name) {
+                self.aug.tools.push(t.clone());
+            }
+        }
+        self.prepared.remove(&u.key);
+    }
+
+    pub(super) fn accepts(
+        &self,
+        sp: &Speculation<D, C>,
+        actual: &Stop,
+        alt: Option<usize>,
+    ) -> bool {
+        // An action asked for in a speculative answer has not run: it is accepted only
+        // where it was asked (the predicted step, not a re-ask), and then replayed in a
+        // rendering that runs it.
+        if sp.generation != self.aug.generation
+            || !sp.clean
+            || (sp.out.tool_call.is_some() && (sp.out.answer.is_none() || sp.predicted != *actual))
+        {
+            return false;
+        }
+        let claimed = sp.out.claimed.as_deref();
+        let flow = match actual {
+            Stop::Render(f, _) | Stop::Closing(f, _) => self.a.flow(f),
+            _ => None,
+        };
+        let Some(flow) = flow else { return false };
+        let id_of = |j: usize| flow.steps[j].id.as_ref();
+        match (&sp.predicted, actual) {
+            (Stop::Render(f1, j1), Stop::Render(f2, j2)) if f1 == f2 => {
+                if j1 == j2 {
+                    claimed.is_none_or(|c| c == id_of(*j1))
+                } else {
+                    alt == Some(*j2) && claimed == Some(id_of(*j2))
+                }
+            }
+            (Stop::Closing(f1, _), Stop::Closing(f2, _)) => f1 == f2,
+            _ => false,
+        }
+    }
+}
