@@ -8,7 +8,7 @@ use crate::backoff::ConflictBackoff;
 /// What to do when another writer saved the session during a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictPolicy {
-    /// Return [`StoreError::Conflict`]; the caller decides.
+    /// Return [`StoreError::Conflict`](crate::error::StoreError::Conflict); the caller decides.
     Fail,
     /// Re-run the turn on the fresh state up to this many times, then fail.
     Retry(u32),
@@ -37,7 +37,7 @@ pub struct AgentConfig {
     /// [`Tool::timeout`]: crate::tool::Tool::timeout
     pub tool_timeout: Option<Duration>,
     /// Time limit of a whole turn (default 180 s): past it the turn ends with
-    /// [`AgentError::TurnTimeout`] and the session is unchanged; a code flow still
+    /// [`AgentError::TurnTimeout`](crate::error::AgentError::TurnTimeout) and the session is unchanged; a code flow still
     /// running a tenth of the limit before it is stopped as a failed step instead (see
     /// `max_flow_failures`). It counts from the moment the session is held (waiting
     /// for it does not count) to the save. `None` lets turns run as long as they take.
@@ -69,11 +69,11 @@ pub struct AgentConfig {
     /// Pause before each re-run of a conflicting turn (jittered exponential; 20 ms
     /// doubling up to 500 ms by default; [`ConflictBackoff::NONE`] re-runs at once).
     pub conflict_backoff: ConflictBackoff,
-    /// The session lease: a turn (or [`Agent::dispatch`]) first takes its session's
+    /// The session lease: a turn (or [`Agent::dispatch`](crate::agent::Agent::dispatch)) first takes its session's
     /// lease in the store, so turns on one session from several agents or processes
     /// run one at a time instead of racing and re-running; a turn on a busy session
     /// waits up to [`LeaseConfig::max_wait`](crate::store::LeaseConfig), then fails
-    /// with [`AgentError::SessionBusy`]. Default on (30 s ttl, 60 s wait). `None`, or a
+    /// with [`AgentError::SessionBusy`](crate::error::AgentError::SessionBusy). Default on (30 s ttl, 60 s wait). `None`, or a
     /// store without leases, leaves only the compare-and-swap (and `conflict`).
     pub lease: Option<crate::store::LeaseConfig>,
     /// Recently saved sessions kept decoded, so the next turn skips decoding when the

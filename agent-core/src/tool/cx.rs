@@ -53,7 +53,7 @@ impl<D, C> ToolCx<D, C> {
     /// event id, else the session's turn number and the message), the call's position
     /// in the turn, its tool name and its arguments; at most 70 ASCII characters
     /// (`[0-9a-f-]`), so payment and email APIs accept it as is. Pass it to whatever
-    /// the tool changes to make an [`Effect::Idempotent`] tool safe to re-run.
+    /// the tool changes to make an [`Effect::Idempotent`](super::Effect::Idempotent) tool safe to re-run.
     pub fn idempotency_key(&self) -> &str {
         &self.key
     }
