@@ -141,6 +141,12 @@ pub struct AgentConfig {
     /// RFC's experimental command helpers), before signals, routing and the model.
     /// Off by default: the messages are then ordinary text.
     pub flow_commands: bool,
+    /// A reply that hands the user to another flow is written for that flow's first
+    /// step in the same call: the hand-over section names each flow's first step and
+    /// the answer's `data` carries the fields it collects, so the flow handed to needs
+    /// no call of its own when it lands there. Off: the flow handed to makes its own
+    /// call (two per hand-over). Default on.
+    pub preview_handoffs: bool,
 }
 
 impl Default for AgentConfig {
@@ -183,6 +189,7 @@ impl Default for AgentConfig {
                 .into(),
             flow_commands: false,
             max_flow_effects_per_turn: 1000,
+            preview_handoffs: true,
         }
     }
 }

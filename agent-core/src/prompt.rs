@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
+use crate::data::DataSchema;
 use crate::flow::Flow;
 use crate::hook::Cx;
 use crate::instruction::Instruction;
-use crate::step::StepKind;
+use crate::step::{Step, StepKind};
 
 pub(crate) fn render_agent_section<D, C>(
     name: &str,
@@ -89,18 +90,7 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
         let mut s = String::new();
         match &step.kind {
             StepKind::Model => {
-                let prompt = match (&step.prompt, step.collect.is_empty()) {
-                    (Some(p), _) => p.clone(),
-                    (None, false) => format!(
-                        "Ask the user for: {}.",
-                        step.collect
-                            .iter()
-                            .map(|f| f.as_ref())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    (None, true) => "Continue the conversation.".to_owned(),
-                };
+                let prompt = step_task(step);
                 // No "(collects: ..)" after a written prompt: the field list and `data`
                 // already say what to fill, and small models read the annotation
                 // out to the user.
@@ -113,10 +103,46 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
     }
 }
 
+/// What a model step asks the model to do: its prompt, else a question for what it
+/// collects.
+fn step_task<D, C>(step: &Step<D, C>) -> String {
+    match (&step.prompt, step.collect.is_empty()) {
+        (Some(p), _) => p.clone(),
+        (None, false) => format!(
+            "Ask the user for: {}.",
+            step.collect
+                .iter()
+                .map(|f| f.as_ref())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, true) => "Continue the conversation.".to_owned(),
+    }
+}
+
+/// The step a hand-over to `flow` lands on, when another flow's reply may be written
+/// for it ([`crate::config::AgentConfig::preview_handoffs`]): the entry step, if the
+/// model speaks there and nothing runs first (no `on_enter` or `prepare` hook, whose
+/// output belongs in the prompt; no `act_on_answer`, which waits for an answer).
+pub(crate) fn opening_step<D, C>(flow: &Flow<D, C>) -> Option<usize> {
+    let j = flow.entry();
+    let step = flow.steps.get(j)?;
+    (matches!(step.kind, StepKind::Model)
+        && step.on_enter.is_none()
+        && step.prepare.is_none()
+        && !step.act_on_answer
+        && flow.hooks.on_enter.is_none())
+    .then_some(j)
+}
+
 /// Per flow: the lines offering the model a hand-over to each other flow that says
 /// `when` it applies (empty when there is none), and the ids it may name, in the order
 /// listed. A flow without `when` is reached by code only (a directive, a branch,
 /// `on_complete`): offered by its title, a small model handed users to it for anything.
+///
+/// With `preview`, each flow handed to is listed with its first step, and the fields
+/// that step's flow collects join this flow's `data`: a reply that hands over is
+/// written for the flow handed to (one call per hand-over instead of two).
 ///
 /// One yes/no per flow, judged before the reply is written (`handoff` sorts before
 /// `message`): measured on Qwen2.5 1.5B over 14 help-desk openings × 4 seeds, a single
@@ -124,9 +150,10 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
 /// the first id listed), one boolean per flow before the message 86 %.
 pub(crate) fn render_switch_sections<D, C>(
     flows: &[Flow<D, C>],
-) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut sections = Vec::with_capacity(flows.len());
-    let mut ids = Vec::with_capacity(flows.len());
+    schema: &DataSchema,
+    preview: bool,
+) -> Switches {
+    let mut out = Switches::default();
     for f in flows {
         let others: Vec<(&Flow<D, C>, &str)> = flows
             .iter()
@@ -134,20 +161,83 @@ pub(crate) fn render_switch_sections<D, C>(
             .filter_map(|g| Some((g, g.when.as_deref()?)))
             .collect();
         if others.is_empty() {
-            sections.push(String::new());
-            ids.push(Vec::new());
+            out.sections.push(String::new());
+            out.ids.push(Vec::new());
+            out.fields.push(Vec::new());
             continue;
         }
-        let mut s = String::from(
-            "Other tasks: judge whether each holds for the user's latest message, true or false, in `handoff`:\n",
-        );
-        for (g, w) in &others {
-            let _ = writeln!(s, "- {}: {w}", g.id);
+        let mut s = String::new();
+        let mut fields: Vec<(std::sync::Arc<str>, &str)> = Vec::new();
+        let openings: Vec<Option<usize>> = others
+            .iter()
+            .map(|(g, _)| preview.then(|| opening_step(g)).flatten())
+            .collect();
+        if preview {
+            for ((g, _), j) in others.iter().zip(&openings) {
+                if j.is_none() {
+                    continue;
+                }
+                for c in &g.collectable {
+                    if !f.collectable.contains(c) && !fields.iter().any(|(x, _)| x == c) {
+                        fields.push((c.clone(), g.id.as_ref()));
+                    }
+                }
+            }
         }
-        sections.push(s);
-        ids.push(others.iter().map(|(g, _)| g.id.to_string()).collect());
+        if !fields.is_empty() {
+            s.push_str("Fields of `data` for the other tasks (null unless the user states it):\n");
+            for (field, owner) in &fields {
+                let desc = schema
+                    .property(field)
+                    .and_then(|p| p.get("description"))
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("");
+                let _ = writeln!(
+                    s,
+                    "- {field} ({owner}){}{desc}",
+                    if desc.is_empty() { "" } else { ": " }
+                );
+            }
+        }
+        s.push_str("Other tasks: judge whether each holds for the user's latest message, true or false, in `handoff`");
+        if openings.iter().any(Option::is_some) {
+            s.push_str(". If one holds, your message starts that task: do its first step");
+        }
+        s.push_str(":\n");
+        for ((g, w), j) in others.iter().zip(&openings) {
+            match j {
+                Some(j) => {
+                    let _ = writeln!(
+                        s,
+                        "- {}: {w}. First step: {}",
+                        g.id,
+                        step_task(&g.steps[*j])
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "- {}: {w}", g.id);
+                }
+            }
+        }
+        out.sections.push(s);
+        out.ids
+            .push(others.iter().map(|(g, _)| g.id.to_string()).collect());
+        out.fields
+            .push(fields.into_iter().map(|(c, _)| c).collect());
     }
-    (sections, ids)
+    out
+}
+
+/// Per flow (by index), what [`render_switch_sections`] made.
+#[derive(Default)]
+pub(crate) struct Switches {
+    /// The hand-over lines of the system prompt.
+    pub(crate) sections: Vec<String>,
+    /// The flows it may hand over to, in the order listed.
+    pub(crate) ids: Vec<Vec<String>>,
+    /// Fields the answer's `data` carries for a hand-over's first step (collected by
+    /// a flow handed to, not by this one).
+    pub(crate) fields: Vec<Vec<std::sync::Arc<str>>>,
 }
 
 /// How the classifier sees a flow it may route to: `title (when …): description`.

@@ -7,9 +7,11 @@
 //! Three ways to hand over, as in A3: the model picks another flow in its answer
 //! (`handoff`, one yes/no per registered flow: A3's transition list), code decides
 //! (a tool returns `go_to`: A3's transition function), or a `when` branch the model
-//! judges while it replies. When a flow hands over after its reply was written (the
-//! refund below), that reply is not shown: the next flow gets it as context.
-//! `max_transitions_per_turn` (default 10) stops ping-pong.
+//! judges while it replies. A reply that hands over is written for the first step of
+//! the flow handed to (the front desk's prompt names it), so the hand-over costs no
+//! second call; when a flow hands over after a reply written for itself, that reply
+//! is not shown: the next flow gets it as context. The refund's outcome is the tool's
+//! own text. `max_transitions_per_turn` (default 10) stops ping-pong.
 
 use std::error::Error;
 use std::io::Write;
@@ -39,14 +41,21 @@ pub struct Case {
 /// it only when the user's own words ask for a refund (`request_words`, in the
 /// languages the desk answers) or answer the agent's offer of one: a small model asked
 /// to judge consent refunded invoices the user had only quoted for a question.
+///
+/// Code knows the outcome, so code says it: the reply is the tool's (no model call
+/// after the refund, and no sentence about money the refund did not move), and the
+/// invoice refunded is recorded.
 #[tool(effect = once, request_words = ["refund", "money back", "reimburs", "reembols", "devolu", "rembours", "erstatt"])]
 async fn refund(
     /// Invoice number
     invoice: String,
 ) -> Result<ToolOutput, ToolError> {
+    let reply =
+        format!("Refunded the duplicate charge on {invoice}. Anything else I can help with?");
     Ok(
         ToolOutput::text(format!("refunded the duplicate charge on {invoice}"))
-            .directive(Directive::go_to::<TriageFlow>()),
+            .data(Case::patch().invoice(invoice))
+            .directive(Directive::go_to::<TriageFlow>().reply(reply)),
     )
 }
 
@@ -97,19 +106,14 @@ pub const MESSAGES: [&str; 3] = [
 /// The scripted model's answers.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
-    // Turn 1: the front desk's answer hands over to billing, which speaks in the same
-    // turn.
-    model.respond(Answer::message("Let me get you to billing.").switching_to("billing"));
-    model.respond(Answer::message(
-        "Billing here. Which invoice was charged twice?",
-    ));
-    // Turn 2: the tool refunds and sends the user back to the front desk (code decides).
+    // Turn 1: the front desk's answer hands over to billing and is written for
+    // billing's first step (the front desk's prompt names it): one call.
+    model.respond(
+        Answer::message("Billing here. Which invoice was charged twice?").switching_to("billing"),
+    );
+    // Turn 2: the tool refunds, says so and sends the user back to the front desk (code
+    // decides); no model call after it.
     model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));
-    // Not shown: the front desk gets "Refund done." as context and speaks.
-    model.tool_round(Answer::message("Refund done.").with_data(json!({ "invoice": "INV-7" })));
-    model.respond(Answer::message(
-        "Your INV-7 refund is on its way. Anything else?",
-    ));
     // Turn 3: the front desk's branch, judged in its reply call, sends the user on.
     model.respond(
         Answer::message("Let me get you to support.")

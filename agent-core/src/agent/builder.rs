@@ -436,7 +436,6 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             f.index = i;
         }
         crate::flow::assign_owned_fields(&mut flows);
-        let (switch_sections, switch_ids) = crate::prompt::render_switch_sections(&flows);
         let section = crate::prompt::render_agent_section(
             &self.name,
             self.persona.as_deref(),
@@ -508,6 +507,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         for f in &mut flows {
             crate::prompt::render_flow_sections(f, &schema);
         }
+        let switches =
+            crate::prompt::render_switch_sections(&flows, &schema, self.config.preview_handoffs);
         for (p, e) in schema.invalid_patterns() {
             errs.push(agent_err(
                 format!("the field pattern `{p}` does not compile: {e}"),
@@ -561,8 +562,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 router: self.router,
                 on_response: self.on_response,
                 on_unknown_outcome: self.on_unknown_outcome,
-                switch_sections,
-                switch_ids,
+                switch_sections: switches.sections,
+                switch_ids: switches.ids,
+                switch_fields: switches.fields,
                 flow_index,
                 tools: self.tools,
                 signals,

@@ -345,10 +345,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 )
                 .await?;
             }
-            if let Some(r) = self.post_reply.take() {
-                message = r;
-                stopped = StoppedReason::Reply;
-            }
+            // A verbatim reply from code (a tool, a finalize hook) is the message; the
+            // position it moved to is not rendered this turn (the spec's
+            // `{goTo, reply}`: the entered step's call is skipped).
+            let verbatim = match self.post_reply.take() {
+                Some(r) => {
+                    message = r;
+                    stopped = StoppedReason::Reply;
+                    true
+                }
+                None => false,
+            };
             if matches!(self.stopped, Some(StoppedReason::Aborted { .. })) {
                 let st = self.stopped.clone().unwrap_or(StoppedReason::Halt);
                 return Ok((String::new(), st, Vec::new()));
@@ -356,7 +363,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let moved = self.s.flow.is_some()
                 && (self.s.flow.as_deref(), self.s.step.as_deref())
                     != (rendered.0.as_deref(), rendered.1.as_deref());
-            if moved && self.stopped.is_none() {
+            if moved && self.stopped.is_none() && !verbatim {
                 if rounds > self.rerender_cap() {
                     // Redirected after every rendering: stop instead of calling forever.
                     self.stopped = Some(StoppedReason::TransitionCap {

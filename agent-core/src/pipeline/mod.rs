@@ -133,6 +133,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) hops: u32,
     /// An intermediate message not shown to the user, passed to the next rendering.
     pub(crate) carried: Option<String>,
+    /// A hand-over answer written for the first step of the flow it handed to, with
+    /// the values it read for that flow (its message is `carried`).
+    pub(crate) preview: Option<speculate::Preview>,
     pub(crate) aug: Augment<D, C>,
     /// A verbatim reply emitted before the message existed.
     pub(crate) reply: Option<String>,
@@ -250,6 +253,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             deferred: Vec::new(),
             hops: 0,
             carried: None,
+            preview: None,
             aug: Augment {
                 append: Vec::new(),
                 tools: Vec::new(),

@@ -99,6 +99,9 @@ pub(crate) struct AgentInner<D, C> {
     /// Per flow: the prompt lines offering a switch to the other flows, and their ids.
     pub(crate) switch_sections: Vec<String>,
     pub(crate) switch_ids: Vec<Vec<String>>,
+    /// Per flow: the fields its answer's `data` carries for the first step of a flow
+    /// it hands over to ([`crate::config::AgentConfig::preview_handoffs`]).
+    pub(crate) switch_fields: Vec<Vec<Arc<str>>>,
     /// Sessions as last saved by this process, with their bytes.
     pub(crate) decoded: Mutex<FxHashMap<String, Remembered<D, C>>>,
 }

@@ -270,11 +270,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         // Small models repeat these lines to the user: they are written to be safe
         // to repeat.
-        self.notes.push(if refused {
+        let note = if refused {
             format!("{field} {shown} is not possible: it {reason}. Ask for {field} again.")
         } else {
             format!("{field} is not known yet; ask for it when needed.")
-        });
+        };
+        // Read twice this turn (a hand-over's answer, then the flow handed to): said
+        // and reported once.
+        if self.notes.contains(&note) {
+            return;
+        }
+        self.notes.push(note);
         let d = DroppedValue {
             field,
             value,

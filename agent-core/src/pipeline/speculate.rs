@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::Turn;
 use super::model::{CallOutcome, Target};
@@ -29,6 +29,16 @@ pub(super) struct Speculation<D, C> {
     pub(super) undo: Option<PrepareUndo<D, C>>,
 }
 
+/// A hand-over answer read ahead for the flow it handed to
+/// ([`crate::config::AgentConfig::preview_handoffs`]): its message was written for that
+/// flow's first step, and `data` holds what it read for that flow's fields. Used
+/// instead of the flow's own call when the flow lands on that step with every value
+/// stored; otherwise its message is context for that call, as any hand-over's is.
+pub(crate) struct Preview {
+    flow: Arc<str>,
+    data: Map<String, Value>,
+}
+
 /// The prompt additions and tools a speculatively prepared step brought.
 pub(super) struct PrepareUndo<D, C> {
     key: (Arc<str>, Arc<str>),
@@ -44,9 +54,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Whether the speculative call extracts: whenever the flow collects anything, even
     /// with every field present, so a correction ("actually, Porto") at the last step
-    /// is read in the same call instead of being lost.
+    /// is read in the same call instead of being lost. A flow that hands over with a
+    /// read-ahead reads the message for the flows it hands to as well.
     fn may_extract(&self, flow: &Flow<D, C>) -> bool {
-        !flow.collectable_idx.is_empty()
+        !flow.collectable_idx.is_empty() || !self.a.switch_fields[flow.index].is_empty()
     }
 
     /// The first call, made before the walk when this message may carry data: it
@@ -75,10 +86,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(Some((None, None)));
         };
         let alt = self.awaiting_model_step(&flow);
+        // The hand-over that brought the turn here read this message for this flow:
+        // its values first (what decides where the flow lands).
+        let mut preview = None;
+        if let Some(p) = self.preview.take()
+            && p.flow == flow.id
+        {
+            let before = self.notes.len();
+            self.absorb_model_data(&flow, Some(p.data)).await?;
+            preview = (self.notes.len() == before)
+                .then(|| crate::prompt::opening_step(&flow))
+                .flatten();
+        }
         // A resumed turn has no new words to read: it answers with the tools' results.
         if self.tools_off
             || self.turn_over()
-            || (!self.may_extract(&flow) && self.deferred.is_empty())
+            || (!self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none())
         {
             return Ok(Some((None, alt)));
         }
@@ -132,12 +155,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     return Ok(Some((None, alt)));
                 }
-                self.speculating = true;
-                let out = self
-                    .render_call(Target::Step(flow.clone(), j), true, alt)
-                    .await;
-                self.speculating = false;
-                let out = out?;
+                // The hand-over's answer was written for this step: it is this
+                // flow's reply, and nothing is left to judge or extract.
+                let read_ahead = (preview == Some(j) && undo.is_none() && self.deferred.is_empty())
+                    .then(|| self.carried.take())
+                    .flatten();
+                let out = match read_ahead {
+                    Some(message) => {
+                        tracing::debug!(flow = %flow.id, step = %flow.steps[j].id, "hand-over answer used as the reply");
+                        CallOutcome {
+                            message,
+                            ..CallOutcome::default()
+                        }
+                    }
+                    None => {
+                        self.speculating = true;
+                        let out = self
+                            .render_call(Target::Step(flow.clone(), j), true, alt)
+                            .await;
+                        self.speculating = false;
+                        out?
+                    }
+                };
                 spec = Some(Speculation {
                     predicted: Stop::Render(f, j),
                     out,
@@ -171,7 +210,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             for (c, v) in std::mem::take(&mut sp.out.verdicts) {
                 self.judged.insert(c, v);
             }
-            let data = sp.out.data.take();
+            let mut data = sp.out.data.take();
+            // Values for another flow's first step: kept for that flow if the answer
+            // hands over to it, otherwise not read (they were asked for that case).
+            let ahead = self.set_aside(&flow, &mut data);
             let before = self.notes.len();
             let ungrounded_before = self.ungrounded.len();
             self.absorb_model_data(&flow, data).await?;
@@ -195,11 +237,46 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 && self.may_switch_to(&target)
             {
                 let said = std::mem::take(&mut sp.out.message);
+                let ahead = ahead.and_then(|d| self.preview_for(&target, d));
                 self.model_switch(target, said).await?;
+                self.preview = ahead;
                 return Ok(None);
             }
         }
         Ok(Some((spec, alt)))
+    }
+
+    /// Take out of `data` the fields this flow's answer carries only for a hand-over
+    /// (`switch_fields`); `None` when the flow has none.
+    fn set_aside(
+        &self,
+        flow: &Flow<D, C>,
+        data: &mut Option<Map<String, Value>>,
+    ) -> Option<Map<String, Value>> {
+        let extra = &self.a.switch_fields[flow.index];
+        if extra.is_empty() {
+            return None;
+        }
+        let d = data.as_mut()?;
+        Some(
+            extra
+                .iter()
+                .filter_map(|f| Some((f.to_string(), d.remove(f.as_ref())?)))
+                .collect(),
+        )
+    }
+
+    /// The read-ahead for a hand-over to `target`: the values it read for that flow's
+    /// fields (the rest dropped unread), when that flow opens with a step a reply can
+    /// be written for.
+    fn preview_for(&self, target: &str, mut data: Map<String, Value>) -> Option<Preview> {
+        let flow = self.a.flow(target)?;
+        crate::prompt::opening_step(flow)?;
+        data.retain(|k, _| flow.collectable.iter().any(|c| c.as_ref() == k));
+        Some(Preview {
+            flow: flow.id.clone(),
+            data,
+        })
     }
 
     /// Withdraw what a predicted step's prepare hook added (the step was not entered);

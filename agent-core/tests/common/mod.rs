@@ -130,9 +130,33 @@ pub fn agent(
     provider: &ScriptedProvider,
     flows: Vec<Flow<Booking, Concierge>>,
 ) -> Agent<Booking, Concierge> {
+    agent_with(provider, flows, AgentConfig::default())
+}
+
+/// [`agent`] with hand-over read-aheads off: the flow handed to makes its own call.
+pub fn agent_two_call_handovers(
+    provider: &ScriptedProvider,
+    flows: Vec<Flow<Booking, Concierge>>,
+) -> Agent<Booking, Concierge> {
+    agent_with(
+        provider,
+        flows,
+        AgentConfig {
+            preview_handoffs: false,
+            ..AgentConfig::default()
+        },
+    )
+}
+
+pub fn agent_with(
+    provider: &ScriptedProvider,
+    flows: Vec<Flow<Booking, Concierge>>,
+    config: AgentConfig,
+) -> Agent<Booking, Concierge> {
     let mut b = Agent::builder()
         .name("Concierge")
         .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .config(config)
         .provider(provider.clone());
     for f in flows {
         b = b.flow(f);

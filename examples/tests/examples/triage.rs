@@ -20,8 +20,10 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     assert_eq!(tally.failed, 0, "{printed}");
     assert_eq!(rs.len(), 3, "{printed}");
 
-    // The model switched to billing; billing spoke in the same turn.
+    // The model switched to billing with an answer written for billing's first step:
+    // one call for the turn.
     assert!(rs[0].transitions.contains(&hop("triage", "billing")));
+    assert_eq!(rs[0].model_calls, 1, "{printed}");
     assert_eq!(rs[0].flow.as_deref(), Some("billing"));
     assert_eq!(
         rs[0].message,
@@ -34,22 +36,17 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
             .any(|e| e.source == DirectiveSource::ModelSwitch("billing".into()))
     );
 
-    // The refund tool sent the user back to the desk (code decides).
+    // The refund tool sent the user back to the desk (code decides) and wrote the
+    // reply: no model call after the refund.
     assert!(rs[1].transitions.contains(&hop("billing", "triage")));
     assert_eq!(rs[1].flow.as_deref(), Some("triage"));
     assert_eq!(rs[1].tool_calls[0].name, "refund");
     assert_eq!(rs[1].data.invoice.as_deref(), Some("INV-7"));
-    // Billing's reply ("Refund done.") was not shown: the desk got it as context.
     assert_eq!(
         rs[1].message,
-        "Your INV-7 refund is on its way. Anything else?"
+        "Refunded the duplicate charge on INV-7. Anything else I can help with?"
     );
-    let desk = &model.requests()[4];
-    assert!(
-        desk.instructions().contains("\"Refund done.\""),
-        "{}",
-        desk.system
-    );
+    assert_eq!(rs[1].model_calls, 1, "{printed}");
 
     // The desk's `when` branch, judged in its reply call, sent the user to support.
     assert!(rs[2].transitions.contains(&hop("triage", "tech")));

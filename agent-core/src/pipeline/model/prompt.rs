@@ -147,7 +147,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             // The field list is static (in the system prompt); whether this call reads
             // the message differs between the calls of a turn, so it is said here.
-            if !f.collectable.is_empty() {
+            if !f.collectable.is_empty() || !self.a.switch_fields[f.index].is_empty() {
                 state.push_str(if !extract {
                     "Write null for every field in `data` this time.\n"
                 } else if self.a.config.cite_quotes {

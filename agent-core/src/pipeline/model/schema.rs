@@ -108,12 +108,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             props.insert("re_ask".into(), json!({ "type": "boolean" }));
             required.push("re_ask");
         }
-        if !f.collectable.is_empty() {
+        // With hand-over previews, `data` also carries the fields the first step of a
+        // flow handed to collects (kept only when the answer hands over to it).
+        let extra = &self.a.switch_fields[f.index];
+        if !f.collectable.is_empty() || !extra.is_empty() {
+            let fields: Vec<std::sync::Arc<str>> =
+                f.collectable.iter().chain(extra).cloned().collect();
             props.insert(
                 "data".into(),
                 self.a
                     .schema
-                    .extraction_schema(&f.collectable, self.a.config.cite_quotes),
+                    .extraction_schema(&fields, self.a.config.cite_quotes),
             );
             required.push("data");
         }
