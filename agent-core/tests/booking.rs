@@ -186,8 +186,7 @@ async fn multi_flow_agents_route_once_then_stay_in_the_chosen_flow() {
 #[tokio::test]
 async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speaks() {
     let p = ScriptedProvider::new();
-    // Two calls per hand-over: the flow handed to speaks for itself.
-    let a = agent_two_call_handovers(&p, vec![booking_flow(false), feedback_flow()]);
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
@@ -254,8 +253,6 @@ async fn a_model_switch_back_to_a_flow_left_this_turn_is_not_followed() {
         .flow(feedback_flow())
         .config(AgentConfig {
             max_transitions_per_turn: 3,
-            // Each flow answers for itself: the ping-pong is between two calls.
-            preview_handoffs: false,
             ..AgentConfig::default()
         })
         .build()
@@ -352,8 +349,7 @@ fn support_flow() -> Flow<Booking, Concierge> {
 #[tokio::test]
 async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_lists_them() {
     let p = ScriptedProvider::new();
-    // Two calls per hand-over: the flow handed to speaks for itself.
-    let a = agent_two_call_handovers(
+    let a = agent(
         &p,
         vec![booking_flow(false), support_flow(), feedback_flow()],
     );
@@ -385,8 +381,7 @@ async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_list
 #[tokio::test]
 async fn a_switch_flow_id_written_by_hand_is_still_followed_and_all_false_stays() {
     let p = ScriptedProvider::new();
-    // Two calls per hand-over: the flow handed to speaks for itself.
-    let a = agent_two_call_handovers(&p, vec![booking_flow(false), feedback_flow()]);
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
@@ -410,8 +405,7 @@ async fn a_switch_flow_id_written_by_hand_is_still_followed_and_all_false_stays(
 #[tokio::test]
 async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects() {
     let p = ScriptedProvider::new();
-    // Two calls per hand-over: the flow handed to speaks for itself.
-    let a = agent_two_call_handovers(&p, vec![booking_flow(false), feedback_flow()]);
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();

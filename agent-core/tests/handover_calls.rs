@@ -1,6 +1,6 @@
 //! Hand-overs without a second call.
 //!
-//! - The read-ahead (`AgentConfig::preview_handoffs`, on by default): the answer that
+//! - The read-ahead (`AgentConfig::preview_handoffs`, off by default): the answer that
 //!   hands over was written for the first step of the flow handed to, with the values
 //!   it read for that flow; the flow handed to makes its own call only when it lands
 //!   elsewhere or a value was not stored.
@@ -18,7 +18,7 @@ use serde_json::json;
 /// At the booking's city question, the model judges the feedback flow.
 #[allow(clippy::unwrap_used)]
 async fn at_ask_city(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
-    let a = agent(p, vec![booking_flow(false), feedback_flow()]);
+    let a = agent_with_read_ahead(p, vec![booking_flow(false), feedback_flow()]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
@@ -166,7 +166,7 @@ async fn a_flow_that_opens_with_a_hook_gets_no_read_ahead() {
         )
         .build()
         .unwrap();
-    let a = agent(&p, vec![booking_flow(false), hooked]);
+    let a = agent_with_read_ahead(&p, vec![booking_flow(false), hooked]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
@@ -185,9 +185,9 @@ async fn a_flow_that_opens_with_a_hook_gets_no_read_ahead() {
 }
 
 #[tokio::test]
-async fn with_read_ahead_off_the_prompt_and_schema_are_as_before() {
+async fn by_default_the_prompt_and_schema_have_no_read_ahead() {
     let p = ScriptedProvider::new();
-    let a = agent_two_call_handovers(&p, vec![booking_flow(false), feedback_flow()]);
+    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
     p.route(Answer::route("booking"));
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();

@@ -119,16 +119,8 @@ mod feedback {
     fn ask_feedback() {}
 }
 
-/// Hand-overs here take two calls (the flow handed to speaks for itself); the
-/// one-call read-ahead is tested in `handover_calls.rs`.
 fn agent(p: &ScriptedProvider, flows: Vec<Flow<Booking, Concierge>>) -> Agent<Booking, Concierge> {
-    let mut b = Agent::builder()
-        .name("Concierge")
-        .config(AgentConfig {
-            preview_handoffs: false,
-            ..AgentConfig::default()
-        })
-        .provider(p.clone());
+    let mut b = Agent::builder().name("Concierge").provider(p.clone());
     for f in flows {
         b = b.flow(f);
     }

@@ -7,11 +7,10 @@
 //! Three ways to hand over, as in A3: the model picks another flow in its answer
 //! (`handoff`, one yes/no per registered flow: A3's transition list), code decides
 //! (a tool returns `go_to`: A3's transition function), or a `when` branch the model
-//! judges while it replies. A reply that hands over is written for the first step of
-//! the flow handed to (the front desk's prompt names it), so the hand-over costs no
-//! second call; when a flow hands over after a reply written for itself, that reply
-//! is not shown: the next flow gets it as context. The refund's outcome is the tool's
-//! own text. `max_transitions_per_turn` (default 10) stops ping-pong.
+//! judges while it replies. When a flow hands over after its reply was written, that
+//! reply is not shown: the next flow gets it as context and speaks. The refund's
+//! outcome is the tool's own text (no model call after it).
+//! `max_transitions_per_turn` (default 10) stops ping-pong.
 
 use std::error::Error;
 use std::io::Write;
@@ -106,11 +105,12 @@ pub const MESSAGES: [&str; 3] = [
 /// The scripted model's answers.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
-    // Turn 1: the front desk's answer hands over to billing and is written for
-    // billing's first step (the front desk's prompt names it): one call.
-    model.respond(
-        Answer::message("Billing here. Which invoice was charged twice?").switching_to("billing"),
-    );
+    // Turn 1: the front desk's answer hands over to billing, which speaks in the same
+    // turn.
+    model.respond(Answer::message("Let me get you to billing.").switching_to("billing"));
+    model.respond(Answer::message(
+        "Billing here. Which invoice was charged twice?",
+    ));
     // Turn 2: the tool refunds, says so and sends the user back to the front desk (code
     // decides); no model call after it.
     model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));

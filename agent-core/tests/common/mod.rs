@@ -133,8 +133,8 @@ pub fn agent(
     agent_with(provider, flows, AgentConfig::default())
 }
 
-/// [`agent`] with hand-over read-aheads off: the flow handed to makes its own call.
-pub fn agent_two_call_handovers(
+/// [`agent`] with hand-over read-aheads on (`AgentConfig::preview_handoffs`).
+pub fn agent_with_read_ahead(
     provider: &ScriptedProvider,
     flows: Vec<Flow<Booking, Concierge>>,
 ) -> Agent<Booking, Concierge> {
@@ -142,7 +142,7 @@ pub fn agent_two_call_handovers(
         provider,
         flows,
         AgentConfig {
-            preview_handoffs: false,
+            preview_handoffs: true,
             ..AgentConfig::default()
         },
     )

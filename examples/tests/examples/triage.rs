@@ -20,10 +20,17 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     assert_eq!(tally.failed, 0, "{printed}");
     assert_eq!(rs.len(), 3, "{printed}");
 
-    // The model switched to billing with an answer written for billing's first step:
-    // one call for the turn.
+    // The model switched to billing; billing spoke in the same turn, told what the
+    // desk had written (not shown to the user).
     assert!(rs[0].transitions.contains(&hop("triage", "billing")));
-    assert_eq!(rs[0].model_calls, 1, "{printed}");
+    let billing = &model.requests()[1];
+    assert!(
+        billing
+            .instructions()
+            .contains("\"Let me get you to billing.\""),
+        "{}",
+        billing.system
+    );
     assert_eq!(rs[0].flow.as_deref(), Some("billing"));
     assert_eq!(
         rs[0].message,
