@@ -224,9 +224,7 @@ async fn a_tools_go_to_with_a_reply_is_the_message_and_the_step_entered_is_not_r
         .build()
         .unwrap();
     let a = agent(&p, vec![desk, feedback_flow()]);
-    a.dispatch("s", Directive::go_to("desk").into())
-        .await
-        .unwrap();
+    a.dispatch("s", Directive::go_to("desk")).await.unwrap();
 
     p.respond(Answer::tool("transfer", json!({})));
     let r = a.respond("s", "I want to leave feedback").await.unwrap();
