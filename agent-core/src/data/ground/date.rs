@@ -140,7 +140,9 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
     if named_month && ws.iter().any(|w| is_day(w)) {
         return year_ok(&years);
     }
-    // Numeric: d m [y] or m d [y] in consecutive words ("1/7", "07 01 2026").
+    // Numeric: [y] m d, d m [y] or m d [y] in consecutive words ("1/7", "07 01 2026",
+    // "2025-12-24": the year before the pair counts too, or an ISO date of another
+    // year would support this one).
     for (i, p) in ws.windows(2).enumerate() {
         let (Ok(a), Ok(b)) = (p[0].parse::<u8>(), p[1].parse::<u8>()) else {
             continue;
@@ -148,12 +150,16 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
         if (a, b) != (day, month) && (a, b) != (month, day) {
             continue;
         }
-        let stated: Vec<i32> = ws
+        let before = i
+            .checked_sub(1)
+            .and_then(|k| ws.get(k))
+            .filter(|w| w.len() == 4)
+            .and_then(|w| w.parse::<i32>().ok());
+        let after = ws
             .get(i + 2)
             .and_then(|w| w.parse::<i32>().ok())
-            .map(|y| if y < 100 { 2000 + y } else { y })
-            .into_iter()
-            .collect();
+            .map(|y| if y < 100 { 2000 + y } else { y });
+        let stated: Vec<i32> = before.into_iter().chain(after).collect();
         if year_ok(&stated) {
             return true;
         }

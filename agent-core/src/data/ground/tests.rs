@@ -71,6 +71,12 @@ fn dates_against_the_clock() {
     assert!(ok(&["March 3rd"], json!("2026-03-03")));
     assert!(ok(&["March 3rd"], json!("2027-03-03")));
     assert!(!ok(&["March 3rd"], json!("2028-03-03")));
+    // An ISO date's year is stated: another year of that day is not said.
+    assert!(!ok(&["2025-12-24"], json!("2026-12-24")));
+    assert!(ok(&["2025-12-24"], json!("2025-12-24")));
+    assert!(ok(&["Sorry, I meant 2026-12-24"], json!("2026-12-24")));
+    assert!(!ok(&["on 2027/07/01"], json!("2026-07-01")));
+    assert!(ok(&["on 1/7/2027"], json!("2027-07-01")));
 }
 
 #[test]
