@@ -93,8 +93,7 @@ async fn values_read_for_the_flow_handed_to_are_stored_there_and_it_speaks_when_
     assert_eq!(r.message, "Thanks for the feedback!");
     assert_eq!(r.model_calls, 2);
     // That call heard the first answer.
-    let last = p.last_request().unwrap();
-    let state = last.messages.last().unwrap().content.to_string();
+    let state = last_state(&p);
     assert!(state.contains("How was your stay?"), "{state}");
 }
 
@@ -137,14 +136,7 @@ async fn a_value_the_user_never_said_is_dropped_once_and_the_flow_handed_to_asks
         "the draft built on the value: asked again"
     );
     assert_eq!(r.ungrounded.len(), 1, "{:?}", r.ungrounded);
-    let state = p
-        .last_request()
-        .unwrap()
-        .messages
-        .last()
-        .unwrap()
-        .content
-        .to_string();
+    let state = last_state(&p);
     assert!(state.contains("feedback is not known yet"), "{state}");
 }
 

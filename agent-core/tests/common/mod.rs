@@ -123,6 +123,13 @@ pub fn feedback_flow() -> Flow<Booking, Concierge> {
         .expect("feedback flow is valid")
 }
 
+/// The last call's latest message, with the per-turn state the engine appended.
+pub fn last_state(p: &ScriptedProvider) -> String {
+    p.last_request()
+        .and_then(|r| r.messages.last().map(|m| m.content.to_string()))
+        .unwrap_or_default()
+}
+
 /// The tests' "today": Monday 2026-06-15, 09:30 UTC (so "July 1" is 2026-07-01).
 pub const TODAY_MS: u64 = 1_781_515_800_000;
 
