@@ -566,6 +566,53 @@ async fn a_request_in_the_message_before_counts_and_an_older_one_does_not() {
 }
 
 #[tokio::test]
+async fn a_request_is_used_up_by_the_call_it_led_to() {
+    let p = ScriptedProvider::new();
+    // A desk that keeps helping (its step loops), with the refund on it.
+    let desk = Flow::builder("desk")
+        .title("Desk")
+        .step(
+            Step::model("help")
+                .prompt("Help the user.")
+                .tool(refund_tool())
+                .branch(Branch::to_step("help")),
+        )
+        .build()
+        .unwrap();
+    let a = in_answer(&p, desk);
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"refund","with":{"city":"Lisbon"}},"message":"Refunding."}"#,
+    ));
+    p.tool_round(Answer::message("I refunded your Lisbon stay."));
+    let r = a
+        .respond("s", "Please refund my stay in Lisbon")
+        .await
+        .unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+
+    // The next message does not ask again: neither the words before (used up by the
+    // refund) nor the agent's report of it offer the tool.
+    p.respond(Answer::raw(
+        r#"{"message":"Sorry about that. Anything else?"}"#,
+    ));
+    let r = a.respond("s", "Also, the wifi was slow").await.unwrap();
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    let asked = p.last_request().unwrap();
+    assert!(asked.system.contains("Current task"), "{}", asked.system);
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
+
+    // Asked again in the user's own words: offered again.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false},"message":"Which stay?"}"#,
+    ));
+    a.respond("s", "And refund the Porto stay too")
+        .await
+        .unwrap();
+    let asked = p.last_request().unwrap();
+    assert!(asked.system.contains("- refund:"), "{}", asked.system);
+}
+
+#[tokio::test]
 async fn an_offer_of_the_action_is_answered_as_a_yes_or_no() {
     let p = ScriptedProvider::new();
     let a = in_answer(&p, acting_flow(refund_tool()));

@@ -13,6 +13,7 @@
 //! agent's last message named it (the user answers an offer: then the answer is
 //! judged as a yes or no, which the same model gets right).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::data::ground::normalize;
@@ -97,8 +98,15 @@ pub(super) struct Gate<D, C> {
 
 impl<D, C> Gate<D, C> {
     /// The gate for an answer about `step`; `history` ends with the user's latest
-    /// message.
-    pub(super) fn of(step: &Step<D, C>, history: &[Message]) -> Self {
+    /// message, said in turn `turn`; `acted` holds the turn each tool with effects
+    /// last ran in. A request is used up by the call it led to: words said in or
+    /// before the turn the tool last ran do not offer it again.
+    pub(super) fn of(
+        step: &Step<D, C>,
+        history: &[Message],
+        acted: &BTreeMap<String, u64>,
+        turn: u64,
+    ) -> Self {
         let consent = Consent::of(step);
         if consent != Consent::Request {
             return Self {
@@ -134,10 +142,14 @@ impl<D, C> Gate<D, C> {
             }
             let words = t.request_words();
             let named = |said: &str| words.iter().any(|w| mentions(said, w));
-            if words.is_empty() || users.iter().any(|u| named(u)) {
+            // `users[k]` was said in turn `turn - k`.
+            let ran = acted.get(t.name()).copied();
+            let unused = |k: usize| ran.is_none_or(|r| r < turn.saturating_sub(k as u64));
+            if words.is_empty() || users.iter().enumerate().any(|(k, u)| unused(k) && named(u)) {
                 asked = true;
                 tools.push(t.clone());
-            } else if named(&offer) {
+            } else if unused(1) && named(&offer) {
+                // (An agent's message after the call reports it; it offers nothing.)
                 offered = true;
                 tools.push(t.clone());
             } else {

@@ -87,6 +87,8 @@ struct Header<'a, D, C> {
     code: &'a Option<CodeState>,
     #[serde(skip_serializing_if = "is_none")]
     approval: &'a Option<PendingApproval>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    acted: &'a BTreeMap<String, u64>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -110,6 +112,7 @@ impl<'a, D, C> Header<'a, D, C> {
             events: &s.events,
             code: &s.code,
             approval: &s.approval,
+            acted: &s.acted,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -200,6 +203,11 @@ pub struct Session<D, C> {
     /// A tool round held for a person's approval ([`crate::approval`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<PendingApproval>,
+    /// Tools with effects that ran successfully, each with the turn (counted from 0)
+    /// it last ran in: a user's request for one is used up by the call it led to, so a
+    /// later turn does not run it again on the same words.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub acted: BTreeMap<String, u64>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -229,6 +237,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             events: Vec::new(),
             code: None,
             approval: None,
+            acted: BTreeMap::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
         }

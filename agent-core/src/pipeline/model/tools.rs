@@ -239,6 +239,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             let (content, ok) = match r {
                 Ok(out) => {
+                    // A call with effects uses up the request that led to it
+                    // (`pipeline/consent.rs`).
+                    if find(&c.name).is_some_and(|t| t.effect() != crate::tool::Effect::Pure) {
+                        self.s.acted.insert(c.name.clone(), self.s.turns);
+                    }
                     let src = DirectiveSource::Tool(c.name.clone());
                     if !out.directive.is_empty() {
                         self.post_bus.push((src, out.directive));
