@@ -54,6 +54,31 @@ fn render_static_instructions<D, C>(out: &mut String, title: &str, list: &[Instr
     }
 }
 
+/// A field's declared synonyms for the field list (` ("just me" = 1)`): the model
+/// reads them as the values they stand for.
+fn said_as(prop: Option<&serde_json::Value>) -> String {
+    let Some(serde_json::Value::Object(map)) = prop.and_then(|p| p.get("x-synonyms")) else {
+        return String::new();
+    };
+    let parts: Vec<String> = map
+        .iter()
+        .filter_map(|(value, phrases)| {
+            let phrases: Vec<String> = phrases
+                .as_array()?
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(|p| format!("\"{p}\""))
+                .collect();
+            (!phrases.is_empty()).then(|| format!("{} = {value}", phrases.join("/")))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}
+
 pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::data::DataSchema) {
     let mut x = if flow.collectable.is_empty() {
         String::new()
@@ -72,9 +97,10 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
             prop.and_then(|p| p.get("x-not-past")) == Some(&serde_json::Value::Bool(true));
         let _ = writeln!(
             x,
-            "- {field}{}{desc}{}",
+            "- {field}{}{desc}{}{}",
             if desc.is_empty() { "" } else { ": " },
-            if not_past { " (today or later)" } else { "" }
+            if not_past { " (today or later)" } else { "" },
+            said_as(prop)
         );
     }
     flow.extract_section = x;

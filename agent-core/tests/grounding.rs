@@ -181,6 +181,45 @@ async fn a_value_outside_its_range_is_refused_and_asked_again_with_the_reason() 
 }
 
 #[tokio::test]
+async fn declared_synonyms_ground_a_number_and_are_shown_to_the_model() {
+    let p = ScriptedProvider::new();
+    let a = booking(&p)
+        .synonyms("guests", 1, ["just me", "only me"])
+        .synonyms("guests", 2, ["my wife and I"])
+        .flow(booking_flow(false))
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for one. Which date?")
+            .with_data(json!({ "city": "Lisbon", "guests": 1 })),
+    );
+    let r = a.respond("s", "Lisbon, just me").await.unwrap();
+    assert_eq!(r.data.guests, Some(1), "{:?}", r.ungrounded);
+    assert!(r.ungrounded.is_empty());
+    let system = p.last_request().unwrap().system;
+    assert!(
+        system.contains(
+            r#"- guests: Number of guests, 1 to 12 ("just me"/"only me" = 1, "my wife and I" = 2)"#
+        ),
+        "{system}"
+    );
+    // A synonym states its own value only, and no synonym is no statement.
+    p.respond(Answer::message("Which city?"));
+    a.respond("t", "hi").await.unwrap();
+    p.respond(
+        Answer::message("Porto for two. Which date?")
+            .with_data(json!({ "city": "Porto", "guests": 2 })),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
+    let r = a.respond("t", "Porto, just me").await.unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Porto"));
+    assert_eq!(r.data.guests, None);
+    assert_eq!(r.ungrounded.len(), 1);
+}
+
+#[tokio::test]
 async fn a_dispatched_write_that_breaks_a_constraint_is_a_typed_error_and_changes_nothing() {
     let p = ScriptedProvider::new();
     let a = booking(&p)

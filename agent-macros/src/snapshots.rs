@@ -41,7 +41,7 @@ fn data_field_constraints_become_schemars_attributes_and_are_stripped() {
         quote! {
             pub struct Stay {
                 /// Number of guests
-                #[field(range = 1..=12)]
+                #[field(range = 1..=12, synonyms(1 = ["just me", "alone"], 2 = "my wife and I"))]
                 pub guests: u8,
                 #[field(range = -10.5..=)]
                 pub min_temp: Option<f64>,
@@ -50,7 +50,7 @@ fn data_field_constraints_become_schemars_attributes_and_are_stripped() {
                 /// Check-in date (ISO 8601)
                 #[field(pattern = "^\\d{4}-\\d{2}-\\d{2}$", len = 10..=10)]
                 pub check_in: String,
-                #[field(one_of("standard", "suite"), inferred)]
+                #[field(one_of("standard", "suite"), inferred, synonyms("suite" = ["the big one"]))]
                 #[serde(default)]
                 pub room: String,
                 #[field(len = ..=3)]

@@ -37,7 +37,9 @@ pub struct Booking {
     #[field(not_past)]
     pub check_in: Date,
     /// Number of guests, 1 to 12
-    #[field(range = 1..=12)]
+    // `synonyms`: what guests say for a count without naming the number; grounding
+    // accepts them, and the prompt's field list shows them.
+    #[field(range = 1..=12, synonyms(1 = ["just me", "only me", "alone"], 2 = ["my wife and I", "my partner and I"]))]
     pub guests: u8,
     /// Confirmation number
     pub booking_id: String,

@@ -229,6 +229,28 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     pub fn not_past(self, field: impl Into<String>) -> Self {
         self.constrain(field, serde_json::json!({ "x-not-past": true }))
     }
+    /// What users say for one of a field's values when the words are not the value
+    /// itself (the builder form of `#[field(synonyms(...))]`): `synonyms("guests", 1,
+    /// ["just me", "only me"])` lets grounding accept "Just me" as stating one guest,
+    /// and the field list in the prompt shows them to the model. Calls add up per value.
+    pub fn synonyms<I, S>(
+        self,
+        field: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+        phrases: I,
+    ) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let key = match value.into() {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => crate::data::ground::number_key(&n),
+            other => other.to_string(),
+        };
+        let phrases: Vec<String> = phrases.into_iter().map(Into::into).collect();
+        self.constrain(field, serde_json::json!({ "x-synonyms": { key: phrases } }))
+    }
     /// A custom check on a field, run on every write after its schema constraints: `Ok`
     /// with the value to store (return it unchanged, or normalised: trimmed, title-cased;
     /// keep normalisers idempotent), or `Err` with a message the user may be shown. A

@@ -162,6 +162,13 @@ impl DataSchema {
         };
         if let Value::Object(c) = constraints {
             for (k, v) in c {
+                // Synonyms add up value by value (the builder declares them one at a time).
+                if let (Some(Value::Object(old)), Value::Object(more)) = (p.get_mut(k), v)
+                    && k == "x-synonyms"
+                {
+                    old.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    continue;
+                }
                 p.insert(k.clone(), v.clone());
             }
         }

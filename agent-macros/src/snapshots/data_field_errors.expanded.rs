@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown `#[field]` key `rnage`; did you mean `range`? known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `not_past`, `validate`"
+    "unknown `#[field]` key `rnage`; did you mean `range`? known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `not_past`, `validate`, `synonyms`"
 }
 ::core::compile_error! {
     "`range` bounds are inclusive: write `1..=12` (an exclusive end, `1..12`, is not supported)"
@@ -11,7 +11,7 @@
     "`inferred` is a flag and takes no value: write `inferred`"
 }
 ::core::compile_error! {
-    "write the constraints in parentheses, like `#[field(range = 1..=12)]`; known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `not_past`, `validate`"
+    "write the constraints in parentheses, like `#[field(range = 1..=12)]`; known keys: `range`, `len`, `pattern`, `one_of`, `inferred`, `not_past`, `validate`, `synonyms`"
 }
 ::core::compile_error! {
     "`inferred` is given twice for this field"

@@ -11,6 +11,7 @@
 pub struct Stay {
     /// Number of guests
     #[schemars(range(min = 1i64, max = 12i64))]
+    #[schemars(extend("x-synonyms" = {"1":["just me", "alone"], "2":["my wife and I"]}))]
     pub guests: ::core::option::Option<u8>,
     #[schemars(range(min = -10.5f64))]
     pub min_temp: ::core::option::Option<f64>,
@@ -23,6 +24,7 @@ pub struct Stay {
     #[serde(default)]
     #[schemars(extend("enum" = ["standard", "suite", null]))]
     #[schemars(extend("x-inferred" = true))]
+    #[schemars(extend("x-synonyms" = {"suite":["the big one"]}))]
     pub room: ::core::option::Option<String>,
     #[schemars(length(max = 3i64))]
     pub tags: ::core::option::Option<Vec<String>>,

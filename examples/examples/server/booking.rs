@@ -185,6 +185,9 @@ pub fn booking_agent_approving(
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers, one question at a time.")
         .instruction(Instruction::never("invent prices"))
+        // What guests say for a count without naming the number (grounding accepts it).
+        .synonyms("guests", 1, ["just me", "only me", "alone"])
+        .synonyms("guests", 2, ["my wife and I", "my partner and I"])
         .provider_arc(provider)
         .flow(booking_flow_with(approvals))
         .build()

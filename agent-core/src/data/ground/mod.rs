@@ -5,12 +5,15 @@
 //!
 //! - text: the value occurs in the cited words (case, accents, punctuation and spacing
 //!   ignored; a word may differ in its ending, so "Lisboa" supports "Lisbon");
-//! - numbers: stated in digits or in words ("two", "a couple", "dois");
+//! - numbers: stated in digits or in words ("two", "a couple", "dois"), or by one of
+//!   the value's declared synonyms ("just me" for `1` guests);
 //! - dates (`format: date`, or any `YYYY-MM-DD` value): the words name that day
 //!   against the agent's clock ("July 1st", "1/7", "tomorrow", "next Friday",
 //!   "in 3 days"); a year not stated must be this year or that of the next such
 //!   day (whether a past day is acceptable is the field's own rule);
-//! - enum values: the value or one of its declared synonyms (`x-synonyms`) occurs;
+//! - enum values: the value or one of its declared synonyms occurs (synonyms are
+//!   `"x-synonyms": {"double": ["two beds"], "1": ["just me"]}`, from
+//!   `#[field(synonyms(...))]`);
 //! - lists: every item is supported; booleans and objects are not checked.
 //!
 //! A quote that is not in what the user said is ignored and the value is checked
@@ -82,20 +85,42 @@ impl Evidence<'_> {
         match value {
             Value::Null | Value::Bool(_) | Value::Object(_) => true,
             Value::Array(items) => items.iter().all(|v| self.supports(prop, v, text)),
-            Value::Number(n) => n.as_f64().is_some_and(|n| states_number(text, n)),
+            Value::Number(n) => {
+                n.as_f64().is_some_and(|n| states_number(text, n))
+                    || self.says_synonym(prop, &number_key(n), text)
+            }
             Value::String(s) => {
                 if let Some(date) = crate::data::validate::parse_date(s) {
                     return names_date(text, date, self.today);
                 }
-                if let Some(syn) = synonyms(prop, s, self.defs) {
-                    let syn: Vec<String> = syn.iter().map(|x| normalize(x)).collect();
-                    if syn.iter().any(|x| contains_words(text, x)) {
-                        return true;
-                    }
-                }
-                contains_words(text, &normalize(s)) || same_code(text, s)
+                self.says_synonym(prop, s, text)
+                    || contains_words(text, &normalize(s))
+                    || same_code(text, s)
             }
         }
+    }
+
+    /// `text` says one of the synonyms declared for the value keyed `key`: the whole
+    /// phrase, as words (case, accents and punctuation aside), since its short words
+    /// carry the meaning ("just me" is not "just us").
+    fn says_synonym(&self, prop: &Value, key: &str, text: &str) -> bool {
+        synonyms(prop, key, self.defs).is_some_and(|syn| {
+            syn.iter()
+                .map(|x| normalize(x))
+                .any(|x| !x.trim().is_empty() && text.contains(x.as_str()))
+        })
+    }
+}
+
+/// A number as an `x-synonyms` key: whole numbers without a fraction (`2.0` is `"2"`).
+pub(crate) fn number_key(n: &serde_json::Number) -> String {
+    match (n.as_i64(), n.as_u64(), n.as_f64()) {
+        (Some(i), ..) => i.to_string(),
+        (_, Some(u), _) => u.to_string(),
+        // Whole floats are keyed like the integer they equal.
+        #[allow(clippy::cast_possible_truncation)]
+        (.., Some(f)) if f.fract() == 0.0 && f.abs() < 1e15 => (f as i64).to_string(),
+        _ => n.to_string(),
     }
 }
 
@@ -104,7 +129,8 @@ fn flag(prop: &Value, key: &str, defs: Option<&Value>) -> bool {
     find(prop, defs, &|o| o.get(key).and_then(Value::as_bool)).unwrap_or(false)
 }
 
-/// Declared synonyms of an enum value: `"x-synonyms": {"double": ["two beds"]}`.
+/// Declared synonyms of a value: `"x-synonyms": {"double": ["two beds"], "1": ["just me"]}`
+/// (a number is keyed as JSON writes it).
 fn synonyms(prop: &Value, value: &str, defs: Option<&Value>) -> Option<Vec<String>> {
     find(prop, defs, &|o| {
         let list = o.get("x-synonyms")?.get(value)?.as_array()?;

@@ -133,6 +133,37 @@ fn inferred_fields_and_synonyms() {
 }
 
 #[test]
+fn a_number_is_stated_by_a_declared_synonym_of_that_number_only() {
+    let guests = json!({
+        "anyOf": [{ "type": "integer", "minimum": 1 }, { "type": "null" }],
+        "x-synonyms": { "1": ["just me", "only me"], "2": ["my wife and I"] }
+    });
+    let e = ev(&["Just me."]);
+    assert_eq!(e.check(&guests, &json!(1), None), Grounding::Grounded);
+    // A float the model writes for a whole number is keyed like the integer.
+    assert_eq!(e.check(&guests, &json!(1.0), None), Grounding::Grounded);
+    assert!(matches!(
+        e.check(&guests, &json!(2), None),
+        Grounding::Unsupported(_)
+    ));
+    // The phrase, not its words apart: "just us" is not "just me".
+    let e = ev(&["just us, me and my brother"]);
+    assert!(matches!(
+        e.check(&guests, &json!(1), None),
+        Grounding::Unsupported(_)
+    ));
+    let e = ev(&["My wife and I, in Porto"]);
+    assert_eq!(e.check(&guests, &json!(2), None), Grounding::Grounded);
+    // Without synonyms "just me" states nothing.
+    let bare = json!({ "type": "integer" });
+    let e = ev(&["just me"]);
+    assert!(matches!(
+        e.check(&bare, &json!(1), None),
+        Grounding::Unsupported(_)
+    ));
+}
+
+#[test]
 fn normalize_folds_case_accents_and_punctuation_as_the_unicode_tables_do() {
     // The character-by-character definition, through the Unicode tables only.
     fn reference(text: &str) -> String {

@@ -74,5 +74,10 @@ pub fn schema_attrs(c: &Constraints) -> TokenStream {
     if c.not_past.is_some() {
         out.extend(quote!(#[schemars(extend("x-not-past" = true))]));
     }
+    if let Some(e) = &c.synonyms {
+        let keys = e.value.iter().map(|g| g.of.key());
+        let phrases = e.value.iter().map(|g| &g.phrases);
+        out.extend(quote!(#[schemars(extend("x-synonyms" = { #(#keys: [#(#phrases),*]),* }))]));
+    }
     out
 }

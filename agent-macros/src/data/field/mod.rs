@@ -11,6 +11,7 @@
 //! | `one_of("a", "b")`        | `String`              | `enum` (with `null`)                 |
 //! | `inferred`                | any                   | `"x-inferred": true`                 |
 //! | `not_past`                | `Date`, `DateTime`    | `"x-not-past": true`                 |
+//! | `synonyms(1 = ["just me"])` | numbers, `String`, enums | `"x-synonyms": {"1": ["just me"]}` |
 //! | `validate = path`         | any                   | none: `path` runs on every write     |
 //!
 //! `validate` names a `fn(T) -> Result<T, String>` (`T` the field's value type): `Ok`
@@ -20,6 +21,12 @@
 //! `not_past` refuses a day before today on the agent's clock. The field's type must
 //! implement `CalendarValue` (the engine's `Date` and `DateTime`), checked by rustc on
 //! the key, so a type alias is accepted and a `String` is not.
+//!
+//! `synonyms` names, per value, what users say for it when the words are not the value
+//! itself: grounding accepts "just me" as a statement of `1` guests, or "two beds" of
+//! `"double"`, and the field list in the prompt shows them to the model. The value is a
+//! number literal for a numeric field (within its `range`), a string for a text field
+//! (within its `one_of`) or an enum's serialised variant name.
 //!
 //! Ranges are inclusive; either bound may be left out (`..=100`, `1..=`, `1..`).
 //!
@@ -40,7 +47,7 @@ use quote::quote;
 
 /// The keys `#[field(...)]` accepts.
 pub const KEYS: &[&str] = &[
-    "range", "len", "pattern", "one_of", "inferred", "not_past", "validate",
+    "range", "len", "pattern", "one_of", "inferred", "not_past", "validate", "synonyms",
 ];
 
 /// A number literal of a bound.
@@ -141,4 +148,41 @@ pub struct Constraints {
     pub not_past: Option<Entry<()>>,
     /// `validate = path`.
     pub validate: Option<Entry<syn::Path>>,
+    /// `synonyms(value = ["phrase", ...], ...)`.
+    pub synonyms: Option<Entry<Vec<Synonyms>>>,
+}
+
+/// The value a group of synonyms stands for.
+pub enum SynonymOf {
+    /// A number (`1 = [...]`).
+    Num(Bound),
+    /// A text or enum value (`"double" = [...]`).
+    Text(syn::LitStr),
+}
+
+impl SynonymOf {
+    /// The value as the schema's `x-synonyms` key: numbers as JSON writes them, so
+    /// the engine finds `1` under `"1"` and `1.5` under `"1.5"`.
+    pub fn key(&self) -> String {
+        match self {
+            SynonymOf::Num(b) => match b.num {
+                Num::Int(i) => i.to_string(),
+                // Whole floats are keyed like the integer the model writes for them.
+                #[allow(clippy::cast_possible_truncation)]
+                Num::Float(x) if x.fract() == 0.0 && x.abs() < 1e15 => (x as i64).to_string(),
+                Num::Float(x) => x.to_string(),
+            },
+            SynonymOf::Text(s) => s.value(),
+        }
+    }
+}
+
+/// One `value = ["phrase", ...]` of `synonyms(...)`.
+pub struct Synonyms {
+    /// The value.
+    pub of: SynonymOf,
+    /// What users say for it.
+    pub phrases: Vec<syn::LitStr>,
+    /// The entry as written, for errors.
+    pub tokens: TokenStream,
 }

@@ -3,7 +3,7 @@
 
 use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
-use super::{Bound, Bounds, Constraints, Entry, KEYS, Num};
+use super::{Bound, Bounds, Constraints, Entry, KEYS, Num, SynonymOf, Synonyms};
 use crate::diag::{Errors, suggest};
 
 fn known_keys() -> String {
@@ -120,9 +120,48 @@ fn usage(key: &str) -> &'static str {
         "validate" => {
             "`validate` takes the path of a `fn(T) -> Result<T, String>`: `validate = crate::check_city`"
         }
+        "synonyms" => {
+            "`synonyms` takes, per value, the phrases users say for it: `synonyms(1 = [\"just me\", \"only me\"], 2 = [\"a couple\"])`, `synonyms(\"double\" = [\"two beds\"])`"
+        }
         "not_past" => "`not_past` is a flag and takes no value: write `not_past`",
         _ => "`inferred` is a flag and takes no value: write `inferred`",
     }
+}
+
+/// `value = ["phrase", ...]` or `value = "phrase"`.
+fn synonym_group(item: &[TokenTree]) -> Option<Synonyms> {
+    let eq = item.iter().position(|t| is_punct(t, '='))?;
+    let (value, rest) = item.split_at(eq);
+    let of = match value {
+        [TokenTree::Literal(l)] => match syn::Lit::new(l.clone()) {
+            syn::Lit::Str(s) => SynonymOf::Text(s),
+            _ => SynonymOf::Num(bound(value)?),
+        },
+        _ => SynonymOf::Num(bound(value)?),
+    };
+    let lit_str = |t: &TokenTree| match t {
+        TokenTree::Literal(l) => match syn::Lit::new(l.clone()) {
+            syn::Lit::Str(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    };
+    let phrases = match &rest[1..] {
+        [TokenTree::Group(g)] if g.delimiter() == Delimiter::Bracket => split_commas(g.stream())
+            .iter()
+            .map(|p| match p.as_slice() {
+                [t] => lit_str(t),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?,
+        [t] => vec![lit_str(t)?],
+        _ => return None,
+    };
+    Some(Synonyms {
+        of,
+        phrases,
+        tokens: item.iter().cloned().collect(),
+    })
 }
 
 fn entry<T>(key: &syn::Ident, tokens: &TokenStream, value: T) -> Entry<T> {
@@ -219,6 +258,19 @@ fn parse_entry(item: &[TokenTree], c: &mut Constraints, errors: &mut Errors) {
                 None => malformed(errors, usage(&name).to_string()),
             }
         }
+        "synonyms" => match rest {
+            [TokenTree::Group(g)] if g.delimiter() == Delimiter::Parenthesis => {
+                match split_commas(g.stream())
+                    .iter()
+                    .map(|item| synonym_group(item))
+                    .collect::<Option<Vec<_>>>()
+                {
+                    Some(groups) => set(&mut c.synonyms, entry(&key, &tokens, groups), errors),
+                    None => malformed(errors, usage(&name).to_string()),
+                }
+            }
+            _ => malformed(errors, usage(&name).to_string()),
+        },
         "validate" => match rest.split_first() {
             Some((eq, v)) if is_punct(eq, '=') && !v.is_empty() => {
                 match syn::parse2::<syn::Path>(v.iter().cloned().collect()) {

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::{Bounds, Num};
+use super::{Bounds, Constraints, Num, SynonymOf};
 use crate::data::parse::FieldDef;
 use crate::diag::Errors;
 
@@ -182,6 +182,91 @@ pub fn validate(f: &FieldDef, errors: &mut Errors) {
                 errors.push_spanned(v, format!("`{:?}` is listed twice in `one_of`", v.value()));
             }
             seen.push(v.value());
+        }
+    }
+    check_synonyms(c, shape, field, &text, errors);
+}
+
+/// Each synonym stands for a value the field can hold: a number of its type and
+/// `range` for a numeric field, a string (in its `one_of`) otherwise.
+fn check_synonyms(
+    c: &Constraints,
+    shape: Shape,
+    field: &syn::Ident,
+    text: &str,
+    errors: &mut Errors,
+) {
+    let Some(e) = &c.synonyms else { return };
+    if e.value.is_empty() {
+        errors.push_spanned(
+            &e.tokens,
+            "`synonyms` needs at least one value, like `synonyms(1 = [\"just me\"])`",
+        );
+    }
+    let numeric = matches!(shape, Shape::Int(..) | Shape::Float);
+    let mut seen: Vec<String> = Vec::new();
+    for g in &e.value {
+        match &g.of {
+            SynonymOf::Num(b) if !numeric => errors.push_spanned(
+                &b.tokens,
+                format!("`{field}` is a `{text}`: a synonym stands for one of its values, written as a string, like `\"double\" = [\"two beds\"]`"),
+            ),
+            SynonymOf::Text(s) if numeric => errors.push_spanned(
+                s,
+                format!("`{field}` is a `{text}`: a synonym stands for a number, like `1 = [\"just me\"]`"),
+            ),
+            SynonymOf::Num(b) => {
+                let outside = match (shape, b.num) {
+                    (Shape::Int(..), Num::Float(x)) => Some(format!(
+                        "`{field}` is a `{text}`: write an integer, found `{x:?}`"
+                    )),
+                    (Shape::Int(lo, hi), Num::Int(i)) if i < lo || i > hi => Some(format!(
+                        "`{i}` is out of range for `{field}: {text}` ({lo}..={hi})"
+                    )),
+                    _ => None,
+                };
+                let outside = outside.or_else(|| {
+                    let r = &c.range.as_ref()?.value;
+                    let x = b.num.as_f64();
+                    let below = r.min.as_ref().is_some_and(|m| x < m.num.as_f64());
+                    let above = r.max.as_ref().is_some_and(|m| x > m.num.as_f64());
+                    (below || above).then(|| {
+                        format!("`{}` is outside the field's `range`: the engine would refuse it", b.num)
+                    })
+                });
+                if let Some(msg) = outside {
+                    errors.push_spanned(&b.tokens, msg);
+                }
+            }
+            SynonymOf::Text(s) => {
+                if let Some(one_of) = &c.one_of
+                    && !one_of.value.iter().any(|v| v.value() == s.value())
+                {
+                    errors.push_spanned(
+                        s,
+                        format!("`{:?}` is not one of the field's `one_of` values", s.value()),
+                    );
+                }
+            }
+        }
+        let key = g.of.key();
+        if seen.contains(&key) {
+            errors.push_spanned(
+                &g.tokens,
+                format!("synonyms for `{key}` are given twice: list them together"),
+            );
+        }
+        seen.push(key);
+        if g.phrases.is_empty() {
+            errors.push_spanned(
+                &g.tokens,
+                "list at least one phrase, like `1 = [\"just me\"]`",
+            );
+        }
+        for p in &g.phrases {
+            if p.value().trim().is_empty() {
+                errors.push_spanned(p, "a synonym is a phrase users say: this one is empty");
+            }
         }
     }
 }

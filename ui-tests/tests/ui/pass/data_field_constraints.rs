@@ -5,7 +5,7 @@ use agent_core::typed::prelude::*;
 #[data]
 pub struct Stay {
     /// Number of guests, 1 to 12
-    #[field(range = 1..=12)]
+    #[field(range = 1..=12, synonyms(1 = ["just me", "only me"], 2 = "my wife and I"))]
     pub guests: u8,
     /// Lowest acceptable temperature
     #[field(range = -10.5..=)]
@@ -17,7 +17,7 @@ pub struct Stay {
     #[field(pattern = r"^\d{4}-\d{2}-\d{2}$", len = 10..=10)]
     pub check_in: String,
     /// Room type
-    #[field(one_of("standard", "suite"), inferred)]
+    #[field(one_of("standard", "suite"), inferred, synonyms("suite" = ["the big one"]))]
     pub room: String,
     /// City
     #[field(len = 1..=80)]
@@ -50,6 +50,10 @@ fn main() {
     assert_eq!(guests["maximum"], 12);
     assert_eq!(guests["description"], "Number of guests, 1 to 12");
     assert!(guests.get("x-inferred").is_none());
+    assert_eq!(
+        guests["x-synonyms"].to_string(),
+        r#"{"1":["just me","only me"],"2":["my wife and I"]}"#
+    );
 
     assert_eq!(p["min_temp"]["minimum"], -10.5);
     assert!(p["min_temp"].get("maximum").is_none());
@@ -70,6 +74,7 @@ fn main() {
     let room = &p["room"];
     assert_eq!(room["enum"].to_string(), r#"["standard","suite",null]"#);
     assert_eq!(room["x-inferred"], true);
+    assert_eq!(room["x-synonyms"]["suite"][0], "the big one");
 
     assert_eq!(p["city"]["minLength"], 1);
     assert_eq!(p["city"]["maxLength"], 80);
