@@ -37,6 +37,14 @@ fn options_pick_suites_subsets_and_k() {
     assert_eq!((smoke.k, smoke.tag.as_deref()), (0, Some("smoke")));
     assert_eq!(smoke.suites, ["triage"]);
     assert_eq!(args(&["--quick", "--k", "2"]).unwrap().k, 2);
+    assert!(all.greedy);
+    let k_only = args(&["--no-greedy", "--k", "3"]).unwrap();
+    assert_eq!((k_only.greedy, k_only.k), (false, 3));
+    assert!(
+        args(&["--smoke", "--no-greedy"])
+            .unwrap_err()
+            .contains("nothing to run")
+    );
     assert!(
         args(&["--suite", "nope"])
             .unwrap_err()
