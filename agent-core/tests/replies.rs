@@ -1,5 +1,6 @@
 //! What the user reads of a model-written reply: the reply style told to the model,
-//! sentences said twice and a sentence cut by the length limit removed; code's verbatim
+//! sentences said twice, sentences read back from the instructions and a sentence cut
+//! by the length limit removed; code's verbatim
 //! replies and text already streamed live are left as they are.
 
 #![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
@@ -94,6 +95,23 @@ async fn a_sentence_said_twice_is_said_once() {
                 == "Which city would you like? I'm here to help! Just tell me the city."),
         "{history:?}"
     );
+}
+
+#[tokio::test]
+async fn the_instructions_read_back_are_not_what_the_user_reads() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    // The step's prompt and the engine's own rule, read back by a small model.
+    p.respond(Answer::message(
+        "Ask which city the user wants to stay in. Which city would you like? \
+         Never say an action (a booking, a refund, a change) was made unless a tool made it.",
+    ));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, "Which city would you like?");
+    // Nothing but the instructions: kept rather than sending nothing.
+    p.respond(Answer::message("Ask for the check-in date.").with_data(json!({ "city": "Lisbon" })));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "Ask for the check-in date.");
 }
 
 #[tokio::test]

@@ -392,7 +392,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // on adds: sentences said twice, a last sentence the length limit cut.
             if stopped != StoppedReason::Reply
                 && !self.streamed
-                && let Some(t) = crate::reply::tidy(&message, self.a.config.max_reply_chars)
+                && let Some(t) =
+                    crate::reply::tidy(&message, self.a.config.max_reply_chars, &self.prompt)
             {
                 tracing::debug!(before = %message, after = %t, "reply tidied");
                 message = t;

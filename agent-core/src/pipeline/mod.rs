@@ -133,6 +133,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) hops: u32,
     /// An intermediate message not shown to the user, passed to the next rendering.
     pub(crate) carried: Option<String>,
+    /// The instructions (system prompt and state block) of the last respond call: the
+    /// reply it wrote must not read them back to the user.
+    pub(crate) prompt: String,
     /// A hand-over answer written for the first step of the flow it handed to, with
     /// the values it read for that flow (its message is `carried`).
     pub(crate) preview: Option<speculate::Preview>,
@@ -253,6 +256,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             deferred: Vec::new(),
             hops: 0,
             carried: None,
+            prompt: String::new(),
             preview: None,
             aug: Augment {
                 append: Vec::new(),

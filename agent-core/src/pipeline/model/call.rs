@@ -66,6 +66,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok((resp, Vec::new()));
         }
         self.calls += 1;
+        if kind == CallKind::Respond {
+            self.prompt = req.instructions();
+        }
         let provider = self.a.provider.name();
         let flow = self.s.flow.as_deref().unwrap_or("");
         let span = crate::telemetry::chat_span(provider, req, &self.s.id, flow);
