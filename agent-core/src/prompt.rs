@@ -112,6 +112,7 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
     s.push('\n');
     render_static_instructions(&mut s, "Task rules", &flow.instructions);
     flow.section = s;
+    flow.reply_labels = reply_labels(&flow.steps);
     for step in &mut flow.steps {
         let mut s = String::new();
         match &step.kind {
@@ -127,6 +128,47 @@ pub(crate) fn render_flow_sections<D, C>(flow: &mut Flow<D, C>, schema: &crate::
         render_static_instructions(&mut s, "Step rules", &step.instructions);
         step.section = s;
     }
+}
+
+/// Per step, the label a reply gives for what it asks (`reply_asks_for`): the fields
+/// a model step collects ("city", "check_in and guests"), or its id when it collects
+/// nothing or another step has the same fields; `None` for steps the model does not
+/// render. Static per flow, so the schema (and a provider's cached prefix) is the same
+/// every call. Measured on Qwen2.5 1.5B over 15 speculative calls: a yes/no "did you
+/// re-ask" written after the message followed the instruction's wording (all true or
+/// all false), a label for the message written after it matched the message in 13
+/// (the two misses were copies of the previous reply), a label written before the
+/// message in 7.
+pub(crate) fn reply_labels<D, C>(steps: &[Step<D, C>]) -> Vec<Option<std::sync::Arc<str>>> {
+    let by_fields: Vec<Option<String>> = steps
+        .iter()
+        .map(|s| {
+            (matches!(s.kind, StepKind::Model) && !s.collect.is_empty()).then(|| {
+                s.collect
+                    .iter()
+                    .map(|f| f.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            })
+        })
+        .collect();
+    steps
+        .iter()
+        .zip(&by_fields)
+        .map(|(s, label)| {
+            if !matches!(s.kind, StepKind::Model) {
+                return None;
+            }
+            let unique = label.as_ref().filter(|l| {
+                by_fields.iter().filter(|o| o.as_ref() == Some(l)).count() == 1
+                    && !steps.iter().any(|t| t.id.as_ref() == l.as_str())
+            });
+            Some(match unique {
+                Some(l) => std::sync::Arc::from(l.as_str()),
+                None => s.id.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What a model step asks the model to do: its prompt, else a question for what it

@@ -87,7 +87,10 @@ impl Answer {
     pub fn data(data: Value) -> Self {
         Self::message("").with_data(data)
     }
-    /// The step the model claims it replied for.
+    /// The step the model claims it replied for (a real model names it by what its
+    /// message asks for, `reply_asks_for`). Without a claim, a read-ahead reply counts
+    /// for whichever of its two steps the turn lands on, unless that step was already
+    /// asked (its question awaits the answer).
     pub fn claiming(mut self, step: impl Into<String>) -> Self {
         if let AnswerKind::Reply { step: s, .. } = &mut self.kind {
             *s = Some(step.into());

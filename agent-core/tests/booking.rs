@@ -1,5 +1,7 @@
 //! The booking conversation: data first, one model call per turn, completion.
 
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
 mod common;
 
 use agent_core::prelude::*;
@@ -387,7 +389,7 @@ async fn a_switch_flow_id_written_by_hand_is_still_followed_and_all_false_stays(
     a.respond("s", "book a room").await.unwrap();
 
     p.respond(Answer::raw(
-        r#"{"data":{},"handoff":{"feedback":false},"message":"Which city, then?","re_ask":true}"#,
+        r#"{"data":{},"handoff":{"feedback":false},"message":"Which city, then?","reply_asks_for":"city"}"#,
     ));
     let r = a.respond("s", "hmm").await.unwrap();
     assert_eq!(r.flow.as_deref(), Some("booking"));
@@ -461,4 +463,200 @@ async fn a_flow_without_when_is_not_offered_for_a_hand_over_and_not_followed() {
         json!(["feedback"])
     );
     assert!(!system.contains("- desk:"), "{system}");
+}
+
+/// The turn a flow starts reads the message as the answer to its first step: a
+/// message that gives the city is answered for the next step in the same call.
+#[tokio::test]
+async fn an_opening_message_that_answers_the_first_step_is_answered_in_one_call() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("Lisbon, lovely. From which date?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    let r = a.respond("s", "Book me a room in Lisbon").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 1));
+    assert_eq!(r.message, "Lisbon, lovely. From which date?");
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    let sys = p.last_request().unwrap().instructions();
+    assert!(sys.contains("Now, Step `ask_date`"), "{sys}");
+    assert!(
+        sys.contains(
+            "But if the user's latest message does not give `city`, instead Step `ask_city`"
+        ),
+        "{sys}"
+    );
+}
+
+/// A greeting does not answer the first step: the reply the same call wrote for it
+/// (the fallback, which it says it asks for) is used.
+#[tokio::test]
+async fn an_opening_message_without_the_answer_uses_the_fallback_reply_in_one_call() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Hello! Which city?").claiming("ask_city"));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
+    assert_eq!(r.message, "Hello! Which city?");
+    assert_eq!(r.data.city, None);
+}
+
+/// A reply written for the next step while the message gave nothing for the first is
+/// not shown: the turn renders the first step again.
+#[tokio::test]
+async fn a_reply_for_the_next_step_without_its_data_is_rendered_again() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("From which date?").claiming("ask_date"));
+    p.respond(Answer::message("Which city would you like?"));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 2));
+    assert_eq!(r.message, "Which city would you like?");
+    // The second call renders the first step itself, with no fallback.
+    let sys = p.last_request().unwrap().instructions();
+    assert!(
+        sys.contains("Now, Step `ask_city`") && !sys.contains("But if"),
+        "{sys}"
+    );
+}
+
+/// A first step whose question code writes (`ask`), or that runs a hook, is not read
+/// ahead: the speculative call renders that step (or code asks it), as before.
+#[tokio::test]
+async fn a_first_step_with_code_to_run_is_not_read_ahead() {
+    let city = || {
+        Step::model("ask_city")
+            .prompt("Ask which city the user wants to stay in.")
+            .collect(["city"])
+    };
+    let hooked = city().prepare(
+        |_cx: &Cx<'_, Booking, Concierge>| -> PreDirective<Booking, Concierge> {
+            PreDirective::new().append_prompt("The guest is new.")
+        },
+    );
+    let asked = city().ask("Which city shall it be?");
+    for (first, calls, message) in [
+        (hooked, 1, "Which city?"),
+        (asked, 1, "Which city shall it be?"),
+    ] {
+        let p = ScriptedProvider::new();
+        let flow = Flow::builder("booking")
+            .title("Hotel booking")
+            .step(first)
+            .step(
+                Step::model("ask_date")
+                    .prompt("Ask for the check-in date.")
+                    .collect(["check_in"]),
+            )
+            .build()
+            .unwrap();
+        let a = agent(&p, vec![flow]);
+        p.respond(Answer::message("Which city?"));
+        let r = a.respond("s", "hi").await.unwrap();
+        assert_eq!(
+            (r.step.as_deref(), r.model_calls),
+            (Some("ask_city"), calls)
+        );
+        assert_eq!(r.message, message);
+        let sys = p.last_request().unwrap().instructions();
+        assert!(
+            sys.contains("Now, Step `ask_city`") && !sys.contains("But if"),
+            "{sys}"
+        );
+    }
+}
+
+/// What the model says its reply asks for decides which step it stands for: a reply
+/// that asks for the city again after reading the city is not used.
+#[tokio::test]
+async fn the_reply_is_used_for_the_step_it_says_it_asks_for() {
+    for (asks_for, calls, message) in [
+        ("check_in", 1, "From which date?"),
+        ("city", 2, "Which date works for you?"),
+    ] {
+        let p = ScriptedProvider::new();
+        let a = agent(&p, vec![booking_flow(false)]);
+        p.respond(Answer::raw(format!(
+            r#"{{"data":{{"city":"Lisbon","check_in":null,"guests":null}},"message":"From which date?","reply_asks_for":"{asks_for}"}}"#
+        )));
+        p.respond(Answer::message("Which date works for you?"));
+        let r = a.respond("s", "A room in Lisbon").await.unwrap();
+        assert_eq!(
+            (r.step.as_deref(), r.model_calls, r.message.as_str()),
+            (Some("ask_date"), calls, message),
+            "{asks_for}"
+        );
+    }
+}
+
+/// A small model copies its previous reply: a copy is not the answer to the step the
+/// conversation moved on to, and the turn renders that step.
+#[tokio::test]
+async fn a_copy_of_the_previous_reply_is_not_used_for_the_next_step() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    let question = "Hello! Which city would you like to stay in?";
+    p.respond(Answer::message(question).claiming("ask_city"));
+    a.respond("s", "hi").await.unwrap();
+
+    p.respond(
+        Answer::message(question)
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    p.respond(Answer::message("Lisbon it is. From which date?"));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 2));
+    assert_eq!(r.message, "Lisbon it is. From which date?");
+
+    // Asking the same question again when the user did not answer is no copy to
+    // refuse: the step did not change.
+    p.respond(Answer::message("Lisbon it is. From which date?").claiming("ask_date"));
+    let r = a.respond("s", "hmm").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 1));
+}
+
+/// ask_city -> ask_date, with a rule that holds for Porto only.
+fn harbour_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .instruction(
+            Instruction::should("mention the harbour view")
+                .if_(|cx: &Cx<'_, Booking, Concierge>| cx.data().city.as_deref() == Some("Porto")),
+        )
+        .step(Step::model("ask_city").collect(["city"]))
+        .step(Step::model("ask_date").collect(["check_in"]))
+        .build()
+        .unwrap()
+}
+
+/// A reply read ahead was written with the rules of the data before its own values:
+/// when those values make another rule hold, the step is rendered again with it.
+#[tokio::test]
+async fn a_rule_that_the_read_values_make_hold_is_in_the_reply() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![harbour_flow()]);
+    p.respond(Answer::message("From which date?").with_data(json!({"city": "Porto"})));
+    p.respond(Answer::message(
+        "Porto has a harbour view. From which date?",
+    ));
+    let r = a.respond("s", "A room in Porto").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 2));
+    assert_eq!(r.message, "Porto has a harbour view. From which date?");
+    let first = p.requests()[0].instructions();
+    let second = p.last_request().unwrap().instructions();
+    assert!(!first.contains("harbour"), "{first}");
+    assert!(
+        second.contains("SHOULD mention the harbour view"),
+        "{second}"
+    );
+
+    // A city the rule does not hold for: the reply read ahead stands.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![harbour_flow()]);
+    p.respond(Answer::message("From which date?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "A room in Lisbon").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 1));
 }

@@ -31,7 +31,7 @@ async fn a_hand_over_answer_written_for_the_first_step_is_the_reply_in_one_call(
     let a = at_ask_city(&p).await;
 
     p.respond(Answer::raw(
-        r#"{"data":{"check_in":null,"city":null,"feedback":null,"guests":null},"handoff":{"feedback":true},"message":"How was your last stay?","re_ask":true}"#,
+        r#"{"data":{"check_in":null,"city":null,"feedback":null,"guests":null},"handoff":{"feedback":true},"message":"How was your last stay?","reply_asks_for":"city"}"#,
     ));
     let r = a
         .respond("s", "actually I want to leave feedback")

@@ -121,7 +121,7 @@ async fn collected_data_and_history_reach_the_model() {
     a.respond("s", "July 1").await.unwrap();
     let req = p.last_request().unwrap();
     assert!(
-        req.instructions().contains(r#""city":"Lisbon""#),
+        req.instructions().contains("city = Lisbon"),
         "{}",
         req.system
     );
@@ -137,8 +137,8 @@ async fn collected_data_and_history_reach_the_model() {
         .lines()
         .find(|l| l.starts_with("Collected so far"))
         .unwrap();
-    assert!(line.contains(r#""city":"Lisbon""#), "{line}");
-    assert!(line.contains(r#""check_in":null"#), "{line}");
+    assert!(line.contains("city = Lisbon"), "{line}");
+    assert!(line.contains("check_in = not yet"), "{line}");
     assert!(!line.contains("booking_id"), "{line}");
     assert!(!line.contains("feedback"), "{line}");
 }
@@ -182,7 +182,13 @@ async fn the_clock_and_the_state_come_after_the_history_and_the_schema_stays_put
         s["properties"].get("step").is_none(),
         "no per-step enum: {s}"
     );
-    assert_eq!(s["properties"]["re_ask"]["type"], "boolean", "{s}");
+    // What the reply asks for, one label per model step of the flow (its fields, or
+    // its id when it collects nothing), the same list whichever step the call is for.
+    assert_eq!(
+        s["properties"]["reply_asks_for"]["enum"],
+        serde_json::json!(["city", "check_in"]),
+        "{s}"
+    );
     assert!(
         s["properties"]["data"]["properties"]["check_in"].is_object(),
         "{s}"
@@ -275,4 +281,28 @@ async fn a_front_desk_with_a_fallback_to_itself_stays_when_no_branch_holds() {
     assert_eq!(r.flow.as_deref(), Some("desk"));
     assert_eq!(r.step.as_deref(), Some("ask_need"));
     assert_eq!(r.model_calls, 1);
+}
+
+/// Two steps that collect the same field are told apart by their ids in the labels a
+/// reply gives for what it asks.
+#[tokio::test]
+async fn steps_with_the_same_fields_are_labelled_by_their_ids() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .step(Step::model("ask_city").collect(["city"]))
+        .step(Step::model("recheck_city").collect(["city"]))
+        .step(Step::model("ask_date").collect(["check_in", "guests"]))
+        .step(Step::model("wrap_up").prompt("Thank the user."))
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let s = p.last_request().unwrap().output.unwrap().schema;
+    assert_eq!(
+        s["properties"]["reply_asks_for"]["enum"],
+        serde_json::json!(["ask_city", "recheck_city", "check_in and guests", "wrap_up"]),
+        "{s}"
+    );
 }

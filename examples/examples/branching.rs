@@ -88,15 +88,13 @@ pub const MESSAGES: [(&str, &str); 3] = [
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
     // Two flows: the first message is routed (a small call) before the reply. The
-    // answer fills the first step, so the reply is rendered again for `self_help`.
+    // reply call reads the message as the answer to the first step and writes for
+    // the step after it, `self_help`, where the code branch leads.
     model.route(Answer::route("support"));
     model.respond(
-        Answer::message("Thanks.")
+        Answer::message("E42 is a paper jam: open tray 2 and pull the sheet out.")
             .with_data(json!({ "issue": "printer error E42", "severity": 2 })),
     );
-    model.respond(Answer::message(
-        "E42 is a paper jam: open tray 2 and pull the sheet out.",
-    ));
     // The model judges "wants a person" true: the branch leaves for `callback`, which
     // speaks in the same turn.
     model.respond(

@@ -63,13 +63,11 @@ pub const MESSAGES: [&str; 4] = [
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
     // `score` is not collected by the flow: dropped and reported, never written. The
-    // name moves the flow past `ask_name`, so the reply is rendered again for
-    // `ask_email` (a second call: correctness first).
+    // call reads the message as the answer to `ask_name` and writes for `ask_email`.
     model.respond(
-        Answer::message("Hi Ada! Nice name.")
+        Answer::message("Thanks, Ada! What's your email address?")
             .with_data(json!({ "name": "Ada Lovelace", "score": 100 })),
     );
-    model.respond(Answer::message("Thanks, Ada! What's your email address?"));
     // Two fields at once, one of them optional.
     model.respond(
         Answer::message("Noted. How old are you?")

@@ -64,10 +64,11 @@ pub const MESSAGES: [&str; 2] = ["A table for 2 at 20:00, please", "+351 912 345
 /// The scripted model's answers.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
-    // The first call speaks for `ask_table`; the answer fills it, so the engine renders
-    // again for `ask_phone`, now with the party size known.
+    // The first call reads the message as the answer to `ask_table` and writes for
+    // `ask_phone` (with that step's rule). Its values make the terrace rule hold,
+    // which its prompt could not have: the engine renders `ask_phone` again with it.
     model.respond(
-        Answer::message("For how many, and when?")
+        Answer::message("Your phone number, with country code?")
             .with_data(json!({ "party": 2, "time": "20:00" })),
     );
     model.respond(Answer::message(

@@ -70,12 +70,13 @@ pub const MESSAGES: [&str; 3] = [
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
     model.stream_in_chunks(6);
+    // The opening message answers the first step: one call stores the pizza and asks
+    // the next step's question.
     model.respond(
-        Answer::message("A margherita! Nice.").with_data(json!({ "pizza": "margherita" })),
+        Answer::message("One margherita. Where should we deliver it?")
+            .with_data(json!({ "pizza": "margherita" }))
+            .claiming("ask_address"),
     );
-    model.respond(Answer::message(
-        "One margherita. Where should we deliver it?",
-    ));
     model.respond(
         Answer::message("12 Rua Augusta: shall I place the order?")
             .with_data(json!({ "address": "12 Rua Augusta, Lisbon" }))

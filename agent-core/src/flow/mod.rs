@@ -76,6 +76,9 @@ pub struct Flow<D, C> {
     /// Rendered once at build: the fields the flow collects and their docs (static, in
     /// the system prompt; whether a call reads them from the message is per-call state).
     pub(crate) extract_section: String,
+    /// Rendered once at build, per step: how a reply names what it asks for
+    /// (`reply_asks_for`), for model steps; see `prompt::reply_labels`.
+    pub(crate) reply_labels: Vec<Option<Arc<str>>>,
     /// Position in the agent's registry (set by the agent builder).
     pub(crate) index: usize,
     /// Structural hash of the definition (steps, shapes, fields, targets): sessions

@@ -17,13 +17,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// streams). Returns `None` when the walk cannot be known without running code
     /// (an unjudged condition, a directive target, a missing required field), and
     /// whether every step passed on the way is free of hooks (so nothing can redirect).
-    pub(crate) async fn predict(&mut self, assume_answer: bool) -> (Option<Stop>, bool) {
+    /// `ahead` is an unasked step to read as answered
+    /// ([`Turn::unasked_model_step`]), as an awaiting one is.
+    pub(crate) async fn predict(
+        &mut self,
+        assume_answer: bool,
+        ahead: Option<usize>,
+    ) -> (Option<Stop>, bool) {
         let Some(flow) = self.flow() else {
             return (None, false);
         };
         let mut present = self.present.clone();
         let mut idx = self.step_idx(&flow);
-        let mut awaiting = self.awaiting;
+        let mut awaiting = self.awaiting || (assume_answer && ahead == Some(idx));
         if awaiting && assume_answer {
             for &i in &flow.steps[idx].collect_idx {
                 present.insert(i);

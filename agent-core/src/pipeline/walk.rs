@@ -166,6 +166,39 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         matches!(flow.steps[idx].kind, StepKind::Model).then_some(idx)
     }
 
+    /// The step the conversation stands on without having asked it yet (a flow
+    /// entered this turn, a position a directive set), when the message may answer it
+    /// as if it had: a model step that collects something still missing, with what it
+    /// requires, and nothing that runs or decides in code before it is rendered (no
+    /// hooks, `skip`, code-written `ask`, tools, `act_on_answer`, required tools) and
+    /// not landed on by a branch (which speaks even when satisfied). The speculative
+    /// call reads such a step as answered and renders the one after it, with this
+    /// one as the fallback to ask instead: "Book a room in Madrid" is answered in one
+    /// call, not read for the city and then rendered again for the date.
+    pub(super) fn unasked_model_step(&self, flow: &Flow<D, C>) -> Option<usize> {
+        if self.awaiting {
+            return None;
+        }
+        let idx = self.step_idx(flow);
+        let step = &flow.steps[idx];
+        let landed = self
+            .landed
+            .as_ref()
+            .is_some_and(|(f, s)| f.as_str() == flow.id.as_ref() && s.as_str() == step.id.as_ref());
+        let plain = matches!(step.kind, StepKind::Model)
+            && step.on_enter.is_none()
+            && step.prepare.is_none()
+            && step.skip.is_none()
+            && step.ask.is_none()
+            && step.tools.is_empty()
+            && step.must_call.is_empty()
+            && !step.act_on_answer;
+        let open = !step.collect_idx.is_empty()
+            && step.collect_idx.iter().any(|&i| !self.present.contains(i))
+            && step.requires_idx.iter().all(|&i| self.present.contains(i));
+        (plain && open && !landed).then_some(idx)
+    }
+
     /// A verbatim reply, a halt or a terminal outcome ends the walk.
     pub(crate) fn turn_over(&self) -> bool {
         self.stopped.is_some() || self.reply.is_some() || self.aug.halt

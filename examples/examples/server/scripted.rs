@@ -209,13 +209,27 @@ fn schema_prop<'a>(req: &'a ModelRequest, key: &str) -> Option<&'a Value> {
         .and_then(|p| p.get(key))
 }
 
-/// The data the engine says it has ("Collected so far (null = not yet): {...}").
+/// The data the engine says it has ("Collected so far: city = Lisbon, guests = not
+/// yet"; text values hold no ", " in this example).
 fn collected(system: &str) -> Booking {
-    system
+    let Some(line) = system
         .lines()
-        .find_map(|l| l.strip_prefix("Collected so far (null = not yet): "))
-        .and_then(|j| serde_json::from_str(j).ok())
-        .unwrap_or_default()
+        .find_map(|l| l.strip_prefix("Collected so far: "))
+    else {
+        return Booking::default();
+    };
+    let known: serde_json::Map<String, Value> = line
+        .split(", ")
+        .filter_map(|pair| pair.split_once(" = "))
+        .filter(|(_, v)| *v != "not yet")
+        .map(|(k, v)| {
+            let value = v
+                .parse::<u64>()
+                .map_or_else(|_| Value::String(v.to_owned()), Value::from);
+            (k.to_owned(), value)
+        })
+        .collect();
+    serde_json::from_value(Value::Object(known)).unwrap_or_default()
 }
 
 fn reply(content: String) -> Result<ModelResponse, agent_core::error::ProviderError> {

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::flow::Flow;
 use crate::pipeline::judged::Judged;
 use crate::provider::{Message, ModelRequest, ToolCall};
 
@@ -17,8 +18,9 @@ pub(super) struct RespondOut {
     /// A step id (scripted answers, older prompts); `answered` is what the schema asks.
     #[serde(default)]
     pub(super) step: Option<String>,
+    /// What the message asks for: a step's label (`prompt::reply_labels`).
     #[serde(default)]
-    pub(super) re_ask: Option<bool>,
+    pub(super) reply_asks_for: Option<String>,
     /// One yes/no per other flow (what the schema asks).
     #[serde(default)]
     pub(super) handoff: Option<Map<String, Value>>,
@@ -59,22 +61,25 @@ impl RespondOut {
     }
 }
 
-/// The step a speculative reply was written for: the pending step when the model says
-/// its message asks the pending question again (`re_ask`), the target when it says
-/// not; a `step` id naming either (scripted answers) counts too. `None` when it said
-/// neither.
-pub(super) fn claimed_step<'a>(
-    step: &'a Option<String>,
-    re_ask: Option<bool>,
-    target: &'a str,
-    pending: &'a str,
+/// The step a speculative reply was written for: a `step` id naming the target or the
+/// pending step (scripted answers), else the step whose label the answer gives in
+/// `reply_asks_for` (any step of the flow: a reply that asks for a third thing fits
+/// neither). `None` when it says neither.
+pub(super) fn claimed_step<'a, D, C>(
+    step: Option<&'a str>,
+    asks_for: Option<&str>,
+    flow: &'a Flow<D, C>,
+    target: &str,
+    pending: &str,
 ) -> Option<&'a str> {
-    match (step.as_deref(), re_ask) {
-        (Some(s), _) if s == target || s == pending => Some(s),
-        (_, Some(false)) => Some(target),
-        (_, Some(true)) => Some(pending),
-        _ => None,
+    if let Some(s) = step.filter(|s| *s == target || *s == pending) {
+        return Some(s);
     }
+    let label = asks_for?;
+    flow.reply_labels
+        .iter()
+        .position(|l| l.as_deref() == Some(label))
+        .map(|j| flow.steps[j].id.as_ref())
 }
 
 /// The answer's `action`: a call the tool loop can run, nothing (null), or the consent

@@ -15,6 +15,8 @@ pub(crate) struct LiveTarget {
     pub(super) target: Stop,
     pub(super) alt: Option<usize>,
     pub(super) speculative: bool,
+    /// The rules in its prompt (`Turn::rules_for_now`).
+    pub(super) rules: String,
     pub(super) conditions: Vec<String>,
     pub(super) held: bool,
 }
@@ -93,22 +95,33 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         for (i, c) in lt.conditions.iter().enumerate() {
             self.judged.insert(c.clone(), conds.verdict(i));
         }
-        let (dry, clean) = self.predict(false).await;
+        let (dry, clean) = self.predict(false, None).await;
+        // The rules of the step it lands on, with these values: those of its prompt?
+        let same_rules = match &dry {
+            Some(Stop::Render(_, j)) => self.rules_for_now(Some(&flow), Some(*j)) == lt.rules,
+            Some(Stop::Closing(..)) => self.rules_for_now(Some(&flow), None) == lt.rules,
+            _ => true,
+        };
         self.s.data = saved_data;
         self.present = saved_present;
         self.judged = saved_judged;
         let id = |j: usize| flow.steps[j].id.as_ref();
         let claimed = match (&lt.target, lt.alt) {
-            (Stop::Render(_, j), Some(a)) if a != *j => {
-                claimed_step(&out.step, out.re_ask, id(*j), id(a))
-            }
+            (Stop::Render(_, j), Some(a)) if a != *j => claimed_step(
+                out.step.as_deref(),
+                out.reply_asks_for.as_deref(),
+                &flow,
+                id(*j),
+                id(a),
+            ),
             _ => None,
         };
         clean
+            && same_rules
             && match (&lt.target, dry) {
                 (Stop::Render(f1, j1), Some(Stop::Render(f2, j2))) if *f1 == f2 => {
                     (*j1 == j2 && claimed.is_none_or(|c| c == id(*j1)))
-                        || (lt.alt == Some(j2) && claimed == Some(id(j2)))
+                        || (*j1 != j2 && self.fallback_taken(&flow, lt.alt, j2, claimed))
                 }
                 (Stop::Closing(f1, _), Some(Stop::Closing(f2, _))) => *f1 == f2,
                 _ => false,

@@ -86,6 +86,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Value::String(cut.to_owned()).to_string()
     }
 
+    /// The rules whose `if` holds now, for a call in `flow` rendering `step`: the
+    /// agent's, the flow's and the step's. A speculative reply was written with the
+    /// rules of the data before its own values were stored; it stands only if they
+    /// are still the ones (`Turn::accepts`).
+    pub(crate) fn rules_for_now(&self, flow: Option<&Flow<D, C>>, step: Option<usize>) -> String {
+        let cx = self.cx();
+        let mut dynamic = String::new();
+        render_dynamic_instructions(&mut dynamic, &self.a.instructions, &cx);
+        if let Some(f) = flow {
+            render_dynamic_instructions(&mut dynamic, &f.instructions, &cx);
+            if let Some(s) = step.and_then(|j| f.steps.get(j)) {
+                render_dynamic_instructions(&mut dynamic, &s.instructions, &cx);
+            }
+        }
+        dynamic
+    }
+
     /// The respond request for `target`. `extract` adds the `data` object; `alt` is
     /// the awaiting step the model may re-ask instead of the target.
     pub(super) fn render_prompt(
@@ -103,20 +120,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut sys = String::with_capacity(self.a.prompt_capacity());
         let mut state = String::new();
         sys.push_str(&self.a.section);
-        {
-            let cx = self.cx();
-            let mut dynamic = String::new();
-            render_dynamic_instructions(&mut dynamic, &self.a.instructions, &cx);
-            if let Some(f) = &flow {
-                render_dynamic_instructions(&mut dynamic, &f.instructions, &cx);
-                if let Target::Step(_, j) = &target {
-                    render_dynamic_instructions(&mut dynamic, &f.steps[*j].instructions, &cx);
-                }
-            }
-            if !dynamic.is_empty() {
-                state.push_str("Rules for now:\n");
-                state.push_str(&dynamic);
-            }
+        let step = match &target {
+            Target::Step(_, j) => Some(*j),
+            _ => None,
+        };
+        let rules = self.rules_for_now(flow.as_deref(), step);
+        if !rules.is_empty() {
+            state.push_str("Rules for now:\n");
+            state.push_str(&rules);
         }
         // The target step's id and the pending step the reply may re-ask instead.
         let mut pending: Option<(Arc<str>, usize)> = None;
@@ -136,14 +147,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .into_iter()
                     .filter(|(k, v)| !v.is_null() || f.collectable.iter().any(|c| c.as_ref() == k))
                     .collect();
-                push_all(
-                    &mut state,
-                    &[
-                        "Collected so far (null = not yet): ",
-                        &Value::Object(shown).to_string(),
-                        "\n",
-                    ],
-                );
+                push_collected(&mut state, &shown);
             }
             // The field list is static (in the system prompt); whether this call reads
             // the message differs between the calls of a turn, so it is said here.
@@ -151,9 +155,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 state.push_str(if !extract {
                     "Write null for every field in `data` this time.\n"
                 } else if self.a.config.cite_quotes {
-                    "Before replying, fill `data` from the user's latest message: each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
+                    "Before replying, fill `data` from the user's latest message (a new value replaces the collected one): each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
                 } else {
-                    "Before replying, fill `data` with what the user's latest message states; null for a field the user has not stated. Never guess a value.\n"
+                    "Before replying, fill `data` with what the user's latest message states (a new value replaces the collected one); null for a field the user has not stated. Never guess a value.\n"
                 });
             }
             tools.extend(f.tools.iter().cloned());
@@ -183,14 +187,39 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     if let Some(a) = alt.filter(|a| a != j) {
                         let s = &f.steps[a];
+                        if self.awaiting_model_step(f) == Some(a) {
+                            push_all(
+                                &mut state,
+                                &[
+                                    "But if the user's latest message does not answer the pending question (",
+                                    &s.id,
+                                    "), instead ",
+                                ],
+                            );
+                        } else {
+                            // Not asked yet (the flow starts this turn): what the
+                            // message must give for the step to count as answered.
+                            let fields: Vec<&str> = s
+                                .collect
+                                .iter()
+                                .zip(&s.collect_idx)
+                                .filter(|(_, i)| !self.present.contains(**i))
+                                .map(|(n, _)| n.as_ref())
+                                .collect();
+                            push_all(
+                                &mut state,
+                                &[
+                                    "But if the user's latest message does not give `",
+                                    &fields.join("` and `"),
+                                    "`, instead ",
+                                ],
+                            );
+                        }
                         push_all(
                             &mut state,
                             &[
-                                "But if the user's latest message does not answer the pending question (",
-                                &s.id,
-                                "), instead ",
                                 &s.section,
-                                "Set `re_ask` to true in that case, otherwise to false.\n",
+                                "Then set `reply_asks_for` to what your message asks for.\n",
                             ],
                         );
                         tools.extend(s.tools.iter().cloned());
@@ -427,6 +456,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             },
             alt,
             speculative: self.speculating,
+            rules,
             conditions: conditions.clone(),
             // The message of an answer that may still call a tool, or that may correct
             // a completed flow, is not final.
@@ -443,4 +473,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             structured,
         }
     }
+}
+
+/// The state line: `field = value` pairs, not the JSON the answer's `data` is written
+/// in. Measured on Qwen2.5 1.5B: shown as JSON, the collected object was copied into
+/// `data` whole, so "Make it July 5th instead" at the confirmation kept the stored
+/// date; shown as pairs (and told that a new value replaces the collected one) the
+/// answer carried the new date.
+fn push_collected(state: &mut String, shown: &Map<String, Value>) {
+    state.push_str("Collected so far: ");
+    for (i, (k, v)) in shown.iter().enumerate() {
+        if i > 0 {
+            state.push_str(", ");
+        }
+        state.push_str(k);
+        state.push_str(" = ");
+        match v {
+            Value::Null => state.push_str("not yet"),
+            Value::String(s) => state.push_str(s),
+            other => state.push_str(&other.to_string()),
+        }
+    }
+    state.push('\n');
 }

@@ -81,8 +81,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         };
                         let claimed = match (&flow, &pending) {
                             (Some(f), Some((target, a))) => {
-                                claimed_step(&out.step, out.re_ask, target, &f.steps[*a].id)
-                                    .map(str::to_owned)
+                                claimed_step(
+                                    out.step.as_deref(),
+                                    out.reply_asks_for.as_deref(),
+                                    f,
+                                    target,
+                                    &f.steps[*a].id,
+                                )
+                                .map(str::to_owned)
                             }
                             _ => None,
                         };

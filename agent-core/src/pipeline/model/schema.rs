@@ -84,13 +84,13 @@ pub(super) fn without_action(schema: &Value) -> Value {
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The respond call's schema: `conditions`, `data` (what the flow collects),
-    /// `handoff` (one yes/no per other flow), then `message` and `re_ask` (keys go on
-    /// the wire in alphabetical order, which llama.cpp's grammar follows: decisions that
-    /// change the data or the flow come before the message). The same for every call in
-    /// the flow: `data` is there even when the call does not read the message (the
-    /// answer's `data` is then ignored), and `re_ask` (does the message ask the pending
-    /// question again?) says which step the reply is for, instead of a per-call `step`
-    /// enum, whose first value a small model picks.
+    /// `handoff` (one yes/no per other flow), then `message` and `reply_asks_for` (keys
+    /// go on the wire in alphabetical order, which llama.cpp's grammar follows:
+    /// decisions that change the data or the flow come before the message; what the
+    /// message asks is said after it, describing what was written). The same for every
+    /// call in the flow: `data` is there even when the call does not read the message
+    /// (the answer's `data` is then ignored), and `reply_asks_for` lists every model
+    /// step's label (`prompt::reply_labels`), not the two a call chooses between.
     pub(super) fn respond_schema(
         &self,
         f: &Flow<D, C>,
@@ -99,14 +99,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Value {
         let mut props = Map::new();
         let mut required = Vec::new();
-        let model_steps = f
-            .steps
-            .iter()
-            .filter(|s| matches!(s.kind, crate::step::StepKind::Model))
-            .count();
-        if model_steps > 1 {
-            props.insert("re_ask".into(), json!({ "type": "boolean" }));
-            required.push("re_ask");
+        let labels: Vec<&str> = f.reply_labels.iter().flatten().map(AsRef::as_ref).collect();
+        if labels.len() > 1 {
+            props.insert("reply_asks_for".into(), json!({ "enum": labels }));
+            required.push("reply_asks_for");
         }
         // With hand-over previews, `data` also carries the fields the first step of a
         // flow handed to collects (kept only when the answer hands over to it).
