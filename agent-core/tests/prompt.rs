@@ -138,7 +138,7 @@ async fn collected_data_and_history_reach_the_model() {
         .find(|l| l.starts_with("Collected so far"))
         .unwrap();
     assert!(line.contains("city = Lisbon"), "{line}");
-    assert!(line.contains("check_in = not yet"), "{line}");
+    assert!(line.contains("Not given yet: check_in"), "{line}");
     assert!(!line.contains("booking_id"), "{line}");
     assert!(!line.contains("feedback"), "{line}");
 }

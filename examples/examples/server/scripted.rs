@@ -209,8 +209,8 @@ fn schema_prop<'a>(req: &'a ModelRequest, key: &str) -> Option<&'a Value> {
         .and_then(|p| p.get(key))
 }
 
-/// The data the engine says it has ("Collected so far: city = Lisbon, guests = not
-/// yet"; text values hold no ", " in this example).
+/// The data the engine says it has ("Collected so far: city = Lisbon. Not given yet:
+/// check_in, guests"; text values hold no ", " or ". " in this example).
 fn collected(system: &str) -> Booking {
     let Some(line) = system
         .lines()
@@ -218,10 +218,10 @@ fn collected(system: &str) -> Booking {
     else {
         return Booking::default();
     };
+    let line = line.split(". Not given yet: ").next().unwrap_or_default();
     let known: serde_json::Map<String, Value> = line
         .split(", ")
         .filter_map(|pair| pair.split_once(" = "))
-        .filter(|(_, v)| *v != "not yet")
         .map(|(k, v)| {
             let value = v
                 .parse::<u64>()
@@ -349,7 +349,7 @@ fn respond(
     // Speak for the step the engine asks for ("Now, Step `x`: ..."), or re-ask the
     // pending question when the message does not answer it (the engine offers both).
     let target = between(&said, "Now, Step `", "`");
-    let pending = between(&said, "Set `step` to \"", "\" in that case");
+    let pending = between(&said, "instead Step `", "`");
     let answers = |step: &str| match step {
         "ask_city" => data.contains_key("city"),
         "ask_date" => data.contains_key("check_in"),
@@ -442,13 +442,18 @@ fn structured(
             Value::Object(judged(&req.instructions(), user)),
         );
     }
-    if let Some(Value::Array(allowed)) = schema_prop(req, "step").and_then(|s| s.get("enum")) {
-        let pick = claim
-            .filter(|c| allowed.iter().any(|a| a.as_str() == Some(c)))
-            .map(str::to_owned)
-            .or_else(|| allowed.first().and_then(Value::as_str).map(str::to_owned));
-        if let Some(p) = pick {
-            m.insert("step".into(), Value::String(p));
+    // What the message asks for, named as the schema lists it (a step's fields).
+    if let Some(Value::Array(allowed)) =
+        schema_prop(req, "reply_asks_for").and_then(|s| s.get("enum"))
+    {
+        let label = match claim {
+            Some("ask_city") => Some("city"),
+            Some("ask_date") => Some("check_in"),
+            Some("ask_guests") => Some("guests"),
+            other => other,
+        };
+        if let Some(l) = label.filter(|l| allowed.iter().any(|a| a.as_str() == Some(l))) {
+            m.insert("reply_asks_for".into(), Value::String(l.to_owned()));
         }
     }
     if let Some(flows) = schema_prop(req, "handoff")
