@@ -210,7 +210,8 @@ fn schema_prop<'a>(req: &'a ModelRequest, key: &str) -> Option<&'a Value> {
 }
 
 /// The data the engine says it has ("Collected so far: city = Lisbon. Not given yet:
-/// check_in, guests"; text values hold no ", " or ". " in this example).
+/// check_in, guests"; text values hold no ", " or ". " in this example; with nothing
+/// known the line is a JSON object of nulls, which reads as nothing here).
 fn collected(system: &str) -> Booking {
     let Some(line) = system
         .lines()
