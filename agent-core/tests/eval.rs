@@ -189,12 +189,12 @@ fn scripted_city() -> ScriptedProvider {
                 .last()
                 .map(|m| m.content.to_string())
                 .unwrap_or_default();
-            let data = if last.contains("Lisbon") {
-                json!({ "city": "Lisbon" })
+            let (data, message) = if last.contains("Lisbon") {
+                (json!({ "city": "Lisbon" }), "Lisbon, noted. How many guests?")
             } else {
-                json!({})
+                (json!({}), "Which city? How many guests?")
             };
-            let body = json!({ "message": "Which city? How many guests?", "data": data });
+            let body = json!({ "message": message, "data": data });
             Ok(agent_core::provider::ModelResponse {
                 content: body.to_string(),
                 usage: agent_core::provider::Usage {
