@@ -190,7 +190,10 @@ fn scripted_city() -> ScriptedProvider {
                 .map(|m| m.content.to_string())
                 .unwrap_or_default();
             let (data, message) = if last.contains("Lisbon") {
-                (json!({ "city": "Lisbon" }), "Lisbon, noted. How many guests?")
+                (
+                    json!({ "city": "Lisbon" }),
+                    "Lisbon, noted. How many guests?",
+                )
             } else {
                 (json!({}), "Which city? How many guests?")
             };
