@@ -3,19 +3,27 @@
 //! cut at `max_reply_chars`; "Summarise the booking and ask the guest to confirm." read
 //! back from the step's prompt) leaves text no person would send; the engine removes
 //! sentences the reply already said, sentences copied from the instructions it was
-//! given, and a last sentence the length limit cut. Verbatim replies (templates,
-//! tools, hooks) are never changed.
+//! given (the notes too: "(Still needed from the user: check_in, guests.)" reached
+//! the user in 5 of 56 concierge conversations), sentences that say the user's own
+//! message back ("I want a refund." as the reply to "I want a refund": 22 of 75
+//! answers in a help-desk run, 22 of 175 in a concierge run), sentences about "the
+//! user" ("The user needs a refund."), and a last sentence the length limit cut.
+//! Verbatim replies (templates, tools, hooks) are never changed.
 
 use std::collections::HashSet;
 
+use crate::provider::STATE_MARKER;
+
 /// `text` without repeated sentences, without sentences copied from `prompt` (the
-/// instructions of the call that wrote it) and, when it reached `max_chars` (the
-/// decoder or the cap stopped it), without its unfinished last sentence. `None` when
-/// nothing changes. A reply that would lose every sentence is kept whole, and one
-/// unfinished sentence too: something is better than nothing.
-pub(crate) fn tidy(text: &str, max_chars: usize, prompt: &str) -> Option<String> {
+/// instructions of the call that wrote it) or from `user` (the message it answers)
+/// and, when it reached `max_chars` (the decoder or the cap stopped it), without its
+/// unfinished last sentence. `None` when nothing changes. A reply that would lose
+/// every sentence is kept whole, and one unfinished sentence too: something is
+/// better than nothing.
+pub(crate) fn tidy(text: &str, max_chars: usize, prompt: &str, user: &str) -> Option<String> {
     let cut = text.chars().nth(max_chars.saturating_sub(1)).is_some();
-    let echoes = instruction_sentences(prompt);
+    let read_back = ReadBack::of(prompt);
+    let said_back = user_sentences(user);
     let mut seen: HashSet<String> = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
     let mut changed = false;
@@ -24,7 +32,11 @@ pub(crate) fn tidy(text: &str, max_chars: usize, prompt: &str) -> Option<String>
             let key = normalise(piece);
             if key.is_empty() {
                 kept.push(piece);
-            } else if echoes.contains(&bare(&key)) || !seen.insert(key) {
+                continue;
+            }
+            let b = bare(&key);
+            let echo = said_back.contains(&b) || read_back.said_in(&b) || about_the_user(&b);
+            if echo || !seen.insert(key) {
                 changed = true;
             } else {
                 kept.push(piece);
@@ -72,32 +84,97 @@ pub(crate) fn sentences(line: &str) -> Vec<&str> {
     out
 }
 
-/// The sentences of the instructions a reply must not read back, keyed by [`bare`]:
-/// each statement, and what follows a step's label in it ("Now, Step `confirm`:
-/// Summarise the booking." gives "summarise the booking"). Left out, since a reply
-/// may rightly say them: quoted text (the user's message, a question the agent
-/// asked), questions and exclamations (a prompt may be the very line to say), and
-/// short sentences ("Ask the city.").
-fn instruction_sentences(prompt: &str) -> HashSet<String> {
-    const MIN_WORDS: usize = 5;
-    let mut out = HashSet::new();
-    for line in prompt.lines() {
-        let line = unquoted(line);
-        let line = line.trim_start().trim_start_matches("- ");
-        for s in sentences(line) {
-            if !s.trim_end().ends_with('.') {
-                continue;
-            }
-            let key = normalise(s);
-            let after_label = key.split_once("`: ").map(|(_, rest)| bare(rest));
-            for k in std::iter::once(bare(&key)).chain(after_label) {
-                if k.split(' ').count() >= MIN_WORDS {
-                    out.insert(k);
+/// What a reply must not read back from the instructions, keyed by [`bare`]: each
+/// statement, and what follows a step's label in it ("Now, Step `confirm`: Summarise
+/// the booking." gives "summarise the booking"). Left out, since a reply may rightly
+/// say them: quoted text (the user's message, a question the agent asked), questions
+/// and exclamations (a prompt may be the very line to say), and short sentences ("Ask
+/// the city."). A statement in the engine's own wording, which names "the user", a
+/// field in backticks or a `field = value` pair, goes even inside a longer sentence
+/// (the model wraps them: "(Still needed from the user: city.)", "I'll ask which
+/// city the user wants to stay in next."); the author's facts ("The pool is closed
+/// today.") only when said alone, as a reply may rightly build on them.
+struct ReadBack {
+    exact: HashSet<String>,
+    within: Vec<String>,
+}
+
+impl ReadBack {
+    fn of(prompt: &str) -> Self {
+        const MIN_WORDS: usize = 5;
+        let mut exact = HashSet::new();
+        let mut within = vec![bare(&normalise(STATE_MARKER))];
+        for line in prompt.lines() {
+            let line = unquoted(line);
+            let line = line.trim_start().trim_start_matches("- ");
+            for s in sentences(line) {
+                let end = s.trim_end();
+                // An unpunctuated line ("Collected so far: city = Lisbon") counts.
+                if end.ends_with(['?', '!']) || (!end.ends_with('.') && !line.ends_with(s)) {
+                    continue;
+                }
+                let key = normalise(s);
+                let after_label = key.split_once("`: ").map(|(_, rest)| rest.to_owned());
+                for k in std::iter::once(key).chain(after_label) {
+                    let engine = k.contains("the user") || k.contains('`') || k.contains(" = ");
+                    let k = bare(&k);
+                    if k.split(' ').count() < MIN_WORDS {
+                        continue;
+                    }
+                    if engine {
+                        within.push(k);
+                    } else {
+                        exact.insert(k);
+                    }
                 }
             }
         }
+        within.sort();
+        within.dedup();
+        Self { exact, within }
     }
-    out
+
+    fn said_in(&self, bare: &str) -> bool {
+        self.exact.contains(bare) || self.within.iter().any(|w| bare.contains(w.as_str()))
+    }
+}
+
+/// A sentence about "the user" is the model talking about the conversation ("The
+/// user has a billing or payment question.": its prompts name the person so), not
+/// to the person, who is "you" in a reply. Nouns such as "the user manual" are not
+/// the person.
+fn about_the_user(bare: &str) -> bool {
+    const NOUNS: [&str; 8] = [
+        "manual",
+        "guide",
+        "interface",
+        "account",
+        "name",
+        "profile",
+        "id",
+        "agreement",
+    ];
+    let rest = match bare.strip_prefix("the user's ") {
+        Some(r) => r,
+        None => match bare.strip_prefix("the user ") {
+            Some(r) => r,
+            None => return false,
+        },
+    };
+    let next = rest.split([' ', ',', ';', ':']).next().unwrap_or("");
+    !NOUNS.contains(&next)
+}
+
+/// The sentences of the user's message a reply must not say back, keyed by [`bare`]:
+/// questions too (a question answered with itself is no answer); short ones ("Yes,
+/// thanks.") are anyone's.
+fn user_sentences(user: &str) -> HashSet<String> {
+    const MIN_WORDS: usize = 3;
+    user.lines()
+        .flat_map(sentences)
+        .map(|s| bare(&normalise(s)))
+        .filter(|k| k.split(' ').count() >= MIN_WORDS)
+        .collect()
 }
 
 /// `line` without its double-quoted spans.
@@ -139,7 +216,7 @@ mod tests {
     fn a_repeated_sentence_goes() {
         let t = "Which date? I'm here to help! Which date works? I'm here to help! Bye.";
         assert_eq!(
-            tidy(t, 400, "").as_deref(),
+            tidy(t, 400, "", "").as_deref(),
             Some("Which date? I'm here to help! Which date works? Bye.")
         );
     }
@@ -147,7 +224,10 @@ mod tests {
     #[test]
     fn repeats_differing_in_case_or_spacing_go_too() {
         let t = "Thanks.  Which city?\nthanks. Which   city?";
-        assert_eq!(tidy(t, 400, "").as_deref(), Some("Thanks.  Which city?"));
+        assert_eq!(
+            tidy(t, 400, "", "").as_deref(),
+            Some("Thanks.  Which city?")
+        );
     }
 
     #[test]
@@ -155,7 +235,7 @@ mod tests {
         let t = "Which city would you like? I can also help you with some";
         let max = t.chars().count();
         assert_eq!(
-            tidy(t, max, "").as_deref(),
+            tidy(t, max, "", "").as_deref(),
             Some("Which city would you like?")
         );
     }
@@ -163,13 +243,13 @@ mod tests {
     #[test]
     fn an_unfinished_last_sentence_under_the_limit_stays() {
         let t = "Which city would you like? Tell me";
-        assert_eq!(tidy(t, 400, ""), None);
+        assert_eq!(tidy(t, 400, "", ""), None);
     }
 
     #[test]
     fn a_reply_of_one_cut_sentence_stays() {
         let t = "Which city would you like to stay in during your";
-        assert_eq!(tidy(t, t.chars().count(), ""), None);
+        assert_eq!(tidy(t, t.chars().count(), "", ""), None);
     }
 
     #[test]
@@ -178,24 +258,87 @@ mod tests {
                       Does the user's latest message, \"Here is your booking: a room in Lisbon for two guests.\", agree?\n\
                       - Never say an action was made unless a tool made it.";
         let t = "Summarise the booking and ask the guest to confirm. Shall I book it?";
-        assert_eq!(tidy(t, 400, prompt).as_deref(), Some("Shall I book it?"));
+        assert_eq!(
+            tidy(t, 400, prompt, "").as_deref(),
+            Some("Shall I book it?")
+        );
         let t = "Sure! Never say an action was made unless a tool made it! Which date?";
-        assert_eq!(tidy(t, 400, prompt).as_deref(), Some("Sure! Which date?"));
+        assert_eq!(
+            tidy(t, 400, prompt, "").as_deref(),
+            Some("Sure! Which date?")
+        );
         // Quoted text is the conversation's, and short sentences are anyone's.
         let t = "Here is your booking: a room in Lisbon for two guests. Shall I book it?";
-        assert_eq!(tidy(t, 400, prompt), None);
-        assert_eq!(tidy("Which city?", 400, "Ask: Which city?"), None);
+        assert_eq!(tidy(t, 400, prompt, ""), None);
+        assert_eq!(tidy("Which city?", 400, "Ask: Which city?", ""), None);
         let say = "Say: Which city would you like to stay in?";
         let t = "Hello! Which city would you like to stay in?";
-        assert_eq!(tidy(t, 400, say), None);
+        assert_eq!(tidy(t, 400, say, ""), None);
         // A reply that is nothing but the instructions is kept: better than nothing.
         let t = "Summarise the booking and ask the guest to confirm.";
-        assert_eq!(tidy(t, 400, prompt), None);
+        assert_eq!(tidy(t, 400, prompt, ""), None);
+    }
+
+    #[test]
+    fn the_engines_notes_go_even_when_wrapped() {
+        let prompt = "You are Concierge.\n\
+                      Rules for now:\n\
+                      - ALWAYS mention that the pool is closed today for maintenance.\n\
+                      Collected so far: check_in = 2026-07-01, city = Lisbon\n\
+                      About the user's latest message:\n\
+                      - Still needed from the user: check_in, guests.\n\
+                      Now, Step `ask_city`: Ask which city the user wants to stay in.";
+        let t = "What is the check-in date? (Still needed from the user: check_in, guests.) \
+                 I'll ask which city the user wants to stay in next.";
+        assert_eq!(
+            tidy(t, 400, prompt, "").as_deref(),
+            Some("What is the check-in date?")
+        );
+        let t = "Sure. [Agent notes for this reply, not from the user] Collected so far: check_in = 2026-07-01, city = Lisbon";
+        assert_eq!(tidy(t, 400, prompt, "").as_deref(), Some("Sure."));
+        // The author's facts may be built on.
+        let t = "Note that the pool is closed today for maintenance. Anything else?";
+        assert_eq!(tidy(t, 400, prompt, ""), None);
+    }
+
+    #[test]
+    fn sentences_about_the_user_go() {
+        let t = "The user has a billing or payment question. Which invoice is it?";
+        assert_eq!(
+            tidy(t, 400, "", "").as_deref(),
+            Some("Which invoice is it?")
+        );
+        let t = "The user's latest message does not agree. Shall I book it?";
+        assert_eq!(tidy(t, 400, "", "").as_deref(), Some("Shall I book it?"));
+        assert_eq!(
+            tidy("The user manual is online. See page 3.", 400, "", ""),
+            None
+        );
+    }
+
+    #[test]
+    fn sentences_said_back_to_the_user_go() {
+        let user = "Sorry, we are 3, not 2";
+        let t = "Sorry, we are 3, not 2. Shall I book it for 3 guests?";
+        assert_eq!(
+            tidy(t, 400, "", user).as_deref(),
+            Some("Shall I book it for 3 guests?")
+        );
+        // Case, spacing and the closing mark do not hide an echo; questions are echoes too.
+        let user = "What time is check-in?\nAnd is there parking?";
+        let t = "what time is   check-in. Check-in is at 3 pm. And is there parking?";
+        assert_eq!(
+            tidy(t, 400, "", user).as_deref(),
+            Some("Check-in is at 3 pm.")
+        );
+        // Short sentences are anyone's; a reply that is only the echo is kept.
+        assert_eq!(tidy("Thank you! Bye.", 400, "", "Thank you!"), None);
+        assert_eq!(tidy("I want a refund.", 400, "", "I want a refund"), None);
     }
 
     #[test]
     fn a_clean_reply_is_unchanged() {
-        assert_eq!(tidy("Booked. See you in Lisbon!", 400, ""), None);
-        assert_eq!(tidy("", 400, ""), None);
+        assert_eq!(tidy("Booked. See you in Lisbon!", 400, "", ""), None);
+        assert_eq!(tidy("", 400, "", ""), None);
     }
 }

@@ -389,11 +389,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 stopped = st;
             }
             // A model-written reply the user has not seen yet loses what a model running
-            // on adds: sentences said twice, a last sentence the length limit cut.
+            // on adds: sentences said twice or said back, a last sentence the length limit cut.
             if stopped != StoppedReason::Reply
                 && !self.streamed
-                && let Some(t) =
-                    crate::reply::tidy(&message, self.a.config.max_reply_chars, &self.prompt)
+                && let Some(t) = crate::reply::tidy(
+                    &message,
+                    self.a.config.max_reply_chars,
+                    &self.prompt,
+                    self.msg,
+                )
             {
                 tracing::debug!(before = %message, after = %t, "reply tidied");
                 message = t;
