@@ -1,5 +1,5 @@
 //! Dates that must not be in the past (`not_past`, `#[field(not_past)]`), judged on the
-//! agent's clock; and `act_on_answer`, which keeps a step's tools out of the call that
+//! agent's clock; a day the model left empty, read from the user's words; and `act_on_answer`, which keeps a step's tools out of the call that
 //! first asks it.
 
 #![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
@@ -127,6 +127,73 @@ async fn an_explicit_past_year_is_not_moved() {
     assert_eq!(r.data.check_in, None);
     assert_eq!(r.step.as_deref(), Some("ask_date"));
     assert_eq!(r.rejected_data.len(), 1, "{:?}", r.rejected_data);
+}
+
+#[tokio::test]
+async fn a_day_the_model_left_empty_is_read_when_it_took_other_values_from_the_message() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, TODAY_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    // The city and the guests read, the date missed: the code reads the one day named.
+    p.respond(
+        Answer::message("When do you arrive?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2, "check_in": null }))
+            .claiming("ask_date"),
+    );
+    p.respond(Answer::message("Lisbon from July 1st for 2. Shall I book?"));
+    let r = a
+        .respond("s", "A hotel in Lisbon from July 1st for 2")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.message, "Lisbon from July 1st for 2. Shall I book?");
+    assert!(r.ungrounded.is_empty(), "{:?}", r.ungrounded);
+}
+
+#[tokio::test]
+async fn a_day_is_read_for_the_date_asked_unless_the_message_is_a_question() {
+    let p = ScriptedProvider::new();
+    let a = dated(&p, TODAY_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Which date?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("ask_date"),
+    );
+    a.respond("s", "Lisbon").await.unwrap();
+    // Asked for the date, the user asks about a day: not a check-in date.
+    p.respond(Answer::message("I cannot tell. Which date?").claiming("ask_date"));
+    let r = a
+        .respond("s", "Is the pool open on July 4th?")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in, None);
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    // The answer to the question asked, missed by the model: read.
+    p.respond(Answer::message("Which date?").claiming("ask_date"));
+    p.respond(Answer::message("How many guests?"));
+    let r = a.respond("s", "July 4th then").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-04"));
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert_eq!(r.message, "How many guests?");
+    // Two days named: none is read.
+    let p = ScriptedProvider::new();
+    let a = dated(&p, TODAY_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Which date?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("ask_date"),
+    );
+    let r = a
+        .respond("s", "Lisbon, July 4th or July 5th")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in, None);
 }
 
 /// The booking flow with `book_room` held back until the user answers `confirm`.

@@ -122,9 +122,18 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
             && matches!(suffix, "" | "st" | "nd" | "rd" | "th" | "o" | "er" | "eme"))
             || ORDINALS.iter().any(|(o, d)| *d == day && *o == w)
     };
-    let named_month = ws
+    // The day next to its month ("July 1st", "1st of July", "1 de julho"): in "July
+    // 1st for 2" the 2 is not a day of July.
+    let month_at: Vec<usize> = ws
         .iter()
-        .any(|w| MONTHS.iter().any(|(m, n)| *n == month && m == w));
+        .enumerate()
+        .filter(|(_, w)| MONTHS.iter().any(|(m, n)| *n == month && m == *w))
+        .map(|(i, _)| i)
+        .collect();
+    let day_by_month = ws
+        .iter()
+        .enumerate()
+        .any(|(i, w)| is_day(w) && month_at.iter().any(|m| m.abs_diff(i) <= 2));
     let years: Vec<i32> = ws
         .iter()
         .filter_map(|w| w.parse::<i32>().ok())
@@ -137,7 +146,7 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
             stated.contains(&year)
         }
     };
-    if named_month && ws.iter().any(|w| is_day(w)) {
+    if day_by_month {
         return year_ok(&years);
     }
     // Numeric: [y] m d, d m [y] or m d [y] in consecutive words ("1/7", "07 01 2026",

@@ -98,6 +98,25 @@ fn one_named_day_resolves_two_do_not() {
         Some(date!(2027 - 07 - 01))
     );
     assert_eq!(resolve_date("hi there", today), None);
+    assert_eq!(
+        resolve_date("A hotel in Lisbon from July 1st for 2", today),
+        Some(date!(2026 - 07 - 01))
+    );
+    assert_eq!(
+        resolve_date("A hotel in Lisbon on 2026-07-01 for 2", today),
+        Some(date!(2026 - 07 - 01))
+    );
+    assert_eq!(
+        resolve_date(
+            "Hotel in Berlin for 3 people, checking in the day after tomorrow",
+            today
+        ),
+        Some(date!(2026 - 06 - 17))
+    );
+    assert_eq!(
+        resolve_date("July 4th then", today),
+        Some(date!(2026 - 07 - 04))
+    );
 }
 
 #[test]
