@@ -129,12 +129,18 @@ async fn an_explicit_past_year_is_not_moved() {
     assert_eq!(r.rejected_data.len(), 1, "{:?}", r.rejected_data);
 }
 
+/// A dated booking agent that has asked for the city.
+async fn asked_for_the_city(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let a = dated(p, TODAY_MS, booking_flow(false));
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    a
+}
+
 #[tokio::test]
 async fn a_day_the_model_left_empty_is_read_when_it_took_other_values_from_the_message() {
     let p = ScriptedProvider::new();
-    let a = dated(&p, TODAY_MS, booking_flow(false));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I need a hotel").await.unwrap();
+    let a = asked_for_the_city(&p).await;
     // The city and the guests read, the date missed: the code reads the one day named.
     p.respond(
         Answer::message("When do you arrive?")
@@ -155,9 +161,7 @@ async fn a_day_the_model_left_empty_is_read_when_it_took_other_values_from_the_m
 #[tokio::test]
 async fn a_day_is_read_for_the_date_asked_unless_the_message_is_a_question() {
     let p = ScriptedProvider::new();
-    let a = dated(&p, TODAY_MS, booking_flow(false));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I need a hotel").await.unwrap();
+    let a = asked_for_the_city(&p).await;
     p.respond(
         Answer::message("Which date?")
             .with_data(json!({ "city": "Lisbon" }))
@@ -181,9 +185,7 @@ async fn a_day_is_read_for_the_date_asked_unless_the_message_is_a_question() {
     assert_eq!(r.message, "How many guests?");
     // Two days named: none is read.
     let p = ScriptedProvider::new();
-    let a = dated(&p, TODAY_MS, booking_flow(false));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I need a hotel").await.unwrap();
+    let a = asked_for_the_city(&p).await;
     p.respond(
         Answer::message("Which date?")
             .with_data(json!({ "city": "Lisbon" }))
