@@ -7,6 +7,29 @@
 use time::Weekday;
 
 /// Numbers in words, in the languages users most often write to these agents.
+/// Words for "one" that are also the indefinite article ("preciso de um hotel"): a
+/// count only when said alone ("só um", "pour un") or of people ("una persona").
+pub(super) const ARTICLE_ONES: &[&str] = &["um", "uma", "uno", "una", "un", "une", "ein", "eine"];
+
+/// Nouns for a person after an [`ARTICLE_ONES`] word that make it a count.
+pub(super) const PERSON_WORDS: &[&str] = &[
+    "persona",
+    "pessoa",
+    "personne",
+    "person",
+    "adulto",
+    "adulta",
+    "adulte",
+    "erwachsener",
+    "erwachsene",
+    "huesped",
+    "hospede",
+    "gast",
+    "ospite",
+    "adult",
+    "guest",
+];
+
 pub(super) const NUMBER_WORDS: &[(&str, f64)] = &[
     ("zero", 0.0),
     ("one", 1.0),
@@ -35,7 +58,8 @@ pub(super) const NUMBER_WORDS: &[(&str, f64)] = &[
     ("forty", 40.0),
     ("fifty", 50.0),
     ("hundred", 100.0),
-    // Portuguese, Spanish, French, German, Italian.
+    // Portuguese, Spanish, French, German, Italian ("um", "un", "ein"...: also the
+    // article, see ARTICLE_ONES).
     ("um", 1.0),
     ("uma", 1.0),
     ("uno", 1.0),

@@ -1,7 +1,7 @@
 //! Whether the user stated a number, in digits or in words, without mistaking the parts
 //! of a date or a day of the month for a count.
 
-use super::lexicon::{MONTHS, NUMBER_WORDS};
+use super::lexicon::{ARTICLE_ONES, MONTHS, NUMBER_WORDS, PERSON_WORDS};
 use super::text::words;
 
 /// `n` is stated in `text`: as digits (also "2x", "2nd"), or in words. The parts of a
@@ -42,8 +42,16 @@ pub(super) fn states_number(text: &str, n: f64) -> bool {
             let padded = w.len() > 1 && w.starts_with('0');
             !(in_date(*i) || padded || day_of_month(*i))
         })
-        .any(|(_, w)| {
+        .any(|(i, w)| {
             let w = *w;
+            // "um hotel" is an article; "um" at the end or "uma pessoa" a count.
+            if ARTICLE_ONES.contains(&w)
+                && ws
+                    .get(i + 1)
+                    .is_some_and(|next| !PERSON_WORDS.contains(next))
+            {
+                return false;
+            }
             let digits: String = w
                 .chars()
                 .take_while(|c| c.is_ascii_digit() || *c == '.')

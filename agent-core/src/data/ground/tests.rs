@@ -52,6 +52,13 @@ fn text_and_numbers() {
     assert!(ok(&["July 1st, 2 of us"], json!(2)));
     assert!(ok(&["3 people in July"], json!(3)));
     assert!(!ok(&["invoice 8"], json!("INV-7")));
+    // "um", "un", "ein" are the article too: a count alone or of people.
+    assert!(!ok(&["Olá, preciso de um hotel no Porto"], json!(1)));
+    assert!(!ok(&["Quiero un hotel en Madrid"], json!(1)));
+    assert!(ok(&["Só um"], json!(1)));
+    assert!(ok(&["una persona, por favor"], json!(1)));
+    assert!(ok(&["pour une personne"], json!(1)));
+    assert!(ok(&["just one"], json!(1)));
 }
 
 #[test]
