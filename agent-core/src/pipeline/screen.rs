@@ -249,8 +249,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// question ("Is the pool open on July 4th?" is not a check-in date). The day is
     /// the code's reading ([`resolve_date`]: one day named, against the clock), so it
     /// needs no grounding; the field's constraints still apply. Never a correction: a
-    /// stored date is the model's to change.
+    /// stored date is the model's to change. Off with grounding (the model's values
+    /// as written).
     fn missed_day(&self, flow: &Flow<D, C>, read: &[(Extracted, Verdict)]) -> Option<Extracted> {
+        if !self.a.config.grounding {
+            return None;
+        }
         let missing: Vec<&Arc<str>> = flow
             .collectable
             .iter()
