@@ -199,6 +199,66 @@ async fn a_day_is_read_for_the_date_asked_unless_the_message_is_a_question() {
 }
 
 /// The booking flow with `book_room` held back until the user answers `confirm`.
+/// A dated booking agent at `ask_guests` with Lisbon and July 1st stored.
+async fn dated_for_july_first(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let a = asked_for_the_city(p).await;
+    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
+    a.respond("s", "Lisbon").await.unwrap();
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({ "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    a
+}
+
+#[tokio::test]
+async fn a_correction_the_model_copied_over_stores_the_day_the_user_named() {
+    let p = ScriptedProvider::new();
+    let a = dated_for_july_first(&p).await;
+    // The model wrote the stored day back (it is grounded: the user said it earlier).
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({ "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    p.respond(Answer::message("July 2nd it is. How many guests?"));
+    let r = a
+        .respond("s", "Wait, sorry, make that the 2nd of July")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-02"));
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert!(r.ungrounded.is_empty(), "{:?}", r.ungrounded);
+
+    // A question naming a day is not a correction.
+    let p = ScriptedProvider::new();
+    let a = dated_for_july_first(&p).await;
+    p.respond(
+        Answer::message("I cannot tell. How many guests?")
+            .with_data(json!({ "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    let r = a
+        .respond("s", "Is the pool open on July 4th?")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    // Nor is a message naming no single day.
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({ "check_in": "2026-07-01" }))
+            .claiming("ask_guests"),
+    );
+    let r = a
+        .respond("s", "Not July 4th or July 5th, keep it")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+}
+
 fn held_flow() -> Flow<Booking, Concierge> {
     held_flow_with(|s| s)
 }

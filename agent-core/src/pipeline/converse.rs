@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::correct::Outcome;
 use super::model::{CallOutcome, Target};
+use super::speculate::Speculation;
 use super::walk::Stop;
 use super::{Phase, Turn, guard};
 use crate::data::{AgentContext, AgentData};
@@ -35,6 +36,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.notes.push(note);
             }
         }
+    }
+
+    /// A `prepare` hook handed the turn to another flow before any reply: the flow
+    /// handed to reads the message (data first), as after a model's switch.
+    async fn read_where_handed(
+        &mut self,
+        from: &Flow<D, C>,
+        spec: &mut Option<Speculation<D, C>>,
+        alt: &mut Option<usize>,
+    ) -> Result<(), AgentError> {
+        if self.left_for_another_flow(from) && !self.streamed {
+            (*spec, *alt) = self.speculate().await?;
+        }
+        Ok(())
     }
 
     /// A tool the step requires that has not run successfully this turn.
@@ -141,12 +156,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         None if self.reply_settled_since(0) => CallOutcome::default(),
                         None if asks.is_some() => {
                             if self.prepare(&flow, *j).await? || self.turn_over() {
+                                self.read_where_handed(&flow, &mut spec, &mut alt).await?;
                                 continue;
                             }
                             CallOutcome::default()
                         }
                         None => {
                             if !is_closing && self.prepare(&flow, *j).await? {
+                                self.read_where_handed(&flow, &mut spec, &mut alt).await?;
                                 continue;
                             }
                             if self.turn_over() {

@@ -208,6 +208,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) decided: Option<crate::approval::HeldCall>,
     /// The user's messages normalised for grounding, made once per turn.
     pub(crate) said_memo: std::sync::Mutex<screen::SaidMemo>,
+    /// The one day the latest message names, read once per turn (the live-streaming
+    /// simulation screens the same answer again as it grows).
+    pub(crate) named_day: std::sync::OnceLock<Option<time::Date>>,
 }
 
 impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
@@ -296,6 +299,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             tools_off: false,
             decided: None,
             said_memo: Default::default(),
+            named_day: std::sync::OnceLock::new(),
         })
     }
 

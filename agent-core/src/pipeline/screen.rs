@@ -204,9 +204,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 {
                     let ev: &Evidence<'_> = evidence.get_or_insert_with(|| self.evidence());
                     match ev.check(prop, &x.value, x.quote.as_deref()) {
-                        Grounding::Grounded => {}
+                        Grounding::Grounded => {
+                            if let Some(day) = self.day_said_instead(flow, &x) {
+                                tracing::info!(field = %x.field, model = %x.value, %day, "date corrected from the user's words");
+                                x.value = Value::String(day);
+                            }
+                        }
                         Grounding::Inferred => inferred = true,
-                        Grounding::Unsupported(r) => match self.date_from_message(&x.value, ev) {
+                        Grounding::Unsupported(r) => match self.date_from_message(&x.value) {
                             // A wrong date, while the message names one day: that day.
                             Some(day) => {
                                 tracing::info!(field = %x.field, model = %x.value, %day, "date corrected from the user's words");
@@ -283,8 +288,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if !new_value && !asked {
             return None;
         }
-        let today = self.a.config.time_zone.local(self.a.clock.now_ms()).date();
-        let day = crate::data::Date::from(resolve_date(self.msg, today)?).to_string();
+        let day = crate::data::Date::from(self.named_day()?).to_string();
         let value = self.a.schema.admit(field, &Value::String(day)).ok()?;
         Some(Extracted {
             field: field.to_string(),
@@ -293,18 +297,47 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         })
     }
 
-    /// The day the latest message names, as `YYYY-MM-DD`, when the model wrote a date.
-    fn date_from_message(&self, value: &Value, ev: &Evidence<'_>) -> Option<String> {
+    /// The agent clock's local date: what a day named without a year is read against.
+    fn today(&self) -> time::Date {
+        self.a.config.time_zone.local(self.a.clock.now_ms()).date()
+    }
+
+    /// The one day the latest message names ([`resolve_date`]), read once per turn.
+    fn named_day(&self) -> Option<time::Date> {
+        *self
+            .named_day
+            .get_or_init(|| resolve_date(self.msg, self.today()))
+    }
+
+    /// A correction the model copied over: it wrote the flow's only date field with a
+    /// day an earlier message gave (grounded there: the stored value, 1 of the 2
+    /// concierge failures at temperature 0, "make that the 2nd of July" kept July 1st),
+    /// while the latest message names one other day and is not a question ("is the
+    /// pool open on July 4th?" changes nothing). With two date fields the day could
+    /// be the other one's, so the model's reading stands.
+    fn day_said_instead(&self, flow: &Flow<D, C>, x: &Extracted) -> Option<String> {
+        let mut dates = flow
+            .collectable
+            .iter()
+            .filter(|f| self.a.schema.property(f).is_some_and(is_date));
+        let only = dates.next().filter(|_| dates.next().is_none())?;
+        if only.as_ref() != x.field || self.msg.contains(['?', '¿']) {
+            return None;
+        }
+        let day = self.date_from_message(&x.value)?;
+        self.a
+            .schema
+            .admit(&x.field, &Value::String(day.clone()))
+            .is_ok()
+            .then_some(day)
+    }
+
+    /// The day the latest message names, as `YYYY-MM-DD`, when the model wrote a
+    /// different date.
+    fn date_from_message(&self, value: &Value) -> Option<String> {
         let written = value.as_str().and_then(crate::data::validate::parse_date)?;
-        let day = resolve_date(self.msg, ev.today)?;
-        (day != written).then(|| {
-            format!(
-                "{}-{:02}-{:02}",
-                day.year(),
-                u8::from(day.month()),
-                day.day()
-            )
-        })
+        let day = self.named_day()?;
+        (day != written).then(|| crate::data::Date::from(day).to_string())
     }
 
     /// For a date the field refused: the day the user's latest message naming a day
@@ -312,11 +345,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// when it differs from the model's and the field admits it.
     fn admissible_day_said(&self, field: &str, value: &Value) -> Option<(String, Value)> {
         let written = value.as_str().and_then(crate::data::validate::parse_date)?;
-        let today = self.a.config.time_zone.local(self.a.clock.now_ms()).date();
-        let history = self.s.history.iter().rev().filter(|m| m.role == Role::User);
-        std::iter::once(self.msg)
-            .chain(history.map(|m| m.content.as_str()))
-            .find_map(|text| resolve_date(text, today))
+        let today = self.today();
+        let mut history = self.s.history.iter().rev().filter(|m| m.role == Role::User);
+        self.named_day()
+            .or_else(|| history.find_map(|m| resolve_date(&m.content, today)))
             .filter(|day| *day != written)
             .and_then(|day| {
                 let text = crate::data::Date::from(day).to_string();
@@ -376,7 +408,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .said(texts);
         Evidence {
             said,
-            today: self.a.config.time_zone.local(self.a.clock.now_ms()).date(),
+            today: self.today(),
             defs: self.a.schema.defs(),
         }
     }

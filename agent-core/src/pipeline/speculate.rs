@@ -176,6 +176,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     return Ok(Some((None, alt)));
                 }
                 if moved || self.pos_gen != before {
+                    // Handed to another flow before any reply: that flow reads the
+                    // message, as after a model's switch.
+                    if self.left_for_another_flow(&flow) {
+                        return Ok(None);
+                    }
                     if self.needs_extraction(&flow) {
                         let data = self.extract_call(&flow).await?;
                         self.absorb_model_data(&flow, data).await?;
@@ -277,6 +282,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         Ok(Some((spec, alt)))
+    }
+
+    /// Whether a hook moved the turn out of `flow` into another flow (the turn goes
+    /// on there): the message is that flow's to read.
+    pub(super) fn left_for_another_flow(&self, flow: &Flow<D, C>) -> bool {
+        !self.turn_over()
+            && self
+                .s
+                .flow
+                .as_deref()
+                .is_some_and(|f| f != flow.id.as_ref())
     }
 
     /// Take out of `data` the fields this flow's answer carries only for a hand-over
