@@ -99,7 +99,11 @@ async fn a_refund_request_at_the_desk_goes_to_billing_by_code_in_one_call() {
     assert!(r.tool_calls.is_empty());
     // The one call was billing's: the front desk never spoke.
     let billing = model.last_request().unwrap();
-    assert!(billing.instructions().contains("Ask for the invoice number."));
+    assert!(
+        billing
+            .instructions()
+            .contains("Ask for the invoice number.")
+    );
     assert_eq!(model.unused(), 0);
 }
 
