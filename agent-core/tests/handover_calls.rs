@@ -6,6 +6,8 @@
 //!   elsewhere or a value was not stored.
 //! - Code that moves the user and says so (`{goTo, reply}` from a tool): the reply is
 //!   the message and the step entered is not rendered this turn.
+//! - Code that moves the user before any reply (a `prepare` hook's `go_to`): the flow
+//!   handed to reads the message in its one call.
 
 mod common;
 
@@ -235,4 +237,75 @@ async fn a_tools_go_to_with_a_reply_is_the_message_and_the_step_entered_is_not_r
     p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "lovely stay"})));
     let r = a.respond("s", "It was a lovely stay").await.unwrap();
     assert_eq!(r.data.feedback.as_deref(), Some("lovely stay"));
+}
+
+/// A desk (asking again until the user is sent on) whose `prepare` hook sends
+/// messages about a hotel to the booking flow.
+fn desk_with_a_routing_hook() -> Flow<Booking, Concierge> {
+    Flow::builder("desk")
+        .title("Desk")
+        .reentrant()
+        .step(
+            Step::model("ask_need")
+                .prompt("Find out what the user needs.")
+                .branch(Branch::to_step("ask_need"))
+                .prepare(
+                    |cx: &Cx<'_, Booking, Concierge>| -> PreDirective<Booking, Concierge> {
+                        if cx.message().contains("hotel") {
+                            PreDirective::from(Directive::go_to("booking"))
+                        } else {
+                            PreDirective::new()
+                        }
+                    },
+                ),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_prepare_hooks_go_to_lets_the_flow_handed_to_read_the_message_in_one_call() {
+    // The first message, the desk entered by a pending directive.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![desk_with_a_routing_hook(), booking_flow(false)]);
+    a.dispatch("s", Directive::go_to("desk")).await.unwrap();
+    p.respond(
+        Answer::message("When do you arrive?")
+            .with_data(json!({"city": "Paris"}))
+            .claiming("ask_date"),
+    );
+    let r = a.respond("s", "I need a hotel in Paris").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_date"))
+    );
+    assert_eq!(r.data.city.as_deref(), Some("Paris"));
+    assert_eq!(r.message, "When do you arrive?");
+    assert_eq!(r.model_calls, 1);
+    let state = p
+        .last_request()
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .to_string();
+    assert!(state.contains("Before replying, fill `data`"), "{state}");
+
+    // A later message, the desk's answer awaited (read by a speculative call).
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![desk_with_a_routing_hook(), booking_flow(false)]);
+    a.dispatch("s", Directive::go_to("desk")).await.unwrap();
+    p.respond(Answer::message("How can I help?"));
+    a.respond("s", "hello").await.unwrap();
+    p.respond(
+        Answer::message("When do you arrive?")
+            .with_data(json!({"city": "Rome"}))
+            .claiming("ask_date"),
+    );
+    let r = a.respond("s", "A hotel in Rome, please").await.unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Rome"));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(r.model_calls, 1);
+    assert_eq!(p.unused(), 0);
 }
