@@ -77,9 +77,7 @@ mod triage {
         else => ask_need,
     ))]
     fn ask_need(v: ask_need::View<'_>) -> PreDirective<Case, ()> {
-        let message = v.message().to_lowercase();
-        let words = Tool::<Case, ()>::request_words(&refund);
-        if words.iter().any(|w| message.contains(w.as_str())) {
+        if Tool::<Case, ()>::requested_in(&refund, v.message()) {
             PreDirective::new().directive(Directive::go_to::<BillingFlow>())
         } else {
             PreDirective::new()

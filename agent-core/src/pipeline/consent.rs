@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::data::ground::normalize;
 use crate::provider::{Message, Role};
 use crate::step::Step;
-use crate::tool::{Effect, Tool};
+use crate::tool::{Effect, Tool, names_word};
 
 /// What an answer that may call a tool (`tools_in_answer`) judges before it names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +144,7 @@ impl<D, C> Gate<D, C> {
                 continue;
             }
             let words = t.request_words();
-            let named = |said: &str| words.iter().any(|w| mentions(said, w));
+            let named = |said: &str| words.iter().any(|w| names_word(said, w));
             // `users[k]` was said in turn `turn - k`.
             let ran = acted.get(t.name()).copied();
             let unused = |k: usize| ran.is_none_or(|r| r < turn.saturating_sub(k as u64));
@@ -182,27 +182,5 @@ impl<D, C> Gate<D, C> {
             "Not offered now: {} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits.",
             self.withheld.join(", ")
         ))
-    }
-}
-
-/// Whether `said` (normalised) has a word starting with `word`: "refund" in "refunded",
-/// "reembols" in "reembolso".
-fn mentions(said: &str, word: &str) -> bool {
-    let w = normalize(word);
-    let w = w.trim();
-    !w.is_empty() && said.contains(&format!(" {w}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_request_word_matches_the_start_of_a_word() {
-        let said = normalize("Please REFUND it, I was refunded twice? Quiero un reembolso");
-        assert!(mentions(&said, "refund"));
-        assert!(mentions(&said, "reembols"));
-        assert!(!mentions(&said, "fund"));
-        assert!(!mentions(&said, ""));
     }
 }

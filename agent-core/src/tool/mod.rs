@@ -239,6 +239,14 @@ where
         (**self).spec()
     }
 }
+/// Whether normalised text has a word starting with `word` (normalised the same way):
+/// "refund" is in "refunded", "fund" is not.
+pub(crate) fn names_word(said: &str, word: &str) -> bool {
+    let w = crate::data::ground::normalize(word);
+    let w = w.trim();
+    !w.is_empty() && said.contains(&format!(" {w}"))
+}
+
 /// The request words of a tool that declares none ([`Tool::request_words`]).
 pub(crate) fn default_request_words(effect: Effect, name: &str) -> Vec<String> {
     if effect == Effect::Once {
@@ -300,6 +308,13 @@ pub trait Tool<D, C>: Send + Sync {
     fn request_words(&self) -> Vec<String> {
         default_request_words(self.effect(), self.name())
     }
+    /// Whether `text` asks for this action in one of its [`request_words`](Self::request_words),
+    /// read the way the engine reads them before it offers the tool: for code that
+    /// routes on the same words (a front desk sending refund requests to billing).
+    fn requested_in(&self, text: &str) -> bool {
+        let said = crate::data::ground::normalize(text);
+        self.request_words().iter().any(|w| names_word(&said, w))
+    }
     /// Gate on the arguments before the call; an error becomes the tool result.
     fn validate_input(&self, _args: &Value) -> Result<(), String> {
         Ok(())
@@ -323,7 +338,8 @@ pub trait Tool<D, C>: Send + Sync {
 
 #[cfg(test)]
 mod tests {
-    use super::first_word;
+    use super::{FnTool, Tool, ToolOutput, first_word, names_word};
+    use crate::data::ground::normalize;
 
     #[test]
     fn the_default_request_word_is_the_first_word_of_the_name() {
@@ -331,5 +347,30 @@ mod tests {
         assert_eq!(first_word("bookRoom"), "book");
         assert_eq!(first_word("refund"), "refund");
         assert_eq!(first_word("_cancel-order"), "cancel");
+    }
+
+    #[test]
+    fn a_request_word_matches_the_start_of_a_word() {
+        let said = normalize("Please REFUND it, I was refunded twice? Quiero un reembolso");
+        assert!(names_word(&said, "refund"));
+        assert!(names_word(&said, "reembols"));
+        assert!(!names_word(&said, "fund"));
+        assert!(!names_word(&said, ""));
+    }
+
+    #[test]
+    fn code_reads_a_request_as_the_engine_does() {
+        let refund: FnTool<(), ()> = FnTool::new(
+            "refund",
+            "Refund.",
+            |_cx: super::ToolCx<(), ()>, _a: serde_json::Value| async move {
+                Ok(ToolOutput::text("done"))
+            },
+        )
+        .request_words(["refund", "reembols"]);
+        assert!(refund.requested_in("I want a REFUND"));
+        assert!(refund.requested_in("Quiero un reembolso"));
+        assert!(!refund.requested_in("The fund is low"));
+        assert!(!refund.requested_in("Hello"));
     }
 }
