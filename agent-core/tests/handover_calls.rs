@@ -241,6 +241,7 @@ async fn a_tools_go_to_with_a_reply_is_the_message_and_the_step_entered_is_not_r
 
 /// A desk (asking again until the user is sent on) whose `prepare` hook sends
 /// messages about a hotel to the booking flow.
+#[allow(clippy::unwrap_used)]
 fn desk_with_a_routing_hook() -> Flow<Booking, Concierge> {
     Flow::builder("desk")
         .title("Desk")
