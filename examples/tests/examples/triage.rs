@@ -4,8 +4,11 @@
 #[path = "../../examples/triage.rs"]
 mod triage;
 
+use agent_core::Agent;
 use agent_core::provider::CallKind;
-use agent_core::response::{DirectiveSource, Transition};
+use agent_core::response::{AgentResponse, DirectiveSource, Transition};
+use agent_core::testing::{Answer, ScriptedProvider};
+use serde_json::json;
 
 fn hop(from: &str, to: &str) -> Transition {
     Transition {
@@ -77,71 +80,58 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     assert_eq!(model.unused(), 0);
 }
 
-#[tokio::test]
-async fn a_refund_request_at_the_desk_goes_to_billing_by_code_in_one_call() {
-    use agent_core::testing::{Answer, ScriptedProvider};
-    let model = ScriptedProvider::new();
-    model.respond(Answer::message("Which invoice should I refund?").claiming("ask_invoice"));
+/// The help desk on `model`, at the front desk.
+async fn desk(model: &ScriptedProvider) -> Agent<triage::Case, ()> {
     let agent = triage::builder()
         .unwrap()
         .provider(model.clone())
         .build()
         .unwrap();
     triage::start(&agent, "s").await.unwrap();
+    agent
+}
+
+/// Where a response left the user.
+fn at(r: &AgentResponse<triage::Case>) -> (Option<&str>, Option<&str>) {
+    (r.flow.as_deref(), r.step.as_deref())
+}
+
+#[tokio::test]
+async fn a_refund_request_at_the_desk_goes_to_billing_by_code_in_one_call() {
+    let model = ScriptedProvider::new();
+    model.respond(Answer::message("Which invoice should I refund?").claiming("ask_invoice"));
+    let agent = desk(&model).await;
     let r = agent.respond("s", "I want a refund").await.unwrap();
     assert!(r.transitions.contains(&hop("triage", "billing")), "{r:?}");
-    assert_eq!(
-        (r.flow.as_deref(), r.step.as_deref()),
-        (Some("billing"), Some("ask_invoice"))
-    );
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
     assert_eq!(r.message, "Which invoice should I refund?");
     assert_eq!(r.model_calls, 1);
     assert!(r.tool_calls.is_empty());
     // The one call was billing's: the front desk never spoke.
-    let billing = model.last_request().unwrap();
-    assert!(
-        billing
-            .instructions()
-            .contains("Ask for the invoice number.")
-    );
+    let billing = model.last_request().unwrap().instructions();
+    assert!(billing.contains("Ask for the invoice number."), "{billing}");
     assert_eq!(model.unused(), 0);
 }
 
 #[tokio::test]
 async fn a_message_without_the_refund_words_stays_at_the_desk() {
-    use agent_core::testing::{Answer, ScriptedProvider};
     let model = ScriptedProvider::new();
     model.respond(Answer::message("How can I help?"));
-    let agent = triage::builder()
-        .unwrap()
-        .provider(model.clone())
-        .build()
-        .unwrap();
-    triage::start(&agent, "s").await.unwrap();
+    let agent = desk(&model).await;
     let r = agent.respond("s", "Hello").await.unwrap();
-    assert_eq!(
-        (r.flow.as_deref(), r.step.as_deref()),
-        (Some("triage"), Some("ask_need"))
-    );
+    assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
     assert!(!r.transitions.iter().any(|t| t.to == "billing"), "{r:?}");
 }
 
 #[tokio::test]
 async fn the_device_given_is_acknowledged_by_code() {
-    use agent_core::testing::{Answer, ScriptedProvider};
-    use serde_json::json;
     let model = ScriptedProvider::new();
     model.respond(Answer::message("Let me get you to support.").switching_to("tech"));
     model.respond(Answer::message("Which device has the problem?").claiming("ask_device"));
     // The answer lands on a reply written by code: the model only reads the message
     // (an extraction call, with no message of its own to copy the question into).
     model.extract(Answer::data(json!({ "device": "Pixel 8" })));
-    let agent = triage::builder()
-        .unwrap()
-        .provider(model.clone())
-        .build()
-        .unwrap();
-    triage::start(&agent, "s").await.unwrap();
+    let agent = desk(&model).await;
     let r = agent.respond("s", "My app crashes on start").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_device"));
     let r = agent.respond("s", "Pixel 8").await.unwrap();
@@ -153,58 +143,41 @@ async fn the_device_given_is_acknowledged_by_code() {
     assert_eq!(r.model_calls, 1);
 }
 
+/// Billing's answer to a refund request naming `invoice`.
+fn offers_refund_of(invoice: &str) -> Answer {
+    Answer::message(format!(
+        "Do you want the duplicate charge on {invoice} refunded?"
+    ))
+    .with_data(json!({ "invoice": invoice }))
+    .claiming("settle")
+}
+
 #[tokio::test]
 async fn billing_reads_the_message_the_desk_sent_on() {
-    use agent_core::testing::{Answer, ScriptedProvider};
-    use serde_json::json;
     // The first message (the desk entered by `start`'s pending directive, no
     // speculative call): billing's one call reads the invoice.
     let model = ScriptedProvider::new();
-    model.respond(
-        Answer::message("Do you want the duplicate charge on INV-7 refunded?")
-            .with_data(json!({ "invoice": "INV-7" }))
-            .claiming("settle"),
-    );
-    let agent = triage::builder()
-        .unwrap()
-        .provider(model.clone())
-        .build()
-        .unwrap();
-    triage::start(&agent, "s").await.unwrap();
+    model.respond(offers_refund_of("INV-7"));
+    let agent = desk(&model).await;
     let r = agent
         .respond("s", "I need a refund for INV-7")
         .await
         .unwrap();
-    assert_eq!(
-        (r.flow.as_deref(), r.step.as_deref()),
-        (Some("billing"), Some("settle"))
-    );
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
     assert_eq!(r.data.invoice.as_deref(), Some("INV-7"));
     assert_eq!(r.model_calls, 1);
 
     // A later message at the desk (its answer awaited): the same.
     let model = ScriptedProvider::new();
     model.respond(Answer::message("How can I help?"));
-    model.respond(
-        Answer::message("Do you want the duplicate charge on INV-9 refunded?")
-            .with_data(json!({ "invoice": "INV-9" }))
-            .claiming("settle"),
-    );
-    let agent = triage::builder()
-        .unwrap()
-        .provider(model.clone())
-        .build()
-        .unwrap();
-    triage::start(&agent, "s").await.unwrap();
+    model.respond(offers_refund_of("INV-9"));
+    let agent = desk(&model).await;
     agent.respond("s", "hi").await.unwrap();
     let r = agent
         .respond("s", "Refund INV-9 please, I paid twice")
         .await
         .unwrap();
-    assert_eq!(
-        (r.flow.as_deref(), r.step.as_deref()),
-        (Some("billing"), Some("settle"))
-    );
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
     assert_eq!(r.data.invoice.as_deref(), Some("INV-9"));
     assert_eq!(r.model_calls, 1);
     assert_eq!(model.unused(), 0);
