@@ -454,6 +454,42 @@ async fn a_tool_named_without_agreement_does_not_run() {
 }
 
 #[tokio::test]
+async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
+    // Judged a yes, with a new value read from the same message.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":3},"message":"Booking it."}"#,
+    ));
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Lisbon for three. Shall I book?"}"#,
+    ));
+    let r = a.respond("s", "Book it, but we are 3").await.unwrap();
+    assert_eq!(r.data.guests, Some(3));
+    assert_eq!(r.data.booking_id, None);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.message, "Lisbon for three. Shall I book?");
+    // Rendered again without the action, told why.
+    let again = p.last_request().unwrap();
+    assert!(!again.system.contains("book_room"), "{}", again.system);
+    let state = again.instructions();
+    assert!(
+        state
+            .contains("Not offered now: book_room (the user's latest message changed the details)"),
+        "{state}"
+    );
+
+    // The details unchanged, the next yes books.
+    p.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+    ));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "Yes").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+}
+
+#[tokio::test]
 async fn an_agreement_that_is_not_a_boolean_is_repaired() {
     let p = ScriptedProvider::new();
     let a = asked_to_confirm(&p, held_flow()).await;

@@ -110,6 +110,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) pos_gen: u64,
     /// A correction of a completed flow was handled this turn (read once per turn).
     pub(crate) correction_done: bool,
+    /// This turn's message replaced a stored value: what the user agreed to before is
+    /// not what an action would now do ([`consent::Gate::unless_changed`]).
+    pub(crate) changed_now: bool,
     pub(crate) chain: Vec<ChainEntry>,
     pub(crate) executed: Vec<StepRef>,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
@@ -242,6 +245,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             awaiting,
             pos_gen: 0,
             correction_done: false,
+            changed_now: false,
             chain: Vec::new(),
             executed: Vec::new(),
             tool_calls: Vec::new(),

@@ -109,6 +109,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.refresh_present();
                 // The draft was written with the new value in view (same call), and
                 // a re-render shows it in the collected data: no note needed.
+                self.changed_now |= !corrected.is_empty();
                 for (field, from, to) in corrected {
                     tracing::info!(%field, %from, %to, "the user corrected a stored value");
                 }

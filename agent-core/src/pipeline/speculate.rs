@@ -360,6 +360,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
     }
 
+    /// Whether the step at `stop` acts only on the user's answer to it (a confirmation).
+    fn confirms(&self, stop: &Stop) -> bool {
+        match stop {
+            Stop::Render(f, j) | Stop::Closing(f, j) => self
+                .a
+                .flow(f)
+                .and_then(|f| f.steps.get(*j))
+                .is_some_and(|s| s.act_on_answer),
+            _ => false,
+        }
+    }
+
     /// Whether `message` repeats the reply before the user's latest message (case,
     /// punctuation and spacing aside; one contained in the other), for replies long
     /// enough for that to be a copy rather than the same short question.
@@ -393,6 +405,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             || !sp.clean
             || (sp.out.tool_call.is_some() && (sp.out.answer.is_none() || sp.predicted != *actual))
         {
+            return false;
+        }
+        // Its action answered a confirmation whose details the same message changed:
+        // rendered again without it (`Gate::unless_changed`).
+        if sp.out.tool_call.is_some() && self.changed_now && self.confirms(actual) {
             return false;
         }
         // A small model copies its previous reply (measured: 3 of 15 speculative calls

@@ -168,7 +168,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     state.push_str(&step.section);
                     // Asked now, not answered: an `act_on_answer` step waits for it.
                     if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
-                        let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns);
+                        let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
+                            .unless_changed(self.changed_now);
                         consent = gate.consent;
                         if let Some(n) = gate.note() {
                             state.push_str(&n);
@@ -228,7 +229,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
-                    let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns);
+                    let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
+                        .unless_changed(self.changed_now);
                     let acts = !gate.tools.is_empty();
                     consent = gate.consent;
                     // A small model reads "ask the guest to confirm" in the step's own
