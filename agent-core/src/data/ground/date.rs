@@ -152,7 +152,27 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
     // Numeric: [y] m d, d m [y] or m d [y] in consecutive words ("1/7", "07 01 2026",
     // "2025-12-24": the year before the pair counts too, or an ISO date of another
     // year would support this one).
+    // The words of a full date ("2026 07 01") belong to it: its day and a count after
+    // it ("2026-07-01, 2 guests") are no day-month pair.
+    let full_dates: Vec<usize> = ws
+        .windows(3)
+        .enumerate()
+        .filter(|(_, t)| {
+            t[0].len() == 4
+                && t[0].parse::<i32>().is_ok()
+                && t[1..].iter().all(|w| w.len() <= 2 && w.parse::<u8>().is_ok())
+        })
+        .map(|(k, _)| k)
+        .collect();
+    let straddles = |i: usize| {
+        full_dates
+            .iter()
+            .any(|&k| i + 1 >= k && i <= k + 2 && i != k + 1)
+    };
     for (i, p) in ws.windows(2).enumerate() {
+        if straddles(i) {
+            continue;
+        }
         let (Ok(a), Ok(b)) = (p[0].parse::<u8>(), p[1].parse::<u8>()) else {
             continue;
         };

@@ -114,6 +114,10 @@ fn one_named_day_resolves_two_do_not() {
         Some(date!(2026 - 07 - 01))
     );
     assert_eq!(
+        resolve_date("Lisbon, 2026-07-01, 2 guests", today),
+        Some(date!(2026 - 07 - 01))
+    );
+    assert_eq!(
         resolve_date(
             "Hotel in Berlin for 3 people, checking in the day after tomorrow",
             today
