@@ -160,7 +160,9 @@ fn calendar(ws: &[&str], date: Date, today: Date) -> bool {
         .filter(|(_, t)| {
             t[0].len() == 4
                 && t[0].parse::<i32>().is_ok()
-                && t[1..].iter().all(|w| w.len() <= 2 && w.parse::<u8>().is_ok())
+                && t[1..]
+                    .iter()
+                    .all(|w| w.len() <= 2 && w.parse::<u8>().is_ok())
         })
         .map(|(k, _)| k)
         .collect();
