@@ -340,7 +340,7 @@ async fn act_on_answer_keeps_the_action_out_of_the_answer_schema_until_answered(
             .contains("book_room")
     );
     p.respond(Answer::message("Shall I book it?"));
-    a.respond("s", "what was the city again?").await.unwrap();
+    a.respond("s", "hmm, let me think").await.unwrap();
     let answered = p.last_request().unwrap();
     assert!(
         answered
@@ -391,7 +391,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     let a = asked_to_confirm(&p, held_flow()).await;
     // The first reading is speculative (the walk may move); the walk settles on the
     // step it read, so its action runs without asking the model again.
-    let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
+    let yes = r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
     p.respond(Answer::raw(yes));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "Yes, book it").await.unwrap();
@@ -406,7 +406,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         .find(|q| q.kind == CallKind::Respond && q.system.contains("book_room"))
         .expect("the answering call");
     assert!(
-        answered.system.contains("first set `agreed`"),
+        answered.system.contains("first set `answer`"),
         "{}",
         answered.system
     );
@@ -414,7 +414,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     // message" copied its previous judgement.
     let asked = answered.instructions();
     assert!(
-        asked.contains("Does the user's latest message, \"Yes, book it\", agree"),
+        asked.contains("Is the user's latest message, \"Yes, book it\", a yes"),
         "{asked}"
     );
     let schema = answered.output.unwrap().schema;
@@ -424,18 +424,18 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         2,
         "one per tool, and the refusal: {options:?}"
     );
-    assert_eq!(options[0]["properties"]["agreed"]["const"], true);
+    assert_eq!(options[0]["properties"]["answer"]["const"], "yes");
     assert_eq!(options[0]["properties"]["tool"]["const"], "book_room");
-    assert_eq!(options[0]["required"], json!(["agreed", "tool", "with"]));
+    assert_eq!(options[0]["required"], json!(["answer", "tool", "with"]));
     assert_eq!(
         options[1],
         json!({
             "type": "object",
-            "properties": { "agreed": { "const": false } },
-            "required": ["agreed"],
+            "properties": { "answer": { "enum": ["no", "a question", "new details", "something else"] } },
+            "required": ["answer"],
             "additionalProperties": false,
         }),
-        "no null: the model answers yes or no"
+        "no null: the model classes the answer, and only a yes names a tool"
     );
 }
 
@@ -445,7 +445,7 @@ async fn a_tool_named_without_agreement_does_not_run() {
     let a = asked_to_confirm(&p, held_flow()).await;
     // A server without a grammar may send both: the judgement decides.
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":false,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"No problem, tell me when."}"#,
+        r#"{"action":{"answer":"something else","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"No problem, tell me when."}"#,
     ));
     let r = a.respond("s", "No, not yet").await.unwrap();
     assert_eq!(r.data.booking_id, None);
@@ -459,10 +459,10 @@ async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
     let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
     // Judged a yes, with a new value read from the same message.
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":3},"message":"Booking it."}"#,
+        r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":3},"message":"Booking it."}"#,
     ));
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Lisbon for three. Shall I book?"}"#,
+        r#"{"action":{"answer":"no"},"data":{"city":null,"guests":null},"message":"Lisbon for three. Shall I book?"}"#,
     ));
     let r = a.respond("s", "Book it, but we are 3").await.unwrap();
     assert_eq!(r.data.guests, Some(3));
@@ -482,7 +482,7 @@ async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
 
     // The details unchanged, the next yes books.
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+        r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
     ));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "Yes").await.unwrap();
@@ -490,24 +490,63 @@ async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
 }
 
 #[tokio::test]
-async fn an_agreement_that_is_not_a_boolean_is_repaired() {
+async fn a_question_at_a_confirmation_books_nothing_unless_it_names_the_action() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
+    // A question that names no action: the tool is not offered, so whatever the model
+    // judges, nothing runs; the reply answers and asks again.
+    p.respond(Answer::raw(
+        r#"{"data":{"city":null,"guests":null},"message":"Yes, there is parking. Shall I book it?"}"#,
+    ));
+    let r = a
+        .respond("s", "Does the hotel have parking?")
+        .await
+        .unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.model_calls, 1);
+    let asked = p.last_request().unwrap();
+    assert!(!asked.system.contains("book_room"), "{}", asked.system);
+    let state = asked.instructions();
+    assert!(
+        state.contains("Not offered now: book_room (the user's latest message asks a question)"),
+        "{state}"
+    );
+    assert!(
+        !state.contains("`action.answer`"),
+        "no judgement asked: {state}"
+    );
+    let schema = asked.output.unwrap().schema;
+    assert!(schema["properties"].get("action").is_none(), "{schema}");
+
+    // A question that asks for the action (the first word of the tool's name): offered.
+    p.respond(Answer::raw(
+        r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+    ));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "Great. Can you book it now?").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+}
+
+#[tokio::test]
+async fn an_answer_outside_its_classes_is_repaired() {
     let p = ScriptedProvider::new();
     let a = asked_to_confirm(&p, held_flow()).await;
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+        r#"{"action":{"answer":"maybe","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
     ));
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Shall I book it?"}"#,
+        r#"{"action":{"answer":"no"},"data":{"city":null,"guests":null},"message":"Shall I book it?"}"#,
     ));
     let r = a.respond("s", "Hmm").await.unwrap();
     assert_eq!(r.data.booking_id, None);
     assert_eq!(r.message, "Shall I book it?");
     let repair = p.last_request().unwrap();
     assert!(
-        repair
-            .messages
-            .iter()
-            .any(|m| m.content.contains("`action.agreed` is not true or false")),
+        repair.messages.iter().any(|m| m
+            .content
+            .contains("`action.answer` is not one of \"yes\", \"no\"")),
         "the repair names the problem"
     );
 }
@@ -518,7 +557,7 @@ async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
     let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
     // "Not yet", judged so: the answer is the reply, the step waits for a yes.
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":false},"data":{"city":null,"guests":null},"message":"Sure, take your time."}"#,
+        r#"{"action":{"answer":"no"},"data":{"city":null,"guests":null},"message":"Sure, take your time."}"#,
     ));
     let r = a.respond("s", "No, not yet").await.unwrap();
     assert_eq!(r.message, "Sure, take your time.");
@@ -528,7 +567,7 @@ async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
     assert_eq!(r.data.booking_id, None);
     // Then a yes books it.
-    let yes = r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
+    let yes = r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
     p.respond(Answer::raw(yes));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "OK, go ahead").await.unwrap();
@@ -551,7 +590,7 @@ async fn a_read_ahead_action_does_not_run_where_the_walk_does_not_land() {
     // wants another city: the walk goes back to `ask_city`, the tool does not run, and
     // that step is rendered afresh.
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":true,"tool":"book_room","with":{"hotel":"grand"}},"conditions":{"c0":true},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
+        r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"conditions":{"c0":true},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
     ));
     p.respond(Answer::message("Which city, then?"));
     let r = a.respond("s", "Yes, but in Porto instead").await.unwrap();
@@ -788,14 +827,14 @@ async fn an_offer_of_the_action_is_answered_as_a_yes_or_no() {
         .await
         .unwrap();
     p.respond(Answer::raw(
-        r#"{"action":{"agreed":true,"tool":"refund","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Done."}"#,
+        r#"{"action":{"answer":"yes","tool":"refund","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Done."}"#,
     ));
     p.tool_round(Answer::message("Refunded."));
     let r = a.respond("s", "Yes please, Lisbon").await.unwrap();
     assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
     let asked = p.requests()[1].instructions();
     assert!(
-        asked.contains("Does the user's latest message, \"Yes please, Lisbon\", agree"),
+        asked.contains("Is the user's latest message, \"Yes please, Lisbon\", a yes"),
         "{asked}"
     );
 }

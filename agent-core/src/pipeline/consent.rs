@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::data::ground::normalize;
 use crate::provider::{Message, Role};
 use crate::step::Step;
-use crate::tool::{Effect, Tool, names_word};
+use crate::tool::{Effect, Tool, action_words, names_word};
 
 /// What an answer that may call a tool (`tools_in_answer`) judges before it names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Consent {
         match self {
             Self::None => None,
             Self::Answer => Some(format!(
-                "Does the user's latest message, {quoted}, agree or ask you to go ahead? Set `action.agreed` accordingly."
+                "Is the user's latest message, {quoted}, a yes (it agrees or asks you to go ahead), a no, a question, new details or something else? Set `action.answer` accordingly."
             )),
             Self::Request => Some(format!(
                 "Act only on the user's request: has the user asked for it, in the latest message ({quoted}) or earlier without taking it back? Set `action.agreed` accordingly."
@@ -83,10 +83,18 @@ impl Consent {
     }
 }
 
+/// The key of the class of the user's answer in the consent form of `action`.
+pub(super) const ANSWER: &str = "answer";
+/// The class that agrees: the only one the grammar lets go on to a tool.
+pub(super) const YES: &str = "yes";
+/// The classes that do not agree ([`crate::pipeline::model`]'s schema explains why
+/// there are several).
+pub(super) const NOT_YES: [&str; 4] = ["no", "a question", "new details", "something else"];
+
 /// The consent form of `action` for the answer to an `act_on_answer` step: the
-/// user's latest message is judged first (`agreed`), and only a `true` goes on to a
+/// user's latest message is classed first (`answer`), and only a yes goes on to a
 /// tool and its arguments.
-const CONSENT_RULE: &str = "In `action`, first set `agreed`: true if the user's latest message agrees or asks you to go ahead, false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
+const CONSENT_RULE: &str = "In `action`, first set `answer` to what the user's latest message is: \"yes\" (it agrees or asks you to go ahead), \"no\", \"a question\", \"new details\" or \"something else\". Only with \"yes\", also name the tool and its arguments; it runs before the user reads your message.";
 
 /// The consent form for a tool with effects: the user must have asked for it.
 const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";
@@ -97,8 +105,19 @@ pub(super) struct Gate<D, C> {
     pub(super) tools: Vec<Arc<dyn Tool<D, C>>>,
     /// Tools with effects not offered: nobody asked for them or was offered them.
     pub(super) withheld: Vec<String>,
-    /// Withheld because the message changed the details the user was asked about.
-    changed: bool,
+    /// Why they are withheld, said in the per-turn state.
+    held: Held,
+}
+
+/// Why a [`Gate`] withholds tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Nobody asked for them in their own words, or was offered them.
+    NotAsked,
+    /// The message answering a confirmation changed the details asked about.
+    Changed,
+    /// The message answering a confirmation asks a question and names no action.
+    Question,
 }
 
 impl<D, C> Gate<D, C> {
@@ -113,15 +132,16 @@ impl<D, C> Gate<D, C> {
         turn: u64,
     ) -> Self {
         let consent = Consent::of(step);
+        let latest = history.iter().rposition(|m| m.role == Role::User);
         if consent != Consent::Request {
             return Self {
                 consent,
                 tools: step.tools.clone(),
                 withheld: Vec::new(),
-                changed: false,
-            };
+                held: Held::NotAsked,
+            }
+            .unless_asking(latest.map(|i| history[i].content.as_str()));
         }
-        let latest = history.iter().rposition(|m| m.role == Role::User);
         let users: Vec<String> = history
             .iter()
             .rev()
@@ -173,8 +193,52 @@ impl<D, C> Gate<D, C> {
             consent,
             tools,
             withheld,
-            changed: false,
+            held: Held::NotAsked,
         }
+        .unless_asking(latest.map(|i| history[i].content.as_str()))
+    }
+
+    /// A question is no agreement: an answer to a confirmation (`act_on_answer`, or an
+    /// offer) that asks something ("Does the hotel have parking?") runs nothing unless
+    /// it names the action ("Can you book it now?", [`action_words`]); the question is
+    /// answered and the confirmation asked again. At temperature 0.7, Qwen2.5 1.5B
+    /// judged "Does the hotel have parking?" at the confirmation a yes in 1 of 3 runs
+    /// and booked, and its chance of judging a question a yes was 17 to 33 % on the
+    /// logged confirmations (token probabilities, 2026-11-27). A yes with a question
+    /// ("Yes, but is breakfast included?") is asked again: one more turn, never a
+    /// booking the user may not want once answered.
+    fn unless_asking(mut self, latest: Option<&str>) -> Self {
+        let Some(said) = latest.filter(|m| m.contains(['?', '¿', '？'])) else {
+            return self;
+        };
+        if self.consent != Consent::Answer || self.tools.is_empty() {
+            return self;
+        }
+        let said = normalize(said);
+        let names = |t: &Arc<dyn Tool<D, C>>| {
+            action_words(t.as_ref())
+                .iter()
+                .any(|w| names_word(&said, w))
+        };
+        if !self.tools.iter().any(names) {
+            self.hold(Held::Question);
+        }
+        self
+    }
+
+    /// Withholds every tool offered to this answer, for `why`: the answer has no
+    /// `action` to judge then.
+    fn hold(&mut self, why: Held) {
+        self.withheld = self.tools.drain(..).map(|t| t.name().to_owned()).collect();
+        self.held = why;
+        self.consent = Consent::None;
+    }
+
+    /// Whether the tools of an answer to a confirmation were withheld by code (the
+    /// message changed the details, or asks a question): its reply, told so, is the
+    /// answer, as when the model judges that the user did not agree.
+    pub(super) fn holds_answer(&self) -> bool {
+        matches!(self.held, Held::Changed | Held::Question)
     }
 
     /// An agreement is to what the user was shown: when the message changed a stored
@@ -184,8 +248,7 @@ impl<D, C> Gate<D, C> {
     /// hotel have parking?" at the confirmation a yes (3 of 168 concierge runs booked).
     pub(super) fn unless_changed(mut self, changed: bool) -> Self {
         if changed && self.consent == Consent::Answer && !self.tools.is_empty() {
-            self.withheld = self.tools.drain(..).map(|t| t.name().to_owned()).collect();
-            self.changed = true;
+            self.hold(Held::Changed);
         }
         self
     }
@@ -195,15 +258,17 @@ impl<D, C> Gate<D, C> {
         if self.withheld.is_empty() {
             return None;
         }
-        if self.changed {
-            return Some(format!(
-                "Not offered now: {} (the user's latest message changed the details). Do not say it was done; show the new details and ask the user to confirm them.",
-                self.withheld.join(", ")
-            ));
-        }
-        Some(format!(
-            "Not offered now: {} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits.",
-            self.withheld.join(", ")
-        ))
+        let names = self.withheld.join(", ");
+        Some(match self.held {
+            Held::Changed => format!(
+                "Not offered now: {names} (the user's latest message changed the details). Do not say it was done; show the new details and ask the user to confirm them."
+            ),
+            Held::Question => format!(
+                "Not offered now: {names} (the user's latest message asks a question). Do not say it was done; answer the question, then ask the user to confirm."
+            ),
+            Held::NotAsked => format!(
+                "Not offered now: {names} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits."
+            ),
+        })
     }
 }

@@ -247,6 +247,18 @@ pub(crate) fn names_word(said: &str, word: &str) -> bool {
     !w.is_empty() && said.contains(&format!(" {w}"))
 }
 
+/// The words that name a tool's action in a user's message: its request words, or
+/// the first word of its name when it has none (`book` of `book_room`, a tool
+/// without effects that count).
+pub(crate) fn action_words<D, C>(t: &(impl Tool<D, C> + ?Sized)) -> Vec<String> {
+    let words = t.request_words();
+    if words.is_empty() {
+        vec![first_word(t.name())]
+    } else {
+        words
+    }
+}
+
 /// The request words of a tool that declares none ([`Tool::request_words`]).
 pub(crate) fn default_request_words(effect: Effect, name: &str) -> Vec<String> {
     if effect == Effect::Once {

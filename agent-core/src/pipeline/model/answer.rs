@@ -5,6 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::flow::Flow;
+use crate::pipeline::consent::{ANSWER, NOT_YES, YES};
 use crate::pipeline::judged::Judged;
 use crate::provider::{Message, ModelRequest, ToolCall};
 
@@ -82,8 +83,9 @@ pub(super) fn claimed_step<'a, D, C>(
         .map(|j| flow.steps[j].id.as_ref())
 }
 
-/// The answer's `action`: a call the tool loop can run, nothing (null), or the consent
-/// form's `"agreed": false` (whatever else it holds).
+/// The answer's `action`: a call the tool loop can run, nothing (null), or a consent
+/// form that does not agree (`"agreed": false`, or an `answer` other than "yes";
+/// whatever else it holds).
 pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
     let Value::Object(mut o) = v else {
         return match v {
@@ -95,6 +97,17 @@ pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
         None | Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => return Ok(Action::Declined),
         Some(_) => return Err("`action.agreed` is not true or false".into()),
+    }
+    match o.get(ANSWER) {
+        None => {}
+        Some(Value::String(a)) if a == YES => {}
+        Some(Value::String(a)) if NOT_YES.contains(&a.as_str()) => return Ok(Action::Declined),
+        Some(_) => {
+            return Err(format!(
+                "`action.answer` is not one of \"{YES}\", \"{}\"",
+                NOT_YES.join("\", \"")
+            ));
+        }
     }
     let Some(Value::String(name)) = o.remove("tool") else {
         return Err("`action` has no `tool`".into());
@@ -110,7 +123,7 @@ pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
 pub(super) enum Action {
     /// `null`: nothing to do.
     None,
-    /// `{"agreed": false}`: the user did not agree or ask.
+    /// `{"agreed": false}` or an `answer` other than "yes": the user did not agree or ask.
     Declined,
     Call(ToolCall),
 }

@@ -37,6 +37,9 @@ pub(super) struct Prompt<D, C> {
     pub(super) intents: Option<Vec<(String, String)>>,
     /// The answer is a JSON object (not plain text).
     pub(super) structured: bool,
+    /// The step's tools were withheld from this answer to a confirmation by code
+    /// ([`Gate::holds_answer`]): the answer stands as a reply that did not act.
+    pub(super) answer_held: bool,
 }
 
 /// The per-turn state goes after the history, appended to the latest user message in
@@ -135,6 +138,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // The answer to an `act_on_answer` step: its tools are offered, and with tools in
         // the answer the model judges the user's agreement before naming one.
         let mut consent = Consent::None;
+        let mut answer_held = false;
         if let Some(f) = &flow {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
@@ -171,6 +175,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
                             .unless_changed(self.changed_now);
                         consent = gate.consent;
+                        answer_held = gate.holds_answer();
                         if let Some(n) = gate.note() {
                             state.push_str(&n);
                             state.push('\n');
@@ -233,6 +238,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .unless_changed(self.changed_now);
                     let acts = !gate.tools.is_empty();
                     consent = gate.consent;
+                    answer_held = gate.holds_answer();
                     // A small model reads "ask the guest to confirm" in the step's own
                     // prompt and asks again: say that this message is the answer, and
                     // what to do with a yes and with anything else.
@@ -250,6 +256,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             q
                         } else if acts {
                             "If the user agrees or asks you to go ahead, do it now with the tool offered; the user reads your message after it ran. If the user declines or asks something else, do not use it and answer."
+                        } else if answer_held {
+                            // The gate's note says why nothing is offered and what to do.
+                            ""
                         } else {
                             "Confirm the outcome to the user; use the tools offered if an action is needed."
                         }
@@ -430,7 +439,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let output = match output {
             Some(mut o) if in_answer => {
                 tools_in_answer_section(&mut sys, &specs, consent);
-                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent != Consent::None));
+                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent));
                 Some(o)
             }
             other => other,
@@ -473,6 +482,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             conditions,
             intents,
             structured,
+            answer_held,
         }
     }
 }

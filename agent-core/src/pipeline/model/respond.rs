@@ -35,6 +35,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             conditions,
             intents,
             structured,
+            answer_held,
         } = self.render_prompt(target, extract, alt);
         let (resp, deltas, settled) = self.tool_loop(&mut req, &tools, &live).await?;
         if settled {
@@ -116,7 +117,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .or(intent);
                         let (tool_call, declined) =
                             match out.action.map(|v| read_action(v, self.calls)).transpose()? {
-                                None | Some(Action::None) => (None, false),
+                                None | Some(Action::None) => (None, answer_held),
                                 Some(Action::Declined) => (None, true),
                                 Some(Action::Call(c)) => (Some(c), false),
                             };

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use crate::data::{AgentContext, AgentData};
 use crate::flow::Flow;
 use crate::pipeline::Turn;
+use crate::pipeline::consent::{ANSWER, Consent, NOT_YES, YES};
 use crate::provider::ToolSpec;
 
 /// `schema` with a required `action`: null, or one of the tools with its arguments.
@@ -13,26 +14,39 @@ use crate::provider::ToolSpec;
 /// and `tool` before `with`, so the model decides to act before it describes the
 /// outcome (asked after the message, Qwen2.5 1.5B announced bookings and never acted).
 ///
-/// With `consent`, `action` is `{"agreed": false}` or `{"agreed": true, "tool": ..,
-/// "with": ..}`: a yes/no judgement of the user's answer, which the grammar then
-/// holds the tool call to. Asked as "null or a call", Qwen2.5 1.5B wrote null to
-/// "Yes, book it", "Sure" and "OK, go ahead" alike; asked to judge agreement first, it
-/// acted on each of them and on none of "No, not yet", an off-topic question or a
-/// correction (2026-11-26, llama.cpp, temperature 0).
-pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) -> Value {
+/// With `consent`, `action` first judges the user, then names a tool only on a yes.
+/// The answer to a question the agent asked ([`Consent::Answer`]) is classed:
+/// `{"answer": "yes", "tool": .., "with": ..}` or `{"answer": "no" | "a question" |
+/// "new details" | "something else"}`; a request ([`Consent::Request`]) is a yes/no,
+/// `{"agreed": true, "tool": .., "with": ..}` or `{"agreed": false}`. Asked as "null or
+/// a call", Qwen2.5 1.5B wrote null to "Yes, book it", "Sure" and "OK, go ahead" alike
+/// (2026-11-26). Asked `agreed` true/false at the confirmation, it said false to a
+/// clear yes in 5 of 48 sampled concierge runs (temperature 0.7); with the classes, the
+/// mean chance of a wrong judgement over 26 logged confirmations fell from 17 % to 12 %
+/// and on the yeses from 16 % to 8 % (token probabilities, 2026-11-27): a no is no
+/// longer the only place for a message that is not a yes.
+pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: Consent) -> Value {
     let mut schema = schema.clone();
+    let (key, yes, other) = match consent {
+        Consent::Answer => (ANSWER, json!({ "const": YES }), json!({ "enum": NOT_YES })),
+        _ => (
+            "agreed",
+            json!({ "const": true }),
+            json!({ "const": false }),
+        ),
+    };
     let mut options: Vec<Value> = specs
         .iter()
         .map(|t| {
-            if consent {
+            if consent != Consent::None {
                 json!({
                     "type": "object",
                     "properties": {
-                        "agreed": { "const": true },
+                        key: yes,
                         "tool": { "const": t.name },
                         "with": t.parameters,
                     },
-                    "required": ["agreed", "tool", "with"],
+                    "required": [key, "tool", "with"],
                     "additionalProperties": false,
                 })
             } else {
@@ -48,11 +62,11 @@ pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: bool) 
             }
         })
         .collect();
-    options.push(if consent {
+    options.push(if consent != Consent::None {
         json!({
             "type": "object",
-            "properties": { "agreed": { "const": false } },
-            "required": ["agreed"],
+            "properties": { key: other },
+            "required": [key],
             "additionalProperties": false,
         })
     } else {
