@@ -210,7 +210,10 @@ impl<D, C> Step<D, C> {
     /// step, not in the call that first asks it. A confirmation step ("Shall I book
     /// it?") then cannot act in the same turn it is reached: the user has not said
     /// yes yet, and a small model offered a `book_room` tool tends to call it at once.
-    /// Flow-wide and agent-wide tools are not affected.
+    /// The answer runs them only when it is judged a yes and, checked by code, neither
+    /// changes a stored value nor asks a question without naming the action ("Does it
+    /// have parking?" books nothing; "Can you book it now?" may): the step is asked
+    /// again instead. Flow-wide and agent-wide tools are not affected.
     pub fn act_on_answer(mut self) -> Self {
         self.act_on_answer = true;
         self
