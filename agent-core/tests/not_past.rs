@@ -490,6 +490,22 @@ async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
 }
 
 #[tokio::test]
+async fn a_value_copied_in_another_case_is_no_change_of_the_details() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
+    // The yes copies the city in lower case: the details are the same, it books, and
+    // the stored spelling stays.
+    p.respond(Answer::raw(
+        r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":" lisbon","guests":2},"message":"Booking it."}"#,
+    ));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "Sounds good, go ahead").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.model_calls, 2, "the answer and the tool round");
+}
+
+#[tokio::test]
 async fn a_question_at_a_confirmation_books_nothing_unless_it_names_the_action() {
     let p = ScriptedProvider::new();
     let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
