@@ -431,7 +431,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         options[1],
         json!({
             "type": "object",
-            "properties": { "answer": { "enum": ["no", "a question", "new details", "something else"] } },
+            "properties": { "answer": { "enum": ["no", "new details", "something else"] } },
             "required": ["answer"],
             "additionalProperties": false,
         }),

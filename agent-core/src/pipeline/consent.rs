@@ -74,7 +74,7 @@ impl Consent {
         match self {
             Self::None => None,
             Self::Answer => Some(format!(
-                "Is the user's latest message, {quoted}, a yes (it agrees or asks you to go ahead), a no, a question, new details or something else? Set `action.answer` accordingly."
+                "Is the user's latest message, {quoted}, a yes (it agrees or asks you to go ahead), a no, new details or something else? Set `action.answer` accordingly."
             )),
             Self::Request => Some(format!(
                 "Act only on the user's request: has the user asked for it, in the latest message ({quoted}) or earlier without taking it back? Set `action.agreed` accordingly."
@@ -88,13 +88,17 @@ pub(super) const ANSWER: &str = "answer";
 /// The class that agrees: the only one the grammar lets go on to a tool.
 pub(super) const YES: &str = "yes";
 /// The classes that do not agree ([`crate::pipeline::model`]'s schema explains why
-/// there are several).
-pub(super) const NOT_YES: [&str; 4] = ["no", "a question", "new details", "something else"];
+/// there are several). No "a question": a question is held by code
+/// ([`Gate::unless_asking`]), and the class caught plain yeses. Qwen2.5 1.5B at
+/// temperature 0.7 read the classification question after "Yes, book it" as the user's
+/// and classed it "a question": 7 of 92 logged yes-judgements replayed at their seeds
+/// (6 of 18 live calls), 0 of 92 with the class removed (2026-11-27).
+pub(super) const NOT_YES: [&str; 3] = ["no", "new details", "something else"];
 
 /// The consent form of `action` for the answer to an `act_on_answer` step: the
 /// user's latest message is classed first (`answer`), and only a yes goes on to a
 /// tool and its arguments.
-const CONSENT_RULE: &str = "In `action`, first set `answer` to what the user's latest message is: \"yes\" (it agrees or asks you to go ahead), \"no\", \"a question\", \"new details\" or \"something else\". Only with \"yes\", also name the tool and its arguments; it runs before the user reads your message.";
+const CONSENT_RULE: &str = "In `action`, first set `answer` to what the user's latest message is: \"yes\" (it agrees or asks you to go ahead), \"no\", \"new details\" or \"something else\". Only with \"yes\", also name the tool and its arguments; it runs before the user reads your message.";
 
 /// The consent form for a tool with effects: the user must have asked for it.
 const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments; it runs before the user reads your message.";

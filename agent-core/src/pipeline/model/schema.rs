@@ -16,8 +16,8 @@ use crate::provider::ToolSpec;
 ///
 /// With `consent`, `action` first judges the user, then names a tool only on a yes.
 /// The answer to a question the agent asked ([`Consent::Answer`]) is classed:
-/// `{"answer": "yes", "tool": .., "with": ..}` or `{"answer": "no" | "a question" |
-/// "new details" | "something else"}`; a request ([`Consent::Request`]) is a yes/no,
+/// `{"answer": "yes", "tool": .., "with": ..}` or `{"answer": "no" | "new details" |
+/// "something else"}`; a request ([`Consent::Request`]) is a yes/no,
 /// `{"agreed": true, "tool": .., "with": ..}` or `{"agreed": false}`. Asked as "null or
 /// a call", Qwen2.5 1.5B wrote null to "Yes, book it", "Sure" and "OK, go ahead" alike
 /// (2026-11-26). Asked `agreed` true/false at the confirmation, it said false to a
