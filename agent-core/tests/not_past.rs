@@ -437,6 +437,17 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         }),
         "no null: the model classes the answer, and only a yes names a tool"
     );
+    // A call that judges an answer writes `action` first: the question about it is
+    // the last instruction, after the one to fill `data`.
+    let judged = p
+        .requests()
+        .into_iter()
+        .map(|q| q.instructions())
+        .find(|s| s.contains("Set `action.answer`"))
+        .expect("a call judged the answer");
+    let fill = judged.find("Before replying, fill `data`").unwrap();
+    let question = judged.find("Set `action.answer`").unwrap();
+    assert!(fill < question, "{judged}");
 }
 
 #[tokio::test]

@@ -306,3 +306,19 @@ async fn steps_with_the_same_fields_are_labelled_by_their_ids() {
         "{s}"
     );
 }
+
+#[tokio::test]
+async fn the_instruction_to_fill_data_comes_after_the_step_it_might_answer() {
+    let p = ScriptedProvider::new();
+    let a = agent_with_prompt_parts(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "Lisbon on 2026-07-01").await.unwrap();
+    // Read after "Ask for ...", it is the last thing before `data` is written: read
+    // before, the step's instruction told a small model the value was missing.
+    let state = p.last_request().unwrap().instructions();
+    let step = state.find("Now, Step").expect("the step's instruction");
+    let fill = state
+        .find("Before replying, fill `data`")
+        .expect("the instruction to fill data");
+    assert!(step < fill, "{state}");
+}

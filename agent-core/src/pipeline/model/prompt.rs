@@ -155,25 +155,46 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             // The field list is static (in the system prompt); whether this call reads
             // the message differs between the calls of a turn, so it is said here.
-            if !f.collectable.is_empty() || !self.a.switch_fields[f.index].is_empty() {
-                state.push_str(if !extract {
-                    "Write null for every field in `data` this time.\n"
-                } else if self.a.config.cite_quotes {
-                    "Before replying, fill `data` from the user's latest message (a new value replaces the collected one): each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
-                } else {
-                    "Before replying, fill `data` with what the user's latest message states (a new value replaces the collected one); null for a field the user has not stated. Never guess a value.\n"
-                });
+            let mut fill = (!f.collectable.is_empty()
+                || !self.a.switch_fields[f.index].is_empty())
+            .then_some(if !extract {
+                "Write null for every field in `data` this time.\n"
+            } else if self.a.config.cite_quotes {
+                "Before replying, fill `data` from the user's latest message (a new value replaces the collected one): each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
+            } else {
+                "Before replying, fill `data` with what the user's latest message states (a new value replaces the collected one); null for a field the user has not stated. Never guess a value.\n"
+            });
+            // Read after a step's instruction ("Ask for the check-in date"), the
+            // instruction to fill `data` is what the model sees last before writing it:
+            // read before it, the step told a small model the value was missing.
+            // Measured on Qwen2.5 1.5B (turn-one calls of 18 concierge openings that
+            // give a date, token probabilities at temperature 0.7): a null date 8.1 %
+            // of the time with the fill line first, 2.0 % with it after the step.
+            // A call that judges an answer (`action` comes first) keeps the order
+            // its judgement was measured with.
+            if !matches!(target, Target::Step(..))
+                && let Some(t) = fill.take()
+            {
+                state.push_str(t);
             }
             tools.extend(f.tools.iter().cloned());
             match &target {
                 Target::Step(_, j) => {
                     let step = &f.steps[*j];
+                    // Asked now, not answered: an `act_on_answer` step waits for it.
+                    let gate = (!step.act_on_answer || self.awaiting_model_step(f) == Some(*j))
+                        .then(|| {
+                            Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
+                                .unless_changed(self.changed_now)
+                        });
+                    if gate.as_ref().is_some_and(|g| g.consent != Consent::None)
+                        && let Some(t) = fill.take()
+                    {
+                        state.push_str(t);
+                    }
                     state.push_str("Now, ");
                     state.push_str(&step.section);
-                    // Asked now, not answered: an `act_on_answer` step waits for it.
-                    if !step.act_on_answer || self.awaiting_model_step(f) == Some(*j) {
-                        let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
-                            .unless_changed(self.changed_now);
+                    if let Some(gate) = gate {
                         consent = gate.consent;
                         answer_held = gate.holds_answer();
                         if let Some(n) = gate.note() {
@@ -230,6 +251,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         );
                         tools.extend(s.tools.iter().cloned());
                         pending = Some((step.id.clone(), a));
+                    }
+                    if let Some(t) = fill.take() {
+                        state.push_str(t);
                     }
                 }
                 Target::Closing(_, j) => {
