@@ -27,9 +27,20 @@ pub struct AgentConfig {
     /// the provider's native tools, for servers and models that cannot call a tool
     /// while a JSON schema constrains the answer. Off by default. Measured on
     /// Qwen2.5-Coder 1.5B under llama.cpp: natively it never called `book_room`; with
-    /// actions it did, but also before the guest had confirmed, so the examples keep
-    /// native tools until a step can hold its tools back until it is answered.
+    /// actions it did (the examples' local configuration turns it on; consent rules
+    /// hold the tools until the user agrees).
     pub tools_in_answer: bool,
+    /// Before a tool with effects runs on the user's answer to a confirmation
+    /// ("Shall I book it?"), ask the model in a short call of its own whether that
+    /// answer agrees, unless the answer is made of agreement words only ("Yes, book
+    /// it"); when it does not, nothing runs and the reply asks again. On by default.
+    /// Measured on Qwen2.5-Coder 1.5B at temperature 0.7: inside the full reply call
+    /// it judged "Let me think about it for a moment", "Not yet, thanks" and "Ainda
+    /// não, obrigado" a yes about a third of the time and booked (4 of 168 concierge
+    /// runs); asked alone, with only the question and the answer, it gave 19
+    /// hesitations a yes-probability of at most 0.18 (most under 0.01) and 23 yeses
+    /// at least 0.96. Costs one call on a confirmation answered with other words.
+    pub check_agreement: bool,
     /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
     /// it is cancelled and becomes a failed result the model (or the code flow) sees;
     /// `None` lets tools run as long as they take.
@@ -159,6 +170,7 @@ impl Default for AgentConfig {
             max_transitions_per_turn: 10,
             max_tool_rounds: 5,
             tools_in_answer: false,
+            check_agreement: true,
             tool_timeout: Some(Duration::from_secs(60)),
             turn_timeout: Some(Duration::from_secs(180)),
             history_token_budget: 6000,
@@ -211,7 +223,7 @@ pub struct TokenLimits {
     pub classic: u32,
     /// The call after tool results.
     pub tool_round: u32,
-    /// Extraction, classification and routing calls.
+    /// Extraction, classification, routing and agreement calls.
     pub judge: u32,
     /// History summaries.
     pub summarize: u32,
@@ -237,7 +249,7 @@ impl TokenLimits {
             K::Respond if in_flow => self.respond,
             K::Respond => self.classic,
             K::ToolRound => self.tool_round,
-            K::Extract | K::Classify | K::Route => self.judge,
+            K::Extract | K::Classify | K::Route | K::Agreement => self.judge,
             K::Summarize => self.summarize,
         }
     }

@@ -59,6 +59,10 @@ pub enum CallKind {
     ToolRound,
     /// Summarising old history past the token budget.
     Summarize,
+    /// Whether the user's answer to a confirmation agrees, asked in a short call of
+    /// its own before a tool with effects runs on it (see
+    /// [`AgentConfig::check_agreement`](crate::config::AgentConfig::check_agreement)).
+    Agreement,
 }
 
 /// Who said a message.

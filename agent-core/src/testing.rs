@@ -454,6 +454,15 @@ impl ScriptedProvider {
     pub fn summarize(&self, a: Answer) -> &Self {
         self.push(CallKind::Summarize, a)
     }
+    /// Queue an agreement answer (`{"agrees": true}` or `false`): the check that the
+    /// user's answer to a confirmation agrees before a tool with effects runs
+    /// ([`AgentConfig::check_agreement`](crate::config::AgentConfig::check_agreement)).
+    pub fn agreement(&self, agrees: bool) -> &Self {
+        self.push(
+            CallKind::Agreement,
+            Answer::raw(serde_json::json!({ "agrees": agrees }).to_string()),
+        )
+    }
 
     /// Stream every answer as text pieces of `chars` characters, as a real provider
     /// streams tokens (all ready at once), to test what a consumer of
@@ -495,13 +504,14 @@ impl ScriptedProvider {
     /// Remove the answers still queued and describe each, kind first
     /// (`Respond: message "When?"`), in a fixed order of kinds, each kind in queue order.
     pub fn take_unused(&self) -> Vec<String> {
-        const KINDS: [CallKind; 6] = [
+        const KINDS: [CallKind; 7] = [
             CallKind::Respond,
             CallKind::Extract,
             CallKind::Classify,
             CallKind::Route,
             CallKind::ToolRound,
             CallKind::Summarize,
+            CallKind::Agreement,
         ];
         let mut s = self.lock();
         KINDS

@@ -552,8 +552,181 @@ async fn a_question_at_a_confirmation_books_nothing_unless_it_names_the_action()
         r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#,
     ));
     p.tool_round(Answer::message("Booked."));
+    // Not agreement words only ("can"): checked on its own before it runs.
+    p.agreement(true);
     let r = a.respond("s", "Great. Can you book it now?").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(p.calls_of(CallKind::Agreement), 1);
+}
+
+/// The answer a small model gives a hesitation at a confirmation too often: a yes
+/// that names the tool.
+const YES_BOOK: &str = r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it now."}"#;
+
+#[tokio::test]
+async fn a_hesitation_judged_a_yes_books_nothing_when_the_answer_alone_does_not_agree() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow_with(|s| s.requires_tool("book_room"))).await;
+    p.respond(Answer::raw(YES_BOOK));
+    p.agreement(false);
+    p.respond(Answer::raw(
+        r#"{"data":{"city":null,"guests":null},"message":"Take your time. Shall I book it when you are ready?"}"#,
+    ));
+    let r = a
+        .respond("s", "Let me think about it for a moment")
+        .await
+        .unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(
+        r.message,
+        "Take your time. Shall I book it when you are ready?"
+    );
+    assert_eq!(r.model_calls, 3, "the answer, the check, the answer again");
+    assert_eq!(p.unused(), 0, "{:?}", p.take_unused());
+
+    // The check sees only the agent's question and the user's answer, quoted.
+    let reqs = p.requests();
+    let check = reqs
+        .iter()
+        .find(|q| q.kind == CallKind::Agreement)
+        .expect("an agreement call");
+    assert!(check.tools.is_empty() && check.messages.len() == 1);
+    let said = check.messages[0].content.as_str();
+    assert!(
+        said.contains(r#"The assistant asked: "Lisbon for two. Shall I book?""#),
+        "{said}"
+    );
+    assert!(
+        said.contains(r#"The user replied: "Let me think about it for a moment""#),
+        "{said}"
+    );
+    assert!(
+        check
+            .output
+            .as_ref()
+            .unwrap()
+            .schema
+            .to_string()
+            .contains("agrees")
+    );
+
+    // Rendered again with the tool held and the reason said.
+    let again = reqs.last().unwrap();
+    assert_eq!(again.kind, CallKind::Respond);
+    let state = again.instructions();
+    assert!(
+        state.contains(
+            "Not offered now: book_room (the user's latest message does not agree to go ahead yet)"
+        ),
+        "{state}"
+    );
+    assert!(
+        again.output.as_ref().unwrap().schema["properties"]
+            .get("action")
+            .is_none()
+    );
+
+    // The next plain yes books, without a check.
+    p.respond(Answer::raw(YES_BOOK));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "OK, go ahead and book it").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.model_calls, 2, "a plain yes needs no check");
+    assert_eq!(p.calls_of(CallKind::Agreement), 1);
+}
+
+#[tokio::test]
+async fn a_yes_in_other_words_books_once_the_answer_alone_agrees() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow()).await;
+    p.respond(Answer::raw(YES_BOOK));
+    p.agreement(true);
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "That is what we want").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.model_calls, 3, "the answer, the check, the tool round");
+}
+
+#[tokio::test]
+async fn an_unreadable_agreement_answer_books_nothing() {
+    let p = ScriptedProvider::new();
+    let a = asked_to_confirm(&p, held_flow()).await;
+    p.respond(Answer::raw(YES_BOOK));
+    p.push(CallKind::Agreement, Answer::raw("maybe"));
+    p.respond(Answer::raw(
+        r#"{"data":{"city":null,"guests":null},"message":"Shall I book it?"}"#,
+    ));
+    let r = a.respond("s", "Hmm, fine I guess").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    assert_eq!(r.message, "Shall I book it?");
+}
+
+#[tokio::test]
+async fn with_the_agreement_check_off_the_answers_judgement_stands() {
+    let p = ScriptedProvider::new();
+    let a = Agent::builder()
+        .name("Concierge")
+        .clock(ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(held_flow())
+        .config(AgentConfig {
+            tools_in_answer: true,
+            check_agreement: false,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    a.respond("s", "Lisbon, two of us").await.unwrap();
+    p.respond(Answer::raw(YES_BOOK));
+    p.tool_round(Answer::message("Booked."));
+    let r = a.respond("s", "That works for us").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(p.calls_of(CallKind::Agreement), 0);
+}
+
+#[tokio::test]
+async fn a_native_tool_call_on_a_hesitation_does_not_run() {
+    let p = ScriptedProvider::new();
+    let a = dated(
+        &p,
+        TODAY_MS,
+        held_flow_with(|s| s.requires_tool("book_room")),
+    );
+    p.respond(Answer::message("Which city, and for how many?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(
+        Answer::message("Lisbon for two. Shall I book?")
+            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    a.respond("s", "Lisbon, two of us").await.unwrap();
+    p.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
+    p.agreement(false);
+    p.tool_round(Answer::message("Sure, take your time."));
+    let r = a.respond("s", "Not yet, thanks").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.message, "Sure, take your time.");
+    // The model reads why, and is offered no tool to call again.
+    let last = p.last_request().unwrap();
+    assert_eq!(last.kind, CallKind::ToolRound);
+    assert!(last.tools.is_empty());
+    let result = last.messages.last().unwrap().content.as_str();
+    assert!(
+        result.starts_with("Not run: the user's latest message does not agree"),
+        "{result}"
+    );
 }
 
 #[tokio::test]
@@ -857,6 +1030,7 @@ async fn an_offer_of_the_action_is_answered_as_a_yes_or_no() {
         r#"{"action":{"answer":"yes","tool":"refund","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Done."}"#,
     ));
     p.tool_round(Answer::message("Refunded."));
+    p.agreement(true);
     let r = a.respond("s", "Yes please, Lisbon").await.unwrap();
     assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
     let asked = p.requests()[1].instructions();

@@ -122,6 +122,10 @@ enum Held {
     Changed,
     /// The message answering a confirmation asks a question and names no action.
     Question,
+    /// The message answering a confirmation was judged a yes, but a check of the
+    /// message alone ([`crate::config::AgentConfig::check_agreement`]) found it does
+    /// not agree.
+    NotAgreed,
 }
 
 impl<D, C> Gate<D, C> {
@@ -242,7 +246,7 @@ impl<D, C> Gate<D, C> {
     /// message changed the details, or asks a question): its reply, told so, is the
     /// answer, as when the model judges that the user did not agree.
     pub(super) fn holds_answer(&self) -> bool {
-        matches!(self.held, Held::Changed | Held::Question)
+        matches!(self.held, Held::Changed | Held::Question | Held::NotAgreed)
     }
 
     /// An agreement is to what the user was shown: when the message changed a stored
@@ -253,6 +257,16 @@ impl<D, C> Gate<D, C> {
     pub(super) fn unless_changed(mut self, changed: bool) -> Self {
         if changed && self.consent == Consent::Answer && !self.tools.is_empty() {
             self.hold(Held::Changed);
+        }
+        self
+    }
+
+    /// The answer's action was checked on its own and the user's message does not
+    /// agree ([`crate::config::AgentConfig::check_agreement`]): rendered again, this
+    /// answer runs nothing and asks again.
+    pub(super) fn unless_not_agreed(mut self, not_agreed: bool) -> Self {
+        if not_agreed && self.consent == Consent::Answer && !self.tools.is_empty() {
+            self.hold(Held::NotAgreed);
         }
         self
     }
@@ -270,9 +284,167 @@ impl<D, C> Gate<D, C> {
             Held::Question => format!(
                 "Not offered now: {names} (the user's latest message asks a question). Do not say it was done; answer the question, then ask the user to confirm."
             ),
+            Held::NotAgreed => format!(
+                "Not offered now: {names} (the user's latest message does not agree to go ahead yet). Do not say it was done; reply to the message, then ask whether to go ahead when the user is ready."
+            ),
             Held::NotAsked => format!(
                 "Not offered now: {names} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits."
             ),
         })
+    }
+}
+
+/// Words that agree on their own ("yes", "go ahead", "sim", "d'accord"), normalised.
+/// A message made of these, [`FILLER`] and the tool's action words is a yes that needs
+/// no check; anything else the model judged a yes is checked in a call of its own.
+/// The list only saves that call: a word missing from it costs one call, never a
+/// wrong booking, and no word of refusal or delay may ever be added to it.
+const AGREE: &[&str] = &[
+    "yes",
+    "yeah",
+    "yea",
+    "yep",
+    "yup",
+    "ya",
+    "sure",
+    "ok",
+    "okay",
+    "okey",
+    "alright",
+    "fine",
+    "great",
+    "perfect",
+    "good",
+    "correct",
+    "exactly",
+    "absolutely",
+    "definitely",
+    "certainly",
+    "confirm",
+    "confirmed",
+    "proceed",
+    "go",
+    "works",
+    "lovely",
+    "awesome",
+    "cool",
+    "excellent",
+    "wonderful",
+    "si",
+    "claro",
+    "vale",
+    "dale",
+    "acuerdo",
+    "accord",
+    "perfecto",
+    "adelante",
+    "hazlo",
+    "confirmo",
+    "confirma",
+    "sim",
+    "pode",
+    "certo",
+    "otimo",
+    "perfeito",
+    "beleza",
+    "oui",
+    "parfait",
+    "ja",
+    "jawohl",
+    "gerne",
+    "klar",
+    "genau",
+    "passt",
+    "perfekt",
+    "super",
+    "perfetto",
+    "procedi",
+    "conferma",
+];
+
+/// Words that neither agree nor hold back: they may stand beside an [`AGREE`] word.
+const FILLER: &[&str] = &[
+    "it", "that", "this", "thats", "s", "let", "lets", "please", "pls", "plz", "thanks", "thank",
+    "you", "ty", "now", "ahead", "do", "and", "e", "et", "und", "all", "right", "sounds", "for",
+    "me", "us", "by", "d", "de", "por", "favor", "gracias", "obrigado", "obrigada", "isso",
+    "merci", "vas", "allez", "y", "bitte", "danke", "mach", "es", "va", "bene", "grazie",
+];
+
+/// Whether `message` is a plain yes: only [`AGREE`], [`FILLER`] and `action` words
+/// (the tool's, "book" of "Book it"), with at least one that agrees or names the
+/// action. "OK, let me think" is not ("think"), nor is "No problem, book it" ("no"):
+/// those are checked.
+pub(super) fn plainly_agrees(message: &str, action: &[String]) -> bool {
+    let said = normalize(message);
+    let action: Vec<String> = action
+        .iter()
+        .map(|w| normalize(w).trim().to_owned())
+        .collect();
+    let names = |w: &str| {
+        action
+            .iter()
+            .any(|a| !a.is_empty() && w.starts_with(a.as_str()))
+    };
+    let mut agrees = false;
+    for w in said.split_whitespace() {
+        if AGREE.contains(&w) || names(w) {
+            agrees = true;
+        } else if !FILLER.contains(&w) {
+            return false;
+        }
+    }
+    agrees
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plainly_agrees;
+
+    fn book() -> Vec<String> {
+        vec!["book".into()]
+    }
+
+    #[test]
+    fn agreement_words_alone_are_a_plain_yes() {
+        for m in [
+            "Yes, book it",
+            "Yes please, go ahead",
+            "OK, go ahead and book it",
+            "Perfect, confirm it",
+            "Sounds good, go ahead",
+            "Sí, por favor",
+            "Sim, pode",
+            "Oui, d'accord",
+            "Ja, bitte",
+            "Book it now",
+        ] {
+            assert!(plainly_agrees(m, &book()), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_hesitation_a_refusal_or_other_words_are_checked() {
+        for m in [
+            "Let me think about it for a moment",
+            "OK, let me think",
+            "Not yet, thanks",
+            "Ainda não, obrigado",
+            "No problem, book it",
+            "Yes, but for 3 guests",
+            "Yes, book Marriott please",
+            "Thanks",
+            "Please",
+            "Do it",
+            "👍",
+            "",
+        ] {
+            assert!(!plainly_agrees(m, &book()), "{m}");
+        }
+    }
+
+    #[test]
+    fn the_tools_action_words_count_as_agreeing() {
+        assert!(plainly_agrees("Refund it please", &["refund".into()]));
+        assert!(!plainly_agrees("Refund it please", &book()));
     }
 }

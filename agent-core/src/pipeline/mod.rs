@@ -113,6 +113,9 @@ pub(crate) struct Turn<'a, D, C> {
     /// This turn's message replaced a stored value: what the user agreed to before is
     /// not what an action would now do ([`consent::Gate::unless_changed`]).
     pub(crate) changed_now: bool,
+    /// This turn's answer to a confirmation was checked on its own and does not agree
+    /// ([`consent::Gate::unless_not_agreed`]).
+    pub(crate) not_agreed: bool,
     pub(crate) chain: Vec<ChainEntry>,
     pub(crate) executed: Vec<StepRef>,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
@@ -246,6 +249,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             pos_gen: 0,
             correction_done: false,
             changed_now: false,
+            not_agreed: false,
             chain: Vec::new(),
             executed: Vec::new(),
             tool_calls: Vec::new(),

@@ -264,6 +264,15 @@ fn scripted_answer(req: &ModelRequest) -> Result<ModelResponse, agent_core::erro
             )
         }
         CallKind::Summarize => reply("The guest is booking a hotel room.".into()),
+        CallKind::Agreement => {
+            // The engine quotes the user's answer as a JSON string on this line.
+            let answer = user
+                .lines()
+                .find_map(|l| l.strip_prefix("The user replied: "))
+                .and_then(|q| serde_json::from_str::<String>(q).ok())
+                .unwrap_or_default();
+            reply(json!({ "agrees": affirmative(&answer) }).to_string())
+        }
         CallKind::Extract => reply(json!({ "data": extract(user) }).to_string()),
         CallKind::Respond | CallKind::ToolRound => respond(req, user),
     }
@@ -478,6 +487,7 @@ pub fn scripted_model() -> ScriptedProvider {
         CallKind::Route,
         CallKind::Extract,
         CallKind::Summarize,
+        CallKind::Agreement,
     ] {
         p.default_answer(kind, Answer::from_fn(scripted_answer));
     }

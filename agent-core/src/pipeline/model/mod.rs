@@ -6,10 +6,12 @@
 //! respond request: static sections, then the per-turn state), `respond.rs` (the
 //! respond call and reading its answer), `tools.rs` (tool rounds), `live.rs` (whether
 //! a streaming reply is final), `classify.rs` and `extract.rs` (the calls that write
-//! no reply), with the answer formats in `answer.rs` and `schema.rs` and prompt text
+//! no reply), `agree.rs` (the check that an answer to a confirmation agrees before a
+//! tool with effects runs), with the answer formats in `answer.rs` and `schema.rs` and prompt text
 //! helpers in `push.rs`. This file holds only what the rest of the turn exchanges
 //! with them.
 
+mod agree;
 pub(super) mod answer;
 mod call;
 pub(super) mod classify;

@@ -40,6 +40,8 @@ pub(super) struct Prompt<D, C> {
     /// The step's tools were withheld from this answer to a confirmation by code
     /// ([`Gate::holds_answer`]): the answer stands as a reply that did not act.
     pub(super) answer_held: bool,
+    /// How the answer judges consent before it names a tool.
+    pub(super) consent: Consent,
 }
 
 /// The per-turn state goes after the history, appended to the latest user message in
@@ -186,6 +188,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .then(|| {
                             Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
                                 .unless_changed(self.changed_now)
+                                .unless_not_agreed(self.not_agreed)
                         });
                     if gate.as_ref().is_some_and(|g| g.consent != Consent::None)
                         && let Some(t) = fill.take()
@@ -259,7 +262,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
                     let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
-                        .unless_changed(self.changed_now);
+                        .unless_changed(self.changed_now)
+                        .unless_not_agreed(self.not_agreed);
                     let acts = !gate.tools.is_empty();
                     consent = gate.consent;
                     answer_held = gate.holds_answer();
@@ -507,6 +511,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             intents,
             structured,
             answer_held,
+            consent,
         }
     }
 }

@@ -15,6 +15,7 @@ use super::{CallOutcome, Target};
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::pipeline::Turn;
+use crate::pipeline::consent::Consent;
 use crate::provider::{CallKind, FinishReason, Message};
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
@@ -26,6 +27,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         extract: bool,
         alt: Option<usize>,
     ) -> Result<CallOutcome, AgentError> {
+        // Rendered again (once) when the answer's action is found not agreed to.
+        let again = target.clone();
         let Prompt {
             mut req,
             tools,
@@ -36,8 +39,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             intents,
             structured,
             answer_held,
+            consent,
         } = self.render_prompt(target, extract, alt);
-        let (resp, deltas, settled) = self.tool_loop(&mut req, &tools, &live).await?;
+        let (resp, deltas, settled) = self
+            .tool_loop(&mut req, &tools, &live, consent == Consent::Answer)
+            .await?;
         if settled {
             // A tool's verbatim reply replaces whatever the model would say next; the
             // conditions this call was to judge are judged not to hold, as when an
@@ -117,7 +123,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .or(intent);
                         let (tool_call, declined) =
                             match out.action.map(|v| read_action(v, self.calls)).transpose()? {
-                                None | Some(Action::None) => (None, answer_held),
+                                // Not agreed to (checked on its own): declined, natively too.
+                                None | Some(Action::None) => (None, answer_held || self.not_agreed),
                                 Some(Action::Declined) => (None, true),
                                 Some(Action::Call(c)) => (Some(c), false),
                             };
@@ -151,6 +158,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !acted
                         && let Some(call) = out.tool_call.take()
                     {
+                        // An answer to a confirmation judged a yes: checked on its own
+                        // before anything runs; not agreed, it is rendered again with
+                        // the tools held (`Gate::unless_not_agreed`), asking again.
+                        if consent == Consent::Answer && !self.not_agreed {
+                            let tool = tools.iter().find(|t| t.name() == call.name);
+                            if let Some(t) = tool
+                                && !self.agrees_to(t.as_ref()).await?
+                            {
+                                self.not_agreed = true;
+                                // The conditions this answer was to judge are judged
+                                // by the next one.
+                                self.deferred = conditions;
+                                return Box::pin(self.render_call(again, extract, alt)).await;
+                            }
+                        }
                         // A tool asked for in the answer: run it, then ask again with
                         // its result, as a native tool round would.
                         acted = true;

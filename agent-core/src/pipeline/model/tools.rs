@@ -13,7 +13,11 @@ use crate::pipeline::Turn;
 use crate::pipeline::approve::Gate;
 use crate::provider::{CallKind, Message, ModelRequest, ModelResponse, ToolCall};
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
-use crate::tool::{Tool, ToolCx, ToolCxParts, ToolError};
+use crate::tool::{Effect, Tool, ToolCx, ToolCxParts, ToolError};
+
+/// The result a tool call gets when the user's answer to a confirmation does not
+/// agree: it did not run.
+pub(super) const NOT_AGREED: &str = "Not run: the user's latest message does not agree to go ahead yet. Do not say it was done; reply to the message, then ask whether to go ahead when the user is ready.";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Whether a tool that ran since `since` (a position in the post bus) set the
@@ -29,12 +33,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Call, run requested tools, feed results back, until the model answers or a
-    /// tool settles the reply (the third value).
+    /// tool settles the reply (the third value). `confirms`: the call answers a
+    /// confirmation, so a tool with effects runs only if the user's answer agrees
+    /// ([`Turn::agrees_to`]); otherwise no call of the round runs, each gets
+    /// [`NOT_AGREED`] as its result, and the model answers without tools.
     pub(super) async fn tool_loop(
         &mut self,
         req: &mut ModelRequest,
         tools: &[Arc<dyn Tool<D, C>>],
         live: &LiveTarget,
+        confirms: bool,
     ) -> Result<(ModelResponse, Vec<String>, bool), AgentError> {
         let mut round = 0u32;
         loop {
@@ -46,6 +54,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let mut assistant = Message::assistant(resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
+            if confirms && !self.round_agreed(tools, &resp.tool_calls).await? {
+                for call in &resp.tool_calls {
+                    req.messages
+                        .push(Message::tool(call.id.clone(), NOT_AGREED));
+                }
+                req.kind = CallKind::ToolRound;
+                req.tools.clear();
+                continue;
+            }
             let since = self.post_bus.len();
             let results = self.run_tools(tools, &resp.tool_calls).await;
             if self.paused.is_some() {
@@ -65,6 +82,28 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 req.tools.clear();
             }
         }
+    }
+
+    /// Whether the user's answer to a confirmation agrees to every tool with effects
+    /// in a round (checked once a turn: a round after one not agreed to is not).
+    async fn round_agreed(
+        &mut self,
+        tools: &[Arc<dyn Tool<D, C>>],
+        calls: &[ToolCall],
+    ) -> Result<bool, AgentError> {
+        for call in calls {
+            let Some(t) = tools.iter().find(|t| t.name() == call.name) else {
+                continue;
+            };
+            if t.effect() == Effect::Pure {
+                continue;
+            }
+            if self.not_agreed || !self.agrees_to(t.as_ref()).await? {
+                self.not_agreed = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Why a tool's data writes would be refused by the fields' constraints, if so.
