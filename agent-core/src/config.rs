@@ -39,7 +39,7 @@ pub struct AgentConfig {
     /// não, obrigado" a yes about a third of the time and booked (4 of 168 concierge
     /// runs); asked alone, with only the question and the answer, it gave 19
     /// hesitations a yes-probability of at most 0.18 (most under 0.01) and 23 yeses
-    /// at least 0.96. Costs one call on a confirmation answered with other words.
+    /// at least 0.90. Costs one call on a confirmation answered with other words.
     pub check_agreement: bool,
     /// Time limit of one tool call (a tool's own [`Tool::timeout`] wins). A call past
     /// it is cancelled and becomes a failed result the model (or the code flow) sees;

@@ -14,7 +14,9 @@
 //! judged as a yes or no, which the same model gets right). A request is used up by
 //! the call it led to ([`crate::session::Session::acted`]): measured on the help desk,
 //! "Also, my app crashes on start" after a refund was judged a second request for it,
-//! on the strength of the message before.
+//! on the strength of the message before. An answer judged a yes is checked once
+//! more before a tool with effects runs on it, unless it is a plain yes
+//! ([`plainly_agrees`]; the call is `model/agree.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -8,7 +8,10 @@
 //! judgements, 4 of 168 concierge runs). Asked with nothing but the question and the
 //! answer, the same model gave 19 hesitations, refusals and digressions a
 //! yes-probability of at most 0.18 (most under 0.01) and 23 yeses in five languages
-//! at least 0.96 (token probabilities, 2026-11-28).
+//! at least 0.96, after a short question; after the concierge's own summary ("Here is
+//! your booking: a room in Lisbon from 2026-07-01 for 2 guest(s). Shall I book it?")
+//! at most 0.17 and at least 0.90 (token probabilities at temperature 0.7,
+//! 2026-11-28).
 
 use std::sync::Arc;
 use std::sync::LazyLock;
