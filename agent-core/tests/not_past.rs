@@ -427,6 +427,12 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     assert_eq!(options[0]["properties"]["answer"]["const"], "yes");
     assert_eq!(options[0]["properties"]["tool"]["const"], "book_room");
     assert_eq!(options[0]["required"], json!(["answer", "tool", "with"]));
+    // A free argument string is bounded like a data value: a small model ran the
+    // hotel's name to the token limit.
+    assert_eq!(
+        options[0]["properties"]["with"]["properties"]["hotel"]["maxLength"],
+        json!(AgentConfig::default().max_model_string_chars)
+    );
     assert_eq!(
         options[1],
         json!({

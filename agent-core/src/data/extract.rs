@@ -75,6 +75,33 @@ fn bounded(mut p: Value, limit: usize) -> Value {
     p
 }
 
+/// Every free string in a schema (a tool's arguments: properties, items, branches,
+/// definitions) bounded as [`bounded`] bounds a field. Measured on Qwen2.5-Coder
+/// 1.5B at temperature 0.7: the `hotel` argument of `book_room` ran "Madrid, Spain,
+/// Europe, Western Europe, Europe, ..." to the token limit in 2 of 168 concierge
+/// runs, and the repair call repeated it.
+pub(crate) fn bound_strings(p: &mut Value, limit: usize) {
+    if let Value::Object(o) = p {
+        for key in ["properties", "$defs", "definitions"] {
+            if let Some(Value::Object(m)) = o.get_mut(key) {
+                m.values_mut().for_each(|v| bound_strings(v, limit));
+            }
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            if let Some(Value::Array(a)) = o.get_mut(key) {
+                a.iter_mut().for_each(|v| bound_strings(v, limit));
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(v @ Value::Object(_)) = o.get_mut(key) {
+                bound_strings(v, limit);
+            }
+        }
+    }
+    let whole = std::mem::take(p);
+    *p = bounded(whole, limit);
+}
+
 /// A field schema without its `null` alternative (the wrapper adds one).
 fn non_null(p: &Value) -> Value {
     let mut p = p.clone();
@@ -153,6 +180,35 @@ mod tests {
     use super::*;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
+
+    #[test]
+    fn every_free_string_of_a_tools_arguments_is_bounded() {
+        let mut args = json!({
+            "type": "object",
+            "properties": {
+                "hotel": { "type": "string" },
+                "code": { "type": "string", "pattern": "^[A-Z]{3}$" },
+                "room": { "type": "string", "enum": ["single", "double"] },
+                "notes": { "type": "array", "items": { "type": "string" } },
+                "guest": { "$ref": "#/$defs/Guest" },
+                "nights": { "type": "integer" },
+                "either": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+            },
+            "$defs": { "Guest": { "type": "object", "properties": { "name": { "type": "string", "maxLength": 9 } } } },
+        });
+        bound_strings(&mut args, 40);
+        let p = &args["properties"];
+        assert_eq!(p["hotel"]["maxLength"], 40);
+        assert_eq!(p["notes"]["items"]["maxLength"], 40);
+        assert_eq!(p["either"]["anyOf"][0]["maxLength"], 40);
+        assert!(p["code"].get("maxLength").is_none(), "a pattern wins");
+        assert!(p["room"].get("maxLength").is_none(), "an enum wins");
+        assert!(p["nights"].get("maxLength").is_none());
+        assert_eq!(
+            args["$defs"]["Guest"]["properties"]["name"]["maxLength"], 9,
+            "its own bound wins"
+        );
+    }
 
     #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
     struct Booking {

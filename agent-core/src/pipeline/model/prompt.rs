@@ -467,7 +467,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let output = match output {
             Some(mut o) if in_answer => {
                 tools_in_answer_section(&mut sys, &specs, consent);
-                o.schema = Arc::new(with_tool_call(&o.schema, &specs, consent));
+                o.schema = Arc::new(with_tool_call(
+                    &o.schema,
+                    &specs,
+                    consent,
+                    self.a.config.max_model_string_chars,
+                ));
                 Some(o)
             }
             other => other,

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::data::extract::bound_strings;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::Flow;
 use crate::pipeline::Turn;
@@ -25,8 +26,19 @@ use crate::provider::ToolSpec;
 /// mean chance of a wrong judgement over 26 logged confirmations fell from 17 % to 12 %
 /// and on the yeses from 16 % to 8 % (token probabilities, 2026-11-27): a no is no
 /// longer the only place for a message that is not a yes.
-pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: Consent) -> Value {
+pub(super) fn with_tool_call(
+    schema: &Value,
+    specs: &[ToolSpec],
+    consent: Consent,
+    max_string_chars: usize,
+) -> Value {
     let mut schema = schema.clone();
+    // The arguments' free strings are bounded like the data's.
+    let args = |t: &ToolSpec| {
+        let mut p = t.parameters.clone();
+        bound_strings(&mut p, max_string_chars);
+        p
+    };
     let (key, yes, other) = match consent {
         Consent::Answer => (ANSWER, json!({ "const": YES }), json!({ "enum": NOT_YES })),
         _ => (
@@ -44,7 +56,7 @@ pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: Consen
                     "properties": {
                         key: yes,
                         "tool": { "const": t.name },
-                        "with": t.parameters,
+                        "with": args(t),
                     },
                     "required": [key, "tool", "with"],
                     "additionalProperties": false,
@@ -54,7 +66,7 @@ pub(super) fn with_tool_call(schema: &Value, specs: &[ToolSpec], consent: Consen
                     "type": "object",
                     "properties": {
                         "tool": { "const": t.name },
-                        "with": t.parameters,
+                        "with": args(t),
                     },
                     "required": ["tool", "with"],
                     "additionalProperties": false,
