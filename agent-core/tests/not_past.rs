@@ -373,7 +373,14 @@ async fn asked_to_confirm(
     p: &ScriptedProvider,
     flow: Flow<Booking, Concierge>,
 ) -> Agent<Booking, Concierge> {
-    let a = in_answer(p, flow);
+    confirm_asked(p, in_answer(p, flow)).await
+}
+
+/// `a` at `confirm` after the question was asked.
+async fn confirm_asked(
+    p: &ScriptedProvider,
+    a: Agent<Booking, Concierge>,
+) -> Agent<Booking, Concierge> {
     p.respond(Answer::message("Which city, and for how many?"));
     a.respond("s", "I need a hotel").await.unwrap();
     p.respond(
@@ -673,7 +680,7 @@ async fn an_unreadable_agreement_answer_books_nothing() {
 #[tokio::test]
 async fn with_the_agreement_check_off_the_answers_judgement_stands() {
     let p = ScriptedProvider::new();
-    let a = Agent::builder()
+    let agent = Agent::builder()
         .name("Concierge")
         .clock(ManualClock::new(TODAY_MS))
         .provider(p.clone())
@@ -685,14 +692,7 @@ async fn with_the_agreement_check_off_the_answers_judgement_stands() {
         })
         .build()
         .unwrap();
-    p.respond(Answer::message("Which city, and for how many?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(
-        Answer::message("Lisbon for two. Shall I book?")
-            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
-            .claiming("confirm"),
-    );
-    a.respond("s", "Lisbon, two of us").await.unwrap();
+    let a = confirm_asked(&p, agent).await;
     p.respond(Answer::raw(YES_BOOK));
     p.tool_round(Answer::message("Booked."));
     let r = a.respond("s", "That works for us").await.unwrap();
@@ -703,19 +703,12 @@ async fn with_the_agreement_check_off_the_answers_judgement_stands() {
 #[tokio::test]
 async fn a_native_tool_call_on_a_hesitation_does_not_run() {
     let p = ScriptedProvider::new();
-    let a = dated(
+    let native = dated(
         &p,
         TODAY_MS,
         held_flow_with(|s| s.requires_tool("book_room")),
     );
-    p.respond(Answer::message("Which city, and for how many?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(
-        Answer::message("Lisbon for two. Shall I book?")
-            .with_data(json!({ "city": "Lisbon", "guests": 2 }))
-            .claiming("confirm"),
-    );
-    a.respond("s", "Lisbon, two of us").await.unwrap();
+    let a = confirm_asked(&p, native).await;
     p.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
     p.agreement(false);
     p.tool_round(Answer::message("Sure, take your time."));
