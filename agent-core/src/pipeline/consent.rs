@@ -159,15 +159,7 @@ impl<D, C> Gate<D, C> {
             .take(2)
             .map(|m| normalize(&m.content))
             .collect();
-        let offer = latest
-            .and_then(|i| {
-                history[..i]
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::Assistant && !m.content.is_empty())
-            })
-            .map(|m| normalize(&m.content))
-            .unwrap_or_default();
+        let offer = asked_before(history).map(normalize).unwrap_or_default();
         let (mut asked, mut offered) = (false, false);
         let mut tools = Vec::with_capacity(step.tools.len());
         let mut withheld = Vec::new();
@@ -294,6 +286,17 @@ impl<D, C> Gate<D, C> {
             ),
         })
     }
+}
+
+/// What the user's latest message in `history` answers: the agent's last message
+/// with text before it.
+pub(super) fn asked_before(history: &[Message]) -> Option<&str> {
+    let latest = history.iter().rposition(|m| m.role == Role::User)?;
+    history[..latest]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && !m.content.is_empty())
+        .map(|m| m.content.as_str())
 }
 
 /// Words that agree on their own ("yes", "go ahead", "sim", "d'accord"), normalised.

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::Turn;
+use super::consent::asked_before;
 use super::model::{CallOutcome, Target};
 use super::walk::Stop;
 use crate::data::ground::normalize;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::flow::Flow;
-use crate::provider::Role;
 use crate::tool::Tool;
 
 /// A speculative first call and what it rendered.
@@ -377,18 +377,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// enough for that to be a copy rather than the same short question.
     fn repeats_last_reply(&self, message: &str) -> bool {
         const MIN: usize = 24;
-        let h = &self.s.history;
-        let Some(latest) = h.iter().rposition(|m| m.role == Role::User) else {
+        let Some(prev) = asked_before(&self.s.history) else {
             return false;
         };
-        let Some(prev) = h[..latest]
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant && !m.content.is_empty())
-        else {
-            return false;
-        };
-        let (prev, now) = (normalize(&prev.content), normalize(message));
+        let (prev, now) = (normalize(prev), normalize(message));
         prev.len() >= MIN && now.len() >= MIN && (now.contains(&prev) || prev.contains(&now))
     }
 

@@ -22,8 +22,8 @@ use super::answer::strip_fences;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::pipeline::Turn;
-use crate::pipeline::consent::plainly_agrees;
-use crate::provider::{CallKind, FinishReason, Message, OutputSchema, Role};
+use crate::pipeline::consent::{asked_before, plainly_agrees};
+use crate::provider::{CallKind, FinishReason, Message, OutputSchema};
 use crate::tool::{Effect, Tool, action_words};
 
 /// The answer's one field.
@@ -68,18 +68,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(true);
         }
-        let h = &self.s.history;
-        let latest = h
-            .iter()
-            .rposition(|m| m.role == Role::User)
-            .unwrap_or(h.len());
-        let asked = h[..latest]
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant && !m.content.is_empty())
-            .map_or("Shall I go ahead?", |m| {
-                tail(&m.content, MAX_QUESTION_CHARS)
-            });
+        let asked = asked_before(&self.s.history)
+            .map_or("Shall I go ahead?", |m| tail(m, MAX_QUESTION_CHARS));
         let reply = tail(self.msg, MAX_QUESTION_CHARS);
         let user = format!(
             "The assistant asked: {}\nThe user replied: {}\nDoes the reply agree to go ahead now? Set `{AGREES}` to true or false.",
