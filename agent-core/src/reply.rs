@@ -15,15 +15,24 @@ use std::collections::HashSet;
 use crate::provider::STATE_MARKER;
 
 /// `text` without repeated sentences, without sentences copied from `prompt` (the
-/// instructions of the call that wrote it) or from `user` (the message it answers)
-/// and, when it reached `max_chars` (the decoder or the cap stopped it), without its
-/// unfinished last sentence. `None` when nothing changes. A reply that would lose
-/// every sentence is kept whole, and one unfinished sentence too: something is
-/// better than nothing.
-pub(crate) fn tidy(text: &str, max_chars: usize, prompt: &str, user: &str) -> Option<String> {
+/// instructions of the call that wrote it), from `user` (the message it answers) or
+/// from `answered` (the agent's question the user has answered, when the reply is
+/// for the step after it: Qwen2.5 1.5B wrote the help desk's "Which invoice is it
+/// about?" again after the user gave it, 2 of 41 turns) and, when it reached
+/// `max_chars` (the decoder or the cap stopped it), without its unfinished last
+/// sentence. `None` when nothing changes. A reply that would lose every sentence is
+/// kept whole, and one unfinished sentence too: something is better than nothing.
+pub(crate) fn tidy(
+    text: &str,
+    max_chars: usize,
+    prompt: &str,
+    user: &str,
+    answered: Option<&str>,
+) -> Option<String> {
     let cut = text.chars().nth(max_chars.saturating_sub(1)).is_some();
     let read_back = ReadBack::of(prompt);
-    let said_back = user_sentences(user);
+    let mut said_back = user_sentences(user);
+    said_back.extend(answered.map(user_sentences).unwrap_or_default());
     let mut seen: HashSet<String> = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
     let mut changed = false;
@@ -140,11 +149,11 @@ impl ReadBack {
 }
 
 /// A sentence about "the user" is the model talking about the conversation ("The
-/// user has a billing or payment question.": its prompts name the person so), not
-/// to the person, who is "you" in a reply. Nouns such as "the user manual" are not
-/// the person.
+/// user has a billing or payment question.", "I'll refund it if the user asked for a
+/// refund": its prompts name the person so), not to the person, who is "you" in a
+/// reply. Nouns such as "the user manual" are not the person.
 fn about_the_user(bare: &str) -> bool {
-    const NOUNS: [&str; 8] = [
+    const NOUNS: [&str; 12] = [
         "manual",
         "guide",
         "interface",
@@ -153,16 +162,25 @@ fn about_the_user(bare: &str) -> bool {
         "profile",
         "id",
         "agreement",
+        "support",
+        "settings",
+        "portal",
+        "community",
     ];
-    let rest = match bare.strip_prefix("the user's ") {
-        Some(r) => r,
-        None => match bare.strip_prefix("the user ") {
-            Some(r) => r,
-            None => return false,
-        },
-    };
-    let next = rest.split([' ', ',', ';', ':']).next().unwrap_or("");
-    !NOUNS.contains(&next)
+    let padded = format!(" {bare}");
+    padded.match_indices(" the user").any(|(i, m)| {
+        let rest = &padded[i + m.len()..];
+        let rest = rest.strip_prefix("'s").unwrap_or(rest);
+        // "the users" or "the username" is another word.
+        let Some(rest) = rest
+            .strip_prefix(' ')
+            .or_else(|| rest.is_empty().then_some(""))
+        else {
+            return rest.starts_with([',', ';', ':']);
+        };
+        let next = rest.split([' ', ',', ';', ':']).next().unwrap_or("");
+        !NOUNS.contains(&next)
+    })
 }
 
 /// The sentences of the user's message a reply must not say back, keyed by [`bare`]:
@@ -216,7 +234,7 @@ mod tests {
     fn a_repeated_sentence_goes() {
         let t = "Which date? I'm here to help! Which date works? I'm here to help! Bye.";
         assert_eq!(
-            tidy(t, 400, "", "").as_deref(),
+            tidy(t, 400, "", "", None).as_deref(),
             Some("Which date? I'm here to help! Which date works? Bye.")
         );
     }
@@ -225,7 +243,7 @@ mod tests {
     fn repeats_differing_in_case_or_spacing_go_too() {
         let t = "Thanks.  Which city?\nthanks. Which   city?";
         assert_eq!(
-            tidy(t, 400, "", "").as_deref(),
+            tidy(t, 400, "", "", None).as_deref(),
             Some("Thanks.  Which city?")
         );
     }
@@ -235,7 +253,7 @@ mod tests {
         let t = "Which city would you like? I can also help you with some";
         let max = t.chars().count();
         assert_eq!(
-            tidy(t, max, "", "").as_deref(),
+            tidy(t, max, "", "", None).as_deref(),
             Some("Which city would you like?")
         );
     }
@@ -243,13 +261,13 @@ mod tests {
     #[test]
     fn an_unfinished_last_sentence_under_the_limit_stays() {
         let t = "Which city would you like? Tell me";
-        assert_eq!(tidy(t, 400, "", ""), None);
+        assert_eq!(tidy(t, 400, "", "", None), None);
     }
 
     #[test]
     fn a_reply_of_one_cut_sentence_stays() {
         let t = "Which city would you like to stay in during your";
-        assert_eq!(tidy(t, t.chars().count(), "", ""), None);
+        assert_eq!(tidy(t, t.chars().count(), "", "", None), None);
     }
 
     #[test]
@@ -259,24 +277,24 @@ mod tests {
                       - Never say an action was made unless a tool made it.";
         let t = "Summarise the booking and ask the guest to confirm. Shall I book it?";
         assert_eq!(
-            tidy(t, 400, prompt, "").as_deref(),
+            tidy(t, 400, prompt, "", None).as_deref(),
             Some("Shall I book it?")
         );
         let t = "Sure! Never say an action was made unless a tool made it! Which date?";
         assert_eq!(
-            tidy(t, 400, prompt, "").as_deref(),
+            tidy(t, 400, prompt, "", None).as_deref(),
             Some("Sure! Which date?")
         );
         // Quoted text is the conversation's, and short sentences are anyone's.
         let t = "Here is your booking: a room in Lisbon for two guests. Shall I book it?";
-        assert_eq!(tidy(t, 400, prompt, ""), None);
-        assert_eq!(tidy("Which city?", 400, "Ask: Which city?", ""), None);
+        assert_eq!(tidy(t, 400, prompt, "", None), None);
+        assert_eq!(tidy("Which city?", 400, "Ask: Which city?", "", None), None);
         let say = "Say: Which city would you like to stay in?";
         let t = "Hello! Which city would you like to stay in?";
-        assert_eq!(tidy(t, 400, say, ""), None);
+        assert_eq!(tidy(t, 400, say, "", None), None);
         // A reply that is nothing but the instructions is kept: better than nothing.
         let t = "Summarise the booking and ask the guest to confirm.";
-        assert_eq!(tidy(t, 400, prompt, ""), None);
+        assert_eq!(tidy(t, 400, prompt, "", None), None);
     }
 
     #[test]
@@ -291,29 +309,45 @@ mod tests {
         let t = "What is the check-in date? (Still needed from the user: check_in, guests.) \
                  I'll ask which city the user wants to stay in next.";
         assert_eq!(
-            tidy(t, 400, prompt, "").as_deref(),
+            tidy(t, 400, prompt, "", None).as_deref(),
             Some("What is the check-in date?")
         );
         let t = "Sure. [Agent notes for this reply, not from the user] Collected so far: check_in = 2026-07-01, city = Lisbon";
-        assert_eq!(tidy(t, 400, prompt, "").as_deref(), Some("Sure."));
+        assert_eq!(tidy(t, 400, prompt, "", None).as_deref(), Some("Sure."));
         // The author's facts may be built on.
         let t = "Note that the pool is closed today for maintenance. Anything else?";
-        assert_eq!(tidy(t, 400, prompt, ""), None);
+        assert_eq!(tidy(t, 400, prompt, "", None), None);
     }
 
     #[test]
     fn sentences_about_the_user_go() {
         let t = "The user has a billing or payment question. Which invoice is it?";
         assert_eq!(
-            tidy(t, 400, "", "").as_deref(),
+            tidy(t, 400, "", "", None).as_deref(),
             Some("Which invoice is it?")
         );
         let t = "The user's latest message does not agree. Shall I book it?";
-        assert_eq!(tidy(t, 400, "", "").as_deref(), Some("Shall I book it?"));
         assert_eq!(
-            tidy("The user manual is online. See page 3.", 400, "", ""),
+            tidy(t, 400, "", "", None).as_deref(),
+            Some("Shall I book it?")
+        );
+        assert_eq!(
+            tidy("The user manual is online. See page 3.", 400, "", "", None),
             None
         );
+        // Anywhere in the sentence.
+        let t = "I will refund it if the user asked for a refund. Anything else?";
+        assert_eq!(
+            tidy(t, 400, "", "", None).as_deref(),
+            Some("Anything else?")
+        );
+        for kept in [
+            "Open the user settings, then tap Reset. Anything else?",
+            "Ask the users group. Anything else?",
+            "Pick a new username. Anything else?",
+        ] {
+            assert_eq!(tidy(kept, 400, "", "", None), None, "{kept}");
+        }
     }
 
     #[test]
@@ -321,24 +355,42 @@ mod tests {
         let user = "Sorry, we are 3, not 2";
         let t = "Sorry, we are 3, not 2. Shall I book it for 3 guests?";
         assert_eq!(
-            tidy(t, 400, "", user).as_deref(),
+            tidy(t, 400, "", user, None).as_deref(),
             Some("Shall I book it for 3 guests?")
         );
         // Case, spacing and the closing mark do not hide an echo; questions are echoes too.
         let user = "What time is check-in?\nAnd is there parking?";
         let t = "what time is   check-in. Check-in is at 3 pm. And is there parking?";
         assert_eq!(
-            tidy(t, 400, "", user).as_deref(),
+            tidy(t, 400, "", user, None).as_deref(),
             Some("Check-in is at 3 pm.")
         );
         // Short sentences are anyone's; a reply that is only the echo is kept.
-        assert_eq!(tidy("Thank you! Bye.", 400, "", "Thank you!"), None);
-        assert_eq!(tidy("I want a refund.", 400, "", "I want a refund"), None);
+        assert_eq!(tidy("Thank you! Bye.", 400, "", "Thank you!", None), None);
+        assert_eq!(
+            tidy("I want a refund.", 400, "", "I want a refund", None),
+            None
+        );
     }
 
     #[test]
     fn a_clean_reply_is_unchanged() {
-        assert_eq!(tidy("Booked. See you in Lisbon!", 400, "", ""), None);
-        assert_eq!(tidy("", 400, "", ""), None);
+        assert_eq!(tidy("Booked. See you in Lisbon!", 400, "", "", None), None);
+        assert_eq!(tidy("", 400, "", "", None), None);
+    }
+
+    #[test]
+    fn the_question_the_user_answered_is_not_asked_again() {
+        let asked = "Which invoice is it about? Please give me its number (it starts with INV-).";
+        let t = "Which invoice is it about? Thanks, what would you like to know about INV-7?";
+        assert_eq!(
+            tidy(t, 400, "", "It's INV-7", Some(asked)).as_deref(),
+            Some("Thanks, what would you like to know about INV-7?")
+        );
+        // Nothing else said: kept whole.
+        assert_eq!(
+            tidy("Which invoice is it about?", 400, "", "INV-7", Some(asked)),
+            None
+        );
     }
 }

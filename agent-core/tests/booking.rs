@@ -522,50 +522,75 @@ async fn a_reply_for_the_next_step_without_its_data_is_rendered_again() {
     );
 }
 
-/// A first step whose question code writes (`ask`), or that runs a hook, is not read
-/// ahead: the speculative call renders that step (or code asks it), as before.
+/// A first step that runs a hook is not read ahead: the speculative call renders
+/// that step, as before.
 #[tokio::test]
 async fn a_first_step_with_code_to_run_is_not_read_ahead() {
-    let city = || {
-        Step::model("ask_city")
-            .prompt("Ask which city the user wants to stay in.")
-            .collect(["city"])
-    };
-    let hooked = city().prepare(
+    let hooked = city_step().prepare(
         |_cx: &Cx<'_, Booking, Concierge>| -> PreDirective<Booking, Concierge> {
             PreDirective::new().append_prompt("The guest is new.")
         },
     );
-    let asked = city().ask("Which city shall it be?");
-    for (first, calls, message) in [
-        (hooked, 1, "Which city?"),
-        (asked, 1, "Which city shall it be?"),
-    ] {
-        let p = ScriptedProvider::new();
-        let flow = Flow::builder("booking")
-            .title("Hotel booking")
-            .step(first)
-            .step(
-                Step::model("ask_date")
-                    .prompt("Ask for the check-in date.")
-                    .collect(["check_in"]),
-            )
-            .build()
-            .unwrap();
-        let a = agent(&p, vec![flow]);
-        p.respond(Answer::message("Which city?"));
-        let r = a.respond("s", "hi").await.unwrap();
-        assert_eq!(
-            (r.step.as_deref(), r.model_calls),
-            (Some("ask_city"), calls)
-        );
-        assert_eq!(r.message, message);
-        let sys = p.last_request().unwrap().instructions();
-        assert!(
-            sys.contains("Now, Step `ask_city`") && !sys.contains("But if"),
-            "{sys}"
-        );
-    }
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![city_then_date(hooked)]);
+    p.respond(Answer::message("Which city?"));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
+    assert_eq!(r.message, "Which city?");
+    let sys = p.last_request().unwrap().instructions();
+    assert!(
+        sys.contains("Now, Step `ask_city`") && !sys.contains("But if"),
+        "{sys}"
+    );
+}
+
+/// A first step whose question code writes (`ask`) is read ahead like any other: a
+/// message that answers it gets the next step's reply in one call; one that does not
+/// gets code's question, not the model's fallback.
+#[tokio::test]
+async fn a_first_step_with_a_code_question_is_read_ahead_and_asked_by_code() {
+    let asked = || city_step().ask("Which city shall it be?");
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![city_then_date(asked())]);
+    p.respond(Answer::message("Which city would you like?").claiming("ask_city"));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_city"), 1));
+    assert_eq!(r.message, "Which city shall it be?");
+    let sys = p.last_request().unwrap().instructions();
+    assert!(
+        sys.contains("Now, Step `ask_date`") && sys.contains("But if"),
+        "{sys}"
+    );
+
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![city_then_date(asked())]);
+    p.respond(
+        Answer::message("Lisbon it is. From which date?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("ask_date"),
+    );
+    let r = a.respond("s", "A room in Lisbon").await.unwrap();
+    assert_eq!((r.step.as_deref(), r.model_calls), (Some("ask_date"), 1));
+    assert_eq!(r.message, "Lisbon it is. From which date?");
+}
+
+fn city_step() -> Step<Booking, Concierge> {
+    Step::model("ask_city")
+        .prompt("Ask which city the user wants to stay in.")
+        .collect(["city"])
+}
+
+fn city_then_date(first: Step<Booking, Concierge>) -> Flow<Booking, Concierge> {
+    Flow::builder("booking")
+        .title("Hotel booking")
+        .step(first)
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"]),
+        )
+        .build()
+        .unwrap()
 }
 
 /// What the model says its reply asks for decides which step it stands for: a reply

@@ -551,3 +551,104 @@ async fn an_action_in_a_speculative_answer_runs_only_once_its_step_is_reached() 
     assert_eq!(r.data.booking_id, None);
     assert_eq!(r.message, "How many guests?");
 }
+
+/// A reference-number flow: the booking's id has a pattern, then a step that needs it.
+fn change_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("change")
+        .title("Change a booking")
+        .when("the user wants to change a booking")
+        .step(
+            Step::model("ask_ref")
+                .prompt("Ask for the booking reference.")
+                .collect(["booking_id"]),
+        )
+        .step(
+            Step::model("change")
+                .prompt("Ask what the user wants to change.")
+                .requires(["booking_id"]),
+        )
+        .build()
+        .unwrap()
+}
+
+fn with_ref_pattern(p: &ScriptedProvider, grounding: bool) -> Agent<Booking, Concierge> {
+    booking(p)
+        .constrain("booking_id", json!({ "pattern": "^BK-[0-9]+$" }))
+        .config(AgentConfig {
+            grounding,
+            ..AgentConfig::default()
+        })
+        .flow(change_flow())
+        .build()
+        .unwrap()
+}
+
+/// The `data` properties of the last respond call's schema.
+fn asked_to_read(p: &ScriptedProvider) -> Option<serde_json::Value> {
+    let req = p.last_request().unwrap();
+    req.output.unwrap().schema["properties"]
+        .get("data")
+        .cloned()
+}
+
+/// A field with a pattern that nothing the user said matches is not asked of the
+/// model (no slot to invent it in, no step predicted that needs it); once a message
+/// holds a match, it is read as usual.
+#[tokio::test]
+async fn a_pattern_field_is_read_only_once_the_user_said_a_match() {
+    let p = ScriptedProvider::new();
+    let a = with_ref_pattern(&p, true);
+    // A model that writes the field anyway (a scripted one ignores the schema) is
+    // still checked: nothing the user said states it.
+    p.respond(
+        Answer::message("Sure. What is your booking reference?")
+            .with_data(json!({ "booking_id": "BK-1" })),
+    );
+    let r = a.respond("s", "I want to change my booking").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_ref"));
+    assert_eq!(r.data.booking_id, None);
+    assert_eq!(r.model_calls, 1);
+    assert_eq!(asked_to_read(&p), None, "no `data` to fill");
+    let sys = p.last_request().unwrap().instructions();
+    assert!(!sys.contains("fill `data`"), "{sys}");
+    assert!(
+        sys.contains("Now, Step `ask_ref`") && !sys.contains("But if"),
+        "{sys}"
+    );
+
+    // Spelled in lower case: a match (case aside); read and stored in one call.
+    p.respond(
+        Answer::message("Found it. What would you like to change?")
+            .with_data(json!({ "booking_id": "BK-42" }))
+            .claiming("change"),
+    );
+    let r = a.respond("s", "it's bk-42").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-42"));
+    assert_eq!(r.step.as_deref(), Some("change"));
+    assert_eq!(r.model_calls, 1);
+    let data = asked_to_read(&p).unwrap();
+    assert_eq!(
+        data["properties"]["booking_id"]["anyOf"][0]["pattern"],
+        "^BK-[0-9]+$"
+    );
+}
+
+/// A match in an earlier message of the session keeps the field readable (values may
+/// be cited from any user turn), and with grounding off the field is always offered.
+#[tokio::test]
+async fn a_pattern_field_stays_readable_after_a_match_and_without_grounding() {
+    let p = ScriptedProvider::new();
+    let a = with_ref_pattern(&p, true);
+    p.default_answer(CallKind::Respond, Answer::message("Which reference?"));
+    a.respond("s", "BK-7 is the one, but first a question")
+        .await
+        .unwrap();
+    a.respond("s", "what are your hours?").await.unwrap();
+    assert!(asked_to_read(&p).is_some());
+
+    let p = ScriptedProvider::new();
+    let a = with_ref_pattern(&p, false);
+    p.default_answer(CallKind::Respond, Answer::message("Which reference?"));
+    a.respond("s", "I want to change my booking").await.unwrap();
+    assert!(asked_to_read(&p).is_some());
+}

@@ -400,10 +400,11 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     // step it read, so its action runs without asking the model again.
     let yes = r#"{"action":{"answer":"yes","tool":"book_room","with":{"hotel":"grand"}},"data":{"city":null,"guests":null},"message":"Booking it."}"#;
     p.respond(Answer::raw(yes));
+    p.agreement(true);
     p.tool_round(Answer::message("Booked."));
-    let r = a.respond("s", "Yes, book it").await.unwrap();
+    let r = a.respond("s", "That is what we want").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
-    assert_eq!(r.model_calls, 2, "the answer and the tool round");
+    assert_eq!(r.model_calls, 3, "the answer, the check and the tool round");
     assert_eq!(r.message, "Booked.");
 
     let answered = p
@@ -421,7 +422,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     // message" copied its previous judgement.
     let asked = answered.instructions();
     assert!(
-        asked.contains("Is the user's latest message, \"Yes, book it\", a yes"),
+        asked.contains("Is the user's latest message, \"That is what we want\", a yes"),
         "{asked}"
     );
     let schema = answered.output.unwrap().schema;
@@ -461,6 +462,25 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     let fill = judged.find("Before replying, fill `data`").unwrap();
     let question = judged.find("Set `action.answer`").unwrap();
     assert!(fill < question, "{judged}");
+}
+
+/// An answer made of agreement words only can only be classed a yes: the classes
+/// that are not are left out of its schema (a small model classed "OK, go ahead and
+/// book it" a no).
+#[tokio::test]
+async fn a_plain_yes_can_only_be_classed_a_yes() {
+    for (said, options) in [("OK, go ahead and book it", 1), ("OK, but not yet", 2)] {
+        let p = ScriptedProvider::new();
+        let a = asked_to_confirm(&p, held_flow()).await;
+        p.respond(Answer::raw(
+            r#"{"action":{"answer":"something else"},"data":{"city":null,"guests":null},"message":"Shall I book it?"}"#,
+        ));
+        a.respond("s", said).await.unwrap();
+        let schema = p.last_request().unwrap().output.unwrap().schema;
+        let offered = schema["properties"]["action"]["anyOf"].as_array().unwrap();
+        assert_eq!(offered.len(), options, "{said}: {offered:?}");
+        assert_eq!(offered[0]["properties"]["answer"]["const"], "yes");
+    }
 }
 
 #[tokio::test]

@@ -29,6 +29,11 @@ use serde_json::json;
 #[data]
 pub struct Case {
     /// Invoice number, as the user gives it (INV- and digits)
+    // (Doc comments are the model's field description; this is not.) The pattern is
+    // checked on every write and sent to the model; it also tells the engine that a
+    // message without "INV-" and digits cannot give the invoice, so no call is asked
+    // to read one from it (a small model made one up in 14 of 16 such calls).
+    #[field(pattern = "^INV-[0-9]+$")]
     pub invoice: String,
     /// The device the problem is on, as the user names it (a phone, tablet or computer
     /// such as a Pixel 8), not the app
@@ -90,11 +95,18 @@ mod triage {
 /// user asked for it).
 #[flow(title = "Billing", when = "the user has a billing or payment question", data = Case)]
 mod billing {
-    #[step(prompt = "Ask for the invoice number.", collect(invoice))]
+    /// The question is code's: a hand-over that lands here with no invoice in the
+    /// message needs no second call (the front desk's decided the flow). When the user
+    /// answers it with something else, the model replies.
+    #[step(
+        prompt = "Ask for the invoice number.",
+        ask = "Which invoice is it about? Please give me its number (it starts with INV-).",
+        collect(invoice)
+    )]
     fn ask_invoice() {}
 
     #[step(
-        prompt = "Refund the duplicate charge on the invoice if the user asked for a refund; otherwise answer the user's question.",
+        prompt = "You have the invoice number. Refund the duplicate charge on it if the user asked for a refund; otherwise answer the user's question about it, or ask what they would like to know about it.",
         requires(invoice),
         tools(refund)
     )]
@@ -127,12 +139,9 @@ pub const MESSAGES: [&str; 3] = [
 /// The scripted model's answers.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
-    // Turn 1: the front desk's answer hands over to billing, which speaks in the same
-    // turn.
+    // Turn 1: the front desk's answer hands over to billing, whose first question is
+    // code's (the message names no invoice, so nothing is read): one call.
     model.respond(Answer::message("Let me get you to billing.").switching_to("billing"));
-    model.respond(Answer::message(
-        "Billing here. Which invoice was charged twice?",
-    ));
     // Turn 2: the tool refunds, says so and sends the user back to the front desk (code
     // decides); no model call after it.
     model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));

@@ -21,6 +21,7 @@ pub mod custom;
 pub(crate) mod date;
 pub(crate) mod extract;
 pub(crate) mod ground;
+pub(crate) mod spot;
 pub(crate) mod validate;
 
 pub use date::{CalendarValue, Date, DateTime};
@@ -86,6 +87,8 @@ pub struct DataSchema {
     properties: Map<String, Value>,
     defs: Option<Value>,
     patterns: validate::Patterns,
+    /// Per field, the search that finds a possible value in a message ([`spot`]).
+    spotters: Vec<Option<regex::Regex>>,
     max_value_bytes: usize,
     model_string_chars: usize,
     checks: Vec<custom::FieldCheck>,
@@ -118,12 +121,21 @@ impl DataSchema {
             .collect();
         let mut patterns = validate::Patterns::default();
         validate::Patterns::collect(root, &mut patterns);
+        let spotters = fields
+            .iter()
+            .map(|f| {
+                properties
+                    .get(f.as_ref())
+                    .and_then(|p| spot::spotter(p, defs.as_ref()))
+            })
+            .collect();
         Self {
             fields,
             index,
             properties,
             defs,
             patterns,
+            spotters,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
             model_string_chars: DEFAULT_MODEL_STRING_CHARS,
             checks: Vec::new(),
@@ -173,7 +185,24 @@ impl DataSchema {
             }
         }
         validate::Patterns::collect(constraints, &mut self.patterns);
+        if let (Some(i), Some(prop)) = (self.index_of(field), self.properties.get(field)) {
+            self.spotters[i] = spot::spotter(prop, self.defs.as_ref());
+        }
         Ok(())
+    }
+
+    /// The fields no value of which the user has stated in `texts` (their messages):
+    /// those with a `pattern` that matches none of them ([`spot`]).
+    pub(crate) fn unsaid<'t>(&self, texts: impl Iterator<Item = &'t str> + Clone) -> FieldSet {
+        let mut set = FieldSet::with_capacity(self.fields.len());
+        for (i, re) in self.spotters.iter().enumerate() {
+            if let Some(re) = re
+                && !texts.clone().any(|t| spot::spots(re, t))
+            {
+                set.insert(i);
+            }
+        }
+        set
     }
 
     /// Patterns in the schema that do not compile (`pattern`, reason).

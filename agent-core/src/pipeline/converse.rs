@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::consent::asked_before;
 use super::correct::Outcome;
 use super::model::{CallOutcome, Target};
 use super::speculate::Speculation;
@@ -84,6 +85,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     pub(crate) async fn converse(
         &mut self,
     ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
+        // The question the user's message answers, and where it was asked.
+        let asked_at = self.awaiting.then(|| self.position_ids());
         let (mut spec, mut alt) = self.speculate().await?;
         let mut rounds = 0u32;
         let mut claim_retried = false;
@@ -139,9 +142,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                     // The step's own question, written by code, the turn it is reached
                     // (not when the user answered it with something else, and not over
-                    // a reason to tell or a reply the user already saw).
+                    // a reason to tell or a reply the user already saw). A step read
+                    // ahead as answered that the message did not answer is reached,
+                    // not answered: its question is code's, over the model's fallback.
+                    let asked = alt == Some(*j) && self.awaiting_model_step(&flow) == Some(*j);
                     let asks = flow.steps[*j].ask.as_deref().filter(|_| {
-                        !is_closing && alt != Some(*j) && !self.streamed && self.notes.is_empty()
+                        !is_closing && !asked && !self.streamed && self.notes.is_empty()
                     });
                     // An accepted answer with an action is replayed, not reused: the
                     // action runs in that rendering as if the model had just answered.
@@ -414,6 +420,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     self.a.config.max_reply_chars,
                     &self.prompt,
                     self.msg,
+                    asked_at
+                        .as_ref()
+                        .filter(|at| **at != rendered)
+                        .and_then(|_| asked_before(&self.s.history)),
                 )
             {
                 tracing::debug!(before = %message, after = %t, "reply tidied");

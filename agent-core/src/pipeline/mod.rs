@@ -214,6 +214,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) decided: Option<crate::approval::HeldCall>,
     /// The user's messages normalised for grounding, made once per turn.
     pub(crate) said_memo: std::sync::Mutex<screen::SaidMemo>,
+    /// Fields the user has not stated any value of this session (a `pattern` nothing
+    /// they said matches): no call is asked to read them
+    /// ([`crate::data::spot`]). Empty with grounding off.
+    pub(crate) unsaid: FieldSet,
     /// The one day the latest message names, read once per turn (the live-streaming
     /// simulation screens the same answer again as it grows).
     pub(crate) named_day: std::sync::OnceLock<Option<time::Date>>,
@@ -237,6 +241,17 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
         let awaiting = s.step.is_some();
         let turn_tag = crate::tool::key::turn_tag(event_id.as_deref(), s.turns, msg);
+        let unsaid = if a.config.grounding {
+            let texts = s
+                .history
+                .iter()
+                .filter(|m| m.role == crate::provider::Role::User)
+                .map(|m| m.content.as_str())
+                .chain(std::iter::once(msg));
+            a.schema.unsaid(texts)
+        } else {
+            FieldSet::default()
+        };
         Box::new(Self {
             a,
             expected_version: s.version,
@@ -307,6 +322,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             tools_off: false,
             decided: None,
             said_memo: Default::default(),
+            unsaid,
             named_day: std::sync::OnceLock::new(),
         })
     }
@@ -360,6 +376,26 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
 
     pub(crate) fn is_present(&self, idx: usize) -> bool {
         self.present.contains(idx)
+    }
+
+    /// Whether a call may read field `idx` from the user's words this turn (not a
+    /// pattern field nothing they said matches).
+    pub(crate) fn is_readable(&self, idx: usize) -> bool {
+        !self.unsaid.contains(idx)
+    }
+
+    /// The fields of `fields` a call may read this turn ([`Self::is_readable`]).
+    pub(crate) fn readable(&self, fields: &[Arc<str>]) -> Vec<Arc<str>> {
+        fields
+            .iter()
+            .filter(|f| {
+                self.a
+                    .schema
+                    .index_of(f)
+                    .is_none_or(|i| self.is_readable(i))
+            })
+            .cloned()
+            .collect()
     }
 
     /// Fail the turn if a callback panicked where its error could not be returned at

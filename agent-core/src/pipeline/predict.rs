@@ -12,7 +12,8 @@ use crate::step::StepKind;
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Predict, without running hooks, which step will speak. With `assume_answer`,
-    /// the awaiting step's `collect` fields count as given (the prediction made before
+    /// the awaiting step's `collect` fields count as given, those the message could
+    /// state ([`crate::data::spot`]) (the prediction made before
     /// the model call); without, the data as it is now (the check made while a reply
     /// streams). Returns `None` when the walk cannot be known without running code
     /// (an unjudged condition, a directive target, a missing required field), and
@@ -32,7 +33,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut awaiting = self.awaiting || (assume_answer && ahead == Some(idx));
         if awaiting && assume_answer {
             for &i in &flow.steps[idx].collect_idx {
-                present.insert(i);
+                if self.is_readable(i) {
+                    present.insert(i);
+                }
             }
         }
         let saved = std::mem::replace(&mut self.present, present);

@@ -170,7 +170,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// entered this turn, a position a directive set), when the message may answer it
     /// as if it had: a model step that collects something still missing, with what it
     /// requires, and nothing that runs or decides in code before it is rendered (no
-    /// hooks, `skip`, code-written `ask`, tools, `act_on_answer`, required tools) and
+    /// hooks, `skip`, tools, `act_on_answer`, required tools; a code-written `ask` is
+    /// still code's when the message does not answer the step) and
     /// not landed on by a branch (which speaks even when satisfied). The speculative
     /// call reads such a step as answered and renders the one after it, with this
     /// one as the fallback to ask instead: "Book a room in Madrid" is answered in one
@@ -189,12 +190,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             && step.on_enter.is_none()
             && step.prepare.is_none()
             && step.skip.is_none()
-            && step.ask.is_none()
             && step.tools.is_empty()
             && step.must_call.is_empty()
             && !step.act_on_answer;
         let open = !step.collect_idx.is_empty()
-            && step.collect_idx.iter().any(|&i| !self.present.contains(i))
+            && step
+                .collect_idx
+                .iter()
+                .any(|&i| !self.present.contains(i) && self.is_readable(i))
             && step.requires_idx.iter().all(|&i| self.present.contains(i));
         (plain && open && !landed).then_some(idx)
     }

@@ -23,22 +23,12 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     assert_eq!(tally.failed, 0, "{printed}");
     assert_eq!(rs.len(), 3, "{printed}");
 
-    // The model switched to billing; billing spoke in the same turn, told what the
-    // desk had written (not shown to the user).
+    // The model switched to billing; the message names no invoice, so billing reads
+    // nothing and its first question is code's: one call in the turn.
     assert!(rs[0].transitions.contains(&hop("triage", "billing")));
-    let billing = &model.requests()[1];
-    assert!(
-        billing
-            .instructions()
-            .contains("\"Let me get you to billing.\""),
-        "{}",
-        billing.system
-    );
     assert_eq!(rs[0].flow.as_deref(), Some("billing"));
-    assert_eq!(
-        rs[0].message,
-        "Billing here. Which invoice was charged twice?"
-    );
+    assert_eq!(rs[0].message, ASK_INVOICE);
+    assert_eq!(rs[0].model_calls, 1, "{printed}");
     assert!(
         rs[0]
             .directive_chain
@@ -96,20 +86,42 @@ fn at(r: &AgentResponse<triage::Case>) -> (Option<&str>, Option<&str>) {
     (r.flow.as_deref(), r.step.as_deref())
 }
 
+/// Billing's first question, written by code.
+const ASK_INVOICE: &str =
+    "Which invoice is it about? Please give me its number (it starts with INV-).";
+
 #[tokio::test]
-async fn a_refund_request_at_the_desk_goes_to_billing_by_code_in_one_call() {
+async fn a_refund_request_at_the_desk_goes_to_billing_by_code_without_a_call() {
     let model = ScriptedProvider::new();
-    model.respond(Answer::message("Which invoice should I refund?").claiming("ask_invoice"));
     let agent = desk(&model).await;
     let r = agent.respond("s", "I want a refund").await.unwrap();
     assert!(r.transitions.contains(&hop("triage", "billing")), "{r:?}");
     assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
-    assert_eq!(r.message, "Which invoice should I refund?");
-    assert_eq!(r.model_calls, 1);
+    // Routed by code, nothing to read (no "INV-" in the message), the question is
+    // code's: no model call at all.
+    assert_eq!(r.message, ASK_INVOICE);
+    assert_eq!(r.model_calls, 0);
     assert!(r.tool_calls.is_empty());
-    // The one call was billing's: the front desk never spoke.
-    let billing = model.last_request().unwrap().instructions();
-    assert!(billing.contains("Ask for the invoice number."), "{billing}");
+    assert!(model.requests().is_empty());
+
+    // Answered with something else: the model replies, and is not asked to read an
+    // invoice the message cannot hold, nor offered the refund.
+    model.respond(Answer::message("I need the invoice number to refund it."));
+    let r = agent
+        .respond("s", "I don't have the number, just refund me")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.model_calls, 1);
+    let req = model.last_request().unwrap();
+    let schema = &req.output.as_ref().unwrap().schema["properties"];
+    assert!(schema.get("data").is_none(), "{schema}");
+    assert!(schema.get("action").is_none(), "{schema}");
+    assert!(
+        !req.instructions().contains("fill `data`"),
+        "{}",
+        req.instructions()
+    );
     assert_eq!(model.unused(), 0);
 }
 
@@ -180,5 +192,46 @@ async fn billing_reads_the_message_the_desk_sent_on() {
     assert_eq!(at(&r), (Some("billing"), Some("settle")));
     assert_eq!(r.data.invoice.as_deref(), Some("INV-9"));
     assert_eq!(r.model_calls, 1);
+    assert_eq!(model.unused(), 0);
+}
+
+/// With tools in the answer (llama.cpp), an answer that reads the invoice and names
+/// the refund the user asked for runs it in that one call, even when its message says
+/// it asks for the invoice: the message is never shown (the refund writes the reply).
+#[tokio::test]
+async fn a_refund_named_with_the_invoice_runs_in_one_call_whatever_its_message_asks() {
+    let model = ScriptedProvider::new();
+    let agent = triage::builder()
+        .unwrap()
+        .config(agent_core::AgentConfig {
+            tools_in_answer: true,
+            ..agent_core::AgentConfig::default()
+        })
+        .provider(model.clone())
+        .build()
+        .unwrap();
+    triage::start(&agent, "s").await.unwrap();
+    model.respond(Answer::raw(
+        r#"{"handoff":{"billing":true,"tech":false},"message":"Let me get you to billing."}"#,
+    ));
+    let r = agent
+        .respond("s", "Hi, I was charged twice this month")
+        .await
+        .unwrap();
+    assert_eq!(r.message, ASK_INVOICE);
+    model.respond(Answer::raw(
+        r#"{"action":{"agreed":true,"tool":"refund","with":{"invoice":"INV-7"}},"data":{"invoice":"INV-7"},"handoff":{"tech":false},"message":"Which invoice is it about?","reply_asks_for":"invoice"}"#,
+    ));
+    let r = agent
+        .respond("s", "It's invoice INV-7. Please refund it")
+        .await
+        .unwrap();
+    assert_eq!(r.model_calls, 1, "{r:?}");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(
+        r.message,
+        "Refunded the duplicate charge on INV-7. Anything else I can help with?"
+    );
+    assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
     assert_eq!(model.unused(), 0);
 }

@@ -22,7 +22,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut sys = String::from(
             "Extract structured data from the user's latest message into `data`, for these fields:\n",
         );
-        for field in &flow.collectable {
+        let fields = self.readable(&flow.collectable);
+        for field in &fields {
             let _ = writeln!(sys, "- {field}");
         }
         sys.push_str(if self.a.config.cite_quotes {
@@ -31,10 +32,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             "Write null for a field the message does not state. Never guess a value.\n"
         });
         self.push_today(&mut sys);
-        let schema = self.a.cached_schema(2 | (flow.index as u64) << 4, || {
+        let make = || {
             let mut schema = json!({
                 "type": "object",
-                "properties": { "data": self.a.schema.extraction_schema(&flow.collectable, self.a.config.cite_quotes) },
+                "properties": { "data": self.a.schema.extraction_schema(&fields, self.a.config.cite_quotes) },
                 "required": ["data"],
                 "additionalProperties": false,
             });
@@ -42,7 +43,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 o.insert("$defs".into(), defs.clone());
             }
             schema
-        });
+        };
+        let schema = if fields.len() == flow.collectable.len() {
+            self.a.cached_schema(2 | (flow.index as u64) << 4, make)
+        } else {
+            Arc::new(make())
+        };
         let mut req = self.request(CallKind::Extract, sys, self.history_messages());
         req.output = Some(OutputSchema {
             name: "extraction".into(),

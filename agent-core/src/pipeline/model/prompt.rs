@@ -15,13 +15,14 @@ use super::schema::with_tool_call;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::Flow;
 use crate::pipeline::Turn;
-use crate::pipeline::consent::{Consent, Gate};
+use crate::pipeline::consent::{Consent, Gate, plainly_agrees};
 use crate::pipeline::walk::Stop;
 use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
     CallKind, Message, ModelRequest, OutputSchema, Role, STATE_MARKER, ToolSpec,
 };
 use crate::tool::Tool;
+use crate::tool::action_words;
 
 /// A rendered respond request and what reading its answer needs.
 pub(super) struct Prompt<D, C> {
@@ -157,9 +158,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             // The field list is static (in the system prompt); whether this call reads
             // the message differs between the calls of a turn, so it is said here.
-            let mut fill = (!f.collectable.is_empty()
-                || !self.a.switch_fields[f.index].is_empty())
-            .then_some(if !extract {
+            let mut fill = (!self.fields_to_read(f).is_empty()).then_some(if !extract {
                 "Write null for every field in `data` this time.\n"
             } else if self.a.config.cite_quotes {
                 "Before replying, fill `data` from the user's latest message (a new value replaces the collected one): each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
@@ -404,7 +403,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 // One schema per flow (and number of judged conditions): the same bytes
                 // at every step and in every call, so a provider's prompt cache (which
                 // covers tools and schema on hosted APIs) keeps its prefix.
-                let schema = if n_cond < 64 {
+                let schema = if n_cond < 64 && !self.hides_fields(f) {
                     let key = 1u64 | (f.index as u64 & 0xffff) << 4 | (n_cond as u64) << 53;
                     self.a.cached_schema(key, make)
                 } else {
@@ -467,10 +466,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let output = match output {
             Some(mut o) if in_answer => {
                 tools_in_answer_section(&mut sys, &specs, consent);
+                // An answer made of agreement words only ("OK, go ahead and book it")
+                // can only be classed a yes: the classes that are not are left out.
+                // Given them, Qwen2.5 1.5B classed such answers "no" or "something
+                // else" in 3 of 168 concierge runs (temperature 0.7).
+                let plain_yes = consent == Consent::Answer
+                    && tools
+                        .iter()
+                        .any(|t| plainly_agrees(self.msg, &action_words(t.as_ref())));
                 o.schema = Arc::new(with_tool_call(
                     &o.schema,
                     &specs,
                     consent,
+                    plain_yes,
                     self.a.config.max_model_string_chars,
                 ));
                 Some(o)

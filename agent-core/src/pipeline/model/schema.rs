@@ -26,10 +26,14 @@ use crate::provider::ToolSpec;
 /// mean chance of a wrong judgement over 26 logged confirmations fell from 17 % to 12 %
 /// and on the yeses from 16 % to 8 % (token probabilities, 2026-11-27): a no is no
 /// longer the only place for a message that is not a yes.
+///
+/// With `yes_only` (an answer that can only be a yes), the classes that are not a yes
+/// are left out.
 pub(super) fn with_tool_call(
     schema: &Value,
     specs: &[ToolSpec],
     consent: Consent,
+    yes_only: bool,
     max_string_chars: usize,
 ) -> Value {
     let mut schema = schema.clone();
@@ -74,16 +78,18 @@ pub(super) fn with_tool_call(
             }
         })
         .collect();
-    options.push(if consent != Consent::None {
-        json!({
-            "type": "object",
-            "properties": { key: other },
-            "required": [key],
-            "additionalProperties": false,
-        })
-    } else {
-        json!({ "type": "null" })
-    });
+    if !(yes_only && consent == Consent::Answer) {
+        options.push(if consent != Consent::None {
+            json!({
+                "type": "object",
+                "properties": { key: other },
+                "required": [key],
+                "additionalProperties": false,
+            })
+        } else {
+            json!({ "type": "null" })
+        });
+    }
     if let Some(o) = schema.as_object_mut() {
         if let Some(Value::Object(props)) = o.get_mut("properties") {
             props.insert("action".into(), json!({ "anyOf": options }));
@@ -109,6 +115,33 @@ pub(super) fn without_action(schema: &Value) -> Value {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// What a respond call in `f` may read into `data`: the fields it collects and,
+    /// with hand-over previews, those of the flows it hands to; less the fields nothing
+    /// the user said could be a value of ([`crate::data::spot`]).
+    pub(crate) fn fields_to_read(&self, f: &Flow<D, C>) -> Vec<std::sync::Arc<str>> {
+        let all: Vec<std::sync::Arc<str>> = f
+            .collectable
+            .iter()
+            .chain(&self.a.switch_fields[f.index])
+            .cloned()
+            .collect();
+        self.readable(&all)
+    }
+
+    /// Whether a field `f`'s calls read is hidden this turn (the schema is then not
+    /// the flow's usual one).
+    pub(crate) fn hides_fields(&self, f: &Flow<D, C>) -> bool {
+        f.collectable
+            .iter()
+            .chain(&self.a.switch_fields[f.index])
+            .any(|x| {
+                self.a
+                    .schema
+                    .index_of(x)
+                    .is_some_and(|i| !self.is_readable(i))
+            })
+    }
+
     /// The respond call's schema: `conditions`, `data` (what the flow collects),
     /// `handoff` (one yes/no per other flow), then `message` and `reply_asks_for` (keys
     /// go on the wire in alphabetical order, which llama.cpp's grammar follows:
@@ -132,10 +165,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // With hand-over previews, `data` also carries the fields the first step of a
         // flow handed to collects (kept only when the answer hands over to it).
-        let extra = &self.a.switch_fields[f.index];
-        if !f.collectable.is_empty() || !extra.is_empty() {
-            let fields: Vec<std::sync::Arc<str>> =
-                f.collectable.iter().chain(extra).cloned().collect();
+        let fields = self.fields_to_read(f);
+        if !fields.is_empty() {
             props.insert(
                 "data".into(),
                 self.a
