@@ -312,12 +312,16 @@ async fn telemetry_marks_the_source_and_reports_routes_and_handoffs() {
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || sink.clone())
         .with_max_level(tracing::Level::INFO)
+        .with_thread_ids(true)
         .without_time()
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    // Other tests of this binary run on threads with no subscriber; a callsite they
-    // hit first may have cached "not interested". Ask again now that one exists.
-    tracing::callsite::rebuild_interest_cache();
+    // The process-wide subscriber (only this test sets one): a thread-local one lost
+    // every line now and then, as the other tests of this binary, running on threads
+    // without one, re-cached their callsites as "not interested". Their lines land
+    // here too, and are told apart by the thread that wrote them (a current-thread
+    // runtime runs this test's turns on its own thread).
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let me = format!("{:?}", std::thread::current().id());
 
     let p = ScriptedProvider::new();
     let c = Counters::default();
@@ -354,7 +358,7 @@ async fn telemetry_marks_the_source_and_reports_routes_and_handoffs() {
     );
 
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(&me)).collect();
     let completed: Vec<&&str> = lines
         .iter()
         .filter(|l| l.contains("turn completed"))

@@ -1058,3 +1058,21 @@ async fn an_offer_of_the_action_is_answered_as_a_yes_or_no() {
         "{asked}"
     );
 }
+
+/// Only a question offers: a reply that mentions the action without asking about it
+/// (a small model wrote the user's wish into its own reply) does not make the next
+/// message an answer to an offer.
+#[tokio::test]
+async fn a_reply_that_only_mentions_the_action_offers_nothing() {
+    let p = ScriptedProvider::new();
+    let a = in_answer(&p, acting_flow(refund_tool()));
+    p.respond(Answer::message(
+        "Which city was it? I will check whether a refund applies.",
+    ));
+    a.respond("s", "My stay was cut short").await.unwrap();
+    p.default_answer(CallKind::Respond, Answer::message("Thanks, noted."));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    let asked = p.last_request().unwrap();
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
+}

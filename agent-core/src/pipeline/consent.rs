@@ -10,8 +10,8 @@
 //! model may judge: a tool with request words (every [`Effect::Once`] tool unless it
 //! says otherwise) is offered only when the user's own words name the action
 //! ([`Tool::request_words`]) in the latest message or the one before, or when the
-//! agent's last message named it (the user answers an offer: then the answer is
-//! judged as a yes or no, which the same model gets right). A request is used up by
+//! agent's last message ended with a question about it (the user answers an offer:
+//! then the answer is judged as a yes or no, which the same model gets right). A request is used up by
 //! the call it led to ([`crate::session::Session::acted`]): measured on the help desk,
 //! "Also, my app crashes on start" after a refund was judged a second request for it,
 //! on the strength of the message before. An answer judged a yes is checked once
@@ -159,7 +159,10 @@ impl<D, C> Gate<D, C> {
             .take(2)
             .map(|m| normalize(&m.content))
             .collect();
-        let offer = asked_before(history).map(normalize).unwrap_or_default();
+        let offer = asked_before(history)
+            .and_then(closing_question)
+            .map(|q| normalize(&q))
+            .unwrap_or_default();
         let (mut asked, mut offered) = (false, false);
         let mut tools = Vec::with_capacity(step.tools.len());
         let mut withheld = Vec::new();
@@ -299,6 +302,27 @@ pub(super) fn asked_before(history: &[Message]) -> Option<&str> {
         .map(|m| m.content.as_str())
 }
 
+/// The part of the agent's message that can offer an action: its closing question
+/// with the sentence before it ("I can refund your stay. Shall I?"); `None` when the
+/// message does not end with a question. A message that only mentions the action
+/// offers nothing: Qwen2.5 1.5B wrote the user's wish into its own reply ("... and
+/// if I can get a refund. Thank you."), and "It's INV-7" then counted as the answer
+/// to an offer and refunded.
+fn closing_question(message: &str) -> Option<String> {
+    let text = message.trim_end_matches(|c: char| {
+        !(c.is_alphanumeric() || matches!(c, '?' | '？' | '.' | '!' | '。' | '！'))
+    });
+    if !text.ends_with(['?', '？']) {
+        return None;
+    }
+    let pieces: Vec<&str> = text
+        .lines()
+        .flat_map(crate::reply::sentences)
+        .filter(|p| !p.trim().is_empty())
+        .collect();
+    Some(pieces[pieces.len().saturating_sub(2)..].concat())
+}
+
 /// Words that agree on their own ("yes", "go ahead", "sim", "d'accord"), normalised.
 /// A message made of these, [`FILLER`] and the tool's action words is a yes that needs
 /// no check; anything else the model judged a yes is checked in a call of its own.
@@ -403,7 +427,24 @@ pub(super) fn plainly_agrees(message: &str, action: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::plainly_agrees;
+    use super::{closing_question, plainly_agrees};
+
+    #[test]
+    fn only_a_closing_question_can_offer() {
+        assert_eq!(
+            closing_question("Hello. I can refund your stay. Shall I?").as_deref(),
+            Some("I can refund your stay. Shall I?")
+        );
+        assert_eq!(
+            closing_question("Would you like a refund? 😊").as_deref(),
+            Some("Would you like a refund?")
+        );
+        assert_eq!(
+            closing_question("Which invoice? I will check if I can get a refund."),
+            None
+        );
+        assert_eq!(closing_question(""), None);
+    }
 
     fn book() -> Vec<String> {
         vec!["book".into()]
