@@ -73,7 +73,7 @@ async fn refund(
 mod triage {
     /// Code routes what it can read for sure (the fn body is the step's `prepare`
     /// hook, run before its model call): a message in the refund tool's own request
-    /// words goes to billing, which reads it. Asked to judge, Qwen2.5 1.5B kept "I
+    /// words, or one that names an invoice number, goes to billing, which reads it. Asked to judge, Qwen2.5 1.5B kept "I
     /// want a refund" and "Refund please, I paid twice" at the desk; routed by code,
     /// the turn makes one call, billing's.
     #[step(prompt = "Find out what the user needs.", branches(
@@ -82,12 +82,24 @@ mod triage {
         else => ask_need,
     ))]
     fn ask_need(v: ask_need::View<'_>) -> PreDirective<Case, ()> {
-        if Tool::<Case, ()>::requested_in(&refund, v.message()) {
+        if Tool::<Case, ()>::requested_in(&refund, v.message()) || names_invoice(v.message()) {
             PreDirective::new().directive(Directive::go_to::<BillingFlow>())
         } else {
             PreDirective::new()
         }
     }
+}
+
+/// Whether `message` names an invoice number ("INV-" and a digit, any case): the
+/// front desk's model sent "Question about invoice INV-12: when is it due?" to tech
+/// on some runs.
+fn names_invoice(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    lower.match_indices("inv-").any(|(i, m)| {
+        lower
+            .get(i + m.len()..)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// Billing: the refund is offered only once the user gave the invoice, so it cannot

@@ -235,3 +235,31 @@ async fn a_refund_named_with_the_invoice_runs_in_one_call_whatever_its_message_a
     assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
     assert_eq!(model.unused(), 0);
 }
+
+/// A message that names an invoice number goes to billing by code, which reads it in
+/// the turn's one call; a message without one is the front desk's to judge.
+#[tokio::test]
+async fn an_invoice_number_at_the_desk_goes_to_billing_by_code() {
+    let model = ScriptedProvider::new();
+    model.respond(
+        Answer::message("INV-12 is due on the 30th. Anything else about it?")
+            .with_data(json!({ "invoice": "INV-12" }))
+            .claiming("settle"),
+    );
+    let agent = desk(&model).await;
+    let r = agent
+        .respond("s", "Question about invoice inv-12: when is it due?")
+        .await
+        .unwrap();
+    assert!(r.transitions.contains(&hop("triage", "billing")), "{r:?}");
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
+    assert_eq!(r.data.invoice.as_deref(), Some("INV-12"));
+    assert_eq!(r.model_calls, 1);
+    assert!(r.tool_calls.is_empty());
+
+    let model = ScriptedProvider::new();
+    model.respond(Answer::message("How can I help with your invoice?"));
+    let agent = desk(&model).await;
+    let r = agent.respond("s", "My invoice looks odd").await.unwrap();
+    assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
+}
