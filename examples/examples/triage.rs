@@ -8,7 +8,7 @@
 //! (`handoff`, one yes/no per registered flow: A3's transition list), code decides
 //! (a tool returns `go_to`: A3's transition function), or a `when` branch the model
 //! judges while it replies; the front desk's `prepare` hook also sends refund requests
-//! to billing by code. When a flow hands over after its reply was written, that
+//! and messages that name an invoice number to billing by code. When a flow hands over after its reply was written, that
 //! reply is not shown: the next flow gets it as context and speaks. The refund's
 //! outcome is the tool's own text (no model call after it).
 //! `max_transitions_per_turn` (default 10) stops ping-pong.
