@@ -11,10 +11,11 @@
 //! says otherwise) is offered only when the user's own words name the action
 //! ([`Tool::request_words`]) in the latest message or the one before, or when the
 //! agent's last message ended with a question about it (the user answers an offer:
-//! then the answer is judged as a yes or no, which the same model gets right). A request is used up by
-//! the call it led to ([`crate::session::Session::acted`]): measured on the help desk,
-//! "Also, my app crashes on start" after a refund was judged a second request for it,
-//! on the strength of the message before. An answer judged a yes is checked once
+//! then the answer is judged as a yes or no, which the same model gets right). A
+//! request is used up by the call it led to ([`crate::session::Session::acted`]):
+//! measured on the help desk, "Also, my app crashes on start" after a refund was
+//! judged a second request for it, on the strength of the message before. An answer
+//! judged a yes is checked once
 //! more before a tool with effects runs on it, unless it is a plain yes
 //! ([`plainly_agrees`]; the call is `model/agree.rs`).
 

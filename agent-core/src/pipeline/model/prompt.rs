@@ -21,8 +21,7 @@ use crate::prompt::render_dynamic_instructions;
 use crate::provider::{
     CallKind, Message, ModelRequest, OutputSchema, Role, STATE_MARKER, ToolSpec,
 };
-use crate::tool::Tool;
-use crate::tool::action_words;
+use crate::tool::{Tool, action_words};
 
 /// A rendered respond request and what reading its answer needs.
 pub(super) struct Prompt<D, C> {
