@@ -131,15 +131,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Whether a field `f`'s calls read is hidden this turn (the schema is then not
     /// the flow's usual one).
     pub(crate) fn hides_fields(&self, f: &Flow<D, C>) -> bool {
-        f.collectable
-            .iter()
-            .chain(&self.a.switch_fields[f.index])
-            .any(|x| {
-                self.a
-                    .schema
-                    .index_of(x)
-                    .is_some_and(|i| !self.is_readable(i))
-            })
+        self.fields_to_read(f).len() < f.collectable.len() + self.a.switch_fields[f.index].len()
     }
 
     /// The respond call's schema: `conditions`, `data` (what the flow collects),
