@@ -322,3 +322,37 @@ async fn the_instruction_to_fill_data_comes_after_the_step_it_might_answer() {
         .expect("the instruction to fill data");
     assert!(step < fill, "{state}");
 }
+
+/// A field whose doc comment is wrapped over two lines.
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+struct Ticket {
+    /// The device the problem is on, as the user names it (a phone, tablet or computer
+    /// such as a Pixel 8), not the app
+    device: Option<String>,
+}
+
+#[tokio::test]
+async fn a_wrapped_field_doc_is_one_line_of_the_field_list() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("support")
+        .step(Step::model("ask_device").collect(["device"]))
+        .build()
+        .unwrap();
+    let a: Agent<Ticket, ()> = Agent::builder()
+        .name("Desk")
+        .provider(p.clone())
+        .flow(flow)
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which device?"));
+    a.respond("s", "hi").await.unwrap();
+    let system = p.last_request().unwrap().system;
+    assert!(
+        system.contains(
+            "- device: The device the problem is on, as the user names it (a phone, tablet or computer such as a Pixel 8), not the app\n"
+        ),
+        "{system}"
+    );
+}

@@ -50,7 +50,14 @@ pub struct Case {
 /// Code knows the outcome, so code says it: the reply is the tool's (no model call
 /// after the refund, and no sentence about money the refund did not move), and the
 /// invoice refunded is recorded.
-#[tool(effect = once, request_words = ["refund", "money back", "reimburs", "reembols", "devolu", "rembours", "erstatt"])]
+///
+/// The model reads `description`, not this doc: the whole doc used to reach every
+/// billing prompt (about 120 tokens of reasons meant for developers).
+#[tool(
+    description = "Refund the duplicate charge on an invoice.",
+    effect = once,
+    request_words = ["refund", "money back", "reimburs", "reembols", "devolu", "rembours", "erstatt"]
+)]
 async fn refund(
     /// Invoice number
     invoice: String,
