@@ -3,14 +3,12 @@
 //! conditional instructions, collected data, transition context, `append_prompt`.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use crate::data::DataSchema;
 use crate::flow::Flow;
 use crate::hook::Cx;
 use crate::instruction::Instruction;
 use crate::step::{Step, StepKind};
-use crate::tool::Tool;
 
 pub(crate) fn render_agent_section<D, C>(
     name: &str,
@@ -202,41 +200,6 @@ pub(crate) fn opening_step<D, C>(flow: &Flow<D, C>) -> Option<usize> {
     .then_some(j)
 }
 
-/// Every tool a call in `flow` may be offered: the agent's, the flow's and its
-/// steps' (each name once).
-pub(crate) fn flow_tools<'a, D, C>(
-    agent: &'a [Arc<dyn Tool<D, C>>],
-    flow: &'a Flow<D, C>,
-) -> Vec<&'a Arc<dyn Tool<D, C>>> {
-    let mut out: Vec<&Arc<dyn Tool<D, C>>> = Vec::new();
-    let steps = flow.steps.iter().flat_map(|s| &s.tools);
-    for t in agent.iter().chain(&flow.tools).chain(steps) {
-        if !out.iter().any(|e| e.name() == t.name()) {
-            out.push(t);
-        }
-    }
-    out
-}
-
-/// The flow's tools for the system prompt, the same at every step (a model that
-/// calls tools through its answer's `action`). The section used to be added only at
-/// the steps that offer a tool, and reaching such a step changed the system prompt:
-/// measured on the concierge suite, those calls read 41 % of their prompt from
-/// llama.cpp's cache against 66 % for the other calls of a turn.
-pub(crate) fn render_tools_section<D, C>(
-    agent: &[Arc<dyn Tool<D, C>>],
-    flow: &Flow<D, C>,
-) -> String {
-    let mut s = String::new();
-    for t in flow_tools(agent, flow) {
-        if s.is_empty() {
-            s.push_str("Tools of this task (usable only when your answer has `action`):\n");
-        }
-        let _ = writeln!(s, "- {}: {}", t.name(), one_line(t.description()));
-    }
-    s
-}
-
 /// A field's description (its doc comment) for a field list, on one line.
 fn field_desc(schema: &DataSchema, field: &str) -> String {
     one_line(
@@ -250,7 +213,7 @@ fn field_desc(schema: &DataSchema, field: &str) -> String {
 
 /// `text` on one line: a list item in the prompt is one line, and a doc comment
 /// wrapped over several (schemars keeps its line breaks) would break the list.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -17,8 +17,6 @@ use common::*;
 use serde_json::json;
 
 /// Wednesday 2026-11-25, 09:30 UTC: July 1st has passed this year.
-/// The per-turn line that offers tools to the answer.
-const OFFERED: &str = "Tools you can use now";
 const NOVEMBER_MS: u64 = TODAY_MS + 163 * 86_400_000;
 
 fn dated(
@@ -413,12 +411,12 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
         .requests()
         .into_iter()
         .rev()
-        .find(|q| q.kind == CallKind::Respond && q.instructions().contains(OFFERED))
+        .find(|q| q.kind == CallKind::Respond && q.system.contains("book_room"))
         .expect("the answering call");
     assert!(
-        answered.instructions().contains("first set `answer`"),
+        answered.system.contains("first set `answer`"),
         "{}",
-        answered.instructions()
+        answered.system
     );
     // The question quotes the answer: a small model asked about "the user's latest
     // message" copied its previous judgement.
@@ -518,11 +516,7 @@ async fn an_agreement_in_a_message_that_changes_the_details_books_nothing() {
     assert_eq!(r.message, "Lisbon for three. Shall I book?");
     // Rendered again without the action, told why.
     let again = p.last_request().unwrap();
-    assert!(
-        !again.instructions().contains(OFFERED),
-        "{}",
-        again.instructions()
-    );
+    assert!(!again.system.contains("book_room"), "{}", again.system);
     let state = again.instructions();
     assert!(
         state
@@ -573,11 +567,7 @@ async fn a_question_at_a_confirmation_books_nothing_unless_it_names_the_action()
     assert_eq!(r.step.as_deref(), Some("confirm"));
     assert_eq!(r.model_calls, 1);
     let asked = p.last_request().unwrap();
-    assert!(
-        !asked.instructions().contains(OFFERED),
-        "{}",
-        asked.instructions()
-    );
+    assert!(!asked.system.contains("book_room"), "{}", asked.system);
     let state = asked.instructions();
     assert!(
         state.contains("Not offered now: book_room (the user's latest message asks a question)"),
@@ -600,19 +590,6 @@ async fn a_question_at_a_confirmation_books_nothing_unless_it_names_the_action()
     let r = a.respond("s", "Great. Can you book it now?").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
     assert_eq!(p.calls_of(CallKind::Agreement), 1);
-    // Offered or not, the system prompt is the same bytes (the flow's tools are listed
-    // at every step): a provider's prompt cache keeps the whole prefix.
-    let offered = p
-        .requests()
-        .into_iter()
-        .find(|q| q.kind == CallKind::Respond && q.instructions().contains(OFFERED))
-        .expect("the call offered the tool");
-    assert_eq!(offered.system, asked.system);
-    assert!(
-        offered.system.contains("- book_room: "),
-        "{}",
-        offered.system
-    );
 }
 
 /// The answer a small model gives a hesitation at a confirmation too often: a yes
@@ -886,9 +863,9 @@ async fn a_tool_with_effects_runs_from_an_answer_only_when_the_user_asked() {
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let asked = p.last_request().unwrap();
     assert!(
-        asked.instructions().contains("first set `agreed`"),
+        asked.system.contains("first set `agreed`"),
         "{}",
-        asked.instructions()
+        asked.system
     );
     assert!(
         asked
@@ -922,16 +899,14 @@ async fn a_pure_tool_is_named_or_not_without_a_consent_judgement() {
     assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
     let first = &p.requests()[0];
     assert!(
-        !first.instructions().contains("first set `agreed`"),
+        !first.system.contains("first set `agreed`"),
         "{}",
-        first.instructions()
+        first.system
     );
     assert!(
-        first
-            .instructions()
-            .contains("Otherwise set `action` to null"),
+        first.system.contains("Otherwise set `action` to null"),
         "{}",
-        first.instructions()
+        first.system
     );
 }
 
@@ -965,11 +940,7 @@ async fn a_once_tool_is_not_offered_until_the_user_words_ask_for_it() {
     let r = a.respond("s", "I stayed with you last week").await.unwrap();
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let asked = p.last_request().unwrap();
-    assert!(
-        !asked.instructions().contains(OFFERED),
-        "{}",
-        asked.instructions()
-    );
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
     assert!(
         asked
             .instructions()
@@ -988,13 +959,7 @@ async fn a_once_tool_is_not_offered_until_the_user_words_ask_for_it() {
     let r = a.respond("s", "Quiero un reembolso, Lisbon").await.unwrap();
     assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
     let asked = &p.requests()[1];
-    assert!(
-        asked
-            .instructions()
-            .contains("Tools you can use now: refund."),
-        "{}",
-        asked.instructions()
-    );
+    assert!(asked.system.contains("- refund:"), "{}", asked.system);
     assert!(
         asked.instructions().contains("has the user asked for it"),
         "{}",
@@ -1013,24 +978,14 @@ async fn a_request_in_the_message_before_counts_and_an_older_one_does_not() {
     ));
     a.respond("s", "Lisbon").await.unwrap();
     let second = &p.requests()[1];
-    assert!(
-        second
-            .instructions()
-            .contains("Tools you can use now: refund."),
-        "{}",
-        second.instructions()
-    );
+    assert!(second.system.contains("- refund:"), "{}", second.system);
     // Two messages later the request no longer counts.
     p.respond(Answer::raw(
         r#"{"data":{"city":null},"message":"Anything else?"}"#,
     ));
     a.respond("s", "It was a nice hotel").await.unwrap();
     let third = p.last_request().unwrap();
-    assert!(
-        !third.instructions().contains(OFFERED),
-        "{}",
-        third.instructions()
-    );
+    assert!(!third.system.contains("- refund:"), "{}", third.system);
 }
 
 #[tokio::test]
@@ -1067,11 +1022,7 @@ async fn a_request_is_used_up_by_the_call_it_led_to() {
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let asked = p.last_request().unwrap();
     assert!(asked.system.contains("Current task"), "{}", asked.system);
-    assert!(
-        !asked.instructions().contains(OFFERED),
-        "{}",
-        asked.instructions()
-    );
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
 
     // Asked again in the user's own words: offered again.
     p.respond(Answer::raw(
@@ -1081,13 +1032,7 @@ async fn a_request_is_used_up_by_the_call_it_led_to() {
         .await
         .unwrap();
     let asked = p.last_request().unwrap();
-    assert!(
-        asked
-            .instructions()
-            .contains("Tools you can use now: refund."),
-        "{}",
-        asked.instructions()
-    );
+    assert!(asked.system.contains("- refund:"), "{}", asked.system);
 }
 
 #[tokio::test]
@@ -1129,9 +1074,5 @@ async fn a_reply_that_only_mentions_the_action_offers_nothing() {
     let r = a.respond("s", "Lisbon").await.unwrap();
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let asked = p.last_request().unwrap();
-    assert!(
-        !asked.instructions().contains(OFFERED),
-        "{}",
-        asked.instructions()
-    );
+    assert!(!asked.system.contains("- refund:"), "{}", asked.system);
 }

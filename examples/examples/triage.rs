@@ -51,8 +51,9 @@ pub struct Case {
 /// after the refund, and no sentence about money the refund did not move), and the
 /// invoice refunded is recorded.
 ///
-/// The model reads `description`, not this doc: the whole doc used to reach every
-/// billing prompt (about 120 tokens of reasons meant for developers).
+/// The model reads `description`, not this doc: the whole doc used to reach the
+/// prompt of the step that offers the refund (about 120 tokens of reasons meant for
+/// developers).
 #[tool(
     description = "Refund the duplicate charge on an invoice.",
     effect = once,

@@ -528,7 +528,6 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         // schema (with the builder's constraints): the prompt layer sits above flows.
         for f in &mut flows {
             crate::prompt::render_flow_sections(f, &schema);
-            f.tools_section = crate::prompt::render_tools_section(&self.tools, f);
         }
         let switches =
             crate::prompt::render_switch_sections(&flows, &schema, self.config.preview_handoffs);

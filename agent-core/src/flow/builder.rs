@@ -462,7 +462,6 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             step_index,
             section: String::new(),
             extract_section: String::new(),
-            tools_section: String::new(),
             reply_labels: Vec::new(),
             index: 0,
             version: String::new(),

@@ -76,10 +76,6 @@ pub struct Flow<D, C> {
     /// Rendered once at build: the fields the flow collects and their docs (static, in
     /// the system prompt; whether a call reads them from the message is per-call state).
     pub(crate) extract_section: String,
-    /// Rendered once at build: every tool a call in this flow may be offered (the
-    /// agent's, the flow's, its steps'), listed the same at every step so the system
-    /// prompt does not change when a step offers one; which are offered is per-call state.
-    pub(crate) tools_section: String,
     /// Rendered once at build, per step: how a reply names what it asks for
     /// (`reply_asks_for`), for model steps; see `prompt::reply_labels`.
     pub(crate) reply_labels: Vec<Option<Arc<str>>>,

@@ -55,7 +55,7 @@ impl Consent {
         }
     }
 
-    /// How `action` is written, in the per-turn state of a call offered tools.
+    /// How `action` is written, in the system prompt.
     pub(super) fn rule(self) -> &'static str {
         match self {
             Self::None => {

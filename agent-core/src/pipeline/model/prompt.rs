@@ -17,7 +17,7 @@ use crate::flow::Flow;
 use crate::pipeline::Turn;
 use crate::pipeline::consent::{Consent, Gate, plainly_agrees};
 use crate::pipeline::walk::Stop;
-use crate::prompt::{flow_tools, render_dynamic_instructions};
+use crate::prompt::{one_line, render_dynamic_instructions};
 use crate::provider::{
     CallKind, Message, ModelRequest, OutputSchema, Role, STATE_MARKER, ToolSpec,
 };
@@ -60,29 +60,14 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
     }
 }
 
-/// The tools offered to this answer, in the per-turn state: the system prompt lists
-/// the flow's tools at every step (`prompt::render_tools_section`), so only their
-/// names are said here, with the description of any other (an augmentation's), and
-/// how `action` is written.
-fn tools_offered_section(
-    state: &mut String,
-    specs: &[ToolSpec],
-    listed: &[&str],
-    consent: Consent,
-) {
-    state.push_str("Tools you can use now: ");
-    for (i, t) in specs.iter().enumerate() {
-        if i > 0 {
-            state.push_str(", ");
-        }
-        state.push_str(&t.name);
+/// The tools, described in the prompt for a model that calls them through its answer.
+fn tools_in_answer_section(sys: &mut String, specs: &[ToolSpec], consent: Consent) {
+    sys.push_str("Tools you can use:\n");
+    for t in specs {
+        let _ = writeln!(sys, "- {}: {}", t.name, one_line(&t.description));
     }
-    state.push_str(".\n");
-    for t in specs.iter().filter(|t| !listed.contains(&t.name.as_str())) {
-        let _ = writeln!(state, "- {}: {}", t.name, t.description);
-    }
-    state.push_str(consent.rule());
-    state.push('\n');
+    sys.push_str(consent.rule());
+    sys.push('\n');
 }
 
 fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
@@ -476,24 +461,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // Servers that cannot combine tools with a JSON schema (llama.cpp) get the tools
         // as an `action` field of the answer instead.
         let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
-        if let Some(f) = &flow
-            && self.a.config.tools_in_answer
-        {
-            sys.push_str(&f.tools_section);
-        }
         let in_answer = self.a.config.tools_in_answer && flow.is_some() && !specs.is_empty();
         let output = match output {
             Some(mut o) if in_answer => {
-                let listed: Vec<&str> = flow
-                    .as_deref()
-                    .map(|f| {
-                        flow_tools(&self.a.tools, f)
-                            .iter()
-                            .map(|t| t.name())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                tools_offered_section(&mut state, &specs, &listed, consent);
+                tools_in_answer_section(&mut sys, &specs, consent);
                 // An answer made of agreement words only ("OK, go ahead and book it")
                 // can only be classed a yes: the classes that are not are left out.
                 // Given them, Qwen2.5 1.5B classed such answers "no" or "something
