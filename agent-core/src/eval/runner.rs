@@ -116,10 +116,11 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                     shared.tally(&report, o.breaker);
                     if o.progress {
                         eprintln!(
-                            "[eval] {suite_name}: {}/{total} runs ({}), {}",
+                            "[eval] {suite_name}: {}/{total} runs ({}), {}{}",
                             shared.done.load(Ordering::SeqCst),
                             shared.counts(),
-                            clock_text(started.elapsed())
+                            clock_text(started.elapsed()),
+                            not_passed(&scenario.name, &report)
                         );
                     }
                     (i, report)
@@ -355,7 +356,52 @@ impl Shared {
     }
 }
 
+/// The progress line's tail for a run that did not pass: which one, so a long run
+/// stopped early still says what failed.
+fn not_passed(scenario: &str, r: &RunReport) -> String {
+    let outcome = match r.outcome {
+        Outcome::Passed => return String::new(),
+        Outcome::Failed => "failed",
+        Outcome::Errored => "errored",
+        Outcome::Fault => "fault",
+    };
+    let run = match r.seed {
+        Some(seed) => format!("seed {seed}"),
+        None => "t=0".to_owned(),
+    };
+    format!("; {outcome}: {scenario} [{run}]")
+}
+
 fn clock_text(d: Duration) -> String {
     let s = d.as_secs();
     format!("{}m{:02}s", s / 60, s % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(outcome: Outcome, seed: Option<u64>) -> RunReport {
+        RunReport {
+            temperature: 0.7,
+            seed,
+            outcome,
+            failures: Vec::new(),
+            turns: Vec::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_progress_line_names_a_run_that_did_not_pass() {
+        assert_eq!(not_passed("greeting", &run(Outcome::Passed, Some(1))), "");
+        assert_eq!(
+            not_passed("greeting", &run(Outcome::Failed, Some(2))),
+            "; failed: greeting [seed 2]"
+        );
+        assert_eq!(
+            not_passed("greeting", &run(Outcome::Errored, None)),
+            "; errored: greeting [t=0]"
+        );
+    }
 }
