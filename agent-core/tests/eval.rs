@@ -468,3 +468,136 @@ async fn reports_render_as_table_markdown_and_json() {
     );
     assert_eq!(back.suites[0].summary.runs, all.suites[0].summary.runs);
 }
+
+const PHRASINGS: &str = r#"
+[[scenario]]
+name = "the city, said three ways"
+
+[[scenario.turn]]
+user = "hi"
+step = "ask_city"
+
+[[scenario.turn]]
+user = ["Lisbon", "Lisbon, please", "Porto"]
+data = { city = "Lisbon" }
+"#;
+
+#[tokio::test]
+async fn every_phrasing_of_a_turn_runs_and_the_scenario_passes_only_if_all_do() {
+    let suite = Suite::parse("booking", "booking.toml", PHRASINGS, &catalog()).unwrap();
+    assert_eq!(suite.scenarios[0].variants(), 3);
+    assert_eq!(suite.scenarios[0].turns[1].phrasing(2), "Porto");
+    // A turn with fewer phrasings says its last one.
+    assert_eq!(suite.scenarios[0].turns[0].phrasing(2), "hi");
+    let report = Runner::new(Arc::new(scripted_city()), agent)
+        .options(quiet(0))
+        .run(&suite)
+        .await;
+    let runs = &report.scenarios[0].runs;
+    assert_eq!(runs.len(), 3);
+    let said: Vec<&str> = runs.iter().map(|r| r.turns[1].user.as_str()).collect();
+    assert_eq!(said, ["Lisbon", "Lisbon, please", "Porto"]);
+    let outcomes: Vec<Outcome> = runs.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Outcome::Passed, Outcome::Passed, Outcome::Failed]
+    );
+    assert_eq!(report.summary.pass_1, Some(0.0));
+    let lines = report.failure_lines();
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0]
+            .starts_with("the city, said three ways [t=0, phrasing 3] Failed: turn 2: data.city"),
+        "{lines:?}"
+    );
+    // The stored data after each turn is in the report.
+    assert_eq!(runs[0].turns[1].data["city"], json!("Lisbon"));
+    assert_eq!(runs[2].turns[1].data["city"], json!(null));
+}
+
+#[test]
+fn an_empty_list_of_phrasings_is_an_error_naming_its_line() {
+    let text = "[[scenario]]\nname = \"x\"\n[[scenario.turn]]\nuser = []\n";
+    let err = Suite::parse("s", "s.toml", text, &catalog()).unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(err.problems[0].starts_with("4:8: `user = []`"), "{err}");
+}
+
+const SCORED: &str = r#"
+[outcomes]
+book_room = ["(?i)\\bbooked\\b"]
+
+[defaults]
+reply_bounds = { words = 6 }
+
+[[scenario]]
+name = "nobody expects the city"
+
+[[scenario.turn]]
+user = "hi"
+
+[[scenario.turn]]
+user = "Lisbon"
+"#;
+
+#[tokio::test]
+async fn replies_are_scored_and_bounded_and_unexpected_values_are_counted() {
+    let suite = Suite::parse("booking", "booking.toml", SCORED, &catalog()).unwrap();
+    let p = ScriptedProvider::new();
+    p.respond(Answer::message("We have rooms all year round. Which city?"));
+    p.respond(
+        Answer::message("We have rooms all year round. Lisbon, noted. How many guests?")
+            .with_data(json!({ "city": "Lisbon" })),
+    );
+    let report = Runner::new(Arc::new(p), agent)
+        .options(quiet(0))
+        .run(&suite)
+        .await;
+    let run = &report.scenarios[0].runs[0];
+    // The first reply runs over the suite's bound on words.
+    let first = run.turns[0].score.as_ref().unwrap();
+    assert_eq!((first.words, first.echoed), (8, 0));
+    assert!(run.turns[0].waits && !first.unasked);
+    assert_eq!(run.outcome, Outcome::Failed);
+    assert_eq!(run.failures[0].turn, Some(0));
+    assert_eq!(run.failures[0].reason, "reply: 8 words, bound 6");
+    // The model stored a city that the scenario names nowhere.
+    assert_eq!(run.unexpected, ["city = \"Lisbon\" (turn 2)"]);
+    let r = &report.summary.replies;
+    assert_eq!((r.replies, r.unexpected_stored), (2, 1));
+    assert_eq!((r.waiting, r.unasked, r.claiming), (2, 0, 0));
+    let table = EvalReport {
+        suites: vec![report.clone()],
+    }
+    .table();
+    assert!(table.contains("words median/p90"), "{table}");
+}
+
+#[tokio::test]
+async fn a_claimed_outcome_without_its_tool_and_a_value_the_state_lacks_are_scored() {
+    let p = ScriptedProvider::new();
+    p.respond(Answer::message("Lisbon it is: your room is booked!"));
+    let suite = Suite::new("s")
+        .outcomes(
+            agent_core::eval::Outcomes::new()
+                .pattern("book_room", r"(?i)\bbooked\b")
+                .unwrap(),
+        )
+        .scenario(
+            Scenario::new("claims")
+                .turn(Turn::user("Lisbon please"))
+                .end(Expect::data("city", "Lisbon")),
+        );
+    let report = Runner::new(Arc::new(p), agent)
+        .options(quiet(0))
+        .run(&suite)
+        .await;
+    let run = &report.scenarios[0].runs[0];
+    let s = run.turns[0].score.as_ref().unwrap();
+    assert_eq!(s.claims, ["book_room: \"booked\""]);
+    assert_eq!(s.contradictions, ["city: \"Lisbon\""]);
+    assert!(s.unasked, "it waits for the city and asks nothing");
+    assert_eq!(run.values_missed, 1);
+    let r = &report.summary.replies;
+    assert_eq!((r.claiming, r.contradicting, r.values_missed), (1, 1, 1));
+}

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::Suite;
 use super::scenario::{Expect, STOPPED_KINDS, Scenario, Turn};
+use super::score::{Outcomes, ReplyBounds};
 use crate::agent::Agent;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::suggest;
@@ -141,6 +142,8 @@ struct FileSuite {
     description: Option<String>,
     #[serde(default)]
     defaults: FileDefaults,
+    #[serde(default)]
+    outcomes: BTreeMap<Spanned<String>, Vec<Spanned<String>>>,
     #[serde(default, rename = "scenario")]
     scenarios: Vec<Spanned<FileScenario>>,
 }
@@ -150,6 +153,7 @@ struct FileSuite {
 struct FileDefaults {
     clock: Option<Spanned<String>>,
     context: Option<Spanned<Value>>,
+    reply_bounds: Option<ReplyBounds>,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +166,7 @@ struct FileScenario {
     tags: Vec<String>,
     clock: Option<Spanned<String>>,
     context: Option<Spanned<Value>>,
+    reply_bounds: Option<ReplyBounds>,
     #[serde(default, rename = "turn")]
     turns: Vec<Spanned<FileExpect>>,
     end: Option<Spanned<FileExpect>>,
@@ -171,7 +176,7 @@ struct FileScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileExpect {
-    user: Option<Spanned<String>>,
+    user: Option<Spanned<UserText>>,
     #[serde(default)]
     data: BTreeMap<Spanned<String>, Value>,
     #[serde(default)]
@@ -187,6 +192,14 @@ struct FileExpect {
     reply: Vec<Spanned<String>>,
     #[serde(default)]
     reply_not: Vec<Spanned<String>>,
+}
+
+/// `user = "..."`, or several phrasings of the same message: `user = ["...", "..."]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum UserText {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Deserialize)]
@@ -260,14 +273,26 @@ impl Check<'_> {
             for t in s.turns {
                 let t_span = t.span();
                 let t = t.into_inner();
-                let Some(user) = t.user.as_ref().map(|u| u.get_ref().clone()) else {
+                let Some(user) = &t.user else {
                     self.problem(&t_span, "a turn needs `user`, the user's message".into());
                     continue;
                 };
-                turns.push(Turn {
-                    user,
-                    expect: self.expects(&t),
-                });
+                let mut phrasings = match user.get_ref() {
+                    UserText::One(one) => vec![one.clone()],
+                    UserText::Many(many) => many.clone(),
+                };
+                if phrasings.is_empty() {
+                    self.problem(
+                        &user.span(),
+                        "`user = []` lists no message; give at least one phrasing".into(),
+                    );
+                    continue;
+                }
+                let first = phrasings.remove(0);
+                let mut turn = Turn::user(first);
+                turn.alternatives = phrasings;
+                turn.expect = self.expects(&t);
+                turns.push(turn);
             }
             let end = match &s.end {
                 Some(e) => {
@@ -281,29 +306,50 @@ impl Check<'_> {
                 }
                 None => Vec::new(),
             };
-            scenarios.push(Scenario {
-                name: s.name.into_inner(),
-                tags: s.tags,
-                clock_ms: s
-                    .clock
-                    .as_ref()
-                    .and_then(|c| self.clock(c))
-                    .or(default_clock),
-                context: s
-                    .context
-                    .as_ref()
-                    .and_then(|c| self.context(c))
-                    .or_else(|| default_context.clone()),
-                turns,
-                end,
-            });
+            let mut scenario = Scenario::new(s.name.into_inner());
+            scenario.tags = s.tags;
+            scenario.clock_ms = s
+                .clock
+                .as_ref()
+                .and_then(|c| self.clock(c))
+                .or(default_clock);
+            scenario.context = s
+                .context
+                .as_ref()
+                .and_then(|c| self.context(c))
+                .or_else(|| default_context.clone());
+            scenario.turns = turns;
+            scenario.end = end;
+            scenario.bounds = s
+                .reply_bounds
+                .or_else(|| file.defaults.reply_bounds.clone())
+                .unwrap_or_default();
+            scenarios.push(scenario);
             let _ = s.description;
         }
         let _ = file.description;
-        Suite {
-            name: name.to_owned(),
-            scenarios,
+        let mut outcomes = Outcomes::new();
+        for (tool, patterns) in &file.outcomes {
+            if !self.catalog.tools.contains(tool.get_ref()) {
+                let hint = suggest(tool.get_ref(), &self.catalog.tools, "tools");
+                self.problem(
+                    &tool.span(),
+                    format!("unknown tool `{}` in [outcomes]; {hint}", tool.get_ref()),
+                );
+            }
+            for p in patterns {
+                match outcomes
+                    .clone()
+                    .pattern(tool.get_ref().clone(), p.get_ref())
+                {
+                    Ok(o) => outcomes = o,
+                    Err(e) => self.problem(&p.span(), format!("invalid pattern: {e}")),
+                }
+            }
         }
+        let mut suite = Suite::new(name).outcomes(outcomes);
+        suite.scenarios = scenarios;
+        suite
     }
 
     fn clock(&mut self, c: &Spanned<String>) -> Option<u64> {

@@ -14,7 +14,16 @@
 //!   body's length (what a provider's prompt cache can reuse), overall and per call kind;
 //! - the **cached prompt** share: prompt tokens the provider says it read from its prompt
 //!   cache (llama.cpp and OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`,
-//!   Gemini `cachedContentTokenCount`) over all prompt tokens: what the cache did in fact.
+//!   Gemini `cachedContentTokenCount`) over all prompt tokens: what the cache did in fact;
+//! - **what the replies scored** (per turn in the JSON report, per suite in the tables):
+//!   words per reply (median and 90th percentile), sentences repeated within a reply
+//!   and from the previous reply, replies that leak the engine's instructions or a
+//!   field identifier, turns that wait for a value without asking a question, replies
+//!   that name a value the state does not hold or claim a tool's outcome the turn did
+//!   not produce, and the hand-written `reply_not` and `data` expectations that failed
+//!   (the rules are on [`ReplyScore`] and share nothing with the engine's);
+//! - **unexpected stored values**: fields a run stored that its scenario names in no
+//!   `data` or `present` expectation (nobody was expected to give them).
 //!
 //! Runs end as passed, failed (an expectation, or a model answer that stayed unusable
 //! after repair: quality), errored (the model server failed or missed the turn
@@ -32,18 +41,28 @@
 //! ```toml
 //! description = "What the suite covers"      # optional
 //!
+//! [outcomes]                                  # optional: regexes by which a reply
+//! book_room = ['(?i)\bbooked\b']              # states a tool's outcome (claims score)
+//!
 //! [defaults]                                  # optional, for every scenario
 //! clock = "2026-06-15T09:30:00+01:00"         # RFC 3339: the agent clock, fixed
 //! context = { tier = "gold" }                 # the agent context (JSON of its type)
+//! reply_bounds = { words = 40, echoed = 0 }   # bounds on every reply: words, repeated,
+//!                                             # echoed, leaked, contradictions, claims,
+//!                                             # asks (true: a waiting turn asks)
 //!
 //! [[scenario]]
 //! name = "one value per turn"                 # unique in the file
 //! tags = ["quick", "smoke"]                   # optional; filter runs by tag
 //! clock = "2026-06-15T09:30:00Z"              # optional, overrides the default
 //! context = { tier = "basic" }                # optional, overrides the default
+//! reply_bounds = { words = 25 }               # optional, overrides the default
 //!
 //! [[scenario.turn]]                           # one per user message, in order
 //! user = "Hi, I need a hotel"                 # required
+//! # or several phrasings of the same message: run i says phrasing i of every turn
+//! # (the last where a turn has fewer), and the scenario passes only if all runs do:
+//! # user = ["Hi, I need a hotel", "hey, got a room?"]
 //! # expectations for this turn, all optional:
 //! step = "ask_city"                           # current step ("" = none)
 //! flow = "booking"                            # active flow ("" = none)
@@ -100,6 +119,7 @@ mod recorder;
 mod report;
 mod runner;
 mod scenario;
+mod score;
 
 pub use file::{Catalog, SuiteError};
 pub use options::RunOptions;
@@ -109,14 +129,18 @@ pub use report::{
 };
 pub use runner::{Runner, Setup};
 pub use scenario::{Expect, Observed, STOPPED_KINDS, Scenario, Turn, same, stopped_kind};
+pub use score::{Outcomes, ReplyBounds, ReplyScore};
 
 /// A named list of scenarios (one suite file).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Suite {
     /// The suite's name (a file's stem).
     pub name: String,
     /// Its scenarios, in order.
     pub scenarios: Vec<Scenario>,
+    /// Patterns by which a reply states a tool's outcome (for the claims score).
+    pub outcomes: Outcomes,
 }
 
 impl Suite {
@@ -125,7 +149,13 @@ impl Suite {
         Self {
             name: name.into(),
             scenarios: Vec::new(),
+            outcomes: Outcomes::new(),
         }
+    }
+    /// Patterns by which a reply states a tool's outcome.
+    pub fn outcomes(mut self, outcomes: Outcomes) -> Self {
+        self.outcomes = outcomes;
+        self
     }
     /// Add a scenario.
     pub fn scenario(mut self, s: Scenario) -> Self {

@@ -47,6 +47,8 @@ pub struct CallStats {
 #[derive(Default)]
 struct Log {
     calls: Vec<CallStats>,
+    /// What the engine told the model in each call, in call order (for the leak score).
+    instructions: Vec<String>,
     previous: Option<Vec<u8>>,
 }
 
@@ -93,6 +95,20 @@ impl Recorder {
         self.lock().calls.len()
     }
 
+    /// Calls begun so far (answered or not).
+    pub(crate) fn begun(&self) -> usize {
+        self.lock().instructions.len()
+    }
+
+    /// The instructions of the calls begun since the `from`-th.
+    pub(crate) fn instructions_since(&self, from: usize) -> Vec<String> {
+        self.lock()
+            .instructions
+            .get(from..)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// Whether a model call is waiting for its answer now.
     pub(crate) fn waiting_on_model(&self) -> bool {
         self.in_flight.load(Ordering::SeqCst) > 0
@@ -126,6 +142,7 @@ impl Recorder {
         let first = log.previous.is_none();
         let body_bytes = body.len();
         log.previous = Some(body);
+        log.instructions.push(request.instructions());
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         Pending {
             kind: request.kind,

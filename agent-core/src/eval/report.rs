@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::{Map, Value};
+
 use super::options::RunOptions;
 use super::recorder::CallStats;
 use super::scenario::Scenario;
+use super::score::{ReplyScore, median_p90};
 
 /// How one run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +94,16 @@ pub struct TurnStats {
     /// The turn's error, if it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The stored data after the turn (JSON of the agent's data type).
+    #[serde(default)]
+    pub data: Map<String, Value>,
+    /// Whether the turn waited for a value (it stopped for input at a step that
+    /// collects a field still unset).
+    #[serde(default)]
+    pub waits: bool,
+    /// What the reply scored (`None` when the turn failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<ReplyScore>,
 }
 
 impl TurnStats {
@@ -104,6 +117,9 @@ impl TurnStats {
             prompt_tokens: calls.iter().map(|c| c.prompt_tokens).sum(),
             completion_tokens: calls.iter().map(|c| c.completion_tokens).sum(),
             error: None,
+            data: Map::new(),
+            waits: false,
+            score: None,
         }
     }
 }
@@ -115,6 +131,9 @@ pub struct RunReport {
     pub temperature: f32,
     /// Seed of the run (`None`: the greedy run).
     pub seed: Option<u64>,
+    /// Which phrasing of the turns the run said (0: each turn's first).
+    #[serde(default)]
+    pub variant: usize,
     /// How it ended.
     pub outcome: Outcome,
     /// Why it did not pass.
@@ -123,6 +142,16 @@ pub struct RunReport {
     pub turns: Vec<TurnStats>,
     /// Each model call.
     pub calls: Vec<CallStats>,
+    /// Fields the run stored that the scenario names in no `data` or `present`
+    /// expectation (`field = value (turn n)`): values nobody was expected to give.
+    #[serde(default)]
+    pub unexpected: Vec<String>,
+    /// `reply_not` expectations that failed.
+    #[serde(default)]
+    pub reply_not_failed: usize,
+    /// `data` expectations that failed (a value missed or wrong).
+    #[serde(default)]
+    pub values_missed: usize,
 }
 
 impl RunReport {
@@ -130,10 +159,14 @@ impl RunReport {
         Self {
             temperature,
             seed,
+            variant: 0,
             outcome: Outcome::Failed,
             failures: Vec::new(),
             turns: Vec::new(),
             calls: Vec::new(),
+            unexpected: Vec::new(),
+            reply_not_failed: 0,
+            values_missed: 0,
         }
     }
     pub(crate) fn fault(mut self, turn: Option<usize>, reason: String) -> Self {
@@ -145,9 +178,14 @@ impl RunReport {
         self
     }
     fn label(&self) -> String {
-        match self.seed {
+        let run = match self.seed {
             None => "t=0".to_owned(),
             Some(s) => format!("t={} seed {s}", self.temperature),
+        };
+        if self.variant > 0 {
+            format!("{run}, phrasing {}", self.variant + 1)
+        } else {
+            run
         }
     }
 }
@@ -193,7 +231,8 @@ impl ScenarioReport {
 pub struct Summary {
     /// Scenarios run.
     pub scenarios: usize,
-    /// Share of scenarios whose greedy run passed (errored runs count as not passed).
+    /// Share of scenarios whose greedy runs (one per phrasing) all passed (errored runs
+    /// count as not passed).
     pub pass_1: Option<f64>,
     /// Share of scenarios whose k runs all passed (tau-bench's pass^k).
     pub pass_k: Option<f64>,
@@ -221,6 +260,41 @@ pub struct Summary {
     /// sessions share the static prefix). `None` when the provider reports no cache use.
     #[serde(default)]
     pub cached_prompt_share: Option<f64>,
+    /// What the replies scored.
+    #[serde(default)]
+    pub replies: ReplyFigures,
+}
+
+/// What the replies of a suite scored (see [`ReplyScore`] for each rule).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ReplyFigures {
+    /// Replies scored (turns that succeeded).
+    pub replies: usize,
+    /// Median words per reply.
+    pub words_median: f64,
+    /// 90th percentile of words per reply.
+    pub words_p90: f64,
+    /// Sentences repeated within a reply, over all replies.
+    pub repeated: usize,
+    /// Sentences repeated from the previous reply, over all replies.
+    pub echoed: usize,
+    /// Replies that leaked instruction text or a field identifier.
+    pub leaked: usize,
+    /// Turns waiting for a value.
+    pub waiting: usize,
+    /// Of those, replies that asked no question.
+    pub unasked: usize,
+    /// Replies naming a value the state does not hold.
+    pub contradicting: usize,
+    /// Replies claiming an outcome without its tool.
+    pub claiming: usize,
+    /// Hand-written `reply_not` expectations that failed.
+    pub reply_not_failed: usize,
+    /// Hand-written `data` expectations that failed.
+    pub values_missed: usize,
+    /// Values stored that the scenarios name nowhere (per run and field).
+    pub unexpected_stored: usize,
 }
 
 /// Everything one suite run found.
@@ -346,7 +420,63 @@ fn summarize(scenarios: &[ScenarioReport]) -> Summary {
         cacheable_prefix: ratio(prefix),
         cacheable_prefix_by_kind: by_kind.into_iter().map(|(k, v)| (k, ratio(v))).collect(),
         cached_prompt_share: (cached > 0 && prompt > 0).then(|| cached as f64 / prompt as f64),
+        replies: reply_figures(&runs),
     }
+}
+
+fn reply_figures(runs: &[&RunReport]) -> ReplyFigures {
+    let scores: Vec<&ReplyScore> = runs
+        .iter()
+        .flat_map(|r| r.turns.iter())
+        .filter_map(|t| t.score.as_ref())
+        .collect();
+    let mut words: Vec<usize> = scores.iter().map(|s| s.words).collect();
+    let (words_median, words_p90) = median_p90(&mut words);
+    let waiting = runs
+        .iter()
+        .flat_map(|r| r.turns.iter())
+        .filter(|t| t.score.is_some() && t.waits)
+        .count();
+    ReplyFigures {
+        replies: scores.len(),
+        words_median,
+        words_p90,
+        repeated: scores.iter().map(|s| s.repeated).sum(),
+        echoed: scores.iter().map(|s| s.echoed).sum(),
+        leaked: scores.iter().filter(|s| !s.leaked.is_empty()).count(),
+        waiting,
+        unasked: scores.iter().filter(|s| s.unasked).count(),
+        contradicting: scores
+            .iter()
+            .filter(|s| !s.contradictions.is_empty())
+            .count(),
+        claiming: scores.iter().filter(|s| !s.claims.is_empty()).count(),
+        reply_not_failed: runs.iter().map(|r| r.reply_not_failed).sum(),
+        values_missed: runs.iter().map(|r| r.values_missed).sum(),
+        unexpected_stored: runs.iter().map(|r| r.unexpected.len()).sum(),
+    }
+}
+
+/// Columns padded to their widest cell.
+fn text_table<const N: usize>(columns: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut width = columns.map(str::len);
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (c, w) in cells.iter().zip(width) {
+            let _ = write!(l, "{c:<w$}  ");
+        }
+        l.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&columns.map(str::to_owned));
+    for r in rows {
+        out += &line(r);
+    }
+    out
 }
 
 /// Several suites on one model.
@@ -370,7 +500,43 @@ const COLUMNS: [&str; 11] = [
     "cached prompt",
 ];
 
+const REPLY_COLUMNS: [&str; 11] = [
+    "suite",
+    "replies",
+    "words median/p90",
+    "repeated",
+    "echoed",
+    "leaked",
+    "unasked/waiting",
+    "contradicting",
+    "claiming",
+    "reply_not/values missed",
+    "unexpected stored",
+];
+
 impl EvalReport {
+    fn reply_rows(&self) -> Vec<[String; 11]> {
+        self.suites
+            .iter()
+            .map(|s| {
+                let r = &s.summary.replies;
+                [
+                    s.suite.clone(),
+                    r.replies.to_string(),
+                    format!("{:.0}/{:.0}", r.words_median, r.words_p90),
+                    r.repeated.to_string(),
+                    r.echoed.to_string(),
+                    r.leaked.to_string(),
+                    format!("{}/{}", r.unasked, r.waiting),
+                    r.contradicting.to_string(),
+                    r.claiming.to_string(),
+                    format!("{}/{}", r.reply_not_failed, r.values_missed),
+                    r.unexpected_stored.to_string(),
+                ]
+            })
+            .collect()
+    }
+
     /// Runs that ended in a fault, over all suites.
     pub fn faults(&self) -> usize {
         self.suites.iter().map(SuiteReport::faults).sum()
@@ -413,28 +579,13 @@ impl EvalReport {
 
     /// A plain-text table with the failing runs below it.
     pub fn table(&self) -> String {
-        let rows = self.rows();
-        let mut width = COLUMNS.map(str::len);
-        for r in &rows {
-            for (w, c) in width.iter_mut().zip(r) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: &[String]| {
-            let mut l = String::new();
-            for (c, w) in cells.iter().zip(width) {
-                let _ = write!(l, "{c:<w$}  ");
-            }
-            l.trim_end().to_owned() + "\n"
-        };
         let mut out = String::new();
         if let Some(s) = self.suites.first() {
             let _ = writeln!(out, "model: {}", s.model);
         }
-        out += &line(&COLUMNS.map(str::to_owned));
-        for r in &rows {
-            out += &line(r);
-        }
+        out += &text_table(&COLUMNS, &self.rows());
+        out.push('\n');
+        out += &text_table(&REPLY_COLUMNS, &self.reply_rows());
         for s in &self.suites {
             let fails = s.failure_lines();
             if !fails.is_empty() {
@@ -460,6 +611,12 @@ impl EvalReport {
         let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(COLUMNS.len()));
         for r in self.rows() {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        let _ = writeln!(out, "\nWhat the replies scored:\n");
+        let _ = writeln!(out, "| {} |", REPLY_COLUMNS.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(REPLY_COLUMNS.len()));
+        for r in self.reply_rows() {
             let _ = writeln!(out, "| {} |", r.join(" | "));
         }
         for s in &self.suites {

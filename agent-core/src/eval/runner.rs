@@ -1,6 +1,7 @@
 //! Running suites: k runs per scenario, bounded concurrency, deadlines, a breaker for
 //! a model server that went away, and a progress line.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -12,12 +13,15 @@ use super::Suite;
 use super::options::RunOptions;
 use super::recorder::Recorder;
 use super::report::{Failure, Outcome, RunReport, ScenarioReport, SuiteReport, TurnStats};
-use super::scenario::{Observed, Scenario};
+use super::scenario::{Expect, Observed, Scenario, same};
+use super::score::{self, Outcomes, ReplyScore, TurnFacts};
 use crate::agent::{Agent, AgentBuilder};
 use crate::clock::ManualClock;
 use crate::data::{AgentContext, AgentData};
 use crate::error::{AgentError, ConfigErrors, ProviderError};
 use crate::provider::Provider;
+use crate::response::StoppedReason;
+use serde_json::{Map, Value};
 
 /// What the agent factory gets for one run: the provider to use (the one under
 /// evaluation, wrapped to record calls and set temperature and seed), the scenario's
@@ -95,24 +99,29 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
     pub async fn run(&self, suite: &Suite) -> SuiteReport {
         let o = &self.options;
         let mut jobs = Vec::new();
-        for i in 0..suite.scenarios.len() {
-            if o.greedy {
-                jobs.push((i, 0.0_f32, None));
-            }
-            for seed in 1..=u64::from(o.k) {
-                jobs.push((i, o.temperature, Some(seed)));
+        for (i, scenario) in suite.scenarios.iter().enumerate() {
+            for variant in 0..scenario.variants() {
+                if o.greedy {
+                    jobs.push((i, variant, 0.0_f32, None));
+                }
+                for seed in 1..=u64::from(o.k) {
+                    jobs.push((i, variant, o.temperature, Some(seed)));
+                }
             }
         }
         let total = jobs.len();
         let shared = Arc::new(Shared::default());
         let started = Instant::now();
         let runs: Vec<(usize, RunReport)> = futures::stream::iter(jobs)
-            .map(|(i, temperature, seed)| {
+            .map(|(i, variant, temperature, seed)| {
                 let scenario = suite.scenarios[i].clone();
                 let shared = shared.clone();
                 let suite_name = suite.name.clone();
+                let outcomes = &suite.outcomes;
                 async move {
-                    let report = self.run_one(&scenario, temperature, seed, &shared).await;
+                    let report = self
+                        .run_one(&scenario, variant, temperature, seed, outcomes, &shared)
+                        .await;
                     shared.tally(&report, o.breaker);
                     if o.progress {
                         eprintln!(
@@ -135,7 +144,7 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
             scenarios[i].runs.push(r);
         }
         for s in &mut scenarios {
-            s.runs.sort_by_key(|r| r.seed);
+            s.runs.sort_by_key(|r| (r.seed, r.variant));
             s.settle(o.greedy, o.k);
         }
         SuiteReport::new(
@@ -150,11 +159,14 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
     async fn run_one(
         &self,
         scenario: &Scenario,
+        variant: usize,
         temperature: f32,
         seed: Option<u64>,
+        outcomes: &Outcomes,
         shared: &Shared,
     ) -> RunReport {
         let mut run = RunReport::new(temperature, seed);
+        run.variant = variant;
         if shared.tripped(self.options.breaker) {
             run.outcome = Outcome::Errored;
             run.failures.push(Failure::run(format!(
@@ -178,7 +190,8 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
             Ok(a) => a,
             Err(e) => return run.fault(None, format!("the agent did not build: {e}")),
         };
-        let session = format!("eval:{}:{}", scenario.name, seed.unwrap_or(0));
+        let collects = collected_by_step(&agent);
+        let session = format!("eval:{}:{}:{variant}", scenario.name, seed.unwrap_or(0));
         if let Some(start) = &self.start
             && let Err(e) = start(agent.clone(), session.clone()).await
         {
@@ -186,26 +199,60 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
         }
         let mut last: Option<Observed> = None;
         let mut all_tools = Vec::new();
+        let mut watch = Watch::new(scenario);
         for (n, turn) in scenario.turns.iter().enumerate() {
             let before = recorder.call_count();
+            let begun = recorder.begun();
             let t0 = Instant::now();
-            let (a, s, m) = (agent.clone(), session.clone(), turn.user.clone());
+            let said = turn.phrasing(variant).to_owned();
+            watch.users.push(said.clone());
+            let (a, s, m) = (agent.clone(), session.clone(), said.clone());
             let mut task = tokio::spawn(async move { a.respond(&s, &m).await });
             let result = tokio::time::timeout(self.options.turn_timeout, &mut task).await;
             let latency = t0.elapsed();
             let calls = recorder.calls();
-            let mut stats = TurnStats::new(&turn.user, latency, &calls[before.min(calls.len())..]);
+            let mut stats = TurnStats::new(&said, latency, &calls[before.min(calls.len())..]);
             match result {
                 Ok(Ok(Ok(r))) => {
                     let seen = Observed::of(&r);
                     stats.step = r.step.clone();
                     stats.reply = r.message.clone();
+                    stats.data = seen.data.clone();
+                    let dropped: Vec<(String, Value)> = r
+                        .ungrounded
+                        .iter()
+                        .map(|d| (d.field.clone(), d.value.clone()))
+                        .collect();
+                    let waits = matches!(r.stopped, StoppedReason::NeedsInput)
+                        && waits_for_value(&collects, &r.flow, &r.step, &seen.data);
+                    let score = watch.score(
+                        &seen,
+                        &recorder.instructions_since(begun),
+                        &dropped,
+                        waits,
+                        outcomes,
+                    );
+                    for why in scenario.bounds.check(&score) {
+                        run.failures.push(Failure::turn(n, why));
+                    }
+                    for (field, value) in watch.unexpected(&seen.data) {
+                        run.unexpected
+                            .push(format!("{field} = {value} (turn {})", n + 1));
+                    }
+                    stats.waits = waits;
+                    stats.score = Some(score);
                     run.turns.push(stats);
                     for e in &turn.expect {
                         if let Err(why) = e.check(&seen) {
+                            match e {
+                                Expect::NotReply(_) => run.reply_not_failed += 1,
+                                Expect::Data { .. } => run.values_missed += 1,
+                                _ => {}
+                            }
                             run.failures.push(Failure::turn(n, why));
                         }
                     }
+                    watch.after(&seen);
                     all_tools.extend(seen.tool_calls.iter().cloned());
                     last = Some(seen);
                 }
@@ -268,6 +315,9 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                 seen.tool_calls = all_tools;
                 for e in &scenario.end {
                     if let Err(why) = e.check(&seen) {
+                        if matches!(e, Expect::Data { .. }) {
+                            run.values_missed += 1;
+                        }
                         run.failures.push(Failure::end(why));
                     }
                 }
@@ -283,6 +333,169 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
             Outcome::Failed
         };
         run
+    }
+}
+
+/// The fields each model step collects, by (flow, step).
+fn collected_by_step<D: AgentData, C: AgentContext>(
+    agent: &Agent<D, C>,
+) -> HashMap<(String, String), Vec<String>> {
+    let mut out = HashMap::new();
+    for f in &agent.inner.flows {
+        for s in f.steps() {
+            if !s.collect.is_empty() {
+                out.insert(
+                    (f.id().to_owned(), s.id().to_owned()),
+                    s.collect.iter().map(|c| c.to_string()).collect(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether the turn ended at a step that collects a field still unset.
+fn waits_for_value(
+    collects: &HashMap<(String, String), Vec<String>>,
+    flow: &Option<String>,
+    step: &Option<String>,
+    data: &Map<String, Value>,
+) -> bool {
+    let (Some(flow), Some(step)) = (flow, step) else {
+        return false;
+    };
+    collects
+        .get(&(flow.clone(), step.clone()))
+        .is_some_and(|fields| {
+            fields
+                .iter()
+                .any(|f| data.get(f).is_none_or(Value::is_null))
+        })
+}
+
+/// What a run has seen so far, for the reply scores and the unexpected stored values.
+struct Watch<'a> {
+    scenario: &'a Scenario,
+    /// The user's messages so far.
+    users: Vec<String>,
+    previous_reply: Option<String>,
+    previous_data: Map<String, Value>,
+    /// Every value each field held in the run.
+    held: Vec<(String, Value)>,
+    /// Fields the scenario names in `data` or `present`.
+    named: HashSet<String>,
+    /// Unexpected fields already reported.
+    reported: HashSet<String>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(scenario: &'a Scenario) -> Self {
+        let mut named = HashSet::new();
+        let expects = scenario
+            .turns
+            .iter()
+            .flat_map(|t| t.expect.iter())
+            .chain(scenario.end.iter());
+        for e in expects {
+            match e {
+                Expect::Data { field, .. } | Expect::Present { field } => {
+                    named.insert(field.clone());
+                }
+                _ => {}
+            }
+        }
+        Self {
+            scenario,
+            users: Vec::new(),
+            previous_reply: None,
+            previous_data: Map::new(),
+            held: Vec::new(),
+            named,
+            reported: HashSet::new(),
+        }
+    }
+
+    /// Values a reply could name that are not the state's: held before, dropped this
+    /// turn, or expected somewhere by the scenario.
+    fn candidates(&self, dropped: &[(String, Value)]) -> Vec<(String, Value)> {
+        let expected = self
+            .scenario
+            .turns
+            .iter()
+            .flat_map(|t| t.expect.iter())
+            .chain(self.scenario.end.iter())
+            .filter_map(|e| match e {
+                Expect::Data { field, value } => Some((field.clone(), value.clone())),
+                _ => None,
+            });
+        let mut out: Vec<(String, Value)> = Vec::new();
+        for (f, v) in self
+            .held
+            .iter()
+            .cloned()
+            .chain(dropped.iter().cloned())
+            .chain(expected)
+        {
+            if !v.is_null() && !out.iter().any(|(g, w)| *g == f && same(w, &v)) {
+                out.push((f, v));
+            }
+        }
+        out
+    }
+
+    fn score(
+        &self,
+        seen: &Observed,
+        instructions: &[String],
+        dropped: &[(String, Value)],
+        waits: bool,
+        outcomes: &Outcomes,
+    ) -> ReplyScore {
+        let candidates: Vec<(String, Value)> = self
+            .candidates(dropped)
+            .into_iter()
+            .filter(|(f, v)| !same(v, seen.data.get(f).unwrap_or(&Value::Null)))
+            .collect();
+        let succeeded: Vec<String> = seen
+            .tool_results
+            .iter()
+            .filter(|(_, ok)| *ok)
+            .map(|(n, _)| n.clone())
+            .collect();
+        score::score(&TurnFacts {
+            reply: &seen.reply,
+            previous_reply: self.previous_reply.as_deref(),
+            instructions,
+            user_messages: &self.users,
+            data: &seen.data,
+            candidates: &candidates,
+            waits,
+            succeeded: &succeeded,
+            outcomes,
+        })
+    }
+
+    /// Fields this turn set (to a new value) that the scenario never names.
+    fn unexpected(&mut self, data: &Map<String, Value>) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for (field, value) in data {
+            let changed = !value.is_null()
+                && !same(value, self.previous_data.get(field).unwrap_or(&Value::Null));
+            if changed && !self.named.contains(field) && self.reported.insert(field.clone()) {
+                out.push((field.clone(), value.clone()));
+            }
+        }
+        out
+    }
+
+    fn after(&mut self, seen: &Observed) {
+        for (field, value) in &seen.data {
+            if !value.is_null() && !self.held.iter().any(|(f, v)| f == field && same(v, value)) {
+                self.held.push((field.clone(), value.clone()));
+            }
+        }
+        self.previous_data = seen.data.clone();
+        self.previous_reply = Some(seen.reply.clone());
     }
 }
 
@@ -382,14 +595,9 @@ mod tests {
     use super::*;
 
     fn run(outcome: Outcome, seed: Option<u64>) -> RunReport {
-        RunReport {
-            temperature: 0.7,
-            seed,
-            outcome,
-            failures: Vec::new(),
-            turns: Vec::new(),
-            calls: Vec::new(),
-        }
+        let mut r = RunReport::new(0.7, seed);
+        r.outcome = outcome;
+        r
     }
 
     #[test]

@@ -3,10 +3,12 @@
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::score::ReplyBounds;
 use crate::response::{AgentResponse, StoppedReason};
 
 /// One conversation to run: what the user says, turn by turn, and what must hold.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Scenario {
     /// Unique within its suite.
     pub name: String,
@@ -21,13 +23,22 @@ pub struct Scenario {
     pub turns: Vec<Turn>,
     /// What must hold after the last turn (tool counts are over the whole run).
     pub end: Vec<Expect>,
+    /// Bounds on every reply of the scenario's runs.
+    pub bounds: ReplyBounds,
 }
 
 /// One user message and what must hold right after it.
+///
+/// A turn may list other phrasings of the same message ([`Turn::or`]): run `i` of a
+/// scenario says phrasing `i` of each turn (the last one where a turn has fewer), and
+/// the scenario passes only if the runs of every phrasing pass.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Turn {
-    /// The user's message.
+    /// The user's message (its first phrasing).
     pub user: String,
+    /// Other phrasings of the same message, which must pass as well.
+    pub alternatives: Vec<String>,
     /// Checked against this turn's response (tool counts: this turn's calls).
     pub expect: Vec<Expect>,
 }
@@ -109,9 +120,22 @@ impl Scenario {
         self.end.push(e);
         self
     }
+    /// Bound every reply of the scenario's runs.
+    pub fn bounds(mut self, bounds: ReplyBounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
     /// Whether the scenario carries `tag`.
     pub fn has_tag(&self, tag: &str) -> bool {
         self.tags.iter().any(|t| t == tag)
+    }
+    /// How many phrasings its runs go through: the most any turn lists.
+    pub fn variants(&self) -> usize {
+        self.turns
+            .iter()
+            .map(|t| 1 + t.alternatives.len())
+            .max()
+            .unwrap_or(1)
     }
 }
 
@@ -120,7 +144,24 @@ impl Turn {
     pub fn user(text: impl Into<String>) -> Self {
         Self {
             user: text.into(),
+            alternatives: Vec::new(),
             expect: Vec::new(),
+        }
+    }
+    /// Another phrasing of the same message.
+    pub fn or(mut self, text: impl Into<String>) -> Self {
+        self.alternatives.push(text.into());
+        self
+    }
+    /// Phrasing `variant` (0: [`Turn::user`]; the last one when there are fewer).
+    pub fn phrasing(&self, variant: usize) -> &str {
+        match variant.checked_sub(1) {
+            None => &self.user,
+            Some(i) => self
+                .alternatives
+                .get(i)
+                .or(self.alternatives.last())
+                .map_or(&self.user, String::as_str),
         }
     }
     /// Add an expectation for this turn.
@@ -291,6 +332,7 @@ fn expect_eq(what: &str, want: Option<&str>, found: Option<&str>) -> Result<(), 
 /// What an expectation is checked against: one turn's response, or (at the end) the
 /// last response with the tool calls of the whole run.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Observed {
     /// The collected data as JSON.
     pub data: Map<String, Value>,
@@ -302,6 +344,8 @@ pub struct Observed {
     pub stopped: String,
     /// Tool calls (name, arguments).
     pub tool_calls: Vec<(String, Value)>,
+    /// Tool calls of the turn (name, whether it succeeded).
+    pub tool_results: Vec<(String, bool)>,
     /// The reply text.
     pub reply: String,
 }
@@ -322,6 +366,11 @@ impl Observed {
                 .tool_calls
                 .iter()
                 .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect(),
+            tool_results: r
+                .tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.ok))
                 .collect(),
             reply: r.message.clone(),
         }
@@ -398,6 +447,7 @@ mod tests {
             step: Some("ask_date".into()),
             stopped: "needs_input".into(),
             tool_calls: vec![("book_room".into(), json!({ "hotel": "Grand" }))],
+            tool_results: vec![("book_room".into(), true)],
             reply: "Which date?".into(),
         }
     }
