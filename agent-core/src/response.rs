@@ -11,6 +11,7 @@ use crate::provider::Usage;
 /// Why the turn ended. Produced only by typed outcomes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StoppedReason {
     /// A step asked something and waits for the user.
     NeedsInput,

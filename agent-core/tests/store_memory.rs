@@ -37,3 +37,4 @@ fn backend() -> Option<Memory> {
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
 conformance::journal::journal_suite!(backend());
+conformance::compat::compat_suite!(backend());

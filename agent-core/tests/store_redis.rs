@@ -60,6 +60,7 @@ fn backend() -> Option<Redis> {
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
 conformance::journal::journal_suite!(backend());
+conformance::compat::compat_suite!(backend());
 conformance::durable_suite!(backend());
 conformance::journal::journal_durable_suite!(backend());
 conformance::lease::lease_process_suite!(backend());

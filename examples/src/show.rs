@@ -49,6 +49,8 @@ pub fn stopped(reason: &StoppedReason) -> String {
             "code flow `{flow}` failed ({message}){}",
             if *cleared { "; cleared" } else { "" }
         ),
+        // Reasons added by later versions of the engine.
+        other => format!("{other:?}"),
     }
 }
 
