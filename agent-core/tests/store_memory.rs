@@ -36,4 +36,5 @@ fn backend() -> Option<Memory> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());

@@ -53,6 +53,7 @@ use serde_json::json;
 
 use crate::common::{Booking, Concierge, booking_flow};
 
+pub mod fair;
 pub mod journal;
 pub mod lease;
 
