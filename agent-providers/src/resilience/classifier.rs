@@ -128,6 +128,13 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_answer_is_transient_like_a_5xx() {
+        assert!(is_retryable(&ProviderError::EmptyAnswer(
+            "no text and no tool call".into()
+        )));
+    }
+
+    #[test]
     fn a_provider_timeout_is_transient() {
         assert!(is_retryable(&ProviderError::Timeout(Duration::from_secs(
             1
