@@ -26,8 +26,10 @@ pub const MAX_SESSION_ID_BYTES: usize = 4096;
 /// its stored key in every store.
 pub const HASHED_ABOVE_BYTES: usize = 2560;
 
-/// Check `id` against the session-id rule (see the [module](self)): `Ok` when every
-/// store accepts it.
+/// Check `id` against the session-id rule: `Ok` when it is non-empty, at most
+/// [`MAX_SESSION_ID_BYTES`] bytes of UTF-8 and free of control characters (Unicode
+/// category Cc: U+0000–U+001F, U+007F–U+009F). Every store of this crate takes every
+/// such id; the agent refuses any other before touching its store.
 ///
 /// ```
 /// use agent_core::store::check_session_id;
