@@ -84,8 +84,8 @@ pub struct LeaseConfig {
     /// Pause between attempts while waiting: jittered, from `poll.base` doubling up to
     /// `poll.max` for the first two waiters in line (starting over when they move up,
     /// never past the busy lease's expiry); waiters further back pause about half
-    /// their expected wait (from how fast the queue moves). Never more than 1 s, so a
-    /// waiter's ticket (dropped after 3 s without an attempt) stays live. Default 2 ms
+    /// their expected wait (from how fast the queue moves). Never more than 3 s, so a
+    /// waiter's ticket (dropped after 10 s without an attempt) stays live. Default 2 ms
     /// up to 100 ms.
     pub poll: crate::backoff::ConflictBackoff,
 }
@@ -119,11 +119,11 @@ pub(crate) enum AcquireFailure {
 
 /// How long a waiter's ticket stays in its session's queue without being refreshed:
 /// a waiter that died holds the waiters behind it up this long.
-pub(crate) const TICKET_TTL: Duration = Duration::from_secs(3);
+pub(crate) const TICKET_TTL: Duration = Duration::from_secs(10);
 
 /// Longest pause between two attempts of a waiter (each refreshes its ticket), well
 /// within [`TICKET_TTL`].
-pub(crate) const TICKET_REFRESH: Duration = Duration::from_secs(1);
+pub(crate) const TICKET_REFRESH: Duration = Duration::from_secs(3);
 
 /// A waiter's ticket, left in the background if the wait is dropped (a cancelled
 /// turn), so the waiters behind it need not wait for it to expire.
