@@ -167,6 +167,38 @@ impl std::error::Error for FlowConfigurationError {}
 #[error("{} configuration error(s):\n{}", .0.len(), .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
 pub struct ConfigErrors(pub Vec<FlowConfigurationError>);
 
+/// A session id that breaks the session-id rule ([`crate::store::check_session_id`]):
+/// the agent refuses it before touching the store, and nothing changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum SessionIdError {
+    /// The id is empty.
+    #[error(
+        "the session id is empty; give each conversation a non-empty id (at most 4096 bytes, no control characters)"
+    )]
+    Empty,
+    /// The id is longer than [`crate::store::MAX_SESSION_ID_BYTES`].
+    #[error(
+        "the session id is {len} bytes long, over the limit of {limit} bytes; use a shorter id (a long natural key can be hashed, e.g. its SHA-256 in hex)"
+    )]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The id contains a control character (Unicode category Cc: U+0000–U+001F,
+    /// U+007F–U+009F).
+    #[error(
+        "the session id has the control character U+{code:04X} at byte {at}; session ids may not contain control characters (U+0000–U+001F, U+007F–U+009F): remove or encode them"
+    )]
+    ControlCharacter {
+        /// Byte offset of the character in the id.
+        at: usize,
+        /// The character's code point.
+        code: u32,
+    },
+}
+
 /// A session store failure.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum StoreError {
@@ -302,11 +334,12 @@ pub enum AgentError {
         /// What changed.
         problem: String,
     },
-    /// Another turn (in this or another process) held the session for longer than
-    /// [`LeaseConfig::max_wait`](crate::store::LeaseConfig): this turn did not run
-    /// and the session is unchanged. Send the message again later.
+    /// Other turns (in this or another process) held the session for longer than
+    /// [`LeaseConfig::max_wait`](crate::store::LeaseConfig) (without a lease: longer
+    /// than `turn_timeout`): this turn did not run and the session is unchanged.
+    /// Send the message again later.
     #[error(
-        "session `{session_id}` is busy: another turn{} held it for the whole {waited:?} this turn waited; nothing ran (retry later, or raise `lease.max_wait`)",
+        "session `{session_id}` is busy: other turns{} held it for the whole {waited:?} this turn waited; nothing ran (retry later, or raise `lease.max_wait`; without a lease the wait is bounded by `turn_timeout`)",
         match holder { Some(h) => format!(" (held by `{h}`)"), None => String::new() }
     )]
     SessionBusy {
@@ -335,6 +368,11 @@ pub enum AgentError {
     /// A code flow broke the replay rules.
     #[error(transparent)]
     CodeFlow(#[from] CodeFlowError),
+    /// The session id breaks the session-id rule
+    /// ([`crate::store::check_session_id`]); the call was refused before the store
+    /// was touched.
+    #[error(transparent)]
+    InvalidSessionId(#[from] SessionIdError),
     /// The user message exceeds the configured limit.
     #[error(
         "user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it"

@@ -39,6 +39,14 @@ pub enum ProviderError {
     /// Anything else (e.g. a scripted provider with no answer left).
     #[error("{0}")]
     Other(String),
+    /// The API answered successfully (HTTP 200) but without an answer: no choice or
+    /// candidate, or one with neither text nor a tool call. Retried like a 5xx by
+    /// `agent-providers`' resilience layer; this error is what is left when every
+    /// attempt came back empty.
+    #[error(
+        "the model API answered without an answer ({0}); it is retried like a server error; if it persists, check the server's logs and the model's limits (an empty answer often means the server ran out of context or tokens)"
+    )]
+    EmptyAnswer(String),
 }
 
 /// Why the engine is calling the model. Providers may ignore it; the scripted provider

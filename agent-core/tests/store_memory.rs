@@ -36,5 +36,6 @@ fn backend() -> Option<Memory> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());
 conformance::compat::compat_suite!(backend());

@@ -63,6 +63,7 @@ fn backend() -> Option<Postgres> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());
 conformance::compat::compat_suite!(backend());
 conformance::durable_suite!(backend());
@@ -109,4 +110,32 @@ async fn debug_output_hides_the_password() {
     let shown = format!("{store:?}");
     assert!(shown.contains(&table), "{shown}");
     assert!(!shown.contains("s3cret-pw"), "{shown}");
+}
+
+/// A server error reaches the caller with its SQLSTATE and message (the client's own
+/// text for it is only "db error"): here a NUL byte, which the agent refuses but the
+/// store's own methods pass to the server.
+#[tokio::test]
+async fn a_server_error_carries_its_sqlstate_and_message() {
+    let Some(b) = backend() else { return };
+    let fx = b.create().await;
+    let err = fx
+        .store
+        .save(
+            agent_core::store::StoredSession {
+                id: "a\0b".into(),
+                version: 1,
+                updated_ms: 1,
+                bytes: b"x".to_vec(),
+            },
+            0,
+        )
+        .await
+        .unwrap_err();
+    let StoreError::Backend(m) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(m.contains("SQLSTATE 22021"), "{m}");
+    assert!(m.contains("0x00"), "{m}");
+    assert!(!m.ends_with("db error"), "{m}");
 }

@@ -59,6 +59,7 @@ fn backend() -> Option<Redis> {
 
 conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
+conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());
 conformance::compat::compat_suite!(backend());
 conformance::durable_suite!(backend());

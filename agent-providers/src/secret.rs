@@ -122,6 +122,7 @@ impl Secrets {
             ProviderError::Network(m) => ProviderError::Network(self.redact(m)),
             ProviderError::InvalidResponse(m) => ProviderError::InvalidResponse(self.redact(m)),
             ProviderError::Other(m) => ProviderError::Other(self.redact(m)),
+            ProviderError::EmptyAnswer(m) => ProviderError::EmptyAnswer(self.redact(m)),
             t @ ProviderError::Timeout(_) => t,
         }
     }

@@ -280,14 +280,20 @@ pub(crate) fn drive<'a, P: SseParser + 'a>(
                             st.parser.event(&ev, &mut st.queue)
                         };
                         match parsed {
-                            Ok(true) => st.queue.push_back(StreamDelta::Done(st.parser.finish())),
+                            Ok(true) => match crate::vendor::answered(st.parser.finish()) {
+                                Ok(r) => st.queue.push_back(StreamDelta::Done(r)),
+                                Err(e) => return Some((Err(e), st)),
+                            },
                             Ok(false) => st.phase = Phase::Events(events),
                             Err(e) => return Some((Err(e), st)),
                         }
                     }
                     Some(Some(Err(e))) => return Some((Err(e), st)),
                     Some(None) => match st.parser.end_of_stream() {
-                        Ok(()) => st.queue.push_back(StreamDelta::Done(st.parser.finish())),
+                        Ok(()) => match crate::vendor::answered(st.parser.finish()) {
+                            Ok(r) => st.queue.push_back(StreamDelta::Done(r)),
+                            Err(e) => return Some((Err(e), st)),
+                        },
                         Err(e) => return Some((Err(e), st)),
                     },
                 },

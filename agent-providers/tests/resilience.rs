@@ -876,3 +876,110 @@ async fn over_http_streams_retry_a_500_but_not_a_cut_after_data() {
     assert!(matches!(err, Some(ProviderError::Network(_))));
     assert_eq!(s.count(), 3, "no retry after the first chunk");
 }
+
+// ---- empty answers ----
+
+/// A Chat Completions answer without a choice.
+const OPENAI_NO_CHOICE: &str = r#"{"id":"chatcmpl-e1","object":"chat.completion","created":1694268190,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":19,"completion_tokens":0,"total_tokens":19}}"#;
+/// A Chat Completions answer whose choice has no text and no tool call.
+const OPENAI_EMPTY_CHOICE: &str = r#"{"id":"chatcmpl-e2","object":"chat.completion","created":1694268190,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":19,"completion_tokens":0,"total_tokens":19}}"#;
+/// A Messages answer with no content blocks.
+const ANTHROPIC_EMPTY: &str = r#"{"id":"msg_e1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":0}}"#;
+/// A generateContent answer whose candidate has an empty text part.
+const GEMINI_EMPTY: &str = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":0,"totalTokenCount":12},"modelVersion":"gemini-2.5-flash"}"#;
+/// A streamed Chat Completions answer that ends without text or tool call.
+const OPENAI_EMPTY_STREAM: &str = "data: {\"id\":\"chatcmpl-e3\",\"object\":\"chat.completion.chunk\",\"created\":1694268190,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\ndata: {\"id\":\"chatcmpl-e3\",\"object\":\"chat.completion.chunk\",\"created\":1694268190,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+#[tokio::test]
+async fn over_http_empty_answers_are_retried_like_a_server_error() {
+    let s = FixtureServer::start().await;
+    let path = "/v1/chat/completions";
+    s.enqueue(path, Reply::json(200, OPENAI_NO_CHOICE));
+    s.enqueue(path, Reply::json(200, OPENAI_EMPTY_CHOICE));
+    s.enqueue(path, Reply::json(200, &fixture("openai/chat_plain.json")));
+    let p = OpenAi::new("sk-test-0123456789")
+        .base_url(&format!("{}/v1", s.url()))
+        .unwrap();
+    let clock = ManualClock::auto_advance();
+    let r = Resilient::new(p).clock(clock.clone());
+    let out = r.call(&req()).await.unwrap();
+    assert!(out.content.starts_with("Hello"), "{out:?}");
+    assert_eq!(s.count(), 3);
+    assert_eq!(clock.requested().len(), 2, "two backoffs, as for a 5xx");
+}
+
+#[tokio::test]
+async fn over_http_an_answer_that_stays_empty_is_a_typed_error_on_every_vendor() {
+    let s = FixtureServer::start().await;
+    s.always(
+        "/v1/chat/completions",
+        Reply::json(200, OPENAI_EMPTY_CHOICE),
+    );
+    s.always("/v1/messages", Reply::json(200, ANTHROPIC_EMPTY));
+    s.always(
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        Reply::json(200, GEMINI_EMPTY),
+    );
+    let openai = OpenAi::new("sk-test-0123456789")
+        .base_url(&format!("{}/v1", s.url()))
+        .unwrap();
+    let anthropic = Anthropic::new("k-0123456789").base_url(&s.url()).unwrap();
+    let gemini = Gemini::new("g-0123456789")
+        .base_url(&format!("{}/v1beta", s.url()))
+        .unwrap();
+    let providers: Vec<(&str, Arc<dyn Provider>)> = vec![
+        ("openai", Arc::new(openai)),
+        ("anthropic", Arc::new(anthropic)),
+        ("gemini", Arc::new(gemini)),
+    ];
+    for (name, p) in providers {
+        // Alone: never `Ok("")`.
+        let e = p.generate(&req()).await.unwrap_err();
+        assert!(matches!(e, ProviderError::EmptyAnswer(_)), "{name}: {e:?}");
+        let before = s.count();
+        let r = Resilient::new(p.clone()).clock(ManualClock::auto_advance());
+        match r.call(&req()).await {
+            Err(ResilienceError::Exhausted { attempts }) => {
+                assert_eq!(attempts.len(), 3, "{name}: retried twice");
+                assert!(
+                    attempts
+                        .iter()
+                        .all(|a| matches!(a.error, ProviderError::EmptyAnswer(_))),
+                    "{name}: {attempts:?}"
+                );
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(s.count() - before, 3, "{name}");
+        // Through the engine's `Provider` trait: still the typed error.
+        let e = r.generate(&req()).await.unwrap_err();
+        assert!(matches!(e, ProviderError::EmptyAnswer(_)), "{name}: {e:?}");
+        assert!(e.to_string().contains("without an answer"), "{e}");
+    }
+}
+
+#[tokio::test]
+async fn over_http_an_empty_stream_is_retried_before_its_first_chunk() {
+    let s = FixtureServer::start().await;
+    let path = "/v1/chat/completions";
+    s.enqueue(path, Reply::sse(OPENAI_EMPTY_STREAM));
+    let p = OpenAi::new("sk-test-0123456789")
+        .base_url(&format!("{}/v1", s.url()))
+        .unwrap();
+    let request = req();
+    let (chunks, err) = collect(p.generate_stream(&request)).await;
+    assert!(chunks.is_empty(), "{chunks:?}");
+    assert!(
+        matches!(err, Some(ProviderError::EmptyAnswer(_))),
+        "{err:?}"
+    );
+    s.enqueue(path, Reply::sse(OPENAI_EMPTY_STREAM));
+    s.enqueue(path, Reply::sse(&fixture("openai/stream_text.sse")));
+    let r = Resilient::new(p).clock(ManualClock::auto_advance());
+    let (chunks, err) = collect(r.generate_stream(&request)).await;
+    assert!(err.is_none(), "{err:?}");
+    assert!(
+        matches!(chunks.last(), Some(StreamChunk::Done(d)) if d.content == "Hello! Which city?")
+    );
+    assert_eq!(s.count(), 3);
+}

@@ -107,6 +107,12 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     }
 
     /// Answer one user message in a session (created on first use).
+    ///
+    /// The session id must follow the session-id rule (non-empty, at most
+    /// [`crate::store::MAX_SESSION_ID_BYTES`] bytes, no control characters; see
+    /// [`crate::store::check_session_id`]): any other is
+    /// [`AgentError::InvalidSessionId`] before the store is touched. The same holds
+    /// for every method of the agent that names a session.
     pub async fn respond(
         &self,
         session_id: &str,
@@ -270,6 +276,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         sink: Option<&Sink<D>>,
     ) -> Result<AgentResponse<D>, AgentError> {
         let inner = &self.inner;
+        crate::store::check_session_id(session_id)?;
         if let Input::Message(message) = message
             && message.len() > inner.config.max_message_bytes
         {
@@ -278,9 +285,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 limit: inner.config.max_message_bytes,
             });
         }
-        let lock = inner.session_lock(session_id);
-        let _guard = lock.lock().await;
-        let lease = self.take_lease(session_id).await?;
+        let held = self.hold_session(session_id).await?;
+        let lease = held.lease.clone();
         // The deadline starts once the session is held: waiting for it and for its
         // lease (and for an approval, when that exists) is not the turn's work.
         let deadline = Deadline::start(inner.config.turn_timeout);
@@ -293,24 +299,32 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             deadline,
             lease.as_ref()
         ));
-        let Some(held) = lease.as_deref() else {
+        let Some(lease_held) = lease.as_deref() else {
             return work.await;
         };
-        let result = held.hold(work).await.unwrap_or_else(|e| Err(e.into()));
-        release(held).await;
+        let result = lease_held
+            .hold(work)
+            .await
+            .unwrap_or_else(|e| Err(e.into()));
+        release(lease_held).await;
+        drop(held);
         result
     }
 
-    /// The stored session, if any.
+    /// The stored session, if any. An id that breaks the session-id rule
+    /// ([`crate::store::check_session_id`]) is [`AgentError::InvalidSessionId`].
     pub async fn session(&self, id: &str) -> Result<Option<Session<D, C>>, AgentError> {
+        crate::store::check_session_id(id)?;
         match self.inner.store.load(id).await? {
             Some(stored) => Ok(Some(Session::decode(&stored)?)),
             None => Ok(None),
         }
     }
 
-    /// Delete a session.
+    /// Delete a session. An id that breaks the session-id rule
+    /// ([`crate::store::check_session_id`]) is [`AgentError::InvalidSessionId`].
     pub async fn delete_session(&self, id: &str) -> Result<bool, AgentError> {
+        crate::store::check_session_id(id)?;
         self.inner.forget(id);
         Ok(self.inner.store.delete(id).await?)
     }
@@ -321,13 +335,12 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     /// turn and skips routing; one that only writes data or context leaves routing and
     /// signals to run as usual.
     pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
-        let lock = self.inner.session_lock(session_id);
-        let _guard = lock.lock().await;
-        let held = self.take_lease(session_id).await?;
+        crate::store::check_session_id(session_id)?;
+        let held = self.hold_session(session_id).await?;
         let out = self
-            .dispatch_held(session_id, directive, held.as_deref())
+            .dispatch_held(session_id, directive, held.lease.as_deref())
             .await;
-        if let Some(h) = &held {
+        if let Some(h) = &held.lease {
             release(h).await;
         }
         out

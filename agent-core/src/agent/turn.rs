@@ -139,42 +139,86 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         }
     }
 
-    /// The session's lease for a turn, waiting while another holder has it; `None`
-    /// when leases are off or the store keeps none.
-    pub(super) async fn take_lease(
-        &self,
-        session_id: &str,
-    ) -> Result<Option<Arc<crate::store::HeldLease>>, AgentError> {
+    /// Hold session `session_id` for a turn (or a dispatch): first its lease in the
+    /// store (`None` when leases are off or the store keeps none), waiting in the
+    /// session's queue, first come, first served, then this agent's in-process lock.
+    /// The whole wait is bounded by `lease.max_wait` (by `turn_timeout` when there
+    /// is no lease), past which the turn fails with [`AgentError::SessionBusy`].
+    pub(super) async fn hold_session(&self, session_id: &str) -> Result<Held, AgentError> {
         use crate::store::AcquireFailure;
+        let started = tokio::time::Instant::now();
         let inner = &self.inner;
-        let Some(config) = inner.config.lease.as_ref() else {
-            return Ok(None);
+        let lease_config = inner
+            .config
+            .lease
+            .as_ref()
+            .filter(|_| inner.store.supports_leases());
+        // With a lease the whole wait is bounded by `max_wait` (waiting does not count
+        // toward the turn's deadline, which may be shorter); without one, by
+        // `turn_timeout`.
+        let limit = match lease_config {
+            Some(c) => Some(c.max_wait),
+            None => inner.config.turn_timeout,
         };
-        if !inner.store.supports_leases() {
-            return Ok(None);
-        }
-        let store = inner.store.as_ref();
-        match crate::store::acquire_lease(store, session_id, &inner.lease_holder, config).await {
-            Ok(l) => Ok(Some(Arc::new(crate::store::HeldLease::new(
-                inner.store.clone(),
-                l,
-            )))),
-            Err(AcquireFailure::Busy { waited, holder }) => Err(AgentError::SessionBusy {
+        let slot = inner.session_lock(session_id);
+        let lease = match lease_config {
+            None => None,
+            Some(config) => {
+                let got = crate::store::acquire_lease(
+                    &inner.store,
+                    session_id,
+                    &inner.lease_holder,
+                    config,
+                    started,
+                    limit.unwrap_or(std::time::Duration::MAX),
+                    &slot.released,
+                )
+                .await;
+                match got {
+                    Ok(l) => Some(Arc::new(crate::store::HeldLease::new(
+                        inner.store.clone(),
+                        l,
+                        slot.released.clone(),
+                    ))),
+                    Err(AcquireFailure::Busy { waited, holder }) => {
+                        return Err(AgentError::SessionBusy {
+                            session_id: session_id.to_owned(),
+                            waited,
+                            holder,
+                        });
+                    }
+                    Err(AcquireFailure::Store(e)) => return Err(e.into()),
+                    Err(AcquireFailure::NoTimer) => {
+                        return Err(AgentError::Config(ConfigErrors(vec![
+                            FlowConfigurationError {
+                                flow: String::new(),
+                                step: None,
+                                problem: "waiting for a busy session's lease needs a Tokio runtime with timers"
+                                    .into(),
+                                help: "build the runtime with `enable_time()` or `enable_all()`, or set `AgentConfig::lease` to `None`".into(),
+                            },
+                        ])));
+                    }
+                }
+            }
+        };
+        // Behind the lease this lock is normally free; without one, turns of this
+        // agent queue here (first come, first served: Tokio's mutex is fair).
+        let left = limit.map(|l| l.saturating_sub(started.elapsed()));
+        let Some(guard) = crate::store::bounded(left, slot.lock.lock_owned()).await else {
+            if let Some(held) = &lease {
+                release(held).await;
+            }
+            return Err(AgentError::SessionBusy {
                 session_id: session_id.to_owned(),
-                waited,
-                holder,
-            }),
-            Err(AcquireFailure::Store(e)) => Err(e.into()),
-            Err(AcquireFailure::NoTimer) => Err(AgentError::Config(ConfigErrors(vec![
-                FlowConfigurationError {
-                    flow: String::new(),
-                    step: None,
-                    problem: "waiting for a busy session's lease needs a Tokio runtime with timers"
-                        .into(),
-                    help: "build the runtime with `enable_time()` or `enable_all()`, or set `AgentConfig::lease` to `None`".into(),
-                },
-            ]))),
-        }
+                waited: started.elapsed(),
+                holder: None,
+            });
+        };
+        Ok(Held {
+            lease,
+            _lock: guard,
+        })
     }
 
     /// Detect a session whose active flow changed incompatibly since it was saved; let
@@ -283,4 +327,12 @@ pub(super) async fn release(held: &crate::store::HeldLease) {
     if let Err(e) = held.release().await {
         tracing::warn!(session = %held.lease().session_id, error = %e, "releasing the session lease failed; it expires after its ttl");
     }
+}
+
+/// A session held for a turn: its lease (when leases are on) and this agent's
+/// in-process lock, both given up when dropped (the lease in the background, unless
+/// released first).
+pub(super) struct Held {
+    pub(super) lease: Option<Arc<crate::store::HeldLease>>,
+    _lock: tokio::sync::OwnedMutexGuard<()>,
 }

@@ -517,7 +517,9 @@ fn classify(e: &AgentError) -> Blame {
         // sets shorter than the agent's).
         AgentError::TurnTimeout { .. } => Blame::Server,
         AgentError::Provider { source, .. } => match source {
-            ProviderError::Network(_) | ProviderError::Timeout(_) => Blame::Server,
+            ProviderError::Network(_)
+            | ProviderError::Timeout(_)
+            | ProviderError::EmptyAnswer(_) => Blame::Server,
             ProviderError::Http { status, .. } if *status >= 500 || matches!(status, 408 | 429) => {
                 Blame::Server
             }

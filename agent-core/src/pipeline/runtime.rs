@@ -93,7 +93,9 @@ pub(crate) struct AgentInner<D, C> {
     /// This agent's name in session leases (name, process id, a random part).
     pub(crate) lease_holder: String,
     /// One lock per session id; idle locks are dropped once there are many.
-    pub(crate) locks: Mutex<FxHashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// With each, the signal of its lease's release by a turn of this agent (the
+    /// next waiter in this process tries at once instead of at its next poll).
+    pub(crate) locks: Mutex<FxHashMap<String, SessionSlot>>,
     /// Output schemas are the same for every turn at the same place: built once.
     pub(crate) schema_cache: Mutex<FxHashMap<u64, Arc<Value>>>,
     /// Per flow: the prompt lines offering a switch to the other flows, and their ids.
@@ -211,16 +213,19 @@ impl<D, C> AgentInner<D, C> {
         })
     }
 
-    pub(crate) fn session_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn session_lock(&self, id: &str) -> SessionSlot {
         let mut map = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = map.get(id) {
             return l.clone();
         }
         if map.len() >= 1024 {
-            // Only the map holds an idle lock.
-            map.retain(|_, l| Arc::strong_count(l) > 1);
+            // Only the map holds an idle slot.
+            map.retain(|_, l| Arc::strong_count(&l.lock) > 1 || Arc::strong_count(&l.released) > 1);
         }
-        let l = Arc::new(tokio::sync::Mutex::new(()));
+        let l = SessionSlot {
+            lock: Arc::new(tokio::sync::Mutex::new(())),
+            released: Arc::new(tokio::sync::Notify::new()),
+        };
         map.insert(id.to_owned(), l.clone());
         l
     }
@@ -265,4 +270,11 @@ impl<D, C> AgentInner<D, C> {
         }
         Ok(())
     }
+}
+
+/// A session's in-process lock, and the signal of its lease's release.
+#[derive(Clone)]
+pub(crate) struct SessionSlot {
+    pub(crate) lock: Arc<tokio::sync::Mutex<()>>,
+    pub(crate) released: Arc<tokio::sync::Notify>,
 }

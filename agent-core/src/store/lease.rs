@@ -39,6 +39,29 @@ pub enum LeaseAttempt {
     },
 }
 
+/// What [`SessionStore::acquire_lease_queued`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QueuedAttempt {
+    /// The lease is the caller's (its ticket, if it had one, left the queue).
+    Acquired(Lease),
+    /// The caller waits: another holder has the lease, or a waiter with an earlier
+    /// ticket goes first.
+    Waiting {
+        /// The caller's ticket, to pass to every later attempt and to
+        /// [`SessionStore::leave_lease_queue`]; `None` from a store without a queue.
+        ticket: Option<u64>,
+        /// Live tickets drawn before the caller's.
+        ahead: u64,
+        /// Who holds the lease (empty when nobody does and an earlier waiter goes
+        /// first).
+        holder: String,
+        /// When the lease expires unless renewed, as the store sees it (zero when
+        /// nobody holds it).
+        expires_in: Duration,
+    },
+}
+
 /// How an agent takes session leases ([`crate::AgentConfig::lease`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseConfig {
@@ -46,13 +69,24 @@ pub struct LeaseConfig {
     /// blocks its session at most this long. A running turn renews its lease every
     /// third of it, so a turn may take longer. Default 30 s.
     pub ttl: Duration,
-    /// Longest time a turn waits for a session another holder is using, before
-    /// failing with [`crate::error::AgentError::SessionBusy`]. Waiting does not count
-    /// toward [`crate::AgentConfig::turn_timeout`]. Default 60 s: twice the `ttl`, so
-    /// a turn outlasts the lease of a crashed holder.
+    /// Longest time a turn waits for its session, before failing with
+    /// [`crate::error::AgentError::SessionBusy`]: the whole wait, behind turns of
+    /// other processes and of this one. Waiting does not count toward
+    /// [`crate::AgentConfig::turn_timeout`] (the turn's deadline starts once the
+    /// session is held); without a lease, turns of one agent queue in the process and
+    /// that wait is bounded by `turn_timeout` instead. Default 60 s:
+    /// twice the `ttl`, so a turn outlasts the lease of a crashed holder.
+    ///
+    /// Waiters are served first come, first served on the stores of this crate
+    /// ([`crate::store::SessionStore::acquire_lease_queued`]): each holds a ticket in
+    /// the session's queue, and the lease goes to the earliest live ticket.
     pub max_wait: Duration,
     /// Pause between attempts while waiting: jittered, from `poll.base` doubling up to
-    /// `poll.max`, never past the busy lease's expiry. Default 2 ms up to 100 ms.
+    /// `poll.max` for the first two waiters in line (starting over when they move up,
+    /// never past the busy lease's expiry); waiters further back pause about half
+    /// their expected wait (from how fast the queue moves). Never more than 3 s, so a
+    /// waiter's ticket (dropped after 10 s without an attempt) stays live. Default 2 ms
+    /// up to 100 ms.
     pub poll: crate::backoff::ConflictBackoff,
 }
 
@@ -72,7 +106,7 @@ impl Default for LeaseConfig {
 /// Why [`acquire_lease`] gave up.
 #[derive(Debug)]
 pub(crate) enum AcquireFailure {
-    /// Still held by someone else after the longest wait.
+    /// Still held by someone else (or by waiters ahead) after the longest wait.
     Busy {
         waited: Duration,
         holder: Option<String>,
@@ -83,42 +117,198 @@ pub(crate) enum AcquireFailure {
     NoTimer,
 }
 
-/// Take the lease of session `id`, waiting (polling with jittered backoff) while
-/// another holder has it, at most `config.max_wait`.
+/// How long a waiter's ticket stays in its session's queue without being refreshed:
+/// a waiter that died holds the waiters behind it up this long.
+pub(crate) const TICKET_TTL: Duration = Duration::from_secs(10);
+
+/// Longest pause between two attempts of a waiter (each refreshes its ticket), well
+/// within [`TICKET_TTL`].
+pub(crate) const TICKET_REFRESH: Duration = Duration::from_secs(3);
+
+/// A waiter's ticket, left in the background if the wait is dropped (a cancelled
+/// turn), so the waiters behind it need not wait for it to expire.
+struct Place {
+    store: Arc<dyn SessionStore>,
+    id: String,
+    ticket: Option<u64>,
+}
+
+impl Place {
+    async fn leave(&mut self) {
+        if let Some(t) = self.ticket.take()
+            && let Err(e) = self.store.leave_lease_queue(&self.id, t).await
+        {
+            tracing::warn!(session = %self.id, error = %e, "leaving the lease queue failed; the ticket expires by itself");
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let Some(t) = self.ticket.take() else { return };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (store, id) = (self.store.clone(), std::mem::take(&mut self.id));
+            rt.spawn(async move {
+                if let Err(e) = store.leave_lease_queue(&id, t).await {
+                    tracing::warn!(session = %id, error = %e, "leaving the lease queue failed; the ticket expires by itself");
+                }
+            });
+        }
+    }
+}
+
+/// Take the lease of session `id`, waiting in the session's queue (first come, first
+/// served on stores that keep one) while another holder has it, until `limit` after
+/// `started` (the moment the turn began waiting).
+///
+/// Waiters poll with jittered backoff: the first two in line from `config.poll.base`
+/// doubling up to `config.poll.max` (starting over when they move up, the first
+/// waking at the lease's expiry at the latest, and either woken at once by a release
+/// in this process); the others about half their expected wait, from how fast the
+/// queue moved, or doubling up to [`TICKET_REFRESH`] while it does not move.
 pub(crate) async fn acquire_lease(
-    store: &dyn SessionStore,
+    store: &Arc<dyn SessionStore>,
     id: &str,
     holder: &str,
     config: &LeaseConfig,
+    started: tokio::time::Instant,
+    limit: Duration,
+    released: &tokio::sync::Notify,
 ) -> Result<Lease, AcquireFailure> {
-    let started = tokio::time::Instant::now();
+    let mut place = Place {
+        store: store.clone(),
+        id: id.to_owned(),
+        ticket: None,
+    };
     let mut attempt = 0u32;
+    let mut last_ahead = u64::MAX;
+    let mut last_attempt = tokio::time::Instant::now();
+    let mut per_place: Option<Duration> = None;
     loop {
-        let busy = match store.try_acquire_lease(id, holder, config.ttl).await {
-            Ok(LeaseAttempt::Acquired(lease)) => return Ok(lease),
-            Ok(LeaseAttempt::Busy { holder, expires_in }) => (holder, expires_in),
+        // Armed before the attempt, so a release in between is not missed.
+        let wake = released.notified();
+        tokio::pin!(wake);
+        wake.as_mut().enable();
+        let got = store
+            .acquire_lease_queued(id, holder, config.ttl, place.ticket, TICKET_TTL)
+            .await;
+        let (ahead, busy, expires_in) = match got {
+            Ok(QueuedAttempt::Acquired(lease)) => {
+                // The store took the ticket out of the queue.
+                place.ticket = None;
+                return Ok(lease);
+            }
+            Ok(QueuedAttempt::Waiting {
+                ticket,
+                ahead,
+                holder,
+                expires_in,
+            }) => {
+                place.ticket = ticket.or(place.ticket);
+                (ahead, holder, expires_in)
+            }
             Err(e) => return Err(AcquireFailure::Store(e)),
         };
         let waited = started.elapsed();
-        if waited >= config.max_wait {
+        if waited >= limit {
+            place.leave().await;
             return Err(AcquireFailure::Busy {
                 waited,
-                holder: Some(busy.0),
+                holder: (!busy.is_empty()).then_some(busy),
             });
         }
-        attempt = attempt.saturating_add(1);
-        // Wake at the expiry at the latest (a crashed holder's lease ends then), and
-        // never past the longest wait.
-        let pause = config
-            .poll
-            .delay(attempt, crate::backoff::jitter(id, attempt))
-            .min(busy.1.saturating_add(Duration::from_millis(1)))
-            .min(config.max_wait - waited)
-            .max(Duration::from_micros(100));
-        match sleep(pause) {
-            Some(timer) => timer.await,
-            None => return Err(AcquireFailure::NoTimer),
+        let now = tokio::time::Instant::now();
+        // How long the queue took per place lately, when it moved since the last
+        // attempt: a waiter far back sleeps about half its expected wait.
+        if last_ahead != u64::MAX && ahead < last_ahead {
+            let moved = u32::try_from(last_ahead - ahead).unwrap_or(u32::MAX);
+            per_place = Some(now.saturating_duration_since(last_attempt) / moved);
+            if ahead <= 1 {
+                // Next in line (or next but one) now: try soon.
+                attempt = 0;
+            }
         }
+        last_ahead = ahead;
+        last_attempt = now;
+        attempt = attempt.saturating_add(1);
+        let pause = next_pause(config, id, attempt, ahead, expires_in, per_place)
+            .min(limit - waited)
+            .max(Duration::from_micros(100));
+        let Some(timer) = sleep(pause) else {
+            return Err(AcquireFailure::NoTimer);
+        };
+        if ahead <= 1 {
+            // Next (or next but one) in line: a release by a turn of this process
+            // wakes it at once.
+            tokio::select! {
+                () = timer => {}
+                () = &mut wake => {}
+            }
+        } else {
+            timer.await;
+        }
+    }
+}
+
+/// The pause before a waiter's next attempt (see [`acquire_lease`]).
+fn next_pause(
+    config: &LeaseConfig,
+    id: &str,
+    attempt: u32,
+    ahead: u64,
+    expires_in: Duration,
+    per_place: Option<Duration>,
+) -> Duration {
+    let unit = crate::backoff::jitter(id, attempt);
+    if ahead >= 2 {
+        let places = u32::try_from(ahead).unwrap_or(u32::MAX);
+        let cap = config
+            .poll
+            .max
+            .saturating_mul(places)
+            .min(TICKET_REFRESH)
+            .max(config.poll.base);
+        let poll = crate::backoff::ConflictBackoff {
+            base: config.poll.base.min(cap),
+            max: cap,
+        };
+        let pause = poll.delay(attempt, unit);
+        let Some(step) = per_place else {
+            return pause;
+        };
+        // About half the expected wait at the pace the queue last moved, jittered: a
+        // few attempts on the way to the front, however long the queue.
+        let half = step.saturating_mul(places) / 2;
+        let paced = half
+            .clamp(config.poll.base, cap)
+            .mul_f64(0.5 + unit.clamp(0.0, 1.0) / 2.0);
+        return pause.min(paced);
+    }
+    let max = config.poll.max.min(TICKET_REFRESH).max(config.poll.base);
+    let poll = crate::backoff::ConflictBackoff {
+        base: config.poll.base.min(max),
+        max,
+    };
+    let pause = poll.delay(attempt, unit);
+    if ahead == 0 && !expires_in.is_zero() {
+        // A crashed holder's lease ends then.
+        pause.min(expires_in.saturating_add(Duration::from_millis(1)))
+    } else {
+        pause
+    }
+}
+
+/// Run `fut` for at most `limit` (`None`: as long as it takes); `None` when the time
+/// ran out. Without a Tokio timer the future runs unbounded.
+pub(crate) async fn bounded<F: Future>(limit: Option<Duration>, fut: F) -> Option<F::Output> {
+    let Some(timer) = limit.and_then(sleep) else {
+        return Some(fut.await);
+    };
+    tokio::pin!(fut);
+    tokio::select! {
+        biased;
+        out = &mut fut => Some(out),
+        () = timer => None,
     }
 }
 
@@ -137,6 +327,8 @@ pub(crate) struct HeldLease {
     store: Arc<dyn SessionStore>,
     lease: Lease,
     released: AtomicBool,
+    /// Told once the lease is released: waiters of this process try at once.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for HeldLease {
@@ -149,11 +341,16 @@ impl std::fmt::Debug for HeldLease {
 }
 
 impl HeldLease {
-    pub(crate) fn new(store: Arc<dyn SessionStore>, lease: Lease) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn SessionStore>,
+        lease: Lease,
+        wake: Arc<tokio::sync::Notify>,
+    ) -> Self {
         Self {
             store,
             lease,
             released: AtomicBool::new(false),
+            wake,
         }
     }
 
@@ -167,7 +364,9 @@ impl HeldLease {
         if self.released.swap(true, Ordering::SeqCst) {
             return Ok(false);
         }
-        self.store.release_lease(&self.lease).await
+        let out = self.store.release_lease(&self.lease).await;
+        self.wake.notify_waiters();
+        out
     }
 
     fn is_released(&self) -> bool {
@@ -225,10 +424,12 @@ impl Drop for HeldLease {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let store = self.store.clone();
             let lease = self.lease.clone();
+            let wake = self.wake.clone();
             rt.spawn(async move {
                 if let Err(e) = store.release_lease(&lease).await {
                     tracing::warn!(session = %lease.session_id, error = %e, "releasing the lease of a cancelled turn failed; it expires after its ttl");
                 }
+                wake.notify_waiters();
             });
         }
     }

@@ -1,7 +1,7 @@
 //! The built-in in-process store: the default for tests and single-process agents, and
 //! the reference the durable stores' conformance is measured against.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{
-    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost, now_ms,
+    JournalBegin, Lease, LeaseAttempt, QueuedAttempt, SessionInfo, SessionStore, StoredSession,
+    lease_lost, now_ms,
 };
 use crate::error::StoreError;
 
@@ -22,6 +23,9 @@ pub struct MemoryStore {
     /// The once-tool journal: per session, per call key, intent time and result.
     journal: Mutex<HashMap<String, HashMap<String, MemoryRecord>>>,
     leases: Mutex<HashMap<String, MemoryLease>>,
+    /// Per session, the live tickets of waiters for its lease and when each expires
+    /// (locked after `leases`).
+    queues: Mutex<HashMap<String, BTreeMap<u64, Instant>>>,
     tokens: AtomicU64,
 }
 
@@ -77,6 +81,91 @@ impl MemoryStore {
     fn lock_leases(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemoryLease>> {
         self.leases.lock().unwrap_or_else(|e| e.into_inner())
     }
+    /// [`SessionStore::acquire_lease_queued`]; without a `ticket_ttl` (plain
+    /// `try_acquire_lease`) the caller draws no ticket.
+    fn take_in_turn(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Option<Duration>,
+    ) -> QueuedAttempt {
+        let now = Instant::now();
+        let mut leases = self.lock_leases();
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let queue = queues.entry(id.to_owned()).or_default();
+        queue.retain(|_, expires| *expires > now);
+        if let (Some(t), Some(live)) = (ticket, ticket_ttl) {
+            queue.insert(t, now.checked_add(live).unwrap_or(now));
+        }
+        let head = queue.keys().next().copied();
+        let busy = leases
+            .get(id)
+            .and_then(|l| l.live(now).map(|left| (l.holder.clone(), left)));
+        if busy.is_none() && (head.is_none() || head == ticket) {
+            if let Some(t) = ticket {
+                queue.remove(&t);
+            }
+            if queue.is_empty() {
+                queues.remove(id);
+            }
+            let token = self.tokens.fetch_add(1, Ordering::Relaxed) + 1;
+            let expires = now.checked_add(ttl);
+            match leases.get_mut(id) {
+                Some(l) => {
+                    if l.holder != holder {
+                        l.holder.clear();
+                        l.holder.push_str(holder);
+                    }
+                    l.token = token;
+                    l.expires = expires;
+                    l.released = false;
+                }
+                None => {
+                    leases.insert(
+                        id.to_owned(),
+                        MemoryLease {
+                            holder: holder.to_owned(),
+                            token,
+                            expires,
+                            released: false,
+                        },
+                    );
+                }
+            }
+            return QueuedAttempt::Acquired(Lease {
+                session_id: id.to_owned(),
+                holder: holder.to_owned(),
+                token,
+                ttl,
+            });
+        }
+        let mine = match (ticket, ticket_ttl) {
+            (Some(t), _) => Some(t),
+            (None, Some(live)) => {
+                let t = self.tokens.fetch_add(1, Ordering::Relaxed) + 1;
+                queue.insert(t, now.checked_add(live).unwrap_or(now));
+                Some(t)
+            }
+            (None, None) => None,
+        };
+        let ahead = match mine {
+            Some(t) => queue.range(..t).count(),
+            None => queue.len(),
+        };
+        if queue.is_empty() {
+            queues.remove(id);
+        }
+        let (holder, expires_in) = busy.unwrap_or_default();
+        QueuedAttempt::Waiting {
+            ticket: mine,
+            ahead: u64::try_from(ahead).unwrap_or(u64::MAX),
+            holder,
+            expires_in,
+        }
+    }
+
     fn cas(
         map: &mut HashMap<String, StoredSession>,
         session: StoredSession,
@@ -213,46 +302,38 @@ impl SessionStore for MemoryStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
-        let now = Instant::now();
-        let mut leases = self.lock_leases();
-        if let Some(l) = leases.get(id)
-            && let Some(left) = l.live(now)
-        {
-            return Ok(LeaseAttempt::Busy {
-                holder: l.holder.clone(),
-                expires_in: left,
-            });
-        }
-        let token = self.tokens.fetch_add(1, Ordering::Relaxed) + 1;
-        let expires = now.checked_add(ttl);
-        match leases.get_mut(id) {
-            Some(l) => {
-                if l.holder != holder {
-                    l.holder.clear();
-                    l.holder.push_str(holder);
-                }
-                l.token = token;
-                l.expires = expires;
-                l.released = false;
-            }
-            None => {
-                leases.insert(
-                    id.to_owned(),
-                    MemoryLease {
-                        holder: holder.to_owned(),
-                        token,
-                        expires,
-                        released: false,
-                    },
-                );
+        Ok(match self.take_in_turn(id, holder, ttl, None, None) {
+            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
+            QueuedAttempt::Waiting {
+                holder, expires_in, ..
+            } => LeaseAttempt::Busy { holder, expires_in },
+        })
+    }
+
+    fn supports_lease_queue(&self) -> bool {
+        true
+    }
+
+    async fn acquire_lease_queued(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Duration,
+    ) -> Result<QueuedAttempt, StoreError> {
+        Ok(self.take_in_turn(id, holder, ttl, ticket, Some(ticket_ttl)))
+    }
+
+    async fn leave_lease_queue(&self, id: &str, ticket: u64) -> Result<(), StoreError> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(q) = queues.get_mut(id) {
+            q.remove(&ticket);
+            if q.is_empty() {
+                queues.remove(id);
             }
         }
-        Ok(LeaseAttempt::Acquired(Lease {
-            session_id: id.to_owned(),
-            holder: holder.to_owned(),
-            token,
-            ttl,
-        }))
+        Ok(())
     }
 
     async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {

@@ -75,6 +75,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 
+mod id;
 mod journal_record;
 mod lease;
 mod memory;
@@ -85,9 +86,12 @@ pub mod redis;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
+pub use self::id::{HASHED_ABOVE_BYTES, MAX_SESSION_ID_BYTES, check_session_id};
 pub use self::journal_record::JournalBegin;
-pub(crate) use self::lease::{AcquireFailure, HeldLease, acquire_lease, lease_lost, save_fenced};
-pub use self::lease::{Lease, LeaseAttempt, LeaseConfig};
+pub(crate) use self::lease::{
+    AcquireFailure, HeldLease, acquire_lease, bounded, lease_lost, save_fenced,
+};
+pub use self::lease::{Lease, LeaseAttempt, LeaseConfig, QueuedAttempt};
 pub use self::memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresStore;
@@ -164,6 +168,64 @@ pub trait SessionStore: Send + Sync {
         Err(StoreError::LeasesUnsupported {
             session_id: id.to_owned(),
         })
+    }
+
+    /// Whether this store queues the turns that wait for a session's lease first come,
+    /// first served ([`SessionStore::acquire_lease_queued`]; every store of this crate
+    /// does). With the default `false`, waiting turns poll
+    /// [`SessionStore::try_acquire_lease`] and whoever polls first after a release
+    /// takes the lease.
+    fn supports_lease_queue(&self) -> bool {
+        false
+    }
+
+    /// Take the lease of session `id` in turn: like
+    /// [`SessionStore::try_acquire_lease`], but a caller that cannot have it now gets
+    /// a **ticket** in the session's queue, and the lease goes to the live ticket
+    /// drawn first. Atomically:
+    ///
+    /// 1. tickets of the session not refreshed within their `ticket_ttl` are dropped
+    ///    (their waiter gave up or died);
+    /// 2. `ticket`, when given (the caller's from an earlier attempt), is refreshed
+    ///    for `ticket_ttl` (re-entered under its number if it had been dropped);
+    /// 3. when nobody holds the lease and no live ticket was drawn before the caller's
+    ///    (a caller without a ticket: no live ticket at all), the lease is the
+    ///    caller's ([`QueuedAttempt::Acquired`]) and its ticket leaves the queue;
+    /// 4. otherwise a caller without a ticket draws one, from a counter that only
+    ///    grows, and the answer is [`QueuedAttempt::Waiting`].
+    ///
+    /// A caller must try again with its ticket at least once per `ticket_ttl` while
+    /// it waits, and call [`SessionStore::leave_lease_queue`] when it gives up. Plain
+    /// [`SessionStore::try_acquire_lease`] on such a store respects the queue too (it
+    /// takes the lease only when no live ticket waits) but draws no ticket.
+    ///
+    /// The default (a store without a queue) is `try_acquire_lease`, with no ticket.
+    async fn acquire_lease_queued(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Duration,
+    ) -> Result<QueuedAttempt, StoreError> {
+        let _ = (ticket, ticket_ttl);
+        Ok(match self.try_acquire_lease(id, holder, ttl).await? {
+            LeaseAttempt::Acquired(l) => QueuedAttempt::Acquired(l),
+            LeaseAttempt::Busy { holder, expires_in } => QueuedAttempt::Waiting {
+                ticket: None,
+                ahead: 0,
+                holder,
+                expires_in,
+            },
+        })
+    }
+
+    /// Drop `ticket` from the queue of session `id` (a waiter that gave up), so the
+    /// waiters behind it need not wait for it to expire. Nothing happens when it is
+    /// not there. The default does nothing.
+    async fn leave_lease_queue(&self, id: &str, ticket: u64) -> Result<(), StoreError> {
+        let _ = (id, ticket);
+        Ok(())
     }
 
     /// Extend `lease` to `lease.ttl` from now. Fails with [`StoreError::LeaseLost`]

@@ -21,7 +21,9 @@
 //! - Session leases (see [`crate::store`]) are rows of `agent_leases`, taken, renewed
 //!   and released in `BEGIN IMMEDIATE` transactions; fencing tokens come from the
 //!   one-row table `agent_lease_tokens`; `save_leased` checks the token inside the
-//!   save's transaction. Expiry uses the system clock of the processes sharing the
+//!   save's transaction. Waiters queue in `agent_lease_queue` (one row per ticket,
+//!   first come, first served; see [`SessionStore::acquire_lease_queued`]), in the
+//!   same transactions. Expiry uses the system clock of the processes sharing the
 //!   file (one machine).
 //! - The once-tool journal is the table `agent_tool_journal`,
 //!   primary key `(session_id, call_key)`: the intent is an `INSERT … ON CONFLICT DO
@@ -46,7 +48,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{
-    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost, now_ms,
+    JournalBegin, Lease, LeaseAttempt, QueuedAttempt, SessionInfo, SessionStore, StoredSession,
+    lease_lost, now_ms,
 };
 use crate::error::StoreError;
 
@@ -118,6 +121,12 @@ CREATE TABLE IF NOT EXISTS agent_lease_tokens (
     last INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO agent_lease_tokens (only, last) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS agent_lease_queue (
+    id         TEXT NOT NULL,
+    ticket     INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (id, ticket)
+);
 CREATE TABLE IF NOT EXISTS agent_tool_journal (
     session_id TEXT NOT NULL,
     call_key   TEXT NOT NULL,
@@ -348,6 +357,9 @@ impl SessionStore for SqliteStore {
             )
             .and_then(|mut s| s.execute(params![now]))
             .map_err(|e| backend(path, "pruning leases", e))?;
+            conn.prepare_cached("DELETE FROM agent_lease_queue WHERE expires_ms <= ?1")
+                .and_then(|mut s| s.execute(params![now]))
+                .map_err(|e| backend(path, "pruning the lease queue", e))?;
             conn.prepare_cached("DELETE FROM agent_tool_journal WHERE intent_ms < ?1")
                 .and_then(|mut s| s.execute(params![cutoff]))
                 .map_err(|e| backend(path, "pruning the tool journal", e))?;
@@ -429,52 +441,44 @@ impl SessionStore for SqliteStore {
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
         let (id, holder) = (id.to_owned(), holder.to_owned());
+        let got = self
+            .write(move |conn, path| take_in_turn(conn, path, id, holder, ttl, None, None))
+            .await?;
+        Ok(match got {
+            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
+            QueuedAttempt::Waiting {
+                holder, expires_in, ..
+            } => LeaseAttempt::Busy { holder, expires_in },
+        })
+    }
+
+    fn supports_lease_queue(&self) -> bool {
+        true
+    }
+
+    async fn acquire_lease_queued(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Duration,
+    ) -> Result<QueuedAttempt, StoreError> {
+        let (id, holder) = (id.to_owned(), holder.to_owned());
         self.write(move |conn, path| {
-            let now = now_ms();
-            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-            let expires = i64::try_from(now.saturating_add(ttl_ms)).unwrap_or(i64::MAX);
-            let now_i = to_i64(path, now)?;
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| backend(path, "starting a lease acquisition", e))?;
-            let held: Option<(String, i64)> = tx
-                .prepare_cached("SELECT holder, expires_ms FROM agent_leases WHERE id = ?1")
-                .and_then(|mut s| {
-                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .map_err(|e| backend(path, "reading a lease", e))?;
-            if let Some((holder, expires_ms)) = held
-                && expires_ms > now_i
-            {
-                let left = u64::try_from(expires_ms - now_i).unwrap_or(0);
-                return Ok(LeaseAttempt::Busy {
-                    holder,
-                    expires_in: Duration::from_millis(left),
-                });
-            }
-            let token: u64 = tx
-                .prepare_cached(
-                    "UPDATE agent_lease_tokens SET last = last + 1 WHERE only = 1 RETURNING last",
-                )
-                .and_then(|mut s| s.query_row([], |r| get_u64(r, 0)))
-                .map_err(|e| backend(path, "drawing a fencing token", e))?;
-            let token_i = to_i64(path, token)?;
-            tx.prepare_cached(
-                "INSERT INTO agent_leases (id, holder, token, expires_ms) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, \
-                 token = excluded.token, expires_ms = excluded.expires_ms",
-            )
-            .and_then(|mut s| s.execute(params![id, holder, token_i, expires]))
-            .map_err(|e| backend(path, "taking a lease", e))?;
-            tx.commit()
-                .map_err(|e| backend(path, "committing a lease", e))?;
-            Ok(LeaseAttempt::Acquired(Lease {
-                session_id: id,
-                holder,
-                token,
-                ttl,
-            }))
+            take_in_turn(conn, path, id, holder, ttl, ticket, Some(ticket_ttl))
+        })
+        .await
+    }
+
+    async fn leave_lease_queue(&self, id: &str, ticket: u64) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |conn, path| {
+            let ticket = to_i64(path, ticket)?;
+            conn.prepare_cached("DELETE FROM agent_lease_queue WHERE id = ?1 AND ticket = ?2")
+                .and_then(|mut s| s.execute(params![id, ticket]))
+                .map_err(|e| backend(path, "leaving the lease queue", e))?;
+            Ok(())
         })
         .await
     }
@@ -523,6 +527,120 @@ impl SessionStore for SqliteStore {
         self.write(move |conn, path| save_tx(conn, path, session, expected, Some(&lease)))
             .await
     }
+}
+
+/// [`SessionStore::acquire_lease_queued`] in one `BEGIN IMMEDIATE` transaction;
+/// without a `ticket_ttl` (plain `try_acquire_lease`) the caller draws no ticket.
+fn take_in_turn(
+    conn: &mut Connection,
+    path: &Path,
+    id: String,
+    holder: String,
+    ttl: Duration,
+    ticket: Option<u64>,
+    ticket_ttl: Option<Duration>,
+) -> Result<QueuedAttempt, StoreError> {
+    let now = now_ms();
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let at = |d: Duration| i64::try_from(now.saturating_add(ms(d))).unwrap_or(i64::MAX);
+    let now_i = to_i64(path, now)?;
+    let ticket_i = ticket.map(|t| to_i64(path, t)).transpose()?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| backend(path, "starting a lease acquisition", e))?;
+    let q = |e| backend(path, "keeping the lease queue", e);
+    tx.prepare_cached("DELETE FROM agent_lease_queue WHERE id = ?1 AND expires_ms <= ?2")
+        .and_then(|mut s| s.execute(params![id, now_i]))
+        .map_err(q)?;
+    if let (Some(t), Some(live)) = (ticket_i, ticket_ttl) {
+        tx.prepare_cached(
+            "INSERT INTO agent_lease_queue (id, ticket, expires_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (id, ticket) DO UPDATE SET expires_ms = excluded.expires_ms",
+        )
+        .and_then(|mut s| s.execute(params![id, t, at(live)]))
+        .map_err(q)?;
+    }
+    let head: Option<i64> = tx
+        .prepare_cached("SELECT min(ticket) FROM agent_lease_queue WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
+        .map_err(q)?;
+    let held: Option<(String, i64)> = tx
+        .prepare_cached("SELECT holder, expires_ms FROM agent_leases WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
+        .map_err(|e| backend(path, "reading a lease", e))?;
+    let busy = held.filter(|(_, expires_ms)| *expires_ms > now_i);
+    if busy.is_none() && (head.is_none() || head == ticket_i) {
+        let token: u64 = tx
+            .prepare_cached(
+                "UPDATE agent_lease_tokens SET last = last + 1 WHERE only = 1 RETURNING last",
+            )
+            .and_then(|mut s| s.query_row([], |r| get_u64(r, 0)))
+            .map_err(|e| backend(path, "drawing a fencing token", e))?;
+        let token_i = to_i64(path, token)?;
+        tx.prepare_cached(
+            "INSERT INTO agent_leases (id, holder, token, expires_ms) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, \
+             token = excluded.token, expires_ms = excluded.expires_ms",
+        )
+        .and_then(|mut s| s.execute(params![id, holder, token_i, at(ttl)]))
+        .map_err(|e| backend(path, "taking a lease", e))?;
+        if let Some(t) = ticket_i {
+            tx.prepare_cached("DELETE FROM agent_lease_queue WHERE id = ?1 AND ticket = ?2")
+                .and_then(|mut s| s.execute(params![id, t]))
+                .map_err(q)?;
+        }
+        tx.commit()
+            .map_err(|e| backend(path, "committing a lease", e))?;
+        return Ok(QueuedAttempt::Acquired(Lease {
+            session_id: id,
+            holder,
+            token,
+            ttl,
+        }));
+    }
+    let mine = match (ticket_i, ticket_ttl) {
+        (Some(t), _) => Some(t),
+        (None, Some(live)) => {
+            // Tickets come from the fencing tokens' counter: it only grows.
+            let t: i64 = tx
+                .prepare_cached(
+                    "UPDATE agent_lease_tokens SET last = last + 1 WHERE only = 1 RETURNING last",
+                )
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .map_err(|e| backend(path, "drawing a ticket", e))?;
+            tx.prepare_cached(
+                "INSERT INTO agent_lease_queue (id, ticket, expires_ms) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![id, t, at(live)]))
+            .map_err(q)?;
+            Some(t)
+        }
+        (None, None) => None,
+    };
+    let ahead: i64 = tx
+        .prepare_cached(
+            "SELECT count(*) FROM agent_lease_queue WHERE id = ?1 AND ticket < coalesce(?2, 9223372036854775807)",
+        )
+        .and_then(|mut s| s.query_row(params![id, mine], |r| r.get(0)))
+        .map_err(q)?;
+    tx.commit()
+        .map_err(|e| backend(path, "committing the lease queue", e))?;
+    let (holder, expires_in) = match busy {
+        Some((h, expires_ms)) => (
+            h,
+            Duration::from_millis(u64::try_from(expires_ms - now_i).unwrap_or(0)),
+        ),
+        None => (String::new(), Duration::ZERO),
+    };
+    Ok(QueuedAttempt::Waiting {
+        ticket: mine.and_then(|t| u64::try_from(t).ok()),
+        ahead: u64::try_from(ahead).unwrap_or(0),
+        holder,
+        expires_in,
+    })
 }
 
 /// The session's current lease token, if it has a lease row.

@@ -368,6 +368,7 @@ fn agent_error_type(e: &AgentError) -> &'static str {
             ProviderError::Timeout(_) => "timeout",
             ProviderError::InvalidResponse(_) => "invalid_response",
             ProviderError::Other(_) => "_OTHER",
+            ProviderError::EmptyAnswer(_) => "empty_answer",
         },
         AgentError::MalformedModelOutput { .. } => "malformed_model_output",
         AgentError::TurnTimeout { .. } => "timeout",

@@ -54,6 +54,7 @@ use serde_json::json;
 use crate::common::{Booking, Concierge, booking_flow};
 
 pub mod compat;
+pub mod fair;
 pub mod journal;
 pub mod lease;
 

@@ -42,7 +42,9 @@ const TRANSIENT_MESSAGES: [&str; 7] = [
 /// - timeouts reported by the API or the transport: messages containing `timeout` or
 ///   `timed out`, and [`ProviderError::Timeout`] returned by a provider (the server did
 ///   not answer within the provider's own [timeouts](crate::timeouts));
-/// - HTTP 408, 429 and every 5xx (including 529 Overloaded).
+/// - HTTP 408, 429 and every 5xx (including 529 Overloaded);
+/// - an empty answer ([`ProviderError::EmptyAnswer`]: a 200 without a choice, or with
+///   one that has neither text nor a tool call), like a 5xx.
 ///
 /// Not retryable:
 /// - HTTP 400, 401, 403 and 404, whatever their message says;
@@ -62,6 +64,7 @@ pub fn is_retryable(error: &ProviderError) -> bool {
         },
         ProviderError::Network(_) => true,
         ProviderError::Timeout(_) => true,
+        ProviderError::EmptyAnswer(_) => true,
         ProviderError::InvalidResponse(m) | ProviderError::Other(m) => transient_message(m),
     }
 }
@@ -122,6 +125,13 @@ mod tests {
             "not JSON".into()
         )));
         assert!(!is_retryable(&ProviderError::Other("bad schema".into())));
+    }
+
+    #[test]
+    fn an_empty_answer_is_transient_like_a_5xx() {
+        assert!(is_retryable(&ProviderError::EmptyAnswer(
+            "no text and no tool call".into()
+        )));
     }
 
     #[test]

@@ -73,11 +73,24 @@ impl ResilienceError {
 
 impl From<ResilienceError> for ProviderError {
     /// Through the engine's `Provider` trait: a total timeout is
-    /// [`ProviderError::Timeout`]; exhaustion is [`ProviderError::Other`] listing every
-    /// attempt. Use [`Resilient::call`](super::Resilient::call) for the typed error.
+    /// [`ProviderError::Timeout`]; exhaustion where every attempt came back empty is
+    /// [`ProviderError::EmptyAnswer`], any other exhaustion [`ProviderError::Other`],
+    /// each listing every attempt. Use [`Resilient::call`](super::Resilient::call) for
+    /// the typed error.
     fn from(e: ResilienceError) -> Self {
         match e {
             ResilienceError::Timeout(t) => ProviderError::Timeout(t.limit),
+            ResilienceError::Exhausted { attempts }
+                if !attempts.is_empty()
+                    && attempts
+                        .iter()
+                        .all(|a| matches!(a.error, ProviderError::EmptyAnswer(_))) =>
+            {
+                ProviderError::EmptyAnswer(format!(
+                    "every attempt: {}",
+                    summary::grouped(&attempts)
+                ))
+            }
             other => ProviderError::Other(other.to_string()),
         }
     }

@@ -186,7 +186,9 @@ impl<W: Vendor> Client<W> {
             .call(async {
                 let body = self.body(req, false)?;
                 let resp = self.transport.post(&self.url, body).await?;
-                self.vendor.parse(req, &http::body(resp).await?)
+                self.vendor
+                    .parse(req, &http::body(resp).await?)
+                    .and_then(answered)
             })
             .await
     }
@@ -241,7 +243,8 @@ pub(crate) fn body_error<W: Vendor>(v: &Value) -> ProviderError {
     }
 }
 
-/// An answer without its answer: the error it carries, or `what` is missing from it.
+/// An answer without its answer: the error it carries, or `what` is missing from it
+/// (an empty answer, retried like a 5xx).
 pub(crate) fn no_answer<W: Vendor>(
     error: Option<&Value>,
     what: &str,
@@ -249,11 +252,28 @@ pub(crate) fn no_answer<W: Vendor>(
 ) -> ProviderError {
     match error {
         Some(e) => body_error::<W>(e),
-        None => ProviderError::InvalidResponse(format!(
+        None => ProviderError::EmptyAnswer(format!(
             "{what}: {}",
             http::snippet(&String::from_utf8_lossy(bytes))
         )),
     }
+}
+
+/// A decoded answer, unless it is empty: no text (or only whitespace) and no tool
+/// call, which is [`ProviderError::EmptyAnswer`]. An answer stopped by the vendor's
+/// content filter stays an answer (its finish reason says why it is empty; asking
+/// again would not change it).
+pub(crate) fn answered(r: ModelResponse) -> Result<ModelResponse, ProviderError> {
+    if r.content.trim().is_empty()
+        && r.tool_calls.is_empty()
+        && r.finish != agent_core::provider::FinishReason::ContentFilter
+    {
+        return Err(ProviderError::EmptyAnswer(format!(
+            "no text and no tool call (finish reason {:?}, {} output tokens)",
+            r.finish, r.usage.output_tokens
+        )));
+    }
+    Ok(r)
 }
 
 /// The end of a stream that closed before the vendor's end marker (`missing` names it):

@@ -21,24 +21,33 @@
 //!   server's `synchronous_commit` makes it.
 //! - Session leases (see [`crate::store`]) are rows of `{table}_leases`, expiring by
 //!   the server's clock (so agent machines' clocks do not matter); fencing tokens
-//!   come from the sequence `{table}_lease_tokens`. Taking a lease is one
-//!   `INSERT … ON CONFLICT DO UPDATE … WHERE expired`; `save_leased` is one statement
+//!   come from the sequence `{table}_lease_tokens`. `save_leased` is one statement
 //!   that locks the lease row `FOR SHARE` with the expected token and only then runs
 //!   the compare-and-swap, so a lease taken over at the same moment either waits for
 //!   the save or makes it fail. Renewals and releases commit without waiting for the
 //!   disk (one connection with `synchronous_commit = off`): losing one in a server
-//!   crash only moves the lease's end, which fencing makes safe.
+//!   crash only moves the lease's end, which fencing makes safe. Taking a lease is
+//!   the function `{table}_lease_take`, serialized per session by an advisory lock:
+//!   waiters queue in `{table}_lease_queue` (a row per ticket, first come, first
+//!   served; see [`SessionStore::acquire_lease_queued`]).
 //! - The once-tool journal is the table `{table}_journal`,
 //!   primary key `(session_id, call_key)`: the intent is an `INSERT … ON CONFLICT DO
 //!   NOTHING` (exactly one writer wins; the others read the record), the result an
 //!   upsert of its `result` column, both committed synchronously. Rows go with their
 //!   session (`delete`) and by age of their intent (`prune`).
+//! - Session ids (see [`crate::store::check_session_id`]) are the rows' keys, except
+//!   an id longer than [`HASHED_ABOVE_BYTES`] (2560) bytes: an index row holds at
+//!   most 2704 bytes, so such a session is keyed by `\u{1}sha256:` and the id's
+//!   SHA-256 in hex in every table, and the id itself is kept in the sessions' column
+//!   `long_id` (added to an existing table on connect), which `list` returns.
+//! - Errors carry the server's cause: SQLSTATE, message, detail and hint.
 //! - Plain TCP (no TLS): keep the server on a private network or a local socket
 //!   proxy.
 //!
 //! Calls are spread over a few connections (each pipelines concurrent queries); a
 //! connection that broke is replaced on the next call.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -48,7 +57,8 @@ use tokio_postgres::{Client, Config, NoTls};
 
 use self::sql::Conn;
 use super::{
-    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost,
+    HASHED_ABOVE_BYTES, JournalBegin, Lease, LeaseAttempt, QueuedAttempt, SessionInfo,
+    SessionStore, StoredSession, lease_lost,
 };
 use crate::error::StoreError;
 
@@ -122,6 +132,67 @@ fn backend(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("PostgreSQL store: {what} failed: {e}"))
 }
 
+/// A client or server error with its cause: for an error the server reported, its
+/// SQLSTATE, message, detail and hint (the client error's own text is only "db
+/// error"); otherwise the client error and the chain of its sources.
+fn db(what: &str, e: tokio_postgres::Error) -> StoreError {
+    backend(what, cause(&e))
+}
+
+pub(super) fn cause(e: &tokio_postgres::Error) -> String {
+    if let Some(d) = e.as_db_error() {
+        let mut s = format!(
+            "{} SQLSTATE {}: {}",
+            d.severity(),
+            d.code().code(),
+            d.message()
+        );
+        if let Some(detail) = d.detail() {
+            s.push_str(&format!("; detail: {detail}"));
+        }
+        if let Some(hint) = d.hint() {
+            s.push_str(&format!("; hint: {hint}"));
+        }
+        return s;
+    }
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(c) = source {
+        s.push_str(&format!(": {c}"));
+        source = c.source();
+    }
+    s
+}
+
+/// The key of session `id` in the store's tables: the id itself, or, for an id longer
+/// than [`HASHED_ABOVE_BYTES`] bytes, `\u{1}sha256:` and the id's SHA-256 in hex (the
+/// id is kept beside it, in the column `long_id`). An index row of PostgreSQL holds
+/// at most 2704 bytes; no valid id contains U+0001, so a hashed key is never another
+/// id's.
+fn row_key(id: &str) -> Cow<'_, str> {
+    if id.len() <= HASHED_ABOVE_BYTES {
+        return Cow::Borrowed(id);
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    let mut k = String::with_capacity(HASHED_PREFIX.len() + 64);
+    k.push_str(HASHED_PREFIX);
+    for b in digest.iter() {
+        k.push(char::from(HEX[usize::from(b >> 4)]));
+        k.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    Cow::Owned(k)
+}
+
+/// The start of a hashed key (U+0001 is a control character, which no valid id has).
+const HASHED_PREFIX: &str = "\u{1}sha256:";
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The `long_id` column of a session row: the id when its key is a hash.
+fn long_id(id: &str) -> Option<&str> {
+    (id.len() > HASHED_ABOVE_BYTES).then_some(id)
+}
+
 fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
     i64::try_from(v).map_err(|_| backend(what, format!("{v} does not fit a BIGINT")))
 }
@@ -154,7 +225,7 @@ impl PostgresStore {
             )));
         }
         let config: Config = url.parse().map_err(|e| {
-            backend(
+            db(
                 "parsing the URL (expected postgres://user:password@host:port/dbname)",
                 e,
             )
@@ -177,7 +248,7 @@ impl PostgresStore {
         client
             .batch_execute(&sql::schema(t))
             .await
-            .map_err(|e| backend(&format!("creating table `{t}`"), e))?;
+            .map_err(|e| db(&format!("creating table `{t}`"), e))?;
         let conn = store.prepare(client).await?;
         if let Some(slot) = store.inner.slots.first() {
             *slot.lock().await = Some(Arc::new(conn));
@@ -192,7 +263,7 @@ impl PostgresStore {
 
     async fn raw_connect(&self) -> Result<Client, StoreError> {
         let (client, connection) = self.inner.config.connect(NoTls).await.map_err(|e| {
-            backend(
+            db(
                 "connecting (check the URL, that the server runs and accepts TCP connections without TLS)",
                 e,
             )
@@ -221,7 +292,7 @@ impl PostgresStore {
         client
             .batch_execute("SET synchronous_commit = off")
             .await
-            .map_err(|e| backend("configuring the lease connection", e))?;
+            .map_err(|e| db("configuring the lease connection", e))?;
         let c = Arc::new(self.prepare(client).await?);
         *slot = Some(c.clone());
         Ok(c)
@@ -253,17 +324,15 @@ impl SessionStore for PostgresStore {
         let c = self.conn().await?;
         let row = c
             .client
-            .query_opt(&c.load, &[&id])
+            .query_opt(&c.load, &[&row_key(id)])
             .await
-            .map_err(|e| backend("loading a session", e))?;
+            .map_err(|e| db("loading a session", e))?;
         let Some(row) = row else {
             return Ok(None);
         };
-        let version: i64 = row.try_get(0).map_err(|e| backend("reading version", e))?;
-        let updated_ms: i64 = row
-            .try_get(1)
-            .map_err(|e| backend("reading updated_ms", e))?;
-        let bytes: Vec<u8> = row.try_get(2).map_err(|e| backend("reading bytes", e))?;
+        let version: i64 = row.try_get(0).map_err(|e| db("reading version", e))?;
+        let updated_ms: i64 = row.try_get(1).map_err(|e| db("reading updated_ms", e))?;
+        let bytes: Vec<u8> = row.try_get(2).map_err(|e| db("reading bytes", e))?;
         Ok(Some(StoredSession {
             id: id.to_owned(),
             version: to_u64("loading a session", version)?,
@@ -280,13 +349,13 @@ impl SessionStore for PostgresStore {
         let c = self.conn().await?;
         let n = c
             .client
-            .execute(&c.delete, &[&id])
+            .execute(&c.delete, &[&row_key(id)])
             .await
-            .map_err(|e| backend("deleting a session", e))?;
+            .map_err(|e| db("deleting a session", e))?;
         c.client
-            .execute(&c.journal_delete, &[&id])
+            .execute(&c.journal_delete, &[&row_key(id)])
             .await
-            .map_err(|e| backend("deleting a session's tool journal", e))?;
+            .map_err(|e| db("deleting a session's tool journal", e))?;
         Ok(n > 0)
     }
 
@@ -296,12 +365,12 @@ impl SessionStore for PostgresStore {
             .client
             .query(&c.list, &[])
             .await
-            .map_err(|e| backend("listing sessions", e))?;
+            .map_err(|e| db("listing sessions", e))?;
         rows.iter()
             .map(|r| {
-                let id: String = r.try_get(0).map_err(|e| backend("reading id", e))?;
-                let version: i64 = r.try_get(1).map_err(|e| backend("reading version", e))?;
-                let updated_ms: i64 = r.try_get(2).map_err(|e| backend("reading updated_ms", e))?;
+                let id: String = r.try_get(0).map_err(|e| db("reading id", e))?;
+                let version: i64 = r.try_get(1).map_err(|e| db("reading version", e))?;
+                let updated_ms: i64 = r.try_get(2).map_err(|e| db("reading updated_ms", e))?;
                 Ok(SessionInfo {
                     id,
                     version: to_u64("listing sessions", version)?,
@@ -319,17 +388,21 @@ impl SessionStore for PostgresStore {
             .client
             .execute(&c.prune, &[&cutoff])
             .await
-            .map_err(|e| backend("pruning sessions", e))?;
+            .map_err(|e| db("pruning sessions", e))?;
         // Expired leases of sessions that are gone (tokens never repeat: they come
         // from the sequence).
         c.client
             .execute(&c.prune_leases, &[])
             .await
-            .map_err(|e| backend("pruning leases", e))?;
+            .map_err(|e| db("pruning leases", e))?;
+        c.client
+            .execute(&c.prune_queue, &[])
+            .await
+            .map_err(|e| db("pruning the lease queue", e))?;
         c.client
             .execute(&c.journal_prune, &[&cutoff])
             .await
-            .map_err(|e| backend("pruning the tool journal", e))?;
+            .map_err(|e| db("pruning the tool journal", e))?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
@@ -349,12 +422,13 @@ impl SessionStore for PostgresStore {
         now_ms: u64,
     ) -> Result<JournalBegin, StoreError> {
         let c = self.conn().await?;
+        let session_id = row_key(session_id);
         let now = to_i64("journaling a tool call's intent", now_ms)?;
         let n = c
             .client
             .execute(&c.journal_intent, &[&session_id, &key, &tool, &now])
             .await
-            .map_err(|e| backend("journaling a tool call's intent", e))?;
+            .map_err(|e| db("journaling a tool call's intent", e))?;
         if n == 1 {
             return Ok(JournalBegin::Started);
         }
@@ -363,11 +437,9 @@ impl SessionStore for PostgresStore {
             .client
             .query_one(&c.journal_get, &[&session_id, &key])
             .await
-            .map_err(|e| backend("reading a tool call's journal record", e))?;
-        let intent_ms: i64 = row
-            .try_get(0)
-            .map_err(|e| backend("reading intent_ms", e))?;
-        let result: Option<Vec<u8>> = row.try_get(1).map_err(|e| backend("reading result", e))?;
+            .map_err(|e| db("reading a tool call's journal record", e))?;
+        let intent_ms: i64 = row.try_get(0).map_err(|e| db("reading intent_ms", e))?;
+        let result: Option<Vec<u8>> = row.try_get(1).map_err(|e| db("reading result", e))?;
         Ok(match result {
             Some(bytes) => JournalBegin::Done(bytes),
             None => JournalBegin::Pending {
@@ -383,11 +455,12 @@ impl SessionStore for PostgresStore {
         result: &[u8],
     ) -> Result<(), StoreError> {
         let c = self.conn().await?;
+        let session_id = row_key(session_id);
         let now = to_i64("journaling a tool call's result", super::now_ms())?;
         c.client
             .execute(&c.journal_result, &[&session_id, &key, &now, &result])
             .await
-            .map_err(|e| backend("journaling a tool call's result", e))?;
+            .map_err(|e| db("journaling a tool call's result", e))?;
         Ok(())
     }
 
@@ -397,41 +470,37 @@ impl SessionStore for PostgresStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
-        let c = self.conn().await?;
-        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 4);
-        let row = c
-            .client
-            .query_opt(&c.acquire, &[&id, &holder, &ttl_ms])
-            .await
-            .map_err(|e| backend("taking a lease", e))?;
-        if let Some(row) = row {
-            let token: i64 = row.try_get(0).map_err(|e| backend("reading a token", e))?;
-            return Ok(LeaseAttempt::Acquired(Lease {
-                session_id: id.to_owned(),
-                holder: holder.to_owned(),
-                token: to_u64("taking a lease", token)?,
-                ttl,
-            }));
-        }
-        let row = c
-            .client
-            .query_opt(&c.lease_holder, &[&id])
-            .await
-            .map_err(|e| backend("reading a lease", e))?;
-        // Released in between: busy for no time, the next attempt takes it.
-        let (holder, left) = match row {
-            Some(r) => (
-                r.try_get::<_, String>(0)
-                    .map_err(|e| backend("reading a lease", e))?,
-                r.try_get::<_, i64>(1)
-                    .map_err(|e| backend("reading a lease", e))?,
-            ),
-            None => (String::new(), 0),
-        };
-        Ok(LeaseAttempt::Busy {
-            holder,
-            expires_in: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+        Ok(match self.take(id, holder, ttl, None, None).await? {
+            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
+            QueuedAttempt::Waiting {
+                holder, expires_in, ..
+            } => LeaseAttempt::Busy { holder, expires_in },
         })
+    }
+
+    fn supports_lease_queue(&self) -> bool {
+        true
+    }
+
+    async fn acquire_lease_queued(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Duration,
+    ) -> Result<QueuedAttempt, StoreError> {
+        self.take(id, holder, ttl, ticket, Some(ticket_ttl)).await
+    }
+
+    async fn leave_lease_queue(&self, id: &str, ticket: u64) -> Result<(), StoreError> {
+        let c = self.lease_conn().await?;
+        let ticket = to_i64("leaving the lease queue", ticket)?;
+        c.client
+            .execute(&c.leave_queue, &[&row_key(id), &ticket])
+            .await
+            .map_err(|e| db("leaving the lease queue", e))?;
+        Ok(())
     }
 
     async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {
@@ -440,9 +509,9 @@ impl SessionStore for PostgresStore {
         let ttl_ms = i64::try_from(lease.ttl.as_millis()).unwrap_or(i64::MAX / 4);
         let n = c
             .client
-            .execute(&c.renew, &[&lease.session_id, &token, &ttl_ms])
+            .execute(&c.renew, &[&row_key(&lease.session_id), &token, &ttl_ms])
             .await
-            .map_err(|e| backend("renewing a lease", e))?;
+            .map_err(|e| db("renewing a lease", e))?;
         if n == 1 {
             return Ok(());
         }
@@ -455,9 +524,9 @@ impl SessionStore for PostgresStore {
         let token = to_i64("releasing a lease", lease.token)?;
         let n = c
             .client
-            .execute(&c.release, &[&lease.session_id, &token])
+            .execute(&c.release, &[&row_key(&lease.session_id), &token])
             .await
-            .map_err(|e| backend("releasing a lease", e))?;
+            .map_err(|e| db("releasing a lease", e))?;
         Ok(n > 0)
     }
 
@@ -475,14 +544,65 @@ impl SessionStore for PostgresStore {
 }
 
 impl PostgresStore {
+    /// The function `{table}_lease_take` (see `sql.rs`); without a `ticket_ttl`
+    /// (plain `try_acquire_lease`) the caller draws no ticket.
+    async fn take(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Option<Duration>,
+    ) -> Result<QueuedAttempt, StoreError> {
+        let c = self.conn().await?;
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4);
+        let ticket_i = ticket.map(|t| to_i64("taking a lease", t)).transpose()?;
+        let row = c
+            .client
+            .query_one(
+                &c.acquire,
+                &[
+                    &row_key(id),
+                    &holder,
+                    &ms(ttl),
+                    &ticket_i,
+                    &ms(ticket_ttl.unwrap_or_default()),
+                    &ticket_ttl.is_some(),
+                ],
+            )
+            .await
+            .map_err(|e| db("taking a lease", e))?;
+        let read = |e| db("reading a lease", e);
+        let acquired: bool = row.try_get(0).map_err(read)?;
+        if acquired {
+            let token: i64 = row.try_get(1).map_err(read)?;
+            return Ok(QueuedAttempt::Acquired(Lease {
+                session_id: id.to_owned(),
+                holder: holder.to_owned(),
+                token: to_u64("taking a lease", token)?,
+                ttl,
+            }));
+        }
+        let mine: Option<i64> = row.try_get(2).map_err(read)?;
+        let ahead: i64 = row.try_get(3).map_err(read)?;
+        let busy: String = row.try_get(4).map_err(read)?;
+        let left: i64 = row.try_get(5).map_err(read)?;
+        Ok(QueuedAttempt::Waiting {
+            ticket: mine.map(|t| to_u64("taking a lease", t)).transpose()?,
+            ahead: u64::try_from(ahead).unwrap_or(0),
+            holder: busy,
+            expires_in: Duration::from_millis(u64::try_from(left).unwrap_or(0)),
+        })
+    }
+
     async fn current_token(&self, c: &Conn, id: &str) -> Result<Option<u64>, StoreError> {
         c.client
-            .query_opt(&c.lease_token, &[&id])
+            .query_opt(&c.lease_token, &[&row_key(id)])
             .await
-            .map_err(|e| backend("reading a lease token", e))?
+            .map_err(|e| db("reading a lease token", e))?
             .map(|r| r.try_get::<_, i64>(0))
             .transpose()
-            .map_err(|e| backend("reading a lease token", e))?
+            .map_err(|e| db("reading a lease token", e))?
             .map(|t| to_u64("reading a lease token", t))
             .transpose()
     }
@@ -502,16 +622,20 @@ impl PostgresStore {
             .map(|l| to_i64("saving a session", l.token))
             .transpose()?;
         let expected_i = to_i64("saving a session", expected)?;
-        let (id, bytes) = (&session.id, &session.bytes);
+        let (id, bytes) = (&row_key(&session.id), &session.bytes);
+        let long = long_id(&session.id);
         let changed = match (expected, &token) {
             (0, None) => {
                 c.client
-                    .execute(&c.insert, &[id, &version, &updated_ms, bytes])
+                    .execute(&c.insert, &[id, &version, &updated_ms, bytes, &long])
                     .await
             }
             (0, Some(t)) => {
                 c.client
-                    .execute(&c.insert_leased, &[id, &version, &updated_ms, bytes, t])
+                    .execute(
+                        &c.insert_leased,
+                        &[id, &version, &updated_ms, bytes, t, &long],
+                    )
                     .await
             }
             (_, None) => {
@@ -528,7 +652,7 @@ impl PostgresStore {
                     .await
             }
         }
-        .map_err(|e| backend("saving a session", e))?;
+        .map_err(|e| db("saving a session", e))?;
         if changed == 1 {
             return Ok(());
         }
@@ -540,12 +664,12 @@ impl PostgresStore {
         }
         let found = c
             .client
-            .query_opt(&c.version, &[&session.id])
+            .query_opt(&c.version, &[id])
             .await
-            .map_err(|e| backend("reading the conflicting version", e))?
+            .map_err(|e| db("reading the conflicting version", e))?
             .map(|r| r.try_get::<_, i64>(0))
             .transpose()
-            .map_err(|e| backend("reading the conflicting version", e))?
+            .map_err(|e| db("reading the conflicting version", e))?
             .unwrap_or(0);
         Err(StoreError::Conflict {
             session_id: session.id,

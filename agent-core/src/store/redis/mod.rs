@@ -18,7 +18,11 @@
 //!
 //! A session lease (see [`crate::store`]) is the key `{prefix}lease:{id}` (the
 //! holder's name, with a `PX` expiry kept by the server), and its fencing token the
-//! key `{prefix}fence:{id}`; tokens come from `INCR {prefix}fences`. Taking,
+//! key `{prefix}fence:{id}`; tokens come from `INCR {prefix}fences`. Waiters for a
+//! lease queue first come, first served (see
+//! [`SessionStore::acquire_lease_queued`]): their tickets (drawn from the same
+//! counter) are the sorted set `{prefix}queue:{id}`, each ticket's expiry a field of
+//! the hash `{prefix}queue-exp:{id}`. Taking,
 //! renewing and releasing are scripts; the leased save script compares the fence
 //! with the saver's token before the compare-and-swap.
 //!
@@ -54,10 +58,12 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
 
 use self::scripts::{
-    ACQUIRE, DELETE, JOURNAL_BEGIN, PRUNE, PRUNE_JOURNALS, RELEASE, RENEW, SAVE, SAVE_LEASED,
+    ACQUIRE, DELETE, JOURNAL_BEGIN, LEAVE_QUEUE, PRUNE, PRUNE_JOURNALS, RELEASE, RENEW, SAVE,
+    SAVE_LEASED,
 };
 use super::{
-    JournalBegin, Lease, LeaseAttempt, SessionInfo, SessionStore, StoredSession, lease_lost,
+    JournalBegin, Lease, LeaseAttempt, QueuedAttempt, SessionInfo, SessionStore, StoredSession,
+    lease_lost,
 };
 use crate::error::StoreError;
 
@@ -108,6 +114,7 @@ struct Inner {
     acquire: Script,
     renew: Script,
     release: Script,
+    leave_queue: Script,
     fences: String,
     journals: String,
     journal_begin: Script,
@@ -175,6 +182,7 @@ impl RedisStore {
                 acquire: Script::new(ACQUIRE),
                 renew: Script::new(RENEW),
                 release: Script::new(RELEASE),
+                leave_queue: Script::new(LEAVE_QUEUE),
             }),
         };
         // Fail now, not on the first turn, if the server cannot be reached.
@@ -197,6 +205,14 @@ impl RedisStore {
 
     fn fence_key(&self, id: &str) -> String {
         format!("{}fence:{id}", self.inner.prefix)
+    }
+
+    fn queue_key(&self, id: &str) -> String {
+        format!("{}queue:{id}", self.inner.prefix)
+    }
+
+    fn queue_expiry_key(&self, id: &str) -> String {
+        format!("{}queue-exp:{id}", self.inner.prefix)
     }
 
     fn journal_key(&self, id: &str) -> String {
@@ -224,6 +240,54 @@ impl RedisStore {
             .map_err(|e| backend("connecting (check the URL and that the server runs)", e))?;
         *slot = Some(c.clone());
         Ok(c)
+    }
+
+    /// The acquire script (see `scripts.rs`); without a `ticket_ttl` (plain
+    /// `try_acquire_lease`) the caller draws no ticket.
+    async fn take(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Option<Duration>,
+    ) -> Result<QueuedAttempt, StoreError> {
+        let mut c = self.conn().await?;
+        let got: redis::RedisResult<(i64, String, i64, i64, i64)> = self
+            .inner
+            .acquire
+            .key(self.lease_key(id))
+            .key(self.fence_key(id))
+            .key(&self.inner.fences)
+            .key(self.queue_key(id))
+            .key(self.queue_expiry_key(id))
+            .arg(holder)
+            .arg(ttl_ms(ttl))
+            .arg(ticket.map(|t| t.to_string()).unwrap_or_default())
+            .arg(ticket_ttl.map_or(0, ttl_ms))
+            .arg(if ticket_ttl.is_some() { "1" } else { "0" })
+            .invoke_async(&mut c)
+            .await;
+        let (taken, who, n, mine, ahead) = match got {
+            Ok(t) => t,
+            Err(e) => return Err(self.fail("taking a lease", e).await),
+        };
+        if taken == 1 {
+            return Ok(QueuedAttempt::Acquired(Lease {
+                session_id: id.to_owned(),
+                holder: holder.to_owned(),
+                token: u64::try_from(n)
+                    .map_err(|_| backend("taking a lease", format!("token {n}")))?,
+                ttl,
+            }));
+        }
+        Ok(QueuedAttempt::Waiting {
+            ticket: u64::try_from(mine).ok().filter(|t| *t > 0),
+            ahead: u64::try_from(ahead).unwrap_or(0),
+            holder: who,
+            // PTTL is -1 for a key without expiry (written by something else).
+            expires_in: Duration::from_millis(u64::try_from(n).unwrap_or(0)),
+        })
     }
 
     /// Map an error; a broken connection is dropped so the next call reconnects.
@@ -460,36 +524,43 @@ impl SessionStore for RedisStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
+        Ok(match self.take(id, holder, ttl, None, None).await? {
+            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
+            QueuedAttempt::Waiting {
+                holder, expires_in, ..
+            } => LeaseAttempt::Busy { holder, expires_in },
+        })
+    }
+
+    fn supports_lease_queue(&self) -> bool {
+        true
+    }
+
+    async fn acquire_lease_queued(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        ticket: Option<u64>,
+        ticket_ttl: Duration,
+    ) -> Result<QueuedAttempt, StoreError> {
+        self.take(id, holder, ttl, ticket, Some(ticket_ttl)).await
+    }
+
+    async fn leave_lease_queue(&self, id: &str, ticket: u64) -> Result<(), StoreError> {
         let mut c = self.conn().await?;
-        let ttl_ms = ttl_ms(ttl);
-        let got: redis::RedisResult<(i64, String, i64)> = self
+        let got: redis::RedisResult<i64> = self
             .inner
-            .acquire
-            .key(self.lease_key(id))
-            .key(self.fence_key(id))
-            .key(&self.inner.fences)
-            .arg(holder)
-            .arg(ttl_ms)
+            .leave_queue
+            .key(self.queue_key(id))
+            .key(self.queue_expiry_key(id))
+            .arg(ticket.to_string())
             .invoke_async(&mut c)
             .await;
-        let (taken, who, n) = match got {
-            Ok(t) => t,
-            Err(e) => return Err(self.fail("taking a lease", e).await),
-        };
-        if taken == 1 {
-            return Ok(LeaseAttempt::Acquired(Lease {
-                session_id: id.to_owned(),
-                holder: holder.to_owned(),
-                token: u64::try_from(n)
-                    .map_err(|_| backend("taking a lease", format!("token {n}")))?,
-                ttl,
-            }));
+        match got {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.fail("leaving the lease queue", e).await),
         }
-        Ok(LeaseAttempt::Busy {
-            holder: who,
-            // PTTL is -1 for a key without expiry (written by something else).
-            expires_in: Duration::from_millis(u64::try_from(n).unwrap_or(0)),
-        })
     }
 
     async fn renew_lease(&self, lease: &Lease) -> Result<(), StoreError> {

@@ -76,15 +76,65 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
 return {1, cur}
 ";
 
-/// KEYS: lease, fence, token counter. ARGV: holder, ttl ms.
-/// Returns {1, '', token} when taken, {0, holder, ms left} when held.
+/// KEYS: lease, fence, token counter, queue (sorted set of tickets, scored by
+/// ticket), queue expiries (hash: ticket -> expiry ms). ARGV: holder, ttl ms, ticket
+/// (`''`: none), ticket ttl ms, enqueue (`1` to draw a ticket when waiting).
+/// Returns {1, '', token, 0, 0} when taken, {0, holder or '', ms left, ticket or 0,
+/// ahead} when waiting. Tickets come from the token counter (it only grows).
 pub(super) const ACQUIRE: &str = r"
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local live = tonumber(ARGV[4])
+for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  local e = tonumber(redis.call('HGET', KEYS[5], m) or '0')
+  if e <= now then
+    redis.call('ZREM', KEYS[4], m)
+    redis.call('HDEL', KEYS[5], m)
+  end
+end
+local mine = ARGV[3]
+if mine ~= '' then
+  redis.call('ZADD', KEYS[4], tonumber(mine), mine)
+  redis.call('HSET', KEYS[5], mine, now + live)
+end
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 local h = redis.call('GET', KEYS[1])
-if h then return {0, h, redis.call('PTTL', KEYS[1])} end
-local t = redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('SET', KEYS[2], t)
-return {1, '', t}
+if (not h) and ((not head) or head == mine) then
+  local t = redis.call('INCR', KEYS[3])
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], t)
+  if mine ~= '' then
+    redis.call('ZREM', KEYS[4], mine)
+    redis.call('HDEL', KEYS[5], mine)
+  end
+  return {1, '', t, 0, 0}
+end
+if mine == '' and ARGV[5] == '1' then
+  mine = tostring(redis.call('INCR', KEYS[3]))
+  redis.call('ZADD', KEYS[4], tonumber(mine), mine)
+  redis.call('HSET', KEYS[5], mine, now + live)
+end
+local ahead
+if mine == '' then
+  ahead = redis.call('ZCARD', KEYS[4])
+else
+  ahead = redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. mine)
+end
+if live > 0 and redis.call('ZCARD', KEYS[4]) > 0 then
+  redis.call('PEXPIRE', KEYS[4], live + 1000)
+  redis.call('PEXPIRE', KEYS[5], live + 1000)
+end
+local left = 0
+if h then left = redis.call('PTTL', KEYS[1]) else h = '' end
+if mine == '' then mine = '0' end
+return {0, h, left, tonumber(mine), ahead}
+";
+
+/// KEYS: queue, queue expiries. ARGV: ticket. Drops the ticket.
+pub(super) const LEAVE_QUEUE: &str = r"
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
 ";
 
 /// KEYS: lease, fence. ARGV: token, holder, ttl ms. Returns {1, token} when renewed
