@@ -35,7 +35,19 @@ use agent_core::prelude::AgentConfig;
 use serde_json::{Value, json};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-const MODEL: &str = "concierge-under-test";
+const MODEL: &str = "concierge";
+/// The bearer tokens the server under test knows: the chat user's and the operator's.
+const USER: &str = "user-token-under-test";
+const OPERATOR: &str = "operator-token-under-test";
+/// Another user's token.
+const OTHER: &str = "other-token-under-test";
+
+fn tokens() -> server::Tokens {
+    server::Tokens {
+        user: USER.into(),
+        operator: OPERATOR.into(),
+    }
+}
 
 /// The path an env var names, or `None` after saying how to get it (a failure under
 /// `CI=true`).
@@ -64,6 +76,14 @@ fn script(name: &str) -> PathBuf {
 
 /// The server (scripted concierge, bookings wait for approval) on a free port.
 async fn start(provider: Arc<dyn agent_core::provider::Provider>) -> (String, u16) {
+    let (base, port, _) = start_logged(provider).await;
+    (base, port)
+}
+
+/// [`start`] with the lines the server logs.
+async fn start_logged(
+    provider: Arc<dyn agent_core::provider::Provider>,
+) -> (String, u16, Arc<std::sync::Mutex<Vec<String>>>) {
     let agent = Arc::new(
         server::booking_agent_approving(
             provider,
@@ -74,8 +94,15 @@ async fn start(provider: Arc<dyn agent_core::provider::Provider>) -> (String, u1
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
-    (format!("http://127.0.0.1:{port}"), port)
+    let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = lines.clone();
+    let log: server::Log = Arc::new(move |l: &str| {
+        eprintln!("{l}");
+        keep.lock().unwrap().push(l.to_owned());
+    });
+    let app = server::app_with(agent, tokens().auth().user(OTHER, "other"), log).unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://127.0.0.1:{port}"), port, lines)
 }
 
 async fn start_scripted() -> (String, u16) {
@@ -146,7 +173,11 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     };
     let (base, _) = start_scripted().await;
     let mut cmd = Command::new(&python);
-    cmd.arg(script("openai_client.py")).arg(&base);
+    cmd.arg(script("openai_client.py"))
+        .arg(&base)
+        .arg(USER)
+        .arg(OTHER)
+        .arg(OPERATOR);
     let r = run_client(cmd).await;
     println!("openai {}", r["openai_version"]);
 
@@ -240,10 +271,17 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
         json!([{ "id": "call_book", "tool": "book_room", "arguments": { "hotel": "Grand Hotel Porto" } }])
     );
 
-    let bad = &r["bad_request"];
-    assert_eq!(bad["status"], 400, "{bad}");
-    assert_eq!(bad["type"], "invalid_request_error");
-    assert!(bad["message"].as_str().unwrap().contains("user"), "{bad}");
+    // Another user cannot reach the first session.
+    let other = &r["other_user"];
+    assert_eq!(other["status"], 403, "{other}");
+    assert_eq!(other["class"], "PermissionDeniedError", "{other}");
+
+    // A refusal the client does not retry.
+    let e = &r["refusals"]["no_user_message"];
+    assert_eq!(e["status"], 400, "{e}");
+    assert_eq!(e["type"], "invalid_request_error", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("user"), "{e}");
+    assert_eq!(e["requests"], 1, "{e}");
     assert_eq!(r["models"], json!(["concierge"]));
 }
 
@@ -269,16 +307,33 @@ async fn the_agui_client_runs_a_booking_over_agui_events() {
     else {
         return;
     };
-    let (base, _) = start_scripted().await;
+    let (base, _, _) = start_logged(Arc::new(server::Typewriter::new(
+        server::scripted_model(),
+        4,
+        Duration::from_millis(2),
+    )))
+    .await;
     let thread = format!("agui-{}", std::process::id());
     let mut cmd = Command::new(std::env::var("NODE").unwrap_or_else(|_| "node".into()));
     cmd.arg(script("agui_client.cjs"))
         .arg(&base)
         .arg(&thread)
+        .arg(USER)
+        .arg(OPERATOR)
         .env("NODE_PATH", &node_path);
     let r = run_client(cmd).await;
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{r}");
+    // The chat user's resume is refused: only the operator decides.
+    let refused = &r["refused"];
+    assert!(
+        refused["failed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("403"),
+        "{refused}"
+    );
+    assert_eq!(refused["events"], json!([]), "{refused}");
     for run in runs {
         assert_eq!(run["failed"], Value::Null, "the client refused run {run}");
         let events = run["events"].as_array().unwrap();
@@ -470,8 +525,17 @@ impl Answer {
     }
 }
 
-/// One HTTP/1.0 exchange (the answer ends when the server closes).
+/// One HTTP/1.0 exchange (the answer ends when the server closes), with the chat
+/// user's token unless `headers` has an `authorization`.
 async fn http(port: u16, path: &'static str, headers: &[(&str, &str)], body: String) -> Answer {
+    let bearer = format!("Bearer {USER}");
+    let mut headers = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        headers.push(("authorization", &bearer));
+    }
     let headers: String = headers
         .iter()
         .map(|(k, v)| format!("{k}: {v}\r\n"))
@@ -515,7 +579,7 @@ async fn http(port: u16, path: &'static str, headers: &[(&str, &str)], body: Str
 async fn the_chat_completions_route_over_plain_http() {
     let (_, port) = start_scripted().await;
     let chat = |messages: Value, extra: Value| {
-        let mut body = json!({ "model": "m1", "messages": messages });
+        let mut body = json!({ "model": "concierge", "messages": messages });
         if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
             b.extend(e.clone());
         }
@@ -540,7 +604,7 @@ async fn the_chat_completions_route_over_plain_http() {
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.header("x-session-id"), Some("plain-1"));
     let c = a.json();
-    assert_eq!(c["model"], "m1");
+    assert_eq!(c["model"], "concierge");
     assert_eq!(c["agent"]["step"], "confirm", "{c}");
     assert_eq!(c["agent"]["session_id"], "plain-1");
 
@@ -638,7 +702,7 @@ async fn the_chat_completions_route_over_plain_http() {
 async fn a_failing_model_gives_protocol_errors_and_changes_nothing() {
     // No answers scripted: every model call fails.
     let (_, port) = start(Arc::new(agent_core::testing::ScriptedProvider::new())).await;
-    let body = json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] });
+    let body = json!({ "model": "concierge", "messages": [{ "role": "user", "content": "hi" }] });
 
     let a = http(
         port,
@@ -726,8 +790,8 @@ async fn the_agui_route_refuses_what_is_not_a_run() {
             json!({ "threadId": "t1", "runId": "r", "messages": [],
                     "resume": [{ "interruptId": "call_book", "status": "resolved" }] })
             .to_string(),
-            409,
-            "no call",
+            403,
+            "operator",
         ),
     ] {
         let a = http(port, "/agui", &[], body.clone()).await;
@@ -760,10 +824,52 @@ async fn the_agui_route_refuses_what_is_not_a_run() {
         .await;
         assert_eq!(a.status, 200, "{}", a.body);
     }
+    // Another user cannot run on the thread, nor resume it.
+    let other = format!("Bearer {OTHER}");
     let a = http(
         port,
         "/agui",
-        &[],
+        &[("authorization", &other)],
+        run(
+            "r-other",
+            json!({ "messages": [{ "id": "o1", "role": "user", "content": "Yes" }] }),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(
+        a.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("another principal")
+    );
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", "Bearer not-a-token")],
+        run(
+            "r-none",
+            json!({ "messages": [{ "id": "o1", "role": "user", "content": "Yes" }] }),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 401, "{}", a.body);
+    let operator = format!("Bearer {OPERATOR}");
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", &operator)],
+        json!({ "threadId": "t1", "runId": "r", "messages": [],
+                "resume": [{ "interruptId": "call_book", "status": "resolved" }] })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert!(a.json()["error"].as_str().unwrap().contains("no call"));
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", &operator)],
         run(
             "r3",
             json!({ "resume": [{ "interruptId": "call_book", "status": "cancelled",

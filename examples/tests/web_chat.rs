@@ -775,8 +775,13 @@ async fn a_full_booking_conversation_in_the_browser() {
         .unwrap(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    // The page is opened with the operator's token: its Approve and Deny buttons decide.
+    let base = format!(
+        "http://{}/?token={OPERATOR}",
+        listener.local_addr().unwrap()
+    );
+    let app = server::app(agent, &tokens()).unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
 
     let (driver, port) = start_driver(&chromedriver).await;
     let client = match connect(port, &chromium, &driver.profile).await {
@@ -802,16 +807,40 @@ async fn a_full_booking_conversation_in_the_browser() {
     println!("browser conversation: {:?}", started.elapsed());
 }
 
+/// The tokens of the server under test: the chat user's and the operator's.
+const USER: &str = "user-token-under-test";
+const OPERATOR: &str = "operator-token-under-test";
+/// Another user's token.
+const OTHER: &str = "other-token-under-test";
+
+fn tokens() -> server::Tokens {
+    server::Tokens {
+        user: USER.into(),
+        operator: OPERATOR.into(),
+    }
+}
+
 /// One HTTP/1.0 exchange (no chunked encoding, the answer ends when the server closes):
-/// the status and the body.
+/// the status and the body. Approval decisions carry the operator's token, the rest
+/// the chat user's.
 fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+    let token = if path.contains("/approvals/") {
+        OPERATOR
+    } else {
+        USER
+    };
+    http_as(token, port, method, path, body)
+}
+
+/// [`http`] with `token`.
+fn http_as(token: &str, port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
     use std::io::{Read, Write};
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(TURN_TIMEOUT)).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -863,9 +892,21 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let app = server::app_with(
+        agent,
+        tokens().auth().user(OTHER, "other"),
+        Arc::new(|line: &str| eprintln!("{line}")),
+    )
+    .unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
     let call = move |method: &'static str, path: String, body: Option<Value>| {
         tokio::task::spawn_blocking(move || http(port, method, &path, body))
+    };
+    let call_as = move |token: &'static str,
+                        method: &'static str,
+                        path: &'static str,
+                        body: Option<Value>| {
+        tokio::task::spawn_blocking(move || http_as(token, port, method, path, body))
     };
 
     let (status, body) = call(
@@ -916,6 +957,48 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
     assert_eq!(status, 200);
     let session: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(session["awaiting_approval"], json!([pending]), "{session}");
+
+    // Only the operator decides: the chat user's decision is refused, and so is one
+    // without a credential.
+    for token in [USER, OTHER, "not-a-token"] {
+        let (status, body) = call_as(
+            token,
+            "POST",
+            "/api/sessions/a1/approvals/call_book",
+            Some(json!({ "decision": "approve" })),
+        )
+        .await
+        .unwrap();
+        let expected = if token == "not-a-token" { 401 } else { 403 };
+        assert_eq!(status, expected, "{token}: {body}");
+    }
+    // Another user can neither read, continue nor see the session.
+    for (method, path, body) in [
+        ("GET", "/api/sessions/a1", None),
+        ("GET", "/api/graph?session=a1", None),
+        (
+            "POST",
+            "/api/sessions/a1/messages",
+            Some(json!({ "text": "Yes" })),
+        ),
+    ] {
+        let (status, answer) = call_as(OTHER, method, path, body).await.unwrap();
+        assert_eq!(status, 403, "{method} {path}: {answer}");
+    }
+    let (_, mine) = call_as(USER, "GET", "/api/sessions", None).await.unwrap();
+    let (_, theirs) = call_as(OTHER, "GET", "/api/sessions", None).await.unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&mine).unwrap()["sessions"],
+        json!(["a1"])
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&theirs).unwrap()["sessions"],
+        json!([])
+    );
+    let (status, _) = call_as("not-a-token", "GET", "/api/sessions", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 401);
 
     // A call that does not wait, a denial without a reason, a body that is no decision.
     let (status, body) = call(
@@ -1030,7 +1113,8 @@ async fn without_approvals_the_booking_runs_at_once() {
     let agent = Arc::new(server::booking_agent(Arc::new(server::scripted_model())).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let app = server::app(agent, &tokens()).unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
     let mut last = Vec::new();
     for text in [
         "A room in Lisbon on July 1st for 2 guests",

@@ -1,0 +1,294 @@
+//! Serving any agent over HTTP (feature `serve`): an OpenAI-compatible chat endpoint,
+//! AG-UI events and the web chat's JSON API, each an [`axum`] router, behind
+//! authentication.
+//!
+//! ```no_run
+//! use agent_core::prelude::*;
+//! use agent_core::serve::{BearerTokens, Server};
+//! # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder(agent)
+//!     .auth(BearerTokens::new().user("token-of-ana", "ana").operator("token-of-the-desk", "desk"))
+//!     .model("concierge")
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! agent_core::serve::axum::serve(listener, server.router()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - [`Server::openai_router`]: `POST /v1/chat/completions`, `GET /v1/models`
+//!   ([`openai`](self#openai-compatible-chat) below).
+//! - [`Server::agui_router`]: `POST /agui`, AG-UI's `RunAgentInput` answered with AG-UI
+//!   events ([below](self#ag-ui)).
+//! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
+//! - [`Server::router`]: the three together.
+//!
+//! # Authentication and sessions
+//!
+//! Every request of every route is authenticated by the [`Authenticator`] the server is
+//! built with: [`BearerTokens`] (static `Authorization: Bearer` tokens, what OpenAI
+//! clients send as their API key), the application's own implementation (a cookie, a
+//! JWT, a gateway's header), or [`Anonymous`] (nobody is authenticated: for a
+//! developer's machine). A refused request is a `401`.
+//!
+//! A session belongs to the first [`Principal`] that writes to it ([`SessionOwners`];
+//! [`MemoryOwners`] by default). Another principal's request on it is a `403`, on every
+//! protocol, and `GET /api/sessions` lists only the caller's own sessions.
+//!
+//! A tool call that waits for a person's approval is decided only by an operator
+//! ([`Principal::operator`]): the approval route and an AG-UI `resume` from anyone else
+//! are a `403`. Operators may read and decide on any session.
+//!
+//! # OpenAI-compatible chat
+//!
+//! `POST /v1/chat/completions` runs one turn; `stream: true` streams it as
+//! `chat.completion.chunk` events. `GET /v1/models` lists the served model names
+//! ([`ServerBuilder::model`]); any `model` is accepted and echoed.
+//!
+//! **The session**: the `x-session-id` request header, else the body's `user` field,
+//! else a new session; every answer carries it in its `x-session-id` header and in
+//! `agent.session_id`. The turn's input is the last `user` message (the agent keeps its
+//! own history).
+//!
+//! **Errors** are OpenAI-style `{"error": {"message", "type", "param", "code"}}`: `400`
+//! for a body that is not a chat request, `401`, `403`, `500` for a failed turn (the
+//! session is unchanged).
+//!
+//! # AG-UI
+//!
+//! `POST /agui`: `threadId` is the session; the input is the last `user` message, or a
+//! `resume` of the interrupt a waiting call ended the previous run with (operators
+//! only). The run streams `RUN_STARTED`, state snapshots and deltas (`{flow, step, data,
+//! awaiting_approval}`), steps, text messages and tool calls, then `RUN_FINISHED` (an
+//! `interrupt` outcome when a call waits) or `RUN_ERROR`.
+//!
+//! The frontend's `state`, `tools` and `context` are not used: the agent owns its state
+//! and its tools.
+//!
+//! # Web chat API
+//!
+//! - `GET /api/sessions`: the caller's sessions (`{"sessions": [...]}`).
+//! - `GET /api/sessions/{id}`: flow, step, data, transcript and `awaiting_approval`.
+//! - `POST /api/sessions/{id}/messages` with `{"text"}`: the turn as typed server-sent
+//!   events (`step`, `transition`, `tool_call`, `tool_result`, `approval`, `delta`,
+//!   `dropped`, then one `done` or `error`).
+//! - `POST /api/sessions/{id}/approvals/{call_id}` with a
+//!   [`Decision`](crate::approval::Decision) (operators only): the resumed turn, as the
+//!   same events; a call that does not wait is a `409`.
+//! - `GET /api/graph?session={id}`: every flow as Mermaid text, the session's step in
+//!   the `current` class.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::HeaderMap;
+
+use crate::agent::Agent;
+use crate::data::{AgentContext, AgentData};
+
+mod agui;
+mod auth;
+mod events;
+mod openai;
+mod web;
+
+pub use auth::{
+    Anonymous, AuthError, Authenticator, BearerTokens, MemoryOwners, Principal, SessionOwners,
+    bearer_token,
+};
+/// The axum version the routers are built with (to serve them: `axum::serve`).
+pub use axum;
+pub use openai::SESSION_HEADER;
+
+/// Where the server logs what went wrong (failed turns, ignored AG-UI input).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A server configuration that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A model name is empty.
+    #[error("a served model name is empty")]
+    EmptyModel,
+}
+
+/// An agent served over HTTP: build it with [`Server::builder`], then serve
+/// [`Server::router`] (or the protocol routers you want). Cheap to clone.
+pub struct Server<D, C> {
+    shared: Arc<Shared<D, C>>,
+}
+
+impl<D, C> Clone for Server<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+pub(crate) struct Shared<D, C> {
+    pub(crate) agent: Agent<D, C>,
+    pub(crate) auth: Arc<dyn Authenticator>,
+    pub(crate) owners: Arc<dyn SessionOwners>,
+    pub(crate) log: Log,
+    pub(crate) models: Vec<String>,
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder<D, C> {
+    agent: Agent<D, C>,
+    auth: Option<Arc<dyn Authenticator>>,
+    owners: Arc<dyn SessionOwners>,
+    log: Log,
+    models: Vec<String>,
+}
+
+impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
+    /// How callers are authenticated (required; [`Anonymous`] authenticates nobody).
+    pub fn auth(mut self, auth: impl Authenticator) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// [`ServerBuilder::auth`] with a shared authenticator.
+    pub fn auth_arc(mut self, auth: Arc<dyn Authenticator>) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Where session ownership is kept ([`MemoryOwners`] by default).
+    pub fn owners(mut self, owners: impl SessionOwners) -> Self {
+        self.owners = Arc::new(owners);
+        self
+    }
+
+    /// Where failures are logged (stderr by default).
+    pub fn log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.log = Arc::new(log);
+        self
+    }
+
+    /// A model name the OpenAI endpoint answers to (and lists); call it once per name.
+    /// Without any, the agent's name (`agent` when it has none).
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.models.push(name.into());
+        self
+    }
+
+    /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
+    pub fn build(self) -> Result<Server<D, C>, ServeError> {
+        let mut models = self.models;
+        if models.iter().any(|m| m.trim().is_empty()) {
+            return Err(ServeError::EmptyModel);
+        }
+        if models.is_empty() {
+            let name = self.agent.name().trim();
+            models.push(if name.is_empty() { "agent" } else { name }.to_owned());
+        }
+        Ok(Server {
+            shared: Arc::new(Shared {
+                agent: self.agent,
+                auth: self.auth.unwrap_or_else(|| Arc::new(Anonymous)),
+                owners: self.owners,
+                log: self.log,
+                models,
+            }),
+        })
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Server<D, C> {
+    /// Start a server over `agent`.
+    pub fn builder(agent: Agent<D, C>) -> ServerBuilder<D, C> {
+        ServerBuilder {
+            agent,
+            auth: None,
+            owners: Arc::new(MemoryOwners::new()),
+            log: Arc::new(|line: &str| eprintln!("{line}")),
+            models: Vec::new(),
+        }
+    }
+
+    /// The served agent.
+    pub fn agent(&self) -> &Agent<D, C> {
+        &self.shared.agent
+    }
+
+    /// The model names the OpenAI endpoint answers to.
+    pub fn models(&self) -> &[String] {
+        &self.shared.models
+    }
+
+    /// Every protocol: the OpenAI-compatible endpoint, AG-UI and the web chat's API.
+    pub fn router(&self) -> Router {
+        self.finish(
+            openai::routes::<D, C>()
+                .merge(agui::routes::<D, C>())
+                .merge(web::routes::<D, C>()),
+        )
+    }
+
+    /// `POST /v1/chat/completions` and `GET /v1/models`.
+    pub fn openai_router(&self) -> Router {
+        self.finish(openai::routes::<D, C>())
+    }
+
+    /// `POST /agui`.
+    pub fn agui_router(&self) -> Router {
+        self.finish(agui::routes::<D, C>())
+    }
+
+    /// The web chat's API under `/api`.
+    pub fn web_router(&self) -> Router {
+        self.finish(web::routes::<D, C>())
+    }
+
+    fn finish(&self, routes: Router<Server<D, C>>) -> Router {
+        routes.with_state(self.clone())
+    }
+
+    /// The caller of a request.
+    pub(crate) async fn caller(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+        self.shared.auth.authenticate(headers).await
+    }
+
+    /// Whether `who` may read `session` (its owner, or an operator; a session nobody
+    /// owns is readable: it has no turn from this server).
+    pub(crate) async fn may_read(&self, who: &Principal, session: &str) -> bool {
+        if who.is_operator() {
+            return true;
+        }
+        match self.shared.owners.owner(session).await {
+            Some(owner) => owner == who.id(),
+            None => true,
+        }
+    }
+
+    /// Whether `who` may write to `session`; a session nobody owns becomes `who`'s.
+    /// Operators may write to any session (they decide approvals).
+    pub(crate) async fn may_write(&self, who: &Principal, session: &str) -> bool {
+        self.shared.owners.claim(session, who.id()).await || who.is_operator()
+    }
+}
+
+/// Session ids are short and plain: they appear in URLs and logs.
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Call ids come from the model (or the engine): anything short and printable.
+pub(crate) fn valid_call_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic())
+}
+
+/// What a refused session access says.
+pub(crate) fn not_yours(session: &str) -> String {
+    format!("session {session} belongs to another principal")
+}
+
+/// What a decision without the operator role says.
+pub(crate) const OPERATOR_ONLY: &str =
+    "deciding a call that waits for approval needs an operator's credential";

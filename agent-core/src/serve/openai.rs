@@ -1,0 +1,500 @@
+//! The OpenAI-compatible chat endpoint: `POST /v1/chat/completions` and
+//! `GET /v1/models` (the module docs of [`crate::serve`] say what it takes and answers).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::events::pending_list;
+use super::{Server, not_yours, valid_id};
+use crate::data::{AgentContext, AgentData};
+use crate::provider::Usage;
+use crate::response::{AgentResponse, Event as TurnEvent};
+
+/// The request and response header that names the session.
+pub const SESSION_HEADER: &str = "x-session-id";
+
+pub(super) fn routes<D: AgentData, C: AgentContext>() -> Router<Server<D, C>> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions::<D, C>))
+        .route("/v1/models", get(models::<D, C>))
+}
+
+/// An OpenAI-style error response.
+fn error(
+    status: StatusCode,
+    kind: &str,
+    code: Option<&str>,
+    param: Option<&str>,
+    message: &str,
+) -> Response {
+    (
+        status,
+        Json(json!({
+            "error": { "message": message, "type": kind, "param": param, "code": code }
+        })),
+    )
+        .into_response()
+}
+
+fn invalid(message: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        None,
+        None,
+        message,
+    )
+}
+
+fn invalid_param(param: &str, code: &str, message: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        Some(code),
+        Some(param),
+        message,
+    )
+}
+
+/// The text of a message's `content`: a string, or an array of parts whose `text`
+/// parts are joined.
+pub(super) fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// A new session id: time and a counter, unique within this server.
+fn new_id(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{prefix}-{:x}-{}",
+        nanos & 0xffff_ffff_ffff,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.input_tokens + u.output_tokens,
+        "prompt_tokens_details": { "cached_tokens": u.cached_input_tokens },
+    })
+}
+
+/// The `agent` field: where the conversation is after the turn, and what it did.
+fn agent_json<D: serde::Serialize>(r: &AgentResponse<D>) -> Value {
+    json!({
+        "session_id": r.session_id,
+        "flow": r.flow,
+        "step": r.step,
+        "data": r.data,
+        "stopped": r.stopped,
+        "executed_steps": r.executed_steps,
+        "tool_calls": r.tool_calls,
+        "awaiting_approval": pending_list(&r.awaiting_approval),
+        "model_calls": r.model_calls,
+    })
+}
+
+/// What a request asks for, once checked.
+struct Request {
+    model: String,
+    stream: bool,
+    include_usage: bool,
+    /// The session: named by the request, or new.
+    session: String,
+    /// The last user message: the turn's input.
+    input: String,
+}
+
+fn parse(headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
+    if !body.is_object() {
+        return Err(Refusal::from(invalid(
+            "the body must be a JSON object (a chat completion request)",
+        )));
+    }
+    let model = body["model"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            invalid_param(
+                "model",
+                "missing_required_parameter",
+                "you must provide a `model` (any name; it is echoed)",
+            )
+        })?
+        .to_owned();
+    let messages = body["messages"].as_array().ok_or_else(|| {
+        invalid_param(
+            "messages",
+            "invalid_type",
+            "`messages` must be an array of messages",
+        )
+    })?;
+    let stream = match &body["stream"] {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        other => {
+            return Err(Refusal::from(invalid_param(
+                "stream",
+                "invalid_type",
+                &format!("`stream` must be true or false, got {other}"),
+            )));
+        }
+    };
+    let include_usage = body["stream_options"]["include_usage"] == true;
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .ok_or_else(|| {
+            invalid_param(
+                "messages",
+                "missing_required_parameter",
+                "`messages` has no message with role `user`",
+            )
+        })?;
+    let text = content_text(&last["content"]).ok_or_else(|| {
+        invalid_param(
+            "messages",
+            "invalid_type",
+            "the last user message has no text content (a string or text parts)",
+        )
+    })?;
+    let input = text.trim().to_owned();
+    if input.is_empty() {
+        return Err(Refusal::from(invalid_param(
+            "messages",
+            "invalid_value",
+            "the last user message is empty",
+        )));
+    }
+    let from_header = match headers.get(SESSION_HEADER) {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| invalid(&format!("the {SESSION_HEADER} header is not text")))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let session = match from_header.or_else(|| body["user"].as_str().map(str::to_owned)) {
+        Some(id) if valid_id(&id) => id,
+        Some(id) => {
+            return Err(Refusal::from(invalid(&format!(
+                "session id {id:?} ({SESSION_HEADER} header or `user`) must be 1 to 64 letters, digits, '-' or '_'"
+            ))));
+        }
+        None => new_id("oai"),
+    };
+    Ok(Request {
+        model,
+        stream,
+        include_usage,
+        session,
+        input,
+    })
+}
+
+/// A refused request, boxed (a response is large).
+struct Refusal(Box<Response>);
+
+impl From<Response> for Refusal {
+    fn from(r: Response) -> Self {
+        Self(Box::new(r))
+    }
+}
+
+fn turn_failed<D, C>(
+    server: &Server<D, C>,
+    session: &str,
+    e: &crate::error::AgentError,
+) -> Response {
+    (server.shared.log)(&format!(
+        "[server] session {session}: turn failed: {e} (the session is unchanged)"
+    ));
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        None,
+        None,
+        &e.to_string(),
+    )
+}
+
+fn with_session(mut response: Response, session: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(session) {
+        response.headers_mut().insert(SESSION_HEADER, v);
+    }
+    response
+}
+
+/// What one answer says.
+struct Answer {
+    message: String,
+    usage: Usage,
+    agent: Value,
+}
+
+impl Answer {
+    fn of<D: serde::Serialize>(r: &AgentResponse<D>) -> Self {
+        Self {
+            message: r.message.clone(),
+            usage: r.usage,
+            agent: agent_json(r),
+        }
+    }
+}
+
+/// The completion object of an answer.
+fn completion(id: &str, created: u64, model: &str, a: &Answer) -> Value {
+    json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": a.message, "refusal": null },
+            "logprobs": null,
+            "finish_reason": "stop",
+        }],
+        "usage": usage_json(&a.usage),
+        "system_fingerprint": null,
+        "agent": a.agent,
+    })
+}
+
+/// Builds the chunks of one streamed completion.
+#[derive(Clone)]
+struct Chunks {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Chunks {
+    fn chunk(&self, choices: Value, extra: Option<(&str, Value)>) -> SseEvent {
+        let mut c = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": choices,
+            "usage": null,
+        });
+        if let Some((k, v)) = extra {
+            c[k] = v;
+        }
+        SseEvent::default().data(c.to_string())
+    }
+
+    fn first(&self) -> SseEvent {
+        self.chunk(
+            json!([{ "index": 0, "delta": { "role": "assistant", "content": "" },
+                      "logprobs": null, "finish_reason": null }]),
+            None,
+        )
+    }
+
+    fn text(&self, t: &str) -> SseEvent {
+        self.chunk(
+            json!([{ "index": 0, "delta": { "content": t },
+                      "logprobs": null, "finish_reason": null }]),
+            None,
+        )
+    }
+
+    /// The end of an answer whose text `streamed` went out already.
+    fn end(&self, a: &Answer, streamed: &str, include_usage: bool) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        // The deltas concatenate to the message; send what is missing.
+        if let Some(rest) = a.message.strip_prefix(streamed)
+            && !rest.is_empty()
+        {
+            out.push(self.text(rest));
+        }
+        out.push(self.chunk(
+            json!([{ "index": 0, "delta": {}, "logprobs": null,
+                      "finish_reason": "stop" }]),
+            Some(("agent", a.agent.clone())),
+        ));
+        if include_usage {
+            out.push(self.chunk(json!([]), Some(("usage", usage_json(&a.usage)))));
+        }
+        out
+    }
+}
+
+fn sse_response(
+    events: impl futures::Stream<Item = SseEvent> + Send + 'static,
+    session: &str,
+) -> Response {
+    let stream = events
+        .chain(futures::stream::once(async {
+            SseEvent::default().data("[DONE]")
+        }))
+        .map(Ok::<_, std::convert::Infallible>);
+    with_session(Sse::new(stream).into_response(), session)
+}
+
+/// `POST /v1/chat/completions`.
+async fn chat_completions<D: AgentData, C: AgentContext>(
+    State(server): State<Server<D, C>>,
+    headers: HeaderMap,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Response {
+    let who = match server.caller(&headers).await {
+        Ok(p) => p,
+        Err(e) => {
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_request_error",
+                Some("invalid_api_key"),
+                None,
+                &e.to_string(),
+            );
+            r.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            );
+            return r;
+        }
+    };
+    let body = match body {
+        Ok(Json(b)) => b,
+        Err(e) => {
+            return invalid(&format!(
+                "the body is not a JSON chat request: {}",
+                e.body_text()
+            ));
+        }
+    };
+    let req = match parse(&headers, &body) {
+        Ok(r) => r,
+        Err(Refusal(r)) => return *r,
+    };
+    let session = req.session.clone();
+    if !server.may_write(&who, &session).await {
+        return with_session(
+            error(
+                StatusCode::FORBIDDEN,
+                "permission_error",
+                Some("session_forbidden"),
+                None,
+                &not_yours(&session),
+            ),
+            &session,
+        );
+    }
+    let chunks = Chunks {
+        id: new_id("chatcmpl"),
+        created: unix_now(),
+        model: req.model.clone(),
+    };
+    let agent = server.agent().clone();
+    let turn = if req.stream {
+        agent.respond_stream(&session, &req.input)
+    } else {
+        return with_session(
+            match agent.respond(&session, &req.input).await {
+                Ok(r) => Json(completion(
+                    &chunks.id,
+                    chunks.created,
+                    &req.model,
+                    &Answer::of(&r),
+                ))
+                .into_response(),
+                Err(e) => turn_failed(&server, &session, &e),
+            },
+            &session,
+        );
+    };
+
+    let first = chunks.first();
+    let mut streamed = String::new();
+    let include_usage = req.include_usage;
+    let log = server.shared.log.clone();
+    let failed_session = session.clone();
+    let events = turn
+        .map(move |e| -> Vec<SseEvent> {
+            match e {
+                TurnEvent::TextDelta(t) if !t.is_empty() => {
+                    streamed.push_str(&t);
+                    vec![chunks.text(&t)]
+                }
+                TurnEvent::Done(r) => chunks.end(&Answer::of(&r), &streamed, include_usage),
+                TurnEvent::Error(err) => {
+                    log(&format!(
+                        "[server] session {failed_session}: turn failed: {err} (the session is unchanged)"
+                    ));
+                    let body = json!({
+                        "error": { "message": err.to_string(), "type": "server_error",
+                                   "param": null, "code": null }
+                    });
+                    vec![SseEvent::default().data(body.to_string())]
+                }
+                _ => Vec::new(),
+            }
+        })
+        .flat_map(futures::stream::iter);
+    sse_response(
+        futures::stream::once(async move { first }).chain(events),
+        &session,
+    )
+}
+
+/// `GET /v1/models`: the served model names.
+async fn models<D: AgentData, C: AgentContext>(
+    State(server): State<Server<D, C>>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = server.caller(&headers).await {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            Some("invalid_api_key"),
+            None,
+            &e.to_string(),
+        );
+    }
+    let data: Vec<Value> = server
+        .shared
+        .models
+        .iter()
+        .map(|m| json!({ "id": m, "object": "model", "created": 0, "owned_by": "agent-core" }))
+        .collect();
+    Json(json!({ "object": "list", "data": data })).into_response()
+}
