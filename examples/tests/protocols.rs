@@ -76,13 +76,22 @@ fn script(name: &str) -> PathBuf {
 
 /// The server (scripted concierge, bookings wait for approval) on a free port.
 async fn start(provider: Arc<dyn agent_core::provider::Provider>) -> (String, u16) {
-    let (base, port, _) = start_logged(provider).await;
+    let (base, port, _) = start_logged(provider, Auth::Tokens).await;
     (base, port)
+}
+
+/// How the server under test authenticates.
+enum Auth {
+    /// The example's tokens, and another user's ([`OTHER`]).
+    Tokens,
+    /// Nobody ([`agent_core::serve::Anonymous`]).
+    Anonymous,
 }
 
 /// [`start`] with the lines the server logs.
 async fn start_logged(
     provider: Arc<dyn agent_core::provider::Provider>,
+    auth: Auth,
 ) -> (String, u16, Arc<std::sync::Mutex<Vec<String>>>) {
     let agent = Arc::new(
         server::booking_agent_approving(
@@ -100,7 +109,11 @@ async fn start_logged(
         eprintln!("{l}");
         keep.lock().unwrap().push(l.to_owned());
     });
-    let app = server::app_with(agent, tokens().auth().user(OTHER, "other"), log).unwrap();
+    let app = match auth {
+        Auth::Tokens => server::app_with(agent, tokens().auth().user(OTHER, "other"), log),
+        Auth::Anonymous => server::app_with(agent, agent_core::serve::Anonymous, log),
+    }
+    .unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://127.0.0.1:{port}"), port, lines)
 }
@@ -250,17 +263,23 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     );
     assert!(s["usage"]["completion_tokens"].as_u64().unwrap() > 0, "{s}");
 
-    // A session named by `user`; the booking waits for approval, as the agent says.
-    let [porto, yes] = r["by_user"].as_array().unwrap().as_slice() else {
-        panic!("two calls by user: {}", r["by_user"]);
-    };
-    assert!(
-        porto["session"].as_str().unwrap().starts_with("py-user-"),
-        "{porto}"
+    // The history re-sent without a session id (with `user`): the same conversation.
+    let h = &r["history"];
+    let (porto, yes, new) = (&h["porto"], &h["yes"], &h["new"]);
+    let derived = porto["session"].as_str().unwrap();
+    assert!(derived.starts_with("oai-"), "{porto}");
+    assert_ne!(
+        derived, session,
+        "another identity (`user`), another session"
     );
-    assert_eq!(yes["session"], porto["session"]);
+    assert_eq!(yes["session"], derived, "{yes}");
     assert_eq!(porto["agent"]["step"], "confirm", "{porto}");
     assert_eq!(porto["agent"]["data"]["city"], "Porto");
+    assert_eq!(
+        yes["agent"]["data"]["city"], "Porto",
+        "the earlier turns are kept"
+    );
+    // The booking waits for approval, as the agent says.
     assert_eq!(yes["content"], server::APPROVAL_REPLY, "{yes}");
     assert_eq!(
         yes["agent"]["stopped"],
@@ -270,6 +289,13 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
         yes["agent"]["awaiting_approval"],
         json!([{ "id": "call_book", "tool": "book_room", "arguments": { "hotel": "Grand Hotel Porto" } }])
     );
+    // The same first message again is a new conversation.
+    assert!(
+        new["session"].as_str().unwrap().starts_with(derived),
+        "{new}"
+    );
+    assert_ne!(new["session"], derived, "{new}");
+    assert_eq!(new["agent"]["data"]["booking_id"], Value::Null, "{new}");
 
     // Another user cannot reach the first session.
     let other = &r["other_user"];
@@ -307,11 +333,14 @@ async fn the_agui_client_runs_a_booking_over_agui_events() {
     else {
         return;
     };
-    let (base, _, _) = start_logged(Arc::new(server::Typewriter::new(
-        server::scripted_model(),
-        4,
-        Duration::from_millis(2),
-    )))
+    let (base, _, _) = start_logged(
+        Arc::new(server::Typewriter::new(
+            server::scripted_model(),
+            4,
+            Duration::from_millis(2),
+        )),
+        Auth::Tokens,
+    )
     .await;
     let thread = format!("agui-{}", std::process::id());
     let mut cmd = Command::new(std::env::var("NODE").unwrap_or_else(|_| "node".into()));
@@ -663,14 +692,6 @@ async fn the_chat_completions_route_over_plain_http() {
             chat(json!([{ "role": "user", "content": "hi" }]), json!({})),
             "session id",
         ),
-        (
-            vec![],
-            chat(
-                json!([{ "role": "user", "content": "hi" }]),
-                json!({ "user": "someone@example.com" }),
-            ),
-            "session id",
-        ),
     ] {
         let a = http(port, "/v1/chat/completions", &headers, body.clone()).await;
         assert_eq!(a.status, 400, "{body}: {}", a.body);
@@ -920,4 +941,75 @@ async fn mermaid_is_served_when_configured() {
             assert!(a.body.contains("scripts/protocols.sh"), "{}", a.body);
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resent_history_continues_its_session_or_is_refused() {
+    // A server that authenticates nobody: the API key (if any) and `user` are the
+    // caller's identity.
+    let (_, port, _) = start_logged(
+        Arc::new(server::Typewriter::new(
+            server::scripted_model(),
+            4,
+            Duration::from_millis(1),
+        )),
+        Auth::Anonymous,
+    )
+    .await;
+    let no_key = [("authorization", "")];
+    let chat = |messages: Value| json!({ "model": "concierge", "messages": messages }).to_string();
+    let porto = json!({ "role": "user", "content": "A room in Porto on August 3rd for 3 guests" });
+    let yes = json!({ "role": "user", "content": "Yes, book it please" });
+    let reply = json!({ "role": "assistant", "content": "Shall I book it?" });
+
+    // No identity: a first message starts a new session, a history is refused with a
+    // 400 that says how to carry the session.
+    let a = http(port, "/v1/chat/completions", &no_key, chat(json!([porto]))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &no_key,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    let e = a.json();
+    assert_eq!(e["error"]["code"], "session_required", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-session-id"),
+        "{e}"
+    );
+
+    // An API key is an identity: the history re-sent continues the conversation.
+    let key = [("authorization", "Bearer sk-anything")];
+    let a = http(port, "/v1/chat/completions", &key, chat(json!([porto]))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let session = a.header("x-session-id").unwrap().to_owned();
+    let b = http(
+        port,
+        "/v1/chat/completions",
+        &key,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    assert_eq!(b.header("x-session-id"), Some(session.as_str()));
+    let c = b.json();
+    assert_eq!(c["agent"]["data"]["city"], "Porto", "{c}");
+
+    // Another key, the same history: not that conversation, and not a silent new one.
+    let other = [("authorization", "Bearer sk-other")];
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &other,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], "session_not_found");
 }

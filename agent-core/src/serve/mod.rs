@@ -44,10 +44,24 @@
 //! `chat.completion.chunk` events. `GET /v1/models` lists the served model names
 //! ([`ServerBuilder::model`]); any `model` is accepted and echoed.
 //!
-//! **The session**: the `x-session-id` request header, else the body's `user` field,
-//! else a new session; every answer carries it in its `x-session-id` header and in
-//! `agent.session_id`. The turn's input is the last `user` message (the agent keeps its
-//! own history).
+//! **Keeping a conversation.** The agent keeps its own history and state: the turn's
+//! input is the last `user` message, and the assistant messages a client sends back are
+//! never read into the engine. The session is, in this order:
+//! 1. the `x-session-id` header, or `metadata.session_id` in the body (any OpenAI client
+//!    can send it: `extra_headers` or `metadata`); every answer carries the session in
+//!    its `x-session-id` header and in `agent.session_id`;
+//! 2. otherwise a session derived from the caller's identity (the authenticated
+//!    principal, else the API key, plus the `user` field when set) and the first user
+//!    message, so a client that re-sends the whole history (what the `openai` SDKs and
+//!    the OpenAI Agents SDK do) continues its conversation. Two conversations that open
+//!    with the same message are kept apart: a new one (one user message) gets a new
+//!    session, and a re-sent history continues the session whose last user message is
+//!    the history's previous one. A history that matches none of the caller's
+//!    conversations is a `400` (`session_not_found`), never a new session that forgot the
+//!    earlier turns;
+//! 3. a caller without identity (an [`Anonymous`] server, no API key, no `user`) gets a
+//!    new session for a first message; a longer history is a `400`
+//!    (`session_required`) saying how to carry the session.
 //!
 //! **Errors** are OpenAI-style `{"error": {"message", "type", "param", "code"}}`: `400`
 //! for a body that is not a chat request, `401`, `403`, `500` for a failed turn (the

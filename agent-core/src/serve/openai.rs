@@ -14,15 +14,19 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::events::pending_list;
-use super::{Server, not_yours, valid_id};
+use super::{Principal, Server, bearer_token, not_yours, valid_id};
 use crate::data::{AgentContext, AgentData};
-use crate::provider::Usage;
+use crate::provider::{Role, Usage};
 use crate::response::{AgentResponse, Event as TurnEvent};
 
 /// The request and response header that names the session.
 pub const SESSION_HEADER: &str = "x-session-id";
+
+/// How many conversations of one caller may open with the same first message.
+const GENERATIONS: usize = 64;
 
 pub(super) fn routes<D: AgentData, C: AgentContext>() -> Router<Server<D, C>> {
     Router::new()
@@ -103,6 +107,20 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+fn hex12(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The session id derived from a caller's identity and the conversation's first user
+/// message (generation 0; later generations add `-{n}`).
+pub(super) fn derived_id(identity: &str, first_message: &str) -> String {
+    format!("oai-{}-{}", hex12(identity), hex12(first_message.trim()))
+}
+
 fn usage_json(u: &Usage) -> Value {
     json!({
         "prompt_tokens": u.input_tokens,
@@ -132,8 +150,13 @@ struct Request {
     model: String,
     stream: bool,
     include_usage: bool,
-    /// The session: named by the request, or new.
-    session: String,
+    /// The session the request names (header or `metadata.session_id`).
+    named: Option<String>,
+    user: Option<String>,
+    /// The user messages, trimmed, in order.
+    users: Vec<String>,
+    /// Whether the history has other messages than system and one user message.
+    history: bool,
     /// The last user message: the turn's input.
     input: String,
 }
@@ -174,32 +197,33 @@ fn parse(headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
         }
     };
     let include_usage = body["stream_options"]["include_usage"] == true;
-    let last = messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .ok_or_else(|| {
+    let mut users = Vec::new();
+    for m in messages.iter().filter(|m| m["role"] == "user") {
+        let text = content_text(&m["content"]).ok_or_else(|| {
             invalid_param(
                 "messages",
-                "missing_required_parameter",
-                "`messages` has no message with role `user`",
+                "invalid_type",
+                "a user message has no text content (a string or text parts)",
             )
         })?;
-    let text = content_text(&last["content"]).ok_or_else(|| {
+        users.push(text.trim().to_owned());
+    }
+    let history = users.len() > 1 || messages.iter().any(|m| m["role"] == "assistant");
+    let last = users.last().ok_or_else(|| {
         invalid_param(
             "messages",
-            "invalid_type",
-            "the last user message has no text content (a string or text parts)",
+            "missing_required_parameter",
+            "`messages` has no message with role `user`",
         )
     })?;
-    let input = text.trim().to_owned();
-    if input.is_empty() {
+    if last.is_empty() {
         return Err(Refusal::from(invalid_param(
             "messages",
             "invalid_value",
             "the last user message is empty",
         )));
     }
+    let input = last.clone();
     let from_header = match headers.get(SESSION_HEADER) {
         Some(v) => Some(
             v.to_str()
@@ -209,20 +233,27 @@ fn parse(headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
         ),
         None => None,
     };
-    let session = match from_header.or_else(|| body["user"].as_str().map(str::to_owned)) {
-        Some(id) if valid_id(&id) => id,
-        Some(id) => {
-            return Err(Refusal::from(invalid(&format!(
-                "session id {id:?} ({SESSION_HEADER} header or `user`) must be 1 to 64 letters, digits, '-' or '_'"
-            ))));
-        }
-        None => new_id("oai"),
-    };
+    let named = from_header.or_else(|| body["metadata"]["session_id"].as_str().map(str::to_owned));
+    if let Some(id) = &named
+        && !valid_id(id)
+    {
+        return Err(Refusal::from(invalid(&format!(
+            "session id {id:?} ({SESSION_HEADER} header or `metadata.session_id`) must be 1 to 64 letters, digits, '-' or '_'"
+        ))));
+    }
+    let user = body["user"]
+        .as_str()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_owned);
     Ok(Request {
         model,
         stream,
         include_usage,
-        session,
+        named,
+        user,
+        users,
+        history,
         input,
     })
 }
@@ -234,6 +265,104 @@ impl From<Response> for Refusal {
     fn from(r: Response) -> Self {
         Self(Box::new(r))
     }
+}
+
+/// How to carry a conversation, for the errors that need it.
+const CARRY: &str = "send the session id every answer carries (the `x-session-id` response header, or `agent.session_id`) back as the `x-session-id` request header or as `metadata.session_id`, or authenticate (an API key) or set `user` so the session can be derived from the history";
+
+/// The caller's identity for derived session ids, if it has one.
+fn identity(who: &Principal, headers: &HeaderMap, user: Option<&str>) -> Option<String> {
+    let mut parts = Vec::new();
+    if !who.is_anonymous() {
+        parts.push(format!("principal:{}", who.id()));
+    } else if let Some(key) = bearer_token(headers) {
+        parts.push(format!("key:{key}"));
+    }
+    if let Some(u) = user {
+        parts.push(format!("user:{u}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+/// The session a request continues or starts.
+async fn session_of<D: AgentData, C: AgentContext>(
+    server: &Server<D, C>,
+    who: &Principal,
+    headers: &HeaderMap,
+    req: &Request,
+) -> Result<String, Response> {
+    if let Some(id) = &req.named {
+        return Ok(id.clone());
+    }
+    let Some(identity) = identity(who, headers, req.user.as_deref()) else {
+        if req.history {
+            return Err(invalid_param(
+                "messages",
+                "session_required",
+                &format!(
+                    "this request re-sends a conversation but names no session, and the caller has no identity to find it by: {CARRY}"
+                ),
+            ));
+        }
+        return Ok(new_id("oai"));
+    };
+    let Some(first) = req.users.first() else {
+        return Err(invalid_param(
+            "messages",
+            "session_required",
+            &format!("a request without user messages must name its session: {CARRY}"),
+        ));
+    };
+    // The user message the session's last turn answered: none for a new conversation.
+    let previous = match req.users.len() {
+        0 | 1 => None,
+        n => req.users.get(n - 2),
+    };
+    let base = derived_id(&identity, first);
+    for g in 0..GENERATIONS {
+        let id = if g == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{g}")
+        };
+        let session = server
+            .agent()
+            .session(&id)
+            .await
+            .map_err(|e| turn_failed(server, &id, &e))?;
+        match (previous, session) {
+            (None, None) => return Ok(id),
+            (None, Some(_)) => {}
+            (Some(_), None) => break,
+            (Some(prev), Some(s)) => {
+                let last = s
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User)
+                    .map(|m| m.content.as_str().trim().to_owned());
+                if last.as_deref() == Some(prev.as_str()) {
+                    return Ok(id);
+                }
+            }
+        }
+    }
+    Err(match previous {
+        None => invalid_param(
+            "messages",
+            "session_required",
+            &format!(
+                "too many conversations of yours open with this message: name the session instead ({CARRY})"
+            ),
+        ),
+        Some(_) => invalid_param(
+            "messages",
+            "session_not_found",
+            &format!(
+                "no conversation of yours continues with this history (it was not held here, or the session is gone); nothing was answered, so nothing is forgotten: {CARRY}"
+            ),
+        ),
+    })
 }
 
 fn turn_failed<D, C>(
@@ -406,7 +535,10 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
         Ok(r) => r,
         Err(Refusal(r)) => return *r,
     };
-    let session = req.session.clone();
+    let session = match session_of(&server, &who, &headers, &req).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     if !server.may_write(&who, &session).await {
         return with_session(
             error(
@@ -497,4 +629,18 @@ async fn models<D: AgentData, C: AgentContext>(
         .map(|m| json!({ "id": m, "object": "model", "created": 0, "owned_by": "agent-core" }))
         .collect();
     Json(json!({ "object": "list", "data": data })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_ids_are_plain_and_keyed_by_identity_and_first_message() {
+        let a = derived_id("principal:ana", "Hi");
+        assert!(valid_id(&a) && valid_id(&format!("{a}-63")), "{a}");
+        assert_eq!(a, derived_id("principal:ana", " Hi "));
+        assert_ne!(a, derived_id("principal:bob", "Hi"));
+        assert_ne!(a, derived_id("principal:ana", "Hello"));
+    }
 }

@@ -10,8 +10,9 @@ operator's.
 1. a plain completion on a new session (the server names it in `x-session-id`);
 2. the same session continued by sending that header back (`extra_headers`);
 3. a streamed completion on that session (`stream=True`, usage included);
-4. a session named by the `user` field, over two calls (the booking waits for
-   approval);
+4. a conversation kept by re-sending the whole history without any session id (what
+   the SDKs do), with `user` set: the booking ends waiting for approval; the same
+   first message opens a new conversation;
 5. another user on the first session: 403;
 6. a request without a user message: a 400 (`openai.BadRequestError`).
 """
@@ -142,12 +143,14 @@ def main():
     )
     result["streamed"] = streamed(client, "July 1st for 2 guests", session)
 
-    # 4. A session named by `user`.
+    # 4. The history re-sent, no session id: the conversation goes on.
     user = f"py-user-{os.getpid()}"
-    result["by_user"] = [
-        completion(client, [system, {"role": "user", "content": text}], user=user)
-        for text in ["A room in Porto on August 3rd for 3 guests", "Yes, book it please"]
-    ]
+    history = [system, {"role": "user", "content": "A room in Porto on August 3rd for 3 guests"}]
+    porto = completion(client, history, user=user)
+    history += [porto["message"], {"role": "user", "content": "Yes, book it please"}]
+    yes = completion(client, history, user=user)
+    other_conversation = completion(client, history[:2], user=user)
+    result["history"] = {"porto": porto, "yes": yes, "new": other_conversation}
 
     # 5. Another user on the first session.
     result["other_user"] = refusal(lambda: client_for(other_key).chat.completions.create(
