@@ -302,12 +302,48 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     assert_eq!(other["status"], 403, "{other}");
     assert_eq!(other["class"], "PermissionDeniedError", "{other}");
 
-    // A refusal the client does not retry.
-    let e = &r["refusals"]["no_user_message"];
-    assert_eq!(e["status"], 400, "{e}");
-    assert_eq!(e["type"], "invalid_request_error", "{e}");
-    assert!(e["message"].as_str().unwrap().contains("user"), "{e}");
-    assert_eq!(e["requests"], 1, "{e}");
+    // Refusals the client does not retry, each naming what is wrong.
+    let f = &r["refusals"];
+    for (name, status, code, param) in [
+        (
+            "no_user_message",
+            400,
+            Value::from("missing_required_parameter"),
+            "messages",
+        ),
+        (
+            "unknown_model",
+            404,
+            Value::from("model_not_found"),
+            "model",
+        ),
+        ("tools", 400, Value::from("unsupported_parameter"), "tools"),
+        ("n", 400, Value::from("unsupported_value"), "n"),
+        (
+            "long_message",
+            400,
+            Value::from("string_above_max_length"),
+            "messages",
+        ),
+        ("huge_body", 413, Value::from("request_too_large"), ""),
+    ] {
+        let e = &f[name];
+        assert_eq!(e["status"], status, "{name}: {e}");
+        assert_eq!(e["code"], code, "{name}: {e}");
+        if !param.is_empty() {
+            assert_eq!(e["param"], param, "{name}: {e}");
+        }
+        assert_eq!(e["requests"], 1, "{name} was retried: {e}");
+    }
+    assert!(
+        !f["long_message"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_message_bytes"),
+        "the caller is not told to change a server setting: {}",
+        f["long_message"]
+    );
+    assert_eq!(f["unknown_model"]["class"], "NotFoundError");
     assert_eq!(r["models"], json!(["concierge"]));
 }
 

@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +14,7 @@ use serde_json::{Value, json};
 use super::events::pending_list;
 use super::openai::content_text;
 use super::web::unauthorized;
-use super::{Log, OPERATOR_ONLY, Server, not_yours, valid_id};
+use super::{BodyError, Log, OPERATOR_ONLY, Server, not_yours, read_json, valid_id};
 use crate::approval::Decision;
 use crate::data::{AgentContext, AgentData};
 use crate::response::Event as TurnEvent;
@@ -313,19 +312,22 @@ impl Run {
 async fn run<D: AgentData, C: AgentContext>(
     State(server): State<Server<D, C>>,
     headers: HeaderMap,
-    body: Result<Json<Value>, JsonRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let who = match server.caller(&headers).await {
         Ok(p) => p,
         Err(e) => return unauthorized(json!({ "error": e.to_string() })),
     };
-    let body = match body {
-        Ok(Json(b)) => b,
-        Err(e) => {
-            return bad_request(&format!(
-                "the body must be an AG-UI RunAgentInput ({})",
-                e.body_text()
-            ));
+    let body = match read_json(body, server.shared.body_limit).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge(limit)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the body is larger than this server takes ({limit} bytes)"),
+            );
+        }
+        Err(BodyError::Invalid(e)) => {
+            return bad_request(&format!("the body must be an AG-UI RunAgentInput ({e})"));
         }
     };
     let (thread, run_id, work) = match parse(&body) {

@@ -42,7 +42,7 @@
 //!
 //! `POST /v1/chat/completions` runs one turn; `stream: true` streams it as
 //! `chat.completion.chunk` events. `GET /v1/models` lists the served model names
-//! ([`ServerBuilder::model`]); any `model` is accepted and echoed.
+//! ([`ServerBuilder::model`]); another `model` is a `404` `model_not_found`.
 //!
 //! **Keeping a conversation.** The agent keeps its own history and state: the turn's
 //! input is the last `user` message, and the assistant messages a client sends back are
@@ -64,8 +64,10 @@
 //!    (`session_required`) saying how to carry the session.
 //!
 //! **Errors** are OpenAI-style `{"error": {"message", "type", "param", "code"}}`: `400`
-//! for a body that is not a chat request, `401`, `403`, `500` for a failed turn (the
-//! session is unchanged).
+//! for a request the endpoint does not take (no user message, `tools`, `n` > 1, a user
+//! message over the agent's `max_message_bytes`: `string_above_max_length`), `401`,
+//! `403`, `404` `model_not_found`, `413` for a body over [`ServerBuilder::body_limit`],
+//! `500` for a failed turn (the session is unchanged).
 //!
 //! # AG-UI
 //!
@@ -94,6 +96,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderMap;
 
 use crate::agent::Agent;
@@ -145,6 +148,7 @@ pub(crate) struct Shared<D, C> {
     pub(crate) owners: Arc<dyn SessionOwners>,
     pub(crate) log: Log,
     pub(crate) models: Vec<String>,
+    body_limit: usize,
 }
 
 /// Builds a [`Server`].
@@ -154,7 +158,11 @@ pub struct ServerBuilder<D, C> {
     owners: Arc<dyn SessionOwners>,
     log: Log,
     models: Vec<String>,
+    body_limit: usize,
 }
+
+/// The default limit of a request body: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
 impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
     /// How callers are authenticated (required; [`Anonymous`] authenticates nobody).
@@ -188,6 +196,13 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
         self
     }
 
+    /// The largest request body, in bytes ([`DEFAULT_BODY_LIMIT`]); a larger one is a
+    /// `413`.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
     /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
     pub fn build(self) -> Result<Server<D, C>, ServeError> {
         let mut models = self.models;
@@ -205,6 +220,7 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 owners: self.owners,
                 log: self.log,
                 models,
+                body_limit: self.body_limit,
             }),
         })
     }
@@ -219,6 +235,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             owners: Arc::new(MemoryOwners::new()),
             log: Arc::new(|line: &str| eprintln!("{line}")),
             models: Vec::new(),
+            body_limit: DEFAULT_BODY_LIMIT,
         }
     }
 
@@ -257,7 +274,9 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
     }
 
     fn finish(&self, routes: Router<Server<D, C>>) -> Router {
-        routes.with_state(self.clone())
+        routes
+            .layer(DefaultBodyLimit::max(self.shared.body_limit))
+            .with_state(self.clone())
     }
 
     /// The caller of a request.
@@ -282,6 +301,44 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
     pub(crate) async fn may_write(&self, who: &Principal, session: &str) -> bool {
         self.shared.owners.claim(session, who.id()).await || who.is_operator()
     }
+}
+
+/// Why a request body was not read as JSON.
+pub(crate) enum BodyError {
+    /// Larger than the limit (`413`).
+    TooLarge(usize),
+    /// Not JSON, or cut short (`400`).
+    Invalid(String),
+}
+
+/// The most a body over the limit is read (and dropped) so that the client, which
+/// writes its whole body before it reads the answer, gets the `413` rather than a
+/// broken connection.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
+/// A request body as JSON, at most `limit` bytes.
+pub(crate) async fn read_json(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<serde_json::Value, BodyError> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| BodyError::Invalid(format!("the body could not be read: {e}")))?;
+        seen += chunk.len();
+        if seen <= limit {
+            bytes.extend_from_slice(&chunk);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if seen > limit {
+        return Err(BodyError::TooLarge(limit));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| BodyError::Invalid(e.to_string()))
 }
 
 /// Session ids are short and plain: they appear in URLs and logs.

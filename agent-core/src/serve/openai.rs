@@ -7,7 +7,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::events::pending_list;
-use super::{Principal, Server, bearer_token, not_yours, valid_id};
+use super::{BodyError, Principal, Server, bearer_token, not_yours, read_json, valid_id};
 use crate::data::{AgentContext, AgentData};
 use crate::provider::{Role, Usage};
 use crate::response::{AgentResponse, Event as TurnEvent};
@@ -161,7 +160,7 @@ struct Request {
     input: String,
 }
 
-fn parse(headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
+fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
     if !body.is_object() {
         return Err(Refusal::from(invalid(
             "the body must be a JSON object (a chat completion request)",
@@ -174,10 +173,48 @@ fn parse(headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
             invalid_param(
                 "model",
                 "missing_required_parameter",
-                "you must provide a `model` (any name; it is echoed)",
+                &format!("you must provide a `model` ({})", models.join(", ")),
             )
         })?
         .to_owned();
+    if !models.contains(&model) {
+        return Err(Refusal::from(error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("model_not_found"),
+            Some("model"),
+            &format!(
+                "the model `{model}` does not exist here; this server serves {}",
+                models.join(", ")
+            ),
+        )));
+    }
+    for param in ["tools", "functions"] {
+        match &body[param] {
+            Value::Null => {}
+            Value::Array(a) if a.is_empty() => {}
+            _ => {
+                return Err(Refusal::from(invalid_param(
+                    param,
+                    "unsupported_parameter",
+                    &format!(
+                        "`{param}` is not supported: the agent calls its own tools; send messages only"
+                    ),
+                )));
+            }
+        }
+    }
+    match &body["n"] {
+        Value::Null => {}
+        v if v.as_u64() == Some(1) => {}
+        v => {
+            return Err(Refusal::from(invalid_param(
+                "n",
+                "unsupported_value",
+                &format!("`n` must be 1 (one conversation, one answer), got {v}"),
+            )));
+        }
+    }
     let messages = body["messages"].as_array().ok_or_else(|| {
         invalid_param(
             "messages",
@@ -503,7 +540,7 @@ fn sse_response(
 async fn chat_completions<D: AgentData, C: AgentContext>(
     State(server): State<Server<D, C>>,
     headers: HeaderMap,
-    body: Result<Json<Value>, JsonRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let who = match server.caller(&headers).await {
         Ok(p) => p,
@@ -522,19 +559,36 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
             return r;
         }
     };
-    let body = match body {
-        Ok(Json(b)) => b,
-        Err(e) => {
-            return invalid(&format!(
-                "the body is not a JSON chat request: {}",
-                e.body_text()
-            ));
+    let body = match read_json(body, server.shared.body_limit).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge(limit)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                Some("request_too_large"),
+                None,
+                &format!("the request body is larger than this server takes ({limit} bytes)"),
+            );
+        }
+        Err(BodyError::Invalid(e)) => {
+            return invalid(&format!("the body is not a JSON chat request: {e}"));
         }
     };
-    let req = match parse(&headers, &body) {
+    let req = match parse(&server.shared.models, &headers, &body) {
         Ok(r) => r,
         Err(Refusal(r)) => return *r,
     };
+    let limit = server.agent().inner.config.max_message_bytes;
+    if req.input.len() > limit {
+        return invalid_param(
+            "messages",
+            "string_above_max_length",
+            &format!(
+                "the user message is {} bytes; this agent takes at most {limit} bytes per message: shorten it",
+                req.input.len()
+            ),
+        );
+    }
     let session = match session_of(&server, &who, &headers, &req).await {
         Ok(s) => s,
         Err(r) => return r,

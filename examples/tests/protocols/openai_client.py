@@ -14,7 +14,9 @@ operator's.
    the SDKs do), with `user` set: the booking ends waiting for approval; the same
    first message opens a new conversation;
 5. another user on the first session: 403;
-6. a request without a user message: a 400 (`openai.BadRequestError`).
+6. refusals: no user message, an unknown model (404), `tools`, `n=2`, a message over
+   the agent's limit (400, not retried), a body over the server's limit (413, not
+   retried).
 """
 
 import json
@@ -157,11 +159,18 @@ def main():
         model=MODEL, messages=[{"role": "user", "content": "Hello"}],
         extra_headers={"x-session-id": session}))
 
-    # 6. A refusal, sent once even by a client that retries.
+    # 6. Refusals, each sent once even by a client that retries.
     retrying = client_for(user_key, retries=2)
     refusals = {}
     for name, kwargs in {
         "no_user_message": {"messages": [{"role": "system", "content": "no user message"}]},
+        "unknown_model": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        "tools": {"messages": [{"role": "user", "content": "hi"}], "tools": [{
+            "type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
+        "n": {"messages": [{"role": "user", "content": "hi"}], "n": 2},
+        "long_message": {"messages": [{"role": "user", "content": "a" * 40_000}]},
+        "huge_body": {"messages": [{"role": "user", "content": "hi"},
+                                   {"role": "assistant", "content": "b" * 5_000_000}]},
     }.items():
         kwargs = {"model": MODEL, **kwargs}
         before = len(sent)
