@@ -265,7 +265,7 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
 
     // The history re-sent without a session id (with `user`): the same conversation.
     let h = &r["history"];
-    let (porto, yes, new) = (&h["porto"], &h["yes"], &h["new"]);
+    let (porto, yes, again, new) = (&h["porto"], &h["yes"], &h["again"], &h["new"]);
     let derived = porto["session"].as_str().unwrap();
     assert!(derived.starts_with("oai-"), "{porto}");
     assert_ne!(
@@ -279,16 +279,28 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
         yes["agent"]["data"]["city"], "Porto",
         "the earlier turns are kept"
     );
-    // The booking waits for approval, as the agent says.
+    // The booking waits for approval: a tool call, as OpenAI clients expect one.
+    assert_eq!(yes["finish_reason"], "tool_calls", "{yes}");
     assert_eq!(yes["content"], server::APPROVAL_REPLY, "{yes}");
+    assert_eq!(
+        yes["tool_calls"],
+        json!([{ "id": "call_book", "type": "function", "name": "book_room",
+                 "arguments": "{\"hotel\":\"Grand Hotel Porto\"}" }])
+    );
     assert_eq!(
         yes["agent"]["stopped"],
         json!({ "kind": "awaiting_approval", "calls": ["call_book"] })
     );
-    assert_eq!(
-        yes["agent"]["awaiting_approval"],
-        json!([{ "id": "call_book", "tool": "book_room", "arguments": { "hotel": "Grand Hotel Porto" } }])
+    // A second "yes" decides nothing, runs no turn, and says the booking may still happen.
+    assert_eq!(again["session"], derived, "{again}");
+    assert_eq!(again["finish_reason"], "tool_calls", "{again}");
+    assert_eq!(again["agent"]["model_calls"], 0, "{again}");
+    let said = again["content"].as_str().unwrap();
+    assert!(
+        said.contains("book_room") && said.contains("will run once approved"),
+        "{again}"
     );
+    assert!(!said.contains("not booked"), "{again}");
     // The same first message again is a new conversation.
     assert!(
         new["session"].as_str().unwrap().starts_with(derived),
@@ -296,6 +308,24 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     );
     assert_ne!(new["session"], derived, "{new}");
     assert_eq!(new["agent"]["data"]["booking_id"], Value::Null, "{new}");
+
+    // A tool message decides the call: not with the chat user's key...
+    let by_user = &r["decided_by_user"];
+    assert_eq!(by_user["status"], 403, "{by_user}");
+    assert_eq!(by_user["class"], "PermissionDeniedError", "{by_user}");
+    assert_eq!(by_user["code"], "operator_required", "{by_user}");
+    // ...with the operator's: the turn resumes and the room is booked.
+    let decided = &r["decided_by_operator"];
+    assert_eq!(decided["session"], derived, "{decided}");
+    assert_eq!(decided["finish_reason"], "stop", "{decided}");
+    assert_eq!(
+        decided["agent"]["data"]["booking_id"], "POR-0803-3",
+        "{decided}"
+    );
+    assert!(
+        decided["content"].as_str().unwrap().contains("POR-0803-3"),
+        "{decided}"
+    );
 
     // Another user cannot reach the first session.
     let other = &r["other_user"];
@@ -699,8 +729,15 @@ async fn the_chat_completions_route_over_plain_http() {
     );
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let last = chunks.last().unwrap();
-    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    // The booking waits for approval: a tool call, streamed as OpenAI streams one.
+    assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
     assert_eq!(last["agent"]["awaiting_approval"][0]["tool"], "book_room");
+    let call = &chunks[chunks.len() - 2]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(
+        *call,
+        json!({ "index": 0, "id": "call_book", "type": "function",
+                "function": { "name": "book_room", "arguments": "{\"hotel\":\"Grand Hotel Lisbon\"}" } })
+    );
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -1036,6 +1073,7 @@ async fn a_resent_history_continues_its_session_or_is_refused() {
     assert_eq!(b.header("x-session-id"), Some(session.as_str()));
     let c = b.json();
     assert_eq!(c["agent"]["data"]["city"], "Porto", "{c}");
+    assert_eq!(c["choices"][0]["finish_reason"], "tool_calls", "{c}");
 
     // Another key, the same history: not that conversation, and not a silent new one.
     let other = [("authorization", "Bearer sk-other")];
@@ -1048,4 +1086,18 @@ async fn a_resent_history_continues_its_session_or_is_refused() {
     .await;
     assert_eq!(a.status, 400, "{}", a.body);
     assert_eq!(a.json()["error"]["code"], "session_not_found");
+
+    // Without an operator, nobody decides the waiting call over HTTP.
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &key,
+        chat(json!([porto, reply, yes,
+            { "role": "assistant", "content": "", "tool_calls": [{ "id": "call_book",
+              "type": "function", "function": { "name": "book_room", "arguments": "{}" } }] },
+            { "role": "tool", "tool_call_id": "call_book", "content": "approve" }])),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], "operator_required");
 }

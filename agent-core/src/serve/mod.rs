@@ -35,8 +35,8 @@
 //! protocol, and `GET /api/sessions` lists only the caller's own sessions.
 //!
 //! A tool call that waits for a person's approval is decided only by an operator
-//! ([`Principal::operator`]): the approval route and an AG-UI `resume` from anyone else
-//! are a `403`. Operators may read and decide on any session.
+//! ([`Principal::operator`]): the approval route, an AG-UI `resume` and an OpenAI `tool`
+//! message from anyone else are a `403`. Operators may read and decide on any session.
 //!
 //! # OpenAI-compatible chat
 //!
@@ -62,6 +62,14 @@
 //! 3. a caller without identity (an [`Anonymous`] server, no API key, no `user`) gets a
 //!    new session for a first message; a longer history is a `400`
 //!    (`session_required`) saying how to carry the session.
+//!
+//! **Approvals.** A turn that ends with calls waiting for approval finishes with
+//! `finish_reason: "tool_calls"` and the waiting calls as `tool_calls` (the content says
+//! they wait). While calls wait, a user message runs no turn: the answer lists them
+//! again (an action that may still happen is never reported as not done). An operator
+//! decides a call with a `tool` message (`tool_call_id` the call's id, `content`
+//! `approve`, `deny: <reason>` or an `{"decision": ...}` object), naming the session by
+//! `x-session-id`; the answer is the resumed turn.
 //!
 //! **Errors** are OpenAI-style `{"error": {"message", "type", "param", "code"}}`: `400`
 //! for a request the endpoint does not take (no user message, `tools`, `n` > 1, a user

@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::events::pending_list;
-use super::{BodyError, Principal, Server, bearer_token, not_yours, read_json, valid_id};
+use super::{
+    BodyError, OPERATOR_ONLY, Principal, Server, bearer_token, not_yours, read_json, valid_id,
+};
+use crate::approval::{Decision, PendingCall};
 use crate::data::{AgentContext, AgentData};
 use crate::provider::{Role, Usage};
 use crate::response::{AgentResponse, Event as TurnEvent};
@@ -144,6 +147,43 @@ fn agent_json<D: serde::Serialize>(r: &AgentResponse<D>) -> Value {
     })
 }
 
+/// The waiting calls as OpenAI `tool_calls`.
+fn tool_calls(calls: &[PendingCall], streamed: bool) -> Vec<Value> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut v = json!({
+                "id": c.id,
+                "type": "function",
+                "function": { "name": c.tool, "arguments": c.arguments.to_string() },
+            });
+            if streamed {
+                v["index"] = json!(i);
+            }
+            v
+        })
+        .collect()
+}
+
+/// What a reply says when calls wait and a user message runs no turn.
+fn still_waiting(calls: &[PendingCall]) -> String {
+    let names: Vec<String> = calls.iter().map(|c| format!("`{}`", c.tool)).collect();
+    format!(
+        "{} {} for a person's approval: it has not run yet, and it will run once approved.",
+        names.join(", "),
+        if calls.len() == 1 { "waits" } else { "wait" }
+    )
+}
+
+/// What the turn is asked to do.
+enum Work {
+    /// Answer the last user message.
+    Message(String),
+    /// Decide waiting calls (the trailing `tool` messages), in order.
+    Decide(Vec<(String, Decision)>),
+}
+
 /// What a request asks for, once checked.
 struct Request {
     model: String,
@@ -156,8 +196,38 @@ struct Request {
     users: Vec<String>,
     /// Whether the history has other messages than system and one user message.
     history: bool,
-    /// The last user message: the turn's input.
-    input: String,
+    work: Work,
+}
+
+/// A `tool` message's content as a decision.
+fn decision_of(text: &str) -> Result<Decision, String> {
+    let t = text.trim();
+    if t.starts_with('{') {
+        return serde_json::from_str::<Decision>(t)
+            .map_err(|e| format!("the tool message is not a decision: {e}"));
+    }
+    let lower = t.to_ascii_lowercase();
+    if matches!(lower.as_str(), "approve" | "approved") {
+        return Ok(Decision::Approve);
+    }
+    for word in ["denied", "deny"] {
+        if let Some(rest) = lower.strip_prefix(word) {
+            let reason = t[t.len() - rest.len()..]
+                .trim_start_matches([':', ' ', '-'])
+                .trim();
+            return Ok(Decision::Deny {
+                reason: if reason.is_empty() {
+                    "denied by the operator".into()
+                } else {
+                    reason.to_owned()
+                },
+            });
+        }
+    }
+    Err(
+        "a tool message decides a waiting call: `approve`, `deny: <reason>`, or a decision object ({\"decision\": \"approve\" | \"deny\" | \"edit\", ...})"
+            .into(),
+    )
 }
 
 fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request, Refusal> {
@@ -245,22 +315,51 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
         })?;
         users.push(text.trim().to_owned());
     }
-    let history = users.len() > 1 || messages.iter().any(|m| m["role"] == "assistant");
-    let last = users.last().ok_or_else(|| {
-        invalid_param(
-            "messages",
-            "missing_required_parameter",
-            "`messages` has no message with role `user`",
-        )
-    })?;
-    if last.is_empty() {
-        return Err(Refusal::from(invalid_param(
-            "messages",
-            "invalid_value",
-            "the last user message is empty",
-        )));
-    }
-    let input = last.clone();
+    let history = users.len() > 1
+        || messages
+            .iter()
+            .any(|m| m["role"] == "assistant" || m["role"] == "tool");
+    let trailing_tools: Vec<&Value> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] == "tool")
+        .collect();
+    let work = if trailing_tools.is_empty() {
+        let last = users.last().ok_or_else(|| {
+            invalid_param(
+                "messages",
+                "missing_required_parameter",
+                "`messages` has no message with role `user`",
+            )
+        })?;
+        if last.is_empty() {
+            return Err(Refusal::from(invalid_param(
+                "messages",
+                "invalid_value",
+                "the last user message is empty",
+            )));
+        }
+        Work::Message(last.clone())
+    } else {
+        let mut decisions = Vec::new();
+        for m in trailing_tools.into_iter().rev() {
+            let id = m["tool_call_id"]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    invalid_param(
+                        "messages",
+                        "missing_required_parameter",
+                        "a tool message needs the `tool_call_id` of the waiting call",
+                    )
+                })?;
+            let text = content_text(&m["content"]).unwrap_or_default();
+            let d =
+                decision_of(&text).map_err(|e| invalid_param("messages", "invalid_value", &e))?;
+            decisions.push((id.to_owned(), d));
+        }
+        Work::Decide(decisions)
+    };
     let from_header = match headers.get(SESSION_HEADER) {
         Some(v) => Some(
             v.to_str()
@@ -291,7 +390,7 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
         user,
         users,
         history,
-        input,
+        work,
     })
 }
 
@@ -332,7 +431,7 @@ async fn session_of<D: AgentData, C: AgentContext>(
         return Ok(id.clone());
     }
     let Some(identity) = identity(who, headers, req.user.as_deref()) else {
-        if req.history {
+        if req.history || matches!(req.work, Work::Decide(_)) {
             return Err(invalid_param(
                 "messages",
                 "session_required",
@@ -351,9 +450,10 @@ async fn session_of<D: AgentData, C: AgentContext>(
         ));
     };
     // The user message the session's last turn answered: none for a new conversation.
-    let previous = match req.users.len() {
-        0 | 1 => None,
-        n => req.users.get(n - 2),
+    let previous = match &req.work {
+        Work::Decide(_) => req.users.last(),
+        Work::Message(_) if req.users.len() >= 2 => req.users.get(req.users.len() - 2),
+        Work::Message(_) => None,
     };
     let base = derived_id(&identity, first);
     for g in 0..GENERATIONS {
@@ -378,7 +478,8 @@ async fn session_of<D: AgentData, C: AgentContext>(
                     .rev()
                     .find(|m| m.role == Role::User)
                     .map(|m| m.content.as_str().trim().to_owned());
-                if last.as_deref() == Some(prev.as_str()) {
+                let paused = s.approval.as_ref().map(|p| p.message.trim().to_owned());
+                if last.as_deref() == Some(prev.as_str()) || paused.as_deref() == Some(prev) {
                     return Ok(id);
                 }
             }
@@ -426,9 +527,10 @@ fn with_session(mut response: Response, session: &str) -> Response {
     response
 }
 
-/// What one answer says.
+/// What one answer says, whether a turn ran or not.
 struct Answer {
     message: String,
+    waiting: Vec<PendingCall>,
     usage: Usage,
     agent: Value,
 }
@@ -437,14 +539,61 @@ impl Answer {
     fn of<D: serde::Serialize>(r: &AgentResponse<D>) -> Self {
         Self {
             message: r.message.clone(),
+            waiting: r.awaiting_approval.clone(),
             usage: r.usage,
             agent: agent_json(r),
         }
     }
+
+    fn finish_reason(&self) -> &'static str {
+        if self.waiting.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+    }
+}
+
+/// The answer to a user message while calls wait: no turn runs.
+async fn waiting_answer<D: AgentData, C: AgentContext>(
+    server: &Server<D, C>,
+    session: &str,
+) -> Result<Option<Answer>, Response> {
+    let s = server
+        .agent()
+        .session(session)
+        .await
+        .map_err(|e| turn_failed(server, session, &e))?;
+    let Some(s) = s else { return Ok(None) };
+    let waiting = s.approval.as_ref().map(|p| p.waiting()).unwrap_or_default();
+    if waiting.is_empty() {
+        return Ok(None);
+    }
+    let ids: Vec<&str> = waiting.iter().map(|c| c.id.as_str()).collect();
+    Ok(Some(Answer {
+        message: still_waiting(&waiting),
+        agent: json!({
+            "session_id": session,
+            "flow": s.flow,
+            "step": s.step,
+            "data": s.data,
+            "stopped": { "kind": "awaiting_approval", "calls": ids },
+            "executed_steps": [],
+            "tool_calls": [],
+            "awaiting_approval": pending_list(&waiting),
+            "model_calls": 0,
+        }),
+        waiting,
+        usage: Usage::default(),
+    }))
 }
 
 /// The completion object of an answer.
 fn completion(id: &str, created: u64, model: &str, a: &Answer) -> Value {
+    let mut message = json!({ "role": "assistant", "content": a.message, "refusal": null });
+    if !a.waiting.is_empty() {
+        message["tool_calls"] = json!(tool_calls(&a.waiting, false));
+    }
     json!({
         "id": id,
         "object": "chat.completion",
@@ -452,9 +601,9 @@ fn completion(id: &str, created: u64, model: &str, a: &Answer) -> Value {
         "model": model,
         "choices": [{
             "index": 0,
-            "message": { "role": "assistant", "content": a.message, "refusal": null },
+            "message": message,
             "logprobs": null,
-            "finish_reason": "stop",
+            "finish_reason": a.finish_reason(),
         }],
         "usage": usage_json(&a.usage),
         "system_fingerprint": null,
@@ -512,9 +661,16 @@ impl Chunks {
         {
             out.push(self.text(rest));
         }
+        if !a.waiting.is_empty() {
+            out.push(self.chunk(
+                json!([{ "index": 0, "delta": { "tool_calls": tool_calls(&a.waiting, true) },
+                          "logprobs": null, "finish_reason": null }]),
+                None,
+            ));
+        }
         out.push(self.chunk(
             json!([{ "index": 0, "delta": {}, "logprobs": null,
-                      "finish_reason": "stop" }]),
+                      "finish_reason": a.finish_reason() }]),
             Some(("agent", a.agent.clone())),
         ));
         if include_usage {
@@ -578,16 +734,27 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
         Ok(r) => r,
         Err(Refusal(r)) => return *r,
     };
-    let limit = server.agent().inner.config.max_message_bytes;
-    if req.input.len() > limit {
-        return invalid_param(
-            "messages",
-            "string_above_max_length",
-            &format!(
-                "the user message is {} bytes; this agent takes at most {limit} bytes per message: shorten it",
-                req.input.len()
-            ),
+    if matches!(req.work, Work::Decide(_)) && !who.is_operator() {
+        return error(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some("operator_required"),
+            Some("messages"),
+            &format!("{OPERATOR_ONLY}: a `tool` message decides a waiting call"),
         );
+    }
+    if let Work::Message(text) = &req.work {
+        let limit = server.agent().inner.config.max_message_bytes;
+        if text.len() > limit {
+            return invalid_param(
+                "messages",
+                "string_above_max_length",
+                &format!(
+                    "the user message is {} bytes; this agent takes at most {limit} bytes per message: shorten it",
+                    text.len()
+                ),
+            );
+        }
     }
     let session = match session_of(&server, &who, &headers, &req).await {
         Ok(s) => s,
@@ -611,22 +778,89 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
         model: req.model.clone(),
     };
     let agent = server.agent().clone();
-    let turn = if req.stream {
-        agent.respond_stream(&session, &req.input)
-    } else {
-        return with_session(
-            match agent.respond(&session, &req.input).await {
-                Ok(r) => Json(completion(
-                    &chunks.id,
-                    chunks.created,
-                    &req.model,
-                    &Answer::of(&r),
-                ))
-                .into_response(),
-                Err(e) => turn_failed(&server, &session, &e),
-            },
-            &session,
-        );
+    let turn = match req.work {
+        Work::Message(text) => {
+            match waiting_answer(&server, &session).await {
+                Err(r) => return with_session(r, &session),
+                Ok(Some(a)) => {
+                    if !req.stream {
+                        return with_session(
+                            Json(completion(&chunks.id, chunks.created, &req.model, &a))
+                                .into_response(),
+                            &session,
+                        );
+                    }
+                    let mut events = vec![chunks.first(), chunks.text(&a.message)];
+                    events.extend(chunks.end(&a, &a.message, req.include_usage));
+                    return sse_response(futures::stream::iter(events), &session);
+                }
+                Ok(None) => {}
+            }
+            if req.stream {
+                agent.respond_stream(&session, &text)
+            } else {
+                return with_session(
+                    match agent.respond(&session, &text).await {
+                        Ok(r) => Json(completion(
+                            &chunks.id,
+                            chunks.created,
+                            &req.model,
+                            &Answer::of(&r),
+                        ))
+                        .into_response(),
+                        Err(e) => turn_failed(&server, &session, &e),
+                    },
+                    &session,
+                );
+            }
+        }
+        Work::Decide(mut decisions) => {
+            let waiting = match agent.pending_approvals(&session).await {
+                Ok(w) => w,
+                Err(e) => return with_session(turn_failed(&server, &session, &e), &session),
+            };
+            if let Some((id, _)) = decisions
+                .iter()
+                .find(|(id, _)| !waiting.iter().any(|c| c.id == *id))
+            {
+                let ids: Vec<&str> = waiting.iter().map(|c| c.id.as_str()).collect();
+                return with_session(
+                    invalid_param(
+                        "messages",
+                        "approval_not_pending",
+                        &format!(
+                            "no call `{id}` waits for a decision in session {session} (waiting: {ids:?})"
+                        ),
+                    ),
+                    &session,
+                );
+            }
+            let Some((last_id, last)) = decisions.pop() else {
+                return invalid("no decision");
+            };
+            for (id, d) in decisions {
+                if let Err(e) = agent.resolve_approval(&session, &id, d).await {
+                    return with_session(turn_failed(&server, &session, &e), &session);
+                }
+            }
+            if req.stream {
+                agent.resolve_approval_stream(&session, &last_id, last)
+            } else {
+                return with_session(
+                    match agent.resolve_approval(&session, &last_id, last).await {
+                        Ok(r) => Json(completion(
+                            &chunks.id,
+                            chunks.created,
+                            &req.model,
+                            &Answer::of(&r),
+                        ))
+                        .into_response(),
+                        Err(e) => turn_failed(&server, &session, &e),
+                    },
+                    &session,
+                );
+            }
+        }
     };
 
     let first = chunks.first();
@@ -688,6 +922,23 @@ async fn models<D: AgentData, C: AgentContext>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decisions_read_from_tool_messages() {
+        assert_eq!(decision_of(" Approve "), Ok(Decision::Approve));
+        assert_eq!(
+            decision_of("deny: the hotel is full"),
+            Ok(Decision::Deny {
+                reason: "the hotel is full".into()
+            })
+        );
+        assert!(matches!(decision_of("deny"), Ok(Decision::Deny { .. })));
+        assert_eq!(
+            decision_of(r#"{"decision": "approve"}"#),
+            Ok(Decision::Approve)
+        );
+        assert!(decision_of("yes").is_err());
+    }
 
     #[test]
     fn derived_ids_are_plain_and_keyed_by_identity_and_first_message() {

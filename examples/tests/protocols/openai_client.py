@@ -11,10 +11,13 @@ operator's.
 2. the same session continued by sending that header back (`extra_headers`);
 3. a streamed completion on that session (`stream=True`, usage included);
 4. a conversation kept by re-sending the whole history without any session id (what
-   the SDKs do), with `user` set: the booking ends waiting for approval; the same
-   first message opens a new conversation;
-5. another user on the first session: 403;
-6. refusals: no user message, an unknown model (404), `tools`, `n=2`, a message over
+   the SDKs do), with `user` set: the booking ends waiting for approval
+   (`finish_reason: "tool_calls"`); a second "yes" runs no turn and says the call
+   still waits; the same first message opens a new conversation;
+5. the waiting call decided by a `tool` message: refused for the chat user (403),
+   accepted with the operator's key (the room is booked);
+6. another user on the first session: 403;
+7. refusals: no user message, an unknown model (404), `tools`, `n=2`, a message over
    the agent's limit (400, not retried), a body over the server's limit (413, not
    retried).
 """
@@ -151,15 +154,26 @@ def main():
     porto = completion(client, history, user=user)
     history += [porto["message"], {"role": "user", "content": "Yes, book it please"}]
     yes = completion(client, history, user=user)
+    history += [yes["message"], {"role": "user", "content": "Yes! Book it now"}]
+    again = completion(client, history, user=user)
     other_conversation = completion(client, history[:2], user=user)
-    result["history"] = {"porto": porto, "yes": yes, "new": other_conversation}
+    result["history"] = {"porto": porto, "yes": yes, "again": again, "new": other_conversation}
 
-    # 5. Another user on the first session.
+    # 5. The decision: a tool message, from the operator only.
+    decision = history[:-1] + [
+        {"role": "tool", "tool_call_id": yes["tool_calls"][0]["id"], "content": "approve"}
+    ] if yes["tool_calls"] else history
+    result["decided_by_user"] = refusal(lambda: client.chat.completions.create(
+        model=MODEL, messages=decision, user=user))
+    result["decided_by_operator"] = completion(
+        client_for(operator_key), decision, extra_headers={"x-session-id": yes["session"]})
+
+    # 6. Another user on the first session.
     result["other_user"] = refusal(lambda: client_for(other_key).chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "Hello"}],
         extra_headers={"x-session-id": session}))
 
-    # 6. Refusals, each sent once even by a client that retries.
+    # 7. Refusals, each sent once even by a client that retries.
     retrying = client_for(user_key, retries=2)
     refusals = {}
     for name, kwargs in {
