@@ -110,8 +110,8 @@ async fn start_logged(
         keep.lock().unwrap().push(l.to_owned());
     });
     let app = match auth {
-        Auth::Tokens => server::app_with(agent, tokens().auth().user(OTHER, "other"), log),
-        Auth::Anonymous => server::app_with(agent, agent_core::serve::Anonymous, log),
+        Auth::Tokens => server::app_with(agent, tokens().auth().user(OTHER, "other"), &[], log),
+        Auth::Anonymous => server::app_with(agent, agent_core::serve::Anonymous, &[], log),
     }
     .unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -399,7 +399,7 @@ async fn the_agui_client_runs_a_booking_over_agui_events() {
     else {
         return;
     };
-    let (base, _, _) = start_logged(
+    let (base, _, logged) = start_logged(
         Arc::new(server::Typewriter::new(
             server::scripted_model(),
             4,
@@ -417,6 +417,21 @@ async fn the_agui_client_runs_a_booking_over_agui_events() {
         .arg(OPERATOR)
         .env("NODE_PATH", &node_path);
     let r = run_client(cmd).await;
+    // The frontend's state, tools and context: the data is written to the session, the
+    // rest is logged as ignored.
+    let f = &r["frontend"];
+    assert_eq!(f["failed"], Value::Null, "{f}");
+    assert_eq!(f["state"]["data"]["city"], "Vienna", "{f}");
+    let lines = logged.lock().unwrap().clone();
+    for ignored in [
+        "ignored 1 frontend tool(s) (show_map)",
+        "ignored 1 context item(s) (the user's time zone)",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(ignored)),
+            "{ignored}: {lines:?}"
+        );
+    }
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{r}");
     // The chat user's resume is refused: only the operator decides.

@@ -783,13 +783,45 @@ async fn a_full_booking_conversation_in_the_browser() {
     let app = server::app(agent, &tokens()).unwrap();
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 
+    // Two more servers on other origins (another port): one allows the page's origin
+    // (CORS), one allows none.
+    let page_origin = base.split("/?").next().unwrap().to_owned();
+    let mut others = Vec::new();
+    for origins in [vec![page_origin], vec![]] {
+        let agent = Arc::new(
+            server::booking_agent_approving(
+                Arc::new(server::scripted_model()),
+                agent_core::prelude::AgentConfig::default(),
+                server::Approvals::Bookings,
+            )
+            .unwrap(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = server::app_with(
+            agent,
+            tokens().auth(),
+            &origins,
+            Arc::new(|line: &str| eprintln!("{line}")),
+        )
+        .unwrap();
+        others.push((
+            port,
+            tokio::spawn(async move { axum::serve(listener, app).await }),
+        ));
+    }
+    let (allowed, closed) = (others[0].0, others[1].0);
+
     let (driver, port) = start_driver(&chromedriver).await;
     let client = match connect(port, &chromium, &driver.profile).await {
         Ok(c) => c,
         Err(e) => panic!("{e}; chromedriver's log:\n{}", driver.log_tail()),
     };
-    let outcome =
-        tokio::time::timeout(Duration::from_secs(180), converse(&client, &base, mermaid)).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(180), async {
+        converse(&client, &base, mermaid).await?;
+        cross_origin(&client, allowed, closed).await
+    })
+    .await;
     if let Some(path) = std::env::var_os("WEB_CHAT_SCREENSHOT") {
         match client.screenshot().await {
             Ok(png) => std::fs::write(&path, png).unwrap(),
@@ -798,6 +830,9 @@ async fn a_full_booking_conversation_in_the_browser() {
     }
     let _ = client.close().await;
     server.abort();
+    for (_, serving) in others {
+        serving.abort();
+    }
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(e)) => panic!("{e}"),
@@ -818,6 +853,38 @@ fn tokens() -> server::Tokens {
         user: USER.into(),
         operator: OPERATOR.into(),
     }
+}
+
+/// From the page (its origin: the first server's), an AG-UI run on a server of another
+/// origin: the browser lets it through where that server allows the page's origin
+/// (CORS), and blocks it where it does not.
+async fn cross_origin(c: &Client, allowed: u16, closed: u16) -> Result<(), String> {
+    let run = |port: u16| {
+        format!(
+            "return fetch('http://127.0.0.1:{port}/agui', {{ method: 'POST', \
+               headers: {{ 'content-type': 'application/json', accept: 'text/event-stream', \
+                           authorization: 'Bearer {USER}' }}, \
+               body: JSON.stringify({{ threadId: 'cors-1', runId: 'r1', \
+                 messages: [{{ id: 'm1', role: 'user', content: 'A room in Rome' }}] }}) }}) \
+             .then(r => r.text().then(t => ({{ status: r.status, \
+                   finished: t.includes('RUN_FINISHED'), \
+                   session: r.headers.get('x-session-id') }}))) \
+             .catch(e => ({{ blocked: String(e) }}));"
+        )
+    };
+    let ok = js(c, &run(allowed)).await?;
+    if ok["status"] != 200 || ok["finished"] != true {
+        return Err(format!(
+            "the allowed origin's AG-UI run did not go through: {ok}"
+        ));
+    }
+    let blocked = js(c, &run(closed)).await?;
+    if !blocked["blocked"].is_string() {
+        return Err(format!(
+            "a server that allows no other origin answered the page: {blocked}"
+        ));
+    }
+    Ok(())
 }
 
 /// One HTTP/1.0 exchange (no chunked encoding, the answer ends when the server closes):
@@ -895,6 +962,7 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
     let app = server::app_with(
         agent,
         tokens().auth().user(OTHER, "other"),
+        &[],
         Arc::new(|line: &str| eprintln!("{line}")),
     )
     .unwrap();

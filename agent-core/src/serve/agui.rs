@@ -16,7 +16,8 @@ use super::openai::content_text;
 use super::web::unauthorized;
 use super::{BodyError, Log, OPERATOR_ONLY, Server, not_yours, read_json, valid_id};
 use crate::approval::Decision;
-use crate::data::{AgentContext, AgentData};
+use crate::data::{AgentContext, AgentData, patch_of};
+use crate::directive::Directive;
 use crate::response::Event as TurnEvent;
 
 pub(super) fn routes<D: AgentData, C: AgentContext>() -> Router<Server<D, C>> {
@@ -308,6 +309,43 @@ impl Run {
     }
 }
 
+/// What the frontend sent that the engine cannot use, for the warning.
+fn ignored(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(tools) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        out.push(format!(
+            "{} frontend tool(s) ({}): the agent calls only its own tools",
+            tools.len(),
+            names.join(", ")
+        ));
+    }
+    if let Some(context) = body["context"].as_array().filter(|c| !c.is_empty()) {
+        let what: Vec<&str> = context
+            .iter()
+            .filter_map(|c| c["description"].as_str())
+            .collect();
+        out.push(format!(
+            "{} context item(s) ({}): the agent's prompt is built from its flows only",
+            context.len(),
+            what.join("; ")
+        ));
+    }
+    out
+}
+
+/// The fields of the frontend's `state.data` that differ from the session's data.
+fn state_changes<D: serde::Serialize>(body: &Value, data: &D) -> Option<Value> {
+    let sent = body["state"]["data"].as_object()?;
+    let ours = serde_json::to_value(data).ok()?;
+    let changed: serde_json::Map<String, Value> = sent
+        .iter()
+        .filter(|(k, v)| ours.get(k.as_str()) != Some(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!changed.is_empty()).then_some(Value::Object(changed))
+}
+
 /// `POST /agui`.
 async fn run<D: AgentData, C: AgentContext>(
     State(server): State<Server<D, C>>,
@@ -352,6 +390,21 @@ async fn run<D: AgentData, C: AgentContext>(
             return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
         }
     };
+    for what in ignored(&body) {
+        log(&format!(
+            "[server] AG-UI thread {thread}, run {run_id}: ignored {what}"
+        ));
+    }
+    let data = session.as_ref().map(|s| s.data.clone()).unwrap_or_default();
+    if let Some(changes) = state_changes(&body, &data) {
+        let directive = match patch_of(&changes) {
+            Ok(p) => Directive::new().data(p),
+            Err(e) => return bad_request(&format!("`state.data` cannot be written: {e}")),
+        };
+        if let Err(e) = agent.dispatch(&thread, directive).await {
+            return bad_request(&format!("`state.data` was refused: {e}"));
+        }
+    }
     let before = match &session {
         Some(s) => json!({
             "flow": s.flow,

@@ -9,6 +9,7 @@
 //! let server = Server::builder(agent)
 //!     .auth(BearerTokens::new().user("token-of-ana", "ana").operator("token-of-the-desk", "desk"))
 //!     .model("concierge")
+//!     .allowed_origins(["https://app.example.com"])
 //!     .build()?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 //! agent_core::serve::axum::serve(listener, server.router()).await?;
@@ -85,8 +86,14 @@
 //! awaiting_approval}`), steps, text messages and tool calls, then `RUN_FINISHED` (an
 //! `interrupt` outcome when a call waits) or `RUN_ERROR`.
 //!
-//! The frontend's `state`, `tools` and `context` are not used: the agent owns its state
-//! and its tools.
+//! What the frontend sends besides messages: `state.data`, when it differs from the
+//! session's data, is written to the session (as a directive, validated by the engine)
+//! before the turn; the engine decides the position, so `state.flow` and `state.step`
+//! are not read. `tools` (frontend tools) and `context` cannot be used by the engine:
+//! each run that carries them logs a warning naming them and what is ignored.
+//!
+//! **CORS**: a browser frontend on another origin needs its origin listed in
+//! [`ServerBuilder::allowed_origins`].
 //!
 //! # Web chat API
 //!
@@ -105,7 +112,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::agent::Agent;
 use crate::data::{AgentContext, AgentData};
@@ -131,6 +139,9 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
+    /// An allowed origin is not a valid header value.
+    #[error("allowed origin {0:?} is not a valid origin (scheme://host[:port])")]
+    Origin(String),
     /// A model name is empty.
     #[error("a served model name is empty")]
     EmptyModel,
@@ -156,6 +167,7 @@ pub(crate) struct Shared<D, C> {
     pub(crate) owners: Arc<dyn SessionOwners>,
     pub(crate) log: Log,
     pub(crate) models: Vec<String>,
+    origins: Vec<HeaderValue>,
     body_limit: usize,
 }
 
@@ -166,6 +178,7 @@ pub struct ServerBuilder<D, C> {
     owners: Arc<dyn SessionOwners>,
     log: Log,
     models: Vec<String>,
+    origins: Vec<String>,
     body_limit: usize,
 }
 
@@ -204,6 +217,17 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
         self
     }
 
+    /// Browser origins (`https://app.example.com`) allowed to call the server from
+    /// another origin (CORS). None by default: only same-origin pages.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins.extend(origins.into_iter().map(Into::into));
+        self
+    }
+
     /// The largest request body, in bytes ([`DEFAULT_BODY_LIMIT`]); a larger one is a
     /// `413`.
     pub fn body_limit(mut self, bytes: usize) -> Self {
@@ -213,6 +237,17 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
 
     /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
     pub fn build(self) -> Result<Server<D, C>, ServeError> {
+        let origins = self
+            .origins
+            .iter()
+            .map(|o| {
+                let trimmed = o.trim().trim_end_matches('/');
+                if trimmed.is_empty() || !trimmed.contains("://") {
+                    return Err(ServeError::Origin(o.clone()));
+                }
+                HeaderValue::from_str(trimmed).map_err(|_| ServeError::Origin(o.clone()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut models = self.models;
         if models.iter().any(|m| m.trim().is_empty()) {
             return Err(ServeError::EmptyModel);
@@ -228,6 +263,7 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 owners: self.owners,
                 log: self.log,
                 models,
+                origins,
                 body_limit: self.body_limit,
             }),
         })
@@ -243,6 +279,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             owners: Arc::new(MemoryOwners::new()),
             log: Arc::new(|line: &str| eprintln!("{line}")),
             models: Vec::new(),
+            origins: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
         }
     }
@@ -282,9 +319,24 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
     }
 
     fn finish(&self, routes: Router<Server<D, C>>) -> Router {
-        routes
+        let router = routes
             .layer(DefaultBodyLimit::max(self.shared.body_limit))
-            .with_state(self.clone())
+            .with_state(self.clone());
+        if self.shared.origins.is_empty() {
+            return router;
+        }
+        router.layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(self.shared.origins.clone()))
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([
+                    header::AUTHORIZATION,
+                    header::CONTENT_TYPE,
+                    header::ACCEPT,
+                    HeaderName::from_static(SESSION_HEADER),
+                ])
+                .expose_headers([HeaderName::from_static(SESSION_HEADER)]),
+        )
     }
 
     /// The caller of a request.

@@ -26,7 +26,8 @@
 //! who alone decides a booking that waits for approval. Unset, each is generated and
 //! printed at start, with the page's address (`/#token=...`: the page sends the token it
 //! was opened with; open it with the operator's token to use the Approve and Deny
-//! buttons).
+//! buttons). `AGENT_ALLOWED_ORIGINS` (comma-separated) lets browser frontends on other
+//! origins call the server (CORS).
 //!
 //! Routes (their contract: the `agent_core::serve` docs):
 //! - `GET /`: the chat page (`GET /app.js`, `GET /style.css`: its script and style);
@@ -83,9 +84,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         approvals,
     )?);
     let (tokens, generated) = Tokens::from_env(|k| std::env::var(k).ok());
+    let origins: Vec<String> = std::env::var("AGENT_ALLOWED_ORIGINS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
     let app = app_with(
         agent,
         tokens.auth(),
+        &origins,
         Arc::new(|line: &str| eprintln!("{line}")),
     )?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
@@ -110,6 +119,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ] {
         let from = if generated { "generated; set" } else { "from" };
         println!("{name} token ({from} {var}): {token}");
+    }
+    if !origins.is_empty() {
+        println!("browser pages allowed from {}", origins.join(", "));
     }
     if vendor::mermaid_from_env().is_none() {
         println!(

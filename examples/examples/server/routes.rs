@@ -74,19 +74,23 @@ pub fn app(agent: Arc<BookingAgent>, tokens: &Tokens) -> Result<Router, ServeErr
     app_with(
         agent,
         tokens.auth(),
+        &[],
         Arc::new(|line: &str| eprintln!("{line}")),
     )
 }
 
-/// [`app`] authenticated by `auth`, logging to `log`.
+/// [`app`] authenticated by `auth`, allowing browser pages from `origins` (CORS) and
+/// logging to `log`.
 pub fn app_with(
     agent: Arc<BookingAgent>,
     auth: impl Authenticator,
+    origins: &[String],
     log: Log,
 ) -> Result<Router, ServeError> {
     let server = Server::builder((*agent).clone())
         .auth(auth)
         .model(MODEL_ID)
+        .allowed_origins(origins.iter().cloned())
         .log(move |line: &str| log(line))
         .build()?;
     Ok(server

@@ -132,7 +132,7 @@ async fn a_failed_turn_is_logged_and_sent_to_the_page() {
         user: "t-user".into(),
         operator: "t-operator".into(),
     };
-    let app = server::app_with(agent, tokens.auth(), log).unwrap();
+    let app = server::app_with(agent, tokens.auth(), &[], log).unwrap();
     let serving = tokio::spawn(async move { axum::serve(listener, app).await });
 
     let answer = tokio::task::spawn_blocking(move || post(port, "s1", "a room in Porto"))

@@ -8,7 +8,8 @@
 // Run 1: a message that fills the booking up to the confirmation; run 2: "yes", which
 // ends in an interrupt (booking the room waits for a person's approval); then the
 // chat user's resume, refused (only an operator decides); run 3: the operator resumes
-// the interrupt as resolved, and the room is booked.
+// the interrupt as resolved, and the room is booked. Then a frontend with its own state,
+// tools and context, on another thread.
 "use strict";
 
 const { HttpAgent } = require("@ag-ui/client");
@@ -72,7 +73,35 @@ async function main() {
   const refused = runs.pop();
   agent.headers = { Authorization: "Bearer " + operatorToken };
   await run("run-3", { resume: interrupts });
-  process.stdout.write(JSON.stringify({ runs, refused }) + "\n");
+
+  // A frontend that sends its own state, tools and context (on another thread): the
+  // state's data is written to the session; the tools and context are logged as ignored.
+  const ui = new HttpAgent({
+    url: base.replace(/\/$/, "") + "/agui",
+    threadId: threadId + "-ui",
+    headers: { Authorization: "Bearer " + userToken },
+    initialState: { data: { city: "Vienna" } },
+  });
+  ui.addMessage({ id: "ui-user", role: "user", content: "I'd like to book a hotel room" });
+  let uiFailed = null;
+  await ui
+    .runAgent(
+      {
+        runId: "ui-run",
+        tools: [{ name: "show_map", description: "Show a map in the page", parameters: { type: "object", properties: {} } }],
+        context: [{ description: "the user's time zone", value: "Europe/Vienna" }],
+      },
+      {
+        onRunFailed({ error }) {
+          uiFailed = String(error && error.message ? error.message : error);
+        },
+      },
+    )
+    .catch((e) => {
+      uiFailed = uiFailed || String(e && e.message ? e.message : e);
+    });
+  const frontend = { failed: uiFailed, state: ui.state };
+  process.stdout.write(JSON.stringify({ runs, refused, frontend }) + "\n");
 }
 
 main().catch((e) => {
