@@ -1053,6 +1053,20 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
         let (status, answer) = call_as(OTHER, method, path, body).await.unwrap();
         assert_eq!(status, 403, "{method} {path}: {answer}");
     }
+    // The operator reads it, but does not speak in it.
+    let (status, _) = call_as(OPERATOR, "GET", "/api/sessions/a1", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, answer) = call_as(
+        OPERATOR,
+        "POST",
+        "/api/sessions/a1/messages",
+        Some(json!({ "text": "Yes" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 403, "{answer}");
     let (_, mine) = call_as(USER, "GET", "/api/sessions", None).await.unwrap();
     let (_, theirs) = call_as(OTHER, "GET", "/api/sessions", None).await.unwrap();
     assert_eq!(

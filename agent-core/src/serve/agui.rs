@@ -378,7 +378,7 @@ async fn run<D: AgentData, C: AgentContext>(
             &format!("{OPERATOR_ONLY}: a `resume` decides a waiting call"),
         );
     }
-    if !server.may_write(&who, &thread).await {
+    if matches!(work, Work::Message(_)) && !server.may_write(&who, &thread).await {
         return error(StatusCode::FORBIDDEN, &not_yours(&thread));
     }
     let log = server.shared.log.clone();
@@ -396,7 +396,8 @@ async fn run<D: AgentData, C: AgentContext>(
         ));
     }
     let data = session.as_ref().map(|s| s.data.clone()).unwrap_or_default();
-    if let Some(changes) = state_changes(&body, &data) {
+    // Only the owner's frontend writes to the session (an operator's resume does not).
+    if let (Work::Message(_), Some(changes)) = (&work, state_changes(&body, &data)) {
         let directive = match patch_of(&changes) {
             Ok(p) => Directive::new().data(p),
             Err(e) => return bad_request(&format!("`state.data` cannot be written: {e}")),

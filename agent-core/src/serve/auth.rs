@@ -171,8 +171,10 @@ impl Authenticator for Anonymous {
 }
 
 /// Which principal owns which session. The default ([`MemoryOwners`]) lives in the
-/// server's memory; implement this trait to keep ownership with the sessions (a
-/// table next to the session store) so it survives a restart.
+/// server's memory: after a restart, the sessions of a durable store have no owner until
+/// a principal writes to them again, and any principal may claim them then. Implement
+/// this trait to keep ownership with the sessions (a table next to the session store)
+/// so it survives a restart.
 #[async_trait]
 pub trait SessionOwners: Send + Sync + 'static {
     /// The owner of `session`, if it has one.
@@ -184,7 +186,7 @@ pub trait SessionOwners: Send + Sync + 'static {
     async fn sessions_of(&self, principal: &str) -> Vec<String>;
 }
 
-/// [`SessionOwners`] in memory (lost on restart).
+/// [`SessionOwners`] in memory (lost on restart: see [`SessionOwners`]).
 #[derive(Debug, Clone, Default)]
 pub struct MemoryOwners {
     owners: Arc<Mutex<HashMap<String, String>>>,

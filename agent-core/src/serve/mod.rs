@@ -37,7 +37,8 @@
 //!
 //! A tool call that waits for a person's approval is decided only by an operator
 //! ([`Principal::operator`]): the approval route, an AG-UI `resume` and an OpenAI `tool`
-//! message from anyone else are a `403`. Operators may read and decide on any session.
+//! message from anyone else are a `403`. Operators may read and decide on any session;
+//! they send messages only in their own.
 //!
 //! # OpenAI-compatible chat
 //!
@@ -88,7 +89,7 @@
 //!
 //! What the frontend sends besides messages: `state.data`, when it differs from the
 //! session's data, is written to the session (as a directive, validated by the engine)
-//! before the turn; the engine decides the position, so `state.flow` and `state.step`
+//! before the turn (on a message run of the session's owner, not on a `resume`); the engine decides the position, so `state.flow` and `state.step`
 //! are not read. `tools` (frontend tools) and `context` cannot be used by the engine:
 //! each run that carries them logs a warning naming them and what is ignored.
 //!
@@ -356,10 +357,11 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         }
     }
 
-    /// Whether `who` may write to `session`; a session nobody owns becomes `who`'s.
-    /// Operators may write to any session (they decide approvals).
+    /// Whether `who` may send a message in `session`: its owner only (an operator
+    /// decides calls on any session, but does not speak in another's); a session nobody
+    /// owns becomes `who`'s.
     pub(crate) async fn may_write(&self, who: &Principal, session: &str) -> bool {
-        self.shared.owners.claim(session, who.id()).await || who.is_operator()
+        self.shared.owners.claim(session, who.id()).await
     }
 }
 

@@ -760,7 +760,7 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if !server.may_write(&who, &session).await {
+    if matches!(req.work, Work::Message(_)) && !server.may_write(&who, &session).await {
         return with_session(
             error(
                 StatusCode::FORBIDDEN,
