@@ -301,6 +301,10 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
         "{again}"
     );
     assert!(!said.contains("not booked"), "{again}");
+    // The history goes on after that message (which ran no turn): the same session.
+    let later = &h["later"];
+    assert_eq!(later["session"], derived, "{later}");
+    assert_eq!(later["finish_reason"], "tool_calls", "{later}");
     // The same first message again is a new conversation.
     assert!(
         new["session"].as_str().unwrap().starts_with(derived),

@@ -57,8 +57,9 @@
 //!    message, so a client that re-sends the whole history (what the `openai` SDKs and
 //!    the OpenAI Agents SDK do) continues its conversation. Two conversations that open
 //!    with the same message are kept apart: a new one (one user message) gets a new
-//!    session, and a re-sent history continues the session whose last user message is
-//!    the history's previous one. A history that matches none of the caller's
+//!    session, and a re-sent history continues the session whose last recorded user
+//!    message is the latest of the history's earlier ones (a message answered while a
+//!    call waited runs no turn and is not recorded). A history that matches none of the caller's
 //!    conversations is a `400` (`session_not_found`), never a new session that forgot the
 //!    earlier turns;
 //! 3. a caller without identity (an [`Anonymous`] server, no API key, no `user`) gets a

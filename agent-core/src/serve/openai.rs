@@ -449,13 +449,16 @@ async fn session_of<D: AgentData, C: AgentContext>(
             &format!("a request without user messages must name its session: {CARRY}"),
         ));
     };
-    // The user message the session's last turn answered: none for a new conversation.
-    let previous = match &req.work {
-        Work::Decide(_) => req.users.last(),
-        Work::Message(_) if req.users.len() >= 2 => req.users.get(req.users.len() - 2),
-        Work::Message(_) => None,
+    // The user messages a session of this conversation may have answered last: the
+    // earlier ones (all of them when tool messages decide), none for a new conversation.
+    let earlier: &[String] = match &req.work {
+        Work::Decide(_) => &req.users,
+        Work::Message(_) => &req.users[..req.users.len().saturating_sub(1)],
     };
     let base = derived_id(&identity, first);
+    // The session whose last recorded user message is the latest of `earlier` (messages
+    // answered without a turn, while a call waited, are not recorded).
+    let mut best: Option<(usize, String)> = None;
     for g in 0..GENERATIONS {
         let id = if g == 0 {
             base.clone()
@@ -467,39 +470,50 @@ async fn session_of<D: AgentData, C: AgentContext>(
             .session(&id)
             .await
             .map_err(|e| turn_failed(server, &id, &e))?;
-        match (previous, session) {
-            (None, None) => return Ok(id),
-            (None, Some(_)) => {}
-            (Some(_), None) => break,
-            (Some(prev), Some(s)) => {
-                let last = s
-                    .history
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User)
-                    .map(|m| m.content.as_str().trim().to_owned());
-                let paused = s.approval.as_ref().map(|p| p.message.trim().to_owned());
-                if last.as_deref() == Some(prev.as_str()) || paused.as_deref() == Some(prev) {
-                    return Ok(id);
-                }
+        let Some(s) = session else {
+            if earlier.is_empty() {
+                return Ok(id);
             }
+            break;
+        };
+        if earlier.is_empty() {
+            continue;
+        }
+        let last = s
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str().trim().to_owned());
+        let paused = s.approval.as_ref().map(|p| p.message.trim().to_owned());
+        let at = earlier
+            .iter()
+            .rposition(|u| last.as_deref() == Some(u.as_str()) || paused.as_deref() == Some(u));
+        if let Some(at) = at
+            && best.as_ref().is_none_or(|(b, _)| at > *b)
+        {
+            best = Some((at, id));
         }
     }
-    Err(match previous {
-        None => invalid_param(
+    if let Some((_, id)) = best {
+        return Ok(id);
+    }
+    Err(if earlier.is_empty() {
+        invalid_param(
             "messages",
             "session_required",
             &format!(
                 "too many conversations of yours open with this message: name the session instead ({CARRY})"
             ),
-        ),
-        Some(_) => invalid_param(
+        )
+    } else {
+        invalid_param(
             "messages",
             "session_not_found",
             &format!(
                 "no conversation of yours continues with this history (it was not held here, or the session is gone); nothing was answered, so nothing is forgotten: {CARRY}"
             ),
-        ),
+        )
     })
 }
 

@@ -156,8 +156,13 @@ def main():
     yes = completion(client, history, user=user)
     history += [yes["message"], {"role": "user", "content": "Yes! Book it now"}]
     again = completion(client, history, user=user)
+    # The conversation goes on after a message that ran no turn.
+    history += [again["message"], {"role": "user", "content": "Is it booked yet?"}]
+    later = completion(client, history, user=user)
+    history = history[:-2]
     other_conversation = completion(client, history[:2], user=user)
-    result["history"] = {"porto": porto, "yes": yes, "again": again, "new": other_conversation}
+    result["history"] = {"porto": porto, "yes": yes, "again": again, "later": later,
+                         "new": other_conversation}
 
     # 5. The decision: a tool message, from the operator only.
     decision = history[:-1] + [
