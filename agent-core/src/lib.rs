@@ -63,6 +63,8 @@ pub mod prompt;
 pub mod provider;
 mod reply;
 pub mod response;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod signal;
 pub mod step;

@@ -35,7 +35,19 @@ use agent_core::prelude::AgentConfig;
 use serde_json::{Value, json};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-const MODEL: &str = "concierge-under-test";
+const MODEL: &str = "concierge";
+/// The bearer tokens the server under test knows: the chat user's and the operator's.
+const USER: &str = "user-token-under-test";
+const OPERATOR: &str = "operator-token-under-test";
+/// Another user's token.
+const OTHER: &str = "other-token-under-test";
+
+fn tokens() -> server::Tokens {
+    server::Tokens {
+        user: USER.into(),
+        operator: OPERATOR.into(),
+    }
+}
 
 /// The path an env var names, or `None` after saying how to get it (a failure under
 /// `CI=true`).
@@ -64,6 +76,23 @@ fn script(name: &str) -> PathBuf {
 
 /// The server (scripted concierge, bookings wait for approval) on a free port.
 async fn start(provider: Arc<dyn agent_core::provider::Provider>) -> (String, u16) {
+    let (base, port, _) = start_logged(provider, Auth::Tokens).await;
+    (base, port)
+}
+
+/// How the server under test authenticates.
+enum Auth {
+    /// The example's tokens, and another user's ([`OTHER`]).
+    Tokens,
+    /// Nobody ([`agent_core::serve::Anonymous`]).
+    Anonymous,
+}
+
+/// [`start`] with the lines the server logs.
+async fn start_logged(
+    provider: Arc<dyn agent_core::provider::Provider>,
+    auth: Auth,
+) -> (String, u16, Arc<std::sync::Mutex<Vec<String>>>) {
     let agent = Arc::new(
         server::booking_agent_approving(
             provider,
@@ -74,8 +103,19 @@ async fn start(provider: Arc<dyn agent_core::provider::Provider>) -> (String, u1
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
-    (format!("http://127.0.0.1:{port}"), port)
+    let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = lines.clone();
+    let log: server::Log = Arc::new(move |l: &str| {
+        eprintln!("{l}");
+        keep.lock().unwrap().push(l.to_owned());
+    });
+    let app = match auth {
+        Auth::Tokens => server::app_with(agent, tokens().auth().user(OTHER, "other"), &[], log),
+        Auth::Anonymous => server::app_with(agent, agent_core::serve::Anonymous, &[], log),
+    }
+    .unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://127.0.0.1:{port}"), port, lines)
 }
 
 async fn start_scripted() -> (String, u16) {
@@ -146,7 +186,11 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     };
     let (base, _) = start_scripted().await;
     let mut cmd = Command::new(&python);
-    cmd.arg(script("openai_client.py")).arg(&base);
+    cmd.arg(script("openai_client.py"))
+        .arg(&base)
+        .arg(USER)
+        .arg(OTHER)
+        .arg(OPERATOR);
     let r = run_client(cmd).await;
     println!("openai {}", r["openai_version"]);
 
@@ -219,31 +263,121 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     );
     assert!(s["usage"]["completion_tokens"].as_u64().unwrap() > 0, "{s}");
 
-    // A session named by `user`; the booking waits for approval, as the agent says.
-    let [porto, yes] = r["by_user"].as_array().unwrap().as_slice() else {
-        panic!("two calls by user: {}", r["by_user"]);
-    };
-    assert!(
-        porto["session"].as_str().unwrap().starts_with("py-user-"),
-        "{porto}"
+    // The history re-sent without a session id (with `user`): the same conversation.
+    let h = &r["history"];
+    let (porto, yes, again, new) = (&h["porto"], &h["yes"], &h["again"], &h["new"]);
+    let derived = porto["session"].as_str().unwrap();
+    assert!(derived.starts_with("oai-"), "{porto}");
+    assert_ne!(
+        derived, session,
+        "another identity (`user`), another session"
     );
-    assert_eq!(yes["session"], porto["session"]);
+    assert_eq!(yes["session"], derived, "{yes}");
     assert_eq!(porto["agent"]["step"], "confirm", "{porto}");
     assert_eq!(porto["agent"]["data"]["city"], "Porto");
+    assert_eq!(
+        yes["agent"]["data"]["city"], "Porto",
+        "the earlier turns are kept"
+    );
+    // The booking waits for approval: a tool call, as OpenAI clients expect one.
+    assert_eq!(yes["finish_reason"], "tool_calls", "{yes}");
     assert_eq!(yes["content"], server::APPROVAL_REPLY, "{yes}");
+    assert_eq!(
+        yes["tool_calls"],
+        json!([{ "id": "call_book", "type": "function", "name": "book_room",
+                 "arguments": "{\"hotel\":\"Grand Hotel Porto\"}" }])
+    );
     assert_eq!(
         yes["agent"]["stopped"],
         json!({ "kind": "awaiting_approval", "calls": ["call_book"] })
     );
+    // A second "yes" decides nothing, runs no turn, and says the booking may still happen.
+    assert_eq!(again["session"], derived, "{again}");
+    assert_eq!(again["finish_reason"], "tool_calls", "{again}");
+    assert_eq!(again["agent"]["model_calls"], 0, "{again}");
+    let said = again["content"].as_str().unwrap();
+    assert!(
+        said.contains("book_room") && said.contains("will run once approved"),
+        "{again}"
+    );
+    assert!(!said.contains("not booked"), "{again}");
+    // The history goes on after that message (which ran no turn): the same session.
+    let later = &h["later"];
+    assert_eq!(later["session"], derived, "{later}");
+    assert_eq!(later["finish_reason"], "tool_calls", "{later}");
+    // The same first message again is a new conversation.
+    assert!(
+        new["session"].as_str().unwrap().starts_with(derived),
+        "{new}"
+    );
+    assert_ne!(new["session"], derived, "{new}");
+    assert_eq!(new["agent"]["data"]["booking_id"], Value::Null, "{new}");
+
+    // A tool message decides the call: not with the chat user's key...
+    let by_user = &r["decided_by_user"];
+    assert_eq!(by_user["status"], 403, "{by_user}");
+    assert_eq!(by_user["class"], "PermissionDeniedError", "{by_user}");
+    assert_eq!(by_user["code"], "operator_required", "{by_user}");
+    // ...with the operator's: the turn resumes and the room is booked.
+    let decided = &r["decided_by_operator"];
+    assert_eq!(decided["session"], derived, "{decided}");
+    assert_eq!(decided["finish_reason"], "stop", "{decided}");
     assert_eq!(
-        yes["agent"]["awaiting_approval"],
-        json!([{ "id": "call_book", "tool": "book_room", "arguments": { "hotel": "Grand Hotel Porto" } }])
+        decided["agent"]["data"]["booking_id"], "POR-0803-3",
+        "{decided}"
+    );
+    assert!(
+        decided["content"].as_str().unwrap().contains("POR-0803-3"),
+        "{decided}"
     );
 
-    let bad = &r["bad_request"];
-    assert_eq!(bad["status"], 400, "{bad}");
-    assert_eq!(bad["type"], "invalid_request_error");
-    assert!(bad["message"].as_str().unwrap().contains("user"), "{bad}");
+    // Another user cannot reach the first session.
+    let other = &r["other_user"];
+    assert_eq!(other["status"], 403, "{other}");
+    assert_eq!(other["class"], "PermissionDeniedError", "{other}");
+
+    // Refusals the client does not retry, each naming what is wrong.
+    let f = &r["refusals"];
+    for (name, status, code, param) in [
+        (
+            "no_user_message",
+            400,
+            Value::from("missing_required_parameter"),
+            "messages",
+        ),
+        (
+            "unknown_model",
+            404,
+            Value::from("model_not_found"),
+            "model",
+        ),
+        ("tools", 400, Value::from("unsupported_parameter"), "tools"),
+        ("n", 400, Value::from("unsupported_value"), "n"),
+        (
+            "long_message",
+            400,
+            Value::from("string_above_max_length"),
+            "messages",
+        ),
+        ("huge_body", 413, Value::from("request_too_large"), ""),
+    ] {
+        let e = &f[name];
+        assert_eq!(e["status"], status, "{name}: {e}");
+        assert_eq!(e["code"], code, "{name}: {e}");
+        if !param.is_empty() {
+            assert_eq!(e["param"], param, "{name}: {e}");
+        }
+        assert_eq!(e["requests"], 1, "{name} was retried: {e}");
+    }
+    assert!(
+        !f["long_message"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_message_bytes"),
+        "the caller is not told to change a server setting: {}",
+        f["long_message"]
+    );
+    assert_eq!(f["unknown_model"]["class"], "NotFoundError");
     assert_eq!(r["models"], json!(["concierge"]));
 }
 
@@ -269,16 +403,51 @@ async fn the_agui_client_runs_a_booking_over_agui_events() {
     else {
         return;
     };
-    let (base, _) = start_scripted().await;
+    let (base, _, logged) = start_logged(
+        Arc::new(server::Typewriter::new(
+            server::scripted_model(),
+            4,
+            Duration::from_millis(2),
+        )),
+        Auth::Tokens,
+    )
+    .await;
     let thread = format!("agui-{}", std::process::id());
     let mut cmd = Command::new(std::env::var("NODE").unwrap_or_else(|_| "node".into()));
     cmd.arg(script("agui_client.cjs"))
         .arg(&base)
         .arg(&thread)
+        .arg(USER)
+        .arg(OPERATOR)
         .env("NODE_PATH", &node_path);
     let r = run_client(cmd).await;
+    // The frontend's state, tools and context: the data is written to the session, the
+    // rest is logged as ignored.
+    let f = &r["frontend"];
+    assert_eq!(f["failed"], Value::Null, "{f}");
+    assert_eq!(f["state"]["data"]["city"], "Vienna", "{f}");
+    let lines = logged.lock().unwrap().clone();
+    for ignored in [
+        "ignored 1 frontend tool(s) (show_map)",
+        "ignored 1 context item(s) (the user's time zone)",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(ignored)),
+            "{ignored}: {lines:?}"
+        );
+    }
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{r}");
+    // The chat user's resume is refused: only the operator decides.
+    let refused = &r["refused"];
+    assert!(
+        refused["failed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("403"),
+        "{refused}"
+    );
+    assert_eq!(refused["events"], json!([]), "{refused}");
     for run in runs {
         assert_eq!(run["failed"], Value::Null, "the client refused run {run}");
         let events = run["events"].as_array().unwrap();
@@ -470,8 +639,17 @@ impl Answer {
     }
 }
 
-/// One HTTP/1.0 exchange (the answer ends when the server closes).
+/// One HTTP/1.0 exchange (the answer ends when the server closes), with the chat
+/// user's token unless `headers` has an `authorization`.
 async fn http(port: u16, path: &'static str, headers: &[(&str, &str)], body: String) -> Answer {
+    let bearer = format!("Bearer {USER}");
+    let mut headers = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        headers.push(("authorization", &bearer));
+    }
     let headers: String = headers
         .iter()
         .map(|(k, v)| format!("{k}: {v}\r\n"))
@@ -515,7 +693,7 @@ async fn http(port: u16, path: &'static str, headers: &[(&str, &str)], body: Str
 async fn the_chat_completions_route_over_plain_http() {
     let (_, port) = start_scripted().await;
     let chat = |messages: Value, extra: Value| {
-        let mut body = json!({ "model": "m1", "messages": messages });
+        let mut body = json!({ "model": "concierge", "messages": messages });
         if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
             b.extend(e.clone());
         }
@@ -540,7 +718,7 @@ async fn the_chat_completions_route_over_plain_http() {
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.header("x-session-id"), Some("plain-1"));
     let c = a.json();
-    assert_eq!(c["model"], "m1");
+    assert_eq!(c["model"], "concierge");
     assert_eq!(c["agent"]["step"], "confirm", "{c}");
     assert_eq!(c["agent"]["session_id"], "plain-1");
 
@@ -570,8 +748,15 @@ async fn the_chat_completions_route_over_plain_http() {
     );
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let last = chunks.last().unwrap();
-    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    // The booking waits for approval: a tool call, streamed as OpenAI streams one.
+    assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
     assert_eq!(last["agent"]["awaiting_approval"][0]["tool"], "book_room");
+    let call = &chunks[chunks.len() - 2]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(
+        *call,
+        json!({ "index": 0, "id": "call_book", "type": "function",
+                "function": { "name": "book_room", "arguments": "{\"hotel\":\"Grand Hotel Lisbon\"}" } })
+    );
     let text: String = chunks
         .iter()
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
@@ -597,14 +782,6 @@ async fn the_chat_completions_route_over_plain_http() {
         (
             vec![("x-session-id", "no spaces allowed")],
             chat(json!([{ "role": "user", "content": "hi" }]), json!({})),
-            "session id",
-        ),
-        (
-            vec![],
-            chat(
-                json!([{ "role": "user", "content": "hi" }]),
-                json!({ "user": "someone@example.com" }),
-            ),
             "session id",
         ),
     ] {
@@ -638,7 +815,7 @@ async fn the_chat_completions_route_over_plain_http() {
 async fn a_failing_model_gives_protocol_errors_and_changes_nothing() {
     // No answers scripted: every model call fails.
     let (_, port) = start(Arc::new(agent_core::testing::ScriptedProvider::new())).await;
-    let body = json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] });
+    let body = json!({ "model": "concierge", "messages": [{ "role": "user", "content": "hi" }] });
 
     let a = http(
         port,
@@ -726,8 +903,8 @@ async fn the_agui_route_refuses_what_is_not_a_run() {
             json!({ "threadId": "t1", "runId": "r", "messages": [],
                     "resume": [{ "interruptId": "call_book", "status": "resolved" }] })
             .to_string(),
-            409,
-            "no call",
+            403,
+            "operator",
         ),
     ] {
         let a = http(port, "/agui", &[], body.clone()).await;
@@ -760,10 +937,52 @@ async fn the_agui_route_refuses_what_is_not_a_run() {
         .await;
         assert_eq!(a.status, 200, "{}", a.body);
     }
+    // Another user cannot run on the thread, nor resume it.
+    let other = format!("Bearer {OTHER}");
     let a = http(
         port,
         "/agui",
-        &[],
+        &[("authorization", &other)],
+        run(
+            "r-other",
+            json!({ "messages": [{ "id": "o1", "role": "user", "content": "Yes" }] }),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert!(
+        a.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("another principal")
+    );
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", "Bearer not-a-token")],
+        run(
+            "r-none",
+            json!({ "messages": [{ "id": "o1", "role": "user", "content": "Yes" }] }),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 401, "{}", a.body);
+    let operator = format!("Bearer {OPERATOR}");
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", &operator)],
+        json!({ "threadId": "t1", "runId": "r", "messages": [],
+                "resume": [{ "interruptId": "call_book", "status": "resolved" }] })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(a.status, 409, "{}", a.body);
+    assert!(a.json()["error"].as_str().unwrap().contains("no call"));
+    let a = http(
+        port,
+        "/agui",
+        &[("authorization", &operator)],
         run(
             "r3",
             json!({ "resume": [{ "interruptId": "call_book", "status": "cancelled",
@@ -814,4 +1033,90 @@ async fn mermaid_is_served_when_configured() {
             assert!(a.body.contains("scripts/protocols.sh"), "{}", a.body);
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resent_history_continues_its_session_or_is_refused() {
+    // A server that authenticates nobody: the API key (if any) and `user` are the
+    // caller's identity.
+    let (_, port, _) = start_logged(
+        Arc::new(server::Typewriter::new(
+            server::scripted_model(),
+            4,
+            Duration::from_millis(1),
+        )),
+        Auth::Anonymous,
+    )
+    .await;
+    let no_key = [("authorization", "")];
+    let chat = |messages: Value| json!({ "model": "concierge", "messages": messages }).to_string();
+    let porto = json!({ "role": "user", "content": "A room in Porto on August 3rd for 3 guests" });
+    let yes = json!({ "role": "user", "content": "Yes, book it please" });
+    let reply = json!({ "role": "assistant", "content": "Shall I book it?" });
+
+    // No identity: a first message starts a new session, a history is refused with a
+    // 400 that says how to carry the session.
+    let a = http(port, "/v1/chat/completions", &no_key, chat(json!([porto]))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &no_key,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    let e = a.json();
+    assert_eq!(e["error"]["code"], "session_required", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("x-session-id"),
+        "{e}"
+    );
+
+    // An API key is an identity: the history re-sent continues the conversation.
+    let key = [("authorization", "Bearer sk-anything")];
+    let a = http(port, "/v1/chat/completions", &key, chat(json!([porto]))).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let session = a.header("x-session-id").unwrap().to_owned();
+    let b = http(
+        port,
+        "/v1/chat/completions",
+        &key,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    assert_eq!(b.header("x-session-id"), Some(session.as_str()));
+    let c = b.json();
+    assert_eq!(c["agent"]["data"]["city"], "Porto", "{c}");
+    assert_eq!(c["choices"][0]["finish_reason"], "tool_calls", "{c}");
+
+    // Another key, the same history: not that conversation, and not a silent new one.
+    let other = [("authorization", "Bearer sk-other")];
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &other,
+        chat(json!([porto, reply, yes])),
+    )
+    .await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], "session_not_found");
+
+    // Without an operator, nobody decides the waiting call over HTTP.
+    let a = http(
+        port,
+        "/v1/chat/completions",
+        &key,
+        chat(json!([porto, reply, yes,
+            { "role": "assistant", "content": "", "tool_calls": [{ "id": "call_book",
+              "type": "function", "function": { "name": "book_room", "arguments": "{}" } }] },
+            { "role": "tool", "tool_call_id": "call_book", "content": "approve" }])),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], "operator_required");
 }

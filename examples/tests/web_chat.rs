@@ -775,16 +775,53 @@ async fn a_full_booking_conversation_in_the_browser() {
         .unwrap(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    // The page is opened with the operator's token: its Approve and Deny buttons decide.
+    let base = format!(
+        "http://{}/?token={OPERATOR}",
+        listener.local_addr().unwrap()
+    );
+    let app = server::app(agent, &tokens()).unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // Two more servers on other origins (another port): one allows the page's origin
+    // (CORS), one allows none.
+    let page_origin = base.split("/?").next().unwrap().to_owned();
+    let mut others = Vec::new();
+    for origins in [vec![page_origin], vec![]] {
+        let agent = Arc::new(
+            server::booking_agent_approving(
+                Arc::new(server::scripted_model()),
+                agent_core::prelude::AgentConfig::default(),
+                server::Approvals::Bookings,
+            )
+            .unwrap(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = server::app_with(
+            agent,
+            tokens().auth(),
+            &origins,
+            Arc::new(|line: &str| eprintln!("{line}")),
+        )
+        .unwrap();
+        others.push((
+            port,
+            tokio::spawn(async move { axum::serve(listener, app).await }),
+        ));
+    }
+    let (allowed, closed) = (others[0].0, others[1].0);
 
     let (driver, port) = start_driver(&chromedriver).await;
     let client = match connect(port, &chromium, &driver.profile).await {
         Ok(c) => c,
         Err(e) => panic!("{e}; chromedriver's log:\n{}", driver.log_tail()),
     };
-    let outcome =
-        tokio::time::timeout(Duration::from_secs(180), converse(&client, &base, mermaid)).await;
+    let outcome = tokio::time::timeout(Duration::from_secs(180), async {
+        converse(&client, &base, mermaid).await?;
+        cross_origin(&client, allowed, closed).await
+    })
+    .await;
     if let Some(path) = std::env::var_os("WEB_CHAT_SCREENSHOT") {
         match client.screenshot().await {
             Ok(png) => std::fs::write(&path, png).unwrap(),
@@ -793,6 +830,9 @@ async fn a_full_booking_conversation_in_the_browser() {
     }
     let _ = client.close().await;
     server.abort();
+    for (_, serving) in others {
+        serving.abort();
+    }
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(e)) => panic!("{e}"),
@@ -802,16 +842,72 @@ async fn a_full_booking_conversation_in_the_browser() {
     println!("browser conversation: {:?}", started.elapsed());
 }
 
+/// The tokens of the server under test: the chat user's and the operator's.
+const USER: &str = "user-token-under-test";
+const OPERATOR: &str = "operator-token-under-test";
+/// Another user's token.
+const OTHER: &str = "other-token-under-test";
+
+fn tokens() -> server::Tokens {
+    server::Tokens {
+        user: USER.into(),
+        operator: OPERATOR.into(),
+    }
+}
+
+/// From the page (its origin: the first server's), an AG-UI run on a server of another
+/// origin: the browser lets it through where that server allows the page's origin
+/// (CORS), and blocks it where it does not.
+async fn cross_origin(c: &Client, allowed: u16, closed: u16) -> Result<(), String> {
+    let run = |port: u16| {
+        format!(
+            "return fetch('http://127.0.0.1:{port}/agui', {{ method: 'POST', \
+               headers: {{ 'content-type': 'application/json', accept: 'text/event-stream', \
+                           authorization: 'Bearer {USER}' }}, \
+               body: JSON.stringify({{ threadId: 'cors-1', runId: 'r1', \
+                 messages: [{{ id: 'm1', role: 'user', content: 'A room in Rome' }}] }}) }}) \
+             .then(r => r.text().then(t => ({{ status: r.status, \
+                   finished: t.includes('RUN_FINISHED'), \
+                   session: r.headers.get('x-session-id') }}))) \
+             .catch(e => ({{ blocked: String(e) }}));"
+        )
+    };
+    let ok = js(c, &run(allowed)).await?;
+    if ok["status"] != 200 || ok["finished"] != true {
+        return Err(format!(
+            "the allowed origin's AG-UI run did not go through: {ok}"
+        ));
+    }
+    let blocked = js(c, &run(closed)).await?;
+    if !blocked["blocked"].is_string() {
+        return Err(format!(
+            "a server that allows no other origin answered the page: {blocked}"
+        ));
+    }
+    Ok(())
+}
+
 /// One HTTP/1.0 exchange (no chunked encoding, the answer ends when the server closes):
-/// the status and the body.
+/// the status and the body. Approval decisions carry the operator's token, the rest
+/// the chat user's.
 fn http(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+    let token = if path.contains("/approvals/") {
+        OPERATOR
+    } else {
+        USER
+    };
+    http_as(token, port, method, path, body)
+}
+
+/// [`http`] with `token`.
+fn http_as(token: &str, port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
     use std::io::{Read, Write};
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(TURN_TIMEOUT)).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -863,9 +959,22 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let app = server::app_with(
+        agent,
+        tokens().auth().user(OTHER, "other"),
+        &[],
+        Arc::new(|line: &str| eprintln!("{line}")),
+    )
+    .unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
     let call = move |method: &'static str, path: String, body: Option<Value>| {
         tokio::task::spawn_blocking(move || http(port, method, &path, body))
+    };
+    let call_as = move |token: &'static str,
+                        method: &'static str,
+                        path: &'static str,
+                        body: Option<Value>| {
+        tokio::task::spawn_blocking(move || http_as(token, port, method, path, body))
     };
 
     let (status, body) = call(
@@ -916,6 +1025,62 @@ async fn the_approval_route_resumes_the_booking_and_refuses_calls_that_do_not_wa
     assert_eq!(status, 200);
     let session: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(session["awaiting_approval"], json!([pending]), "{session}");
+
+    // Only the operator decides: the chat user's decision is refused, and so is one
+    // without a credential.
+    for token in [USER, OTHER, "not-a-token"] {
+        let (status, body) = call_as(
+            token,
+            "POST",
+            "/api/sessions/a1/approvals/call_book",
+            Some(json!({ "decision": "approve" })),
+        )
+        .await
+        .unwrap();
+        let expected = if token == "not-a-token" { 401 } else { 403 };
+        assert_eq!(status, expected, "{token}: {body}");
+    }
+    // Another user can neither read, continue nor see the session.
+    for (method, path, body) in [
+        ("GET", "/api/sessions/a1", None),
+        ("GET", "/api/graph?session=a1", None),
+        (
+            "POST",
+            "/api/sessions/a1/messages",
+            Some(json!({ "text": "Yes" })),
+        ),
+    ] {
+        let (status, answer) = call_as(OTHER, method, path, body).await.unwrap();
+        assert_eq!(status, 403, "{method} {path}: {answer}");
+    }
+    // The operator reads it, but does not speak in it.
+    let (status, _) = call_as(OPERATOR, "GET", "/api/sessions/a1", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, answer) = call_as(
+        OPERATOR,
+        "POST",
+        "/api/sessions/a1/messages",
+        Some(json!({ "text": "Yes" })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 403, "{answer}");
+    let (_, mine) = call_as(USER, "GET", "/api/sessions", None).await.unwrap();
+    let (_, theirs) = call_as(OTHER, "GET", "/api/sessions", None).await.unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&mine).unwrap()["sessions"],
+        json!(["a1"])
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&theirs).unwrap()["sessions"],
+        json!([])
+    );
+    let (status, _) = call_as("not-a-token", "GET", "/api/sessions", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 401);
 
     // A call that does not wait, a denial without a reason, a body that is no decision.
     let (status, body) = call(
@@ -1030,7 +1195,8 @@ async fn without_approvals_the_booking_runs_at_once() {
     let agent = Arc::new(server::booking_agent(Arc::new(server::scripted_model())).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let serving = tokio::spawn(async move { axum::serve(listener, server::app(agent)).await });
+    let app = server::app(agent, &tokens()).unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
     let mut last = Vec::new();
     for text in [
         "A room in Lisbon on July 1st for 2 guests",

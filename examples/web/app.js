@@ -9,6 +9,10 @@
 // event's `awaiting_approval`) is shown as a card with Approve and Deny buttons; the
 // decision goes to POST /api/sessions/{id}/approvals/{call_id}, whose answer (the
 // resumed turn) streams into the chat like a reply.
+//
+// Every API call carries the bearer token the page was opened with (`/#token=...` or `/?token=...`, as
+// the server prints it at start; kept in sessionStorage for reloads). Deciding a call
+// needs an operator's token.
 (() => {
   "use strict";
 
@@ -37,6 +41,23 @@
     return id;
   })();
   document.body.dataset.session = sessionId;
+
+  const token = (() => {
+    const key = "concierge-token";
+    const m = /(?:^|[?&#])token=([^&#]+)/.exec(location.search + "&" + location.hash);
+    let t = m ? decodeURIComponent(m[1]) : null;
+    try {
+      if (t) {
+        sessionStorage.setItem(key, t);
+      } else {
+        t = sessionStorage.getItem(key);
+      }
+    } catch (_) {
+      // Storage may be unavailable; the token then lasts as long as the page.
+    }
+    return t;
+  })();
+  const auth = (headers) => (token ? { ...headers, authorization: "Bearer " + token } : headers);
 
   let turns = 0;
   let decisions = 0;
@@ -232,7 +253,9 @@
   }
 
   async function loadGraph() {
-    const res = await fetch("/api/graph?session=" + encodeURIComponent(sessionId));
+    const res = await fetch("/api/graph?session=" + encodeURIComponent(sessionId), {
+      headers: auth({}),
+    });
     if (!res.ok) {
       return;
     }
@@ -273,7 +296,9 @@
   }
 
   async function loadSession() {
-    const res = await fetch("/api/sessions/" + encodeURIComponent(sessionId));
+    const res = await fetch("/api/sessions/" + encodeURIComponent(sessionId), {
+      headers: auth({}),
+    });
     if (!res.ok) {
       return;
     }
@@ -373,7 +398,7 @@
     try {
       const res = await fetch(url, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        headers: auth({ "content-type": "application/json", accept: "text/event-stream" }),
         body: JSON.stringify(body),
       });
       if (!res.ok || !res.body) {

@@ -20,41 +20,33 @@
 //! A failed turn is logged on stderr (`[server] session ID: turn failed: ...`) and sent
 //! to the page as an `error` event; the session is unchanged.
 //!
-//! Routes:
-//! - `GET /`: the chat page (`GET /app.js`, `GET /style.css`: its script and style).
-//! - `POST /api/sessions/{id}/messages` with `{"text": "..."}`: the turn as a stream of
-//!   server-sent events: `step`, `transition`, `tool_call`, `tool_result`, `approval`
-//!   (`{"id", "tool", "arguments"}`: a call that waits for a person's decision),
-//!   `delta` (`{"text"}`), then exactly one `done` (the flow, step, data, stopped
-//!   reason and `awaiting_approval` calls after the turn) or `error` (`{"message"}`;
-//!   the session is unchanged).
-//! - `POST /api/sessions/{id}/approvals/{call_id}` with `{"decision": "approve"}`,
-//!   `{"decision": "deny", "reason": "..."}` or `{"decision": "edit", "arguments":
-//!   {...}}`: decides a waiting call and answers with the resumed turn, as the same
-//!   stream of events. A call that does not wait (unknown, or already decided) is a
-//!   `409` with `{"error", "waiting"}` (the ids that do wait); a body that is not a
-//!   decision, or a denial without a reason, is a `400` with `{"error"}`.
-//! - `GET /api/sessions/{id}`: the session's flow, step, data, transcript and the
-//!   calls awaiting approval (`awaiting_approval`).
-//! - `GET /api/graph?session={id}`: every flow as Mermaid text, with the session's
-//!   current step in the `current` class (`&format=mermaid`: the text alone).
-//! - `POST /v1/chat/completions`, `GET /v1/models`: an OpenAI-compatible endpoint
-//!   (`openai.rs`); `POST /agui`: AG-UI events (`agui.rs`);
-//!   `GET /vendor/mermaid.min.js`: Mermaid from `AGENT_MERMAID_JS` (`vendor.rs`).
+//! Serving is the library's (`agent_core::serve`, feature `serve`): this file only
+//! builds the agent, picks the tokens and adds the page. Every route needs a bearer
+//! token: the chat user's (`AGENT_TOKEN`) or the operator's (`AGENT_OPERATOR_TOKEN`),
+//! who alone decides a booking that waits for approval. Unset, each is generated and
+//! printed at start, with the page's address (`/#token=...`: the page sends the token it
+//! was opened with; open it with the operator's token to use the Approve and Deny
+//! buttons). `AGENT_ALLOWED_ORIGINS` (comma-separated) lets browser frontends on other
+//! origins call the server (CORS).
+//!
+//! Routes (their contract: the `agent_core::serve` docs):
+//! - `GET /`: the chat page (`GET /app.js`, `GET /style.css`: its script and style);
+//! - `GET /api/sessions`, `GET /api/sessions/{id}`, `POST /api/sessions/{id}/messages`,
+//!   `POST /api/sessions/{id}/approvals/{call_id}`, `GET /api/graph?session={id}`: the
+//!   web chat's API;
+//! - `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI-compatible endpoint
+//!   (model `concierge`);
+//! - `POST /agui`: AG-UI events;
+//! - `GET /vendor/mermaid.min.js`: Mermaid from `AGENT_MERMAID_JS` (`vendor.rs`).
 //!
 //! The modules: `booking` (the agent and its flow), `scripted` (the offline model),
-//! `model` (which model is served), `routes` (the HTTP API), `events` (a turn as
-//! server-sent events), `page` (the chat page's files), `approvals`, `openai`, `agui`
-//! and `vendor` (their routes).
+//! `model` (which model is served), `routes` (the library's routers, the tokens and the
+//! page), `page` (the chat page's files) and `vendor` (Mermaid).
 
 use std::sync::Arc;
 
-mod agui;
-mod approvals;
 mod booking;
-mod events;
 mod model;
-mod openai;
 mod page;
 mod routes;
 mod scripted;
@@ -69,7 +61,7 @@ pub use self::{
         booking_agent_with, booking_flow, booking_flow_with,
     },
     model::{Typewriter, model_from, served},
-    routes::{GraphQuery, Log, MessageIn, app, app_with_log},
+    routes::{Log, MODEL_ID, Tokens, app, app_with},
     scripted::scripted_model,
 };
 
@@ -91,6 +83,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.config(),
         approvals,
     )?);
+    let (tokens, generated) = Tokens::from_env(|k| std::env::var(k).ok());
+    let origins: Vec<String> = std::env::var("AGENT_ALLOWED_ORIGINS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let app = app_with(
+        agent,
+        tokens.auth(),
+        &origins,
+        Arc::new(|line: &str| eprintln!("{line}")),
+    )?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("{}", model.description());
     println!(
@@ -101,7 +107,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Approvals::Off => "rooms are booked without approval (APPROVE_BOOKINGS=0)",
         }
     );
-    println!("web chat on http://{}/", listener.local_addr()?);
-    axum::serve(listener, app(agent)).await?;
+    let addr = listener.local_addr()?;
+    for (name, var, token, generated) in [
+        ("chat user", "AGENT_TOKEN", &tokens.user, generated[0]),
+        (
+            "operator",
+            "AGENT_OPERATOR_TOKEN",
+            &tokens.operator,
+            generated[1],
+        ),
+    ] {
+        let from = if generated { "generated; set" } else { "from" };
+        println!("{name} token ({from} {var}): {token}");
+    }
+    if !origins.is_empty() {
+        println!("browser pages allowed from {}", origins.join(", "));
+    }
+    if vendor::mermaid_from_env().is_none() {
+        println!(
+            "the flow graph is shown as text: set {} to mermaid.min.js (scripts/protocols.sh installs it) to draw it",
+            vendor::MERMAID_ENV
+        );
+    }
+    println!("web chat on http://{addr}/#token={}", tokens.user);
+    println!(
+        "as the operator (Approve / Deny): http://{addr}/#token={}",
+        tokens.operator
+    );
+    println!("OpenAI-compatible endpoint: http://{addr}/v1 (API key: a token; model {MODEL_ID})");
+    axum::serve(listener, app).await?;
     Ok(())
 }

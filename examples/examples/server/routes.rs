@@ -1,223 +1,100 @@
-//! The HTTP API of the web chat: the router, what the handlers share ([`Served`]),
-//! the message, session and graph routes, and the replies for bad requests and store
-//! failures. The approval, OpenAI-compatible, AG-UI and vendor routes have their own
-//! modules.
+//! The server over the library: the agent behind `agent_core::serve` (the OpenAI-
+//! compatible endpoint, AG-UI and the web chat's API, authenticated by bearer tokens),
+//! plus the chat page and the vendored Mermaid.
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use agent_core::prelude::*;
-use agent_core::provider::Role;
-use agent_core::step::StepKind;
-use axum::Json;
+use agent_core::serve::{Authenticator, BearerTokens, ServeError, Server};
 use axum::Router;
-use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::booking::{Booking, BookingAgent};
-use super::events::{pending_list, turn_stream};
-use super::{agui, approvals, openai, page, vendor};
+use super::booking::BookingAgent;
+use super::{page, vendor};
 
-/// The body of `POST /api/sessions/{id}/messages`.
-#[derive(Debug, Deserialize)]
-pub struct MessageIn {
-    /// The user's message.
-    pub text: String,
-}
-
-/// Query of `GET /api/graph`.
-#[derive(Debug, Deserialize)]
-pub struct GraphQuery {
-    /// Highlight this session's current step.
-    pub session: Option<String>,
-    /// `mermaid`: answer with the Mermaid text alone (`text/plain`) instead of JSON.
-    pub format: Option<String>,
-}
+/// The model name the OpenAI-compatible endpoint answers to.
+pub const MODEL_ID: &str = "concierge";
 
 /// Where the server logs what went wrong (stderr; tests keep the lines).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// What the handlers share.
-#[derive(Clone)]
-pub struct Served {
-    pub(super) agent: Arc<BookingAgent>,
-    pub(super) log: Log,
+/// The server's two bearer tokens: the chat user's (`AGENT_TOKEN`) and the operator's
+/// (`AGENT_OPERATOR_TOKEN`), who decides the bookings waiting for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tokens {
+    /// The chat user's token (principal `guest`).
+    pub user: String,
+    /// The operator's token (principal `operator`).
+    pub operator: String,
 }
 
-/// The router: the page, its assets and the JSON/SSE API over `agent`, logging
-/// failures on stderr.
-pub fn app(agent: Arc<BookingAgent>) -> Router {
-    app_with_log(agent, Arc::new(|line: &str| eprintln!("{line}")))
-}
-
-/// [`app`] logging to `log`.
-pub fn app_with_log(agent: Arc<BookingAgent>, log: Log) -> Router {
-    Router::new()
-        .route("/", get(page::page))
-        .route("/app.js", get(page::script))
-        .route("/style.css", get(page::style))
-        .route("/api/sessions/{id}", get(session))
-        .route("/api/sessions/{id}/messages", post(message))
-        .route(
-            "/api/sessions/{id}/approvals/{call_id}",
-            post(approvals::decide),
-        )
-        .route("/api/graph", get(graph))
-        .merge(openai::routes())
-        .merge(agui::routes())
-        .merge(vendor::routes(vendor::mermaid_from_env()))
-        .with_state(Served { agent, log })
-}
-
-/// Session ids are short and plain: they appear in URLs and logs.
-pub(super) fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-pub(super) fn bad_request(what: &str) -> Response {
-    (StatusCode::BAD_REQUEST, Json(json!({ "error": what }))).into_response()
-}
-
-/// A store failure: logged, and answered with a 500.
-pub(super) fn server_error(log: &Log, what: &str, e: &AgentError) -> Response {
-    log(&format!("[server] {what}: {e}"));
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        Json(json!({ "error": e.to_string() })),
-    )
-        .into_response()
-}
-
-async fn message(
-    State(Served { agent, log }): State<Served>,
-    Path(id): Path<String>,
-    Json(body): Json<MessageIn>,
-) -> Response {
-    if !valid_id(&id) {
-        return bad_request("session ids are 1 to 64 letters, digits, '-' or '_'");
-    }
-    if body.text.trim().is_empty() {
-        return bad_request("the message is empty");
-    }
-    let events = agent.respond_stream(&id, body.text.trim());
-    turn_stream(events, log, format!("session {id}: turn failed"))
-}
-
-async fn session(State(Served { agent, log }): State<Served>, Path(id): Path<String>) -> Response {
-    if !valid_id(&id) {
-        return bad_request("session ids are 1 to 64 letters, digits, '-' or '_'");
-    }
-    match agent.session(&id).await {
-        Ok(Some(s)) => {
-            let transcript: Vec<Value> = s
-                .history
-                .iter()
-                .filter(|m| matches!(m.role, Role::User | Role::Assistant))
-                .filter(|m| !m.content.is_empty())
-                .map(|m| {
-                    json!({
-                        "role": if m.role == Role::User { "user" } else { "assistant" },
-                        "text": m.content.as_str(),
-                    })
-                })
-                .collect();
-            Json(json!({
-                "id": s.id,
-                "flow": s.flow,
-                "step": s.step,
-                "data": s.data,
-                "completed_flows": s.completed_flows,
-                "turns": s.turns,
-                "transcript": transcript,
-                "awaiting_approval": pending_list(
-                    &s.approval.as_ref().map(|p| p.waiting()).unwrap_or_default()
-                ),
-            }))
-            .into_response()
-        }
-        Ok(None) => Json(json!({
-            "id": id,
-            "flow": null,
-            "step": null,
-            "data": Booking::default(),
-            "completed_flows": [],
-            "turns": 0,
-            "transcript": [],
-            "awaiting_approval": [],
-        }))
-        .into_response(),
-        Err(e) => server_error(&log, &format!("session {id}"), &e),
-    }
-}
-
-async fn graph(
-    State(Served { agent, log }): State<Served>,
-    Query(q): Query<GraphQuery>,
-) -> Response {
-    let mut at: Option<(String, String)> = None;
-    if let Some(id) = q.session.as_deref().filter(|id| valid_id(id)) {
-        match agent.session(id).await {
-            Ok(Some(s)) => {
-                if let (Some(f), Some(st)) = (s.flow, s.step) {
-                    at = Some((f, st));
-                }
-            }
-            Ok(None) => {}
-            Err(e) => return server_error(&log, &format!("graph of session {id}"), &e),
-        }
-    }
-    let flows: Vec<Value> = agent
-        .flows()
-        .map(|f| {
-            let current = at
-                .as_ref()
-                .filter(|(flow, _)| flow == f.id())
-                .map(|(_, step)| step.as_str());
-            let steps: Vec<Value> = f
-                .steps()
-                .iter()
-                .map(|s| {
-                    json!({
-                        "id": s.id(),
-                        "kind": match s.kind() {
-                            StepKind::Model => "model",
-                            StepKind::Auto => "auto",
-                            StepKind::Reply(_) => "reply",
-                        },
-                        "end": s.is_end(),
-                        "node": f.mermaid_node_id(s.id()),
-                    })
-                })
-                .collect();
-            json!({
-                "id": f.id(),
-                "title": f.title(),
-                "mermaid": f.mermaid_with_current(current),
-                "steps": steps,
-            })
+/// A random token (std's hasher keys are random per process).
+fn random_token() -> String {
+    (0..2)
+        .map(|_| {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u64(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64),
+            );
+            format!("{:016x}", h.finish())
         })
-        .collect();
-    if q.format.as_deref() == Some("mermaid") {
-        let text: Vec<&str> = flows.iter().filter_map(|f| f["mermaid"].as_str()).collect();
-        return (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            text.join("\n"),
+        .collect()
+}
+
+impl Tokens {
+    /// The tokens `env` names (`AGENT_TOKEN`, `AGENT_OPERATOR_TOKEN`), each generated
+    /// when unset; the flags say which were generated.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> (Self, [bool; 2]) {
+        let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let user = get("AGENT_TOKEN");
+        let operator = get("AGENT_OPERATOR_TOKEN");
+        let generated = [user.is_none(), operator.is_none()];
+        (
+            Self {
+                user: user.unwrap_or_else(random_token),
+                operator: operator.unwrap_or_else(random_token),
+            },
+            generated,
         )
-            .into_response();
     }
-    let current = at.map(|(flow, step)| {
-        let node = agent
-            .flows()
-            .find(|f| f.id() == flow)
-            .and_then(|f| f.mermaid_node_id(&step));
-        json!({ "flow": flow, "step": step, "node": node })
-    });
-    Json(json!({ "flows": flows, "current": current })).into_response()
+
+    /// The authenticator: the user is `guest`, the operator `operator`.
+    pub fn auth(&self) -> BearerTokens {
+        BearerTokens::new()
+            .user(&self.user, "guest")
+            .operator(&self.operator, "operator")
+    }
+}
+
+/// The router: the page, its assets and every protocol over `agent`, logging failures
+/// on stderr.
+pub fn app(agent: Arc<BookingAgent>, tokens: &Tokens) -> Result<Router, ServeError> {
+    app_with(
+        agent,
+        tokens.auth(),
+        &[],
+        Arc::new(|line: &str| eprintln!("{line}")),
+    )
+}
+
+/// [`app`] authenticated by `auth`, allowing browser pages from `origins` (CORS) and
+/// logging to `log`.
+pub fn app_with(
+    agent: Arc<BookingAgent>,
+    auth: impl Authenticator,
+    origins: &[String],
+    log: Log,
+) -> Result<Router, ServeError> {
+    let server = Server::builder((*agent).clone())
+        .auth(auth)
+        .model(MODEL_ID)
+        .allowed_origins(origins.iter().cloned())
+        .log(move |line: &str| log(line))
+        .build()?;
+    Ok(server
+        .router()
+        .merge(page::routes())
+        .merge(vendor::routes(vendor::mermaid_from_env())))
 }

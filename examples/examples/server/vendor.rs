@@ -12,8 +12,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::routes::Served;
-
 /// The environment variable with the path of `mermaid.min.js`.
 pub const MERMAID_ENV: &str = "AGENT_MERMAID_JS";
 
@@ -26,7 +24,7 @@ pub fn mermaid_from_env() -> Option<PathBuf> {
 
 /// `GET /vendor/mermaid.min.js`, read from `mermaid` (on every request: a reinstall
 /// needs no restart).
-pub fn routes(mermaid: Option<PathBuf>) -> Router<Served> {
+pub fn routes(mermaid: Option<PathBuf>) -> Router {
     let mermaid = Arc::new(mermaid);
     Router::new().route(
         "/vendor/mermaid.min.js",

@@ -109,7 +109,7 @@ fn post(port: u16, session: &str, text: &str) -> String {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     write!(
         s,
-        "POST /api/sessions/{session}/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /api/sessions/{session}/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t-user\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -128,7 +128,11 @@ async fn a_failed_turn_is_logged_and_sent_to_the_page() {
         .await
         .unwrap();
     let port = listener.local_addr().unwrap().port();
-    let app = server::app_with_log(agent, log);
+    let tokens = server::Tokens {
+        user: "t-user".into(),
+        operator: "t-operator".into(),
+    };
+    let app = server::app_with(agent, tokens.auth(), &[], log).unwrap();
     let serving = tokio::spawn(async move { axum::serve(listener, app).await });
 
     let answer = tokio::task::spawn_blocking(move || post(port, "s1", "a room in Porto"))

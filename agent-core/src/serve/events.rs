@@ -1,21 +1,21 @@
-//! A turn as the page reads it: each turn event as a typed server-sent event (`step`,
-//! `delta`, `approval`, `done`, `error`...), and the calls waiting for a person's
-//! decision as JSON.
+//! A turn as the web chat reads it: each turn event as a typed server-sent event
+//! (`step`, `delta`, `approval`, `done`, `error`...), and the calls waiting for a
+//! person's decision as JSON.
 
 use std::convert::Infallible;
 
-use agent_core::prelude::*;
-use agent_core::response::Event as TurnEvent;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::booking::Booking;
-use super::routes::Log;
+use super::Log;
+use crate::approval::PendingCall;
+use crate::response::Event as TurnEvent;
 
-/// A call waiting for a person's decision, as the page reads it.
+/// A call waiting for a person's decision, as the clients read it.
 fn pending_json(c: &PendingCall) -> Value {
     json!({ "id": c.id, "tool": c.tool, "arguments": c.arguments })
 }
@@ -29,7 +29,7 @@ fn sse(name: &str, data: Value) -> SseEvent {
 }
 
 /// One turn event as a typed server-sent event.
-fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
+fn to_sse<D: Serialize>(event: TurnEvent<D>) -> SseEvent {
     match event {
         TurnEvent::TextDelta(text) => sse("delta", json!({ "text": text })),
         TurnEvent::StepEntered(r) => sse("step", json!({ "flow": r.flow, "step": r.step })),
@@ -69,8 +69,8 @@ fn to_sse(event: TurnEvent<Booking>) -> SseEvent {
 
 /// A turn's events as the server-sent event response; a failed turn reaches the page
 /// as an `error` event, and the log (`[server] {failed}: {error}`).
-pub(super) fn turn_stream(
-    events: BoxStream<'static, TurnEvent<Booking>>,
+pub(super) fn turn_stream<D: Serialize + Send + 'static>(
+    events: BoxStream<'static, TurnEvent<D>>,
     log: Log,
     failed: String,
 ) -> Response {

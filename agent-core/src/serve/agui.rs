@@ -1,51 +1,35 @@
-//! The agent as an AG-UI agent: `POST /agui` takes AG-UI's `RunAgentInput` and answers
-//! with the run as AG-UI events over server-sent events (one `data: {json}` each), so
-//! `HttpAgent` of `@ag-ui/client` (and any AG-UI front end) can drive the concierge.
-//!
-//! - `threadId` is the session; the input is the last `user` message of `messages`
-//!   (the agent keeps its own history; the client's `state` and `tools` are not used:
-//!   the agent owns its state and its tools).
-//! - The events: `RUN_STARTED`; a `STATE_SNAPSHOT` of the session before the turn
-//!   (`{flow, step, data, awaiting_approval}`); for each step entered `STEP_STARTED` /
-//!   `STEP_FINISHED` (the step's name) with a `STATE_DELTA` (JSON Patch `add` of
-//!   `/flow` and `/step`); the reply as `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT`
-//!   (as it streams) / `TEXT_MESSAGE_END`; each tool call as `TOOL_CALL_START` /
-//!   `TOOL_CALL_ARGS` / `TOOL_CALL_END` and its `TOOL_CALL_RESULT`; a last
-//!   `STATE_SNAPSHOT` (also with `stopped`); then `RUN_FINISHED` with `usage`, or
-//!   `RUN_ERROR` when the turn failed (the session is unchanged).
-//! - A tool call that waits for a person's approval ends the run with `RUN_FINISHED`
-//!   whose `outcome` is an `interrupt` (`{id, reason: "tool_approval", toolCallId,
-//!   message, metadata: {tool, arguments}}`, the id being the call's). The next run
-//!   resumes it: `resume: [{"interruptId", "status": "resolved"}]` approves,
-//!   `"status": "cancelled"` denies (`payload.reason`, if any, says why), and a
-//!   `payload` that is a decision (`{"decision": "approve" | "deny" | "edit", ...}`,
-//!   as the approval route takes) is used as is. The resumed turn streams as usual.
-//! - A body that is not a `RunAgentInput` (or has no user message and no `resume`) is a
-//!   `400` with `{"error"}`; a `resume` of a call that does not wait is a `409` with
-//!   `{"error", "waiting"}`.
+//! AG-UI: `POST /agui` takes AG-UI's `RunAgentInput` and answers with the run as AG-UI
+//! events over server-sent events (the module docs of [`crate::serve`] say which).
 
-use agent_core::prelude::*;
-use agent_core::response::Event as TurnEvent;
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::booking::Booking;
 use super::events::pending_list;
-use super::routes::{Log, Served, bad_request, server_error, valid_id};
-// A user message's `content` has the same shapes as OpenAI's.
 use super::openai::content_text;
+use super::web::unauthorized;
+use super::{BodyError, Log, OPERATOR_ONLY, Server, not_yours, read_json, valid_id};
+use crate::approval::Decision;
+use crate::data::{AgentContext, AgentData, patch_of};
+use crate::directive::Directive;
+use crate::response::Event as TurnEvent;
 
-/// The routes of the AG-UI endpoint.
-pub fn routes() -> Router<Served> {
-    Router::new().route("/agui", post(run))
+pub(super) fn routes<D: AgentData, C: AgentContext>() -> Router<Server<D, C>> {
+    Router::new().route("/agui", post(run::<D, C>))
+}
+
+fn error(status: StatusCode, what: &str) -> Response {
+    (status, Json(json!({ "error": what }))).into_response()
+}
+
+fn bad_request(what: &str) -> Response {
+    error(StatusCode::BAD_REQUEST, what)
 }
 
 /// What a run is asked to do: answer a message or decide a waiting call.
@@ -189,7 +173,7 @@ impl Run {
             .push((id, tool.to_owned(), arguments.clone()));
     }
 
-    fn on(&mut self, e: TurnEvent<Booking>) -> Vec<SseEvent> {
+    fn on<D: serde::Serialize>(&mut self, e: TurnEvent<D>) -> Vec<SseEvent> {
         let mut out = Vec::new();
         match e {
             TurnEvent::StepEntered(r) => {
@@ -325,28 +309,103 @@ impl Run {
     }
 }
 
+/// What the frontend sent that the engine cannot use, for the warning.
+fn ignored(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(tools) = body["tools"].as_array().filter(|t| !t.is_empty()) {
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        out.push(format!(
+            "{} frontend tool(s) ({}): the agent calls only its own tools",
+            tools.len(),
+            names.join(", ")
+        ));
+    }
+    if let Some(context) = body["context"].as_array().filter(|c| !c.is_empty()) {
+        let what: Vec<&str> = context
+            .iter()
+            .filter_map(|c| c["description"].as_str())
+            .collect();
+        out.push(format!(
+            "{} context item(s) ({}): the agent's prompt is built from its flows only",
+            context.len(),
+            what.join("; ")
+        ));
+    }
+    out
+}
+
+/// The fields of the frontend's `state.data` that differ from the session's data.
+fn state_changes<D: serde::Serialize>(body: &Value, data: &D) -> Option<Value> {
+    let sent = body["state"]["data"].as_object()?;
+    let ours = serde_json::to_value(data).ok()?;
+    let changed: serde_json::Map<String, Value> = sent
+        .iter()
+        .filter(|(k, v)| ours.get(k.as_str()) != Some(v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!changed.is_empty()).then_some(Value::Object(changed))
+}
+
 /// `POST /agui`.
-async fn run(
-    State(Served { agent, log }): State<Served>,
-    body: Result<Json<Value>, JsonRejection>,
+async fn run<D: AgentData, C: AgentContext>(
+    State(server): State<Server<D, C>>,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> Response {
-    let body = match body {
-        Ok(Json(b)) => b,
-        Err(e) => {
-            return bad_request(&format!(
-                "the body must be an AG-UI RunAgentInput ({})",
-                e.body_text()
-            ));
+    let who = match server.caller(&headers).await {
+        Ok(p) => p,
+        Err(e) => return unauthorized(json!({ "error": e.to_string() })),
+    };
+    let body = match read_json(body, server.shared.body_limit).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge(limit)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the body is larger than this server takes ({limit} bytes)"),
+            );
+        }
+        Err(BodyError::Invalid(e)) => {
+            return bad_request(&format!("the body must be an AG-UI RunAgentInput ({e})"));
         }
     };
     let (thread, run_id, work) = match parse(&body) {
         Ok(p) => p,
         Err(e) => return bad_request(&e),
     };
+    if matches!(work, Work::Resume { .. }) && !who.is_operator() {
+        return error(
+            StatusCode::FORBIDDEN,
+            &format!("{OPERATOR_ONLY}: a `resume` decides a waiting call"),
+        );
+    }
+    if matches!(work, Work::Message(_)) && !server.may_write(&who, &thread).await {
+        return error(StatusCode::FORBIDDEN, &not_yours(&thread));
+    }
+    let log = server.shared.log.clone();
+    let agent = server.agent();
     let session = match agent.session(&thread).await {
         Ok(s) => s,
-        Err(e) => return server_error(&log, &format!("AG-UI thread {thread}"), &e),
+        Err(e) => {
+            log(&format!("[server] AG-UI thread {thread}: {e}"));
+            return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+        }
     };
+    for what in ignored(&body) {
+        log(&format!(
+            "[server] AG-UI thread {thread}, run {run_id}: ignored {what}"
+        ));
+    }
+    let data = session.as_ref().map(|s| s.data.clone()).unwrap_or_default();
+    // Only the owner's frontend writes to the session (an operator's resume does not).
+    if let (Work::Message(_), Some(changes)) = (&work, state_changes(&body, &data)) {
+        let directive = match patch_of(&changes) {
+            Ok(p) => Directive::new().data(p),
+            Err(e) => return bad_request(&format!("`state.data` cannot be written: {e}")),
+        };
+        if let Err(e) = agent.dispatch(&thread, directive).await {
+            return bad_request(&format!("`state.data` was refused: {e}"));
+        }
+    }
     let before = match &session {
         Some(s) => json!({
             "flow": s.flow,
@@ -357,7 +416,7 @@ async fn run(
             ),
         }),
         None => json!({
-            "flow": null, "step": null, "data": Booking::default(), "awaiting_approval": [],
+            "flow": null, "step": null, "data": D::default(), "awaiting_approval": [],
         }),
     };
     let waiting = session

@@ -1,0 +1,428 @@
+//! Serving any agent over HTTP (feature `serve`): an OpenAI-compatible chat endpoint,
+//! AG-UI events and the web chat's JSON API, each an [`axum`] router, behind
+//! authentication.
+//!
+//! ```no_run
+//! use agent_core::prelude::*;
+//! use agent_core::serve::{BearerTokens, Server};
+//! # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder(agent)
+//!     .auth(BearerTokens::new().user("token-of-ana", "ana").operator("token-of-the-desk", "desk"))
+//!     .model("concierge")
+//!     .allowed_origins(["https://app.example.com"])
+//!     .build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! agent_core::serve::axum::serve(listener, server.router()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - [`Server::openai_router`]: `POST /v1/chat/completions`, `GET /v1/models`
+//!   ([`openai`](self#openai-compatible-chat) below).
+//! - [`Server::agui_router`]: `POST /agui`, AG-UI's `RunAgentInput` answered with AG-UI
+//!   events ([below](self#ag-ui)).
+//! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
+//! - [`Server::router`]: the three together.
+//!
+//! # Authentication and sessions
+//!
+//! Every request of every route is authenticated by the [`Authenticator`] the server is
+//! built with: [`BearerTokens`] (static `Authorization: Bearer` tokens, what OpenAI
+//! clients send as their API key), the application's own implementation (a cookie, a
+//! JWT, a gateway's header), or [`Anonymous`] (nobody is authenticated: for a
+//! developer's machine). A refused request is a `401`.
+//!
+//! A session belongs to the first [`Principal`] that writes to it ([`SessionOwners`];
+//! [`MemoryOwners`] by default). Another principal's request on it is a `403`, on every
+//! protocol, and `GET /api/sessions` lists only the caller's own sessions.
+//!
+//! A tool call that waits for a person's approval is decided only by an operator
+//! ([`Principal::operator`]): the approval route, an AG-UI `resume` and an OpenAI `tool`
+//! message from anyone else are a `403`. Operators may read and decide on any session;
+//! they send messages only in their own.
+//!
+//! # OpenAI-compatible chat
+//!
+//! `POST /v1/chat/completions` runs one turn; `stream: true` streams it as
+//! `chat.completion.chunk` events. `GET /v1/models` lists the served model names
+//! ([`ServerBuilder::model`]); another `model` is a `404` `model_not_found`.
+//!
+//! **Keeping a conversation.** The agent keeps its own history and state: the turn's
+//! input is the last `user` message, and the assistant messages a client sends back are
+//! never read into the engine. The session is, in this order:
+//! 1. the `x-session-id` header, or `metadata.session_id` in the body (any OpenAI client
+//!    can send it: `extra_headers` or `metadata`); every answer carries the session in
+//!    its `x-session-id` header and in `agent.session_id`;
+//! 2. otherwise a session derived from the caller's identity (the authenticated
+//!    principal, else the API key, plus the `user` field when set) and the first user
+//!    message, so a client that re-sends the whole history (what the `openai` SDKs and
+//!    the OpenAI Agents SDK do) continues its conversation. Two conversations that open
+//!    with the same message are kept apart: a new one (one user message) gets a new
+//!    session, and a re-sent history continues the session whose last recorded user
+//!    message is the latest of the history's earlier ones (a message answered while a
+//!    call waited runs no turn and is not recorded). A history that matches none of the caller's
+//!    conversations is a `400` (`session_not_found`), never a new session that forgot the
+//!    earlier turns;
+//! 3. a caller without identity (an [`Anonymous`] server, no API key, no `user`) gets a
+//!    new session for a first message; a longer history is a `400`
+//!    (`session_required`) saying how to carry the session.
+//!
+//! **Approvals.** A turn that ends with calls waiting for approval finishes with
+//! `finish_reason: "tool_calls"` and the waiting calls as `tool_calls` (the content says
+//! they wait). While calls wait, a user message runs no turn: the answer lists them
+//! again (an action that may still happen is never reported as not done). An operator
+//! decides a call with a `tool` message (`tool_call_id` the call's id, `content`
+//! `approve`, `deny: <reason>` or an `{"decision": ...}` object), naming the session by
+//! `x-session-id`; the answer is the resumed turn.
+//!
+//! **Errors** are OpenAI-style `{"error": {"message", "type", "param", "code"}}`: `400`
+//! for a request the endpoint does not take (no user message, `tools`, `n` > 1, a user
+//! message over the agent's `max_message_bytes`: `string_above_max_length`), `401`,
+//! `403`, `404` `model_not_found`, `413` for a body over [`ServerBuilder::body_limit`],
+//! `500` for a failed turn (the session is unchanged).
+//!
+//! # AG-UI
+//!
+//! `POST /agui`: `threadId` is the session; the input is the last `user` message, or a
+//! `resume` of the interrupt a waiting call ended the previous run with (operators
+//! only). The run streams `RUN_STARTED`, state snapshots and deltas (`{flow, step, data,
+//! awaiting_approval}`), steps, text messages and tool calls, then `RUN_FINISHED` (an
+//! `interrupt` outcome when a call waits) or `RUN_ERROR`.
+//!
+//! What the frontend sends besides messages: `state.data`, when it differs from the
+//! session's data, is written to the session (as a directive, validated by the engine)
+//! before the turn (on a message run of the session's owner, not on a `resume`); the engine decides the position, so `state.flow` and `state.step`
+//! are not read. `tools` (frontend tools) and `context` cannot be used by the engine:
+//! each run that carries them logs a warning naming them and what is ignored.
+//!
+//! **CORS**: a browser frontend on another origin needs its origin listed in
+//! [`ServerBuilder::allowed_origins`].
+//!
+//! # Web chat API
+//!
+//! - `GET /api/sessions`: the caller's sessions (`{"sessions": [...]}`).
+//! - `GET /api/sessions/{id}`: flow, step, data, transcript and `awaiting_approval`.
+//! - `POST /api/sessions/{id}/messages` with `{"text"}`: the turn as typed server-sent
+//!   events (`step`, `transition`, `tool_call`, `tool_result`, `approval`, `delta`,
+//!   `dropped`, then one `done` or `error`).
+//! - `POST /api/sessions/{id}/approvals/{call_id}` with a
+//!   [`Decision`](crate::approval::Decision) (operators only): the resumed turn, as the
+//!   same events; a call that does not wait is a `409`.
+//! - `GET /api/graph?session={id}`: every flow as Mermaid text, the session's step in
+//!   the `current` class.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::agent::Agent;
+use crate::data::{AgentContext, AgentData};
+
+mod agui;
+mod auth;
+mod events;
+mod openai;
+mod web;
+
+pub use auth::{
+    Anonymous, AuthError, Authenticator, BearerTokens, MemoryOwners, Principal, SessionOwners,
+    bearer_token,
+};
+/// The axum version the routers are built with (to serve them: `axum::serve`).
+pub use axum;
+pub use openai::SESSION_HEADER;
+
+/// Where the server logs what went wrong (failed turns, ignored AG-UI input).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A server configuration that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// An allowed origin is not a valid header value.
+    #[error("allowed origin {0:?} is not a valid origin (scheme://host[:port])")]
+    Origin(String),
+    /// A model name is empty.
+    #[error("a served model name is empty")]
+    EmptyModel,
+}
+
+/// An agent served over HTTP: build it with [`Server::builder`], then serve
+/// [`Server::router`] (or the protocol routers you want). Cheap to clone.
+pub struct Server<D, C> {
+    shared: Arc<Shared<D, C>>,
+}
+
+impl<D, C> Clone for Server<D, C> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+pub(crate) struct Shared<D, C> {
+    pub(crate) agent: Agent<D, C>,
+    pub(crate) auth: Arc<dyn Authenticator>,
+    pub(crate) owners: Arc<dyn SessionOwners>,
+    pub(crate) log: Log,
+    pub(crate) models: Vec<String>,
+    origins: Vec<HeaderValue>,
+    body_limit: usize,
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder<D, C> {
+    agent: Agent<D, C>,
+    auth: Option<Arc<dyn Authenticator>>,
+    owners: Arc<dyn SessionOwners>,
+    log: Log,
+    models: Vec<String>,
+    origins: Vec<String>,
+    body_limit: usize,
+}
+
+/// The default limit of a request body: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
+    /// How callers are authenticated (required; [`Anonymous`] authenticates nobody).
+    pub fn auth(mut self, auth: impl Authenticator) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// [`ServerBuilder::auth`] with a shared authenticator.
+    pub fn auth_arc(mut self, auth: Arc<dyn Authenticator>) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Where session ownership is kept ([`MemoryOwners`] by default).
+    pub fn owners(mut self, owners: impl SessionOwners) -> Self {
+        self.owners = Arc::new(owners);
+        self
+    }
+
+    /// Where failures are logged (stderr by default).
+    pub fn log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.log = Arc::new(log);
+        self
+    }
+
+    /// A model name the OpenAI endpoint answers to (and lists); call it once per name.
+    /// Without any, the agent's name (`agent` when it has none).
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.models.push(name.into());
+        self
+    }
+
+    /// Browser origins (`https://app.example.com`) allowed to call the server from
+    /// another origin (CORS). None by default: only same-origin pages.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins.extend(origins.into_iter().map(Into::into));
+        self
+    }
+
+    /// The largest request body, in bytes ([`DEFAULT_BODY_LIMIT`]); a larger one is a
+    /// `413`.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
+    pub fn build(self) -> Result<Server<D, C>, ServeError> {
+        let origins = self
+            .origins
+            .iter()
+            .map(|o| {
+                let trimmed = o.trim().trim_end_matches('/');
+                if trimmed.is_empty() || !trimmed.contains("://") {
+                    return Err(ServeError::Origin(o.clone()));
+                }
+                HeaderValue::from_str(trimmed).map_err(|_| ServeError::Origin(o.clone()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut models = self.models;
+        if models.iter().any(|m| m.trim().is_empty()) {
+            return Err(ServeError::EmptyModel);
+        }
+        if models.is_empty() {
+            let name = self.agent.name().trim();
+            models.push(if name.is_empty() { "agent" } else { name }.to_owned());
+        }
+        Ok(Server {
+            shared: Arc::new(Shared {
+                agent: self.agent,
+                auth: self.auth.unwrap_or_else(|| Arc::new(Anonymous)),
+                owners: self.owners,
+                log: self.log,
+                models,
+                origins,
+                body_limit: self.body_limit,
+            }),
+        })
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Server<D, C> {
+    /// Start a server over `agent`.
+    pub fn builder(agent: Agent<D, C>) -> ServerBuilder<D, C> {
+        ServerBuilder {
+            agent,
+            auth: None,
+            owners: Arc::new(MemoryOwners::new()),
+            log: Arc::new(|line: &str| eprintln!("{line}")),
+            models: Vec::new(),
+            origins: Vec::new(),
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+
+    /// The served agent.
+    pub fn agent(&self) -> &Agent<D, C> {
+        &self.shared.agent
+    }
+
+    /// The model names the OpenAI endpoint answers to.
+    pub fn models(&self) -> &[String] {
+        &self.shared.models
+    }
+
+    /// Every protocol: the OpenAI-compatible endpoint, AG-UI and the web chat's API.
+    pub fn router(&self) -> Router {
+        self.finish(
+            openai::routes::<D, C>()
+                .merge(agui::routes::<D, C>())
+                .merge(web::routes::<D, C>()),
+        )
+    }
+
+    /// `POST /v1/chat/completions` and `GET /v1/models`.
+    pub fn openai_router(&self) -> Router {
+        self.finish(openai::routes::<D, C>())
+    }
+
+    /// `POST /agui`.
+    pub fn agui_router(&self) -> Router {
+        self.finish(agui::routes::<D, C>())
+    }
+
+    /// The web chat's API under `/api`.
+    pub fn web_router(&self) -> Router {
+        self.finish(web::routes::<D, C>())
+    }
+
+    fn finish(&self, routes: Router<Server<D, C>>) -> Router {
+        let router = routes
+            .layer(DefaultBodyLimit::max(self.shared.body_limit))
+            .with_state(self.clone());
+        if self.shared.origins.is_empty() {
+            return router;
+        }
+        router.layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(self.shared.origins.clone()))
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([
+                    header::AUTHORIZATION,
+                    header::CONTENT_TYPE,
+                    header::ACCEPT,
+                    HeaderName::from_static(SESSION_HEADER),
+                ])
+                .expose_headers([HeaderName::from_static(SESSION_HEADER)]),
+        )
+    }
+
+    /// The caller of a request.
+    pub(crate) async fn caller(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+        self.shared.auth.authenticate(headers).await
+    }
+
+    /// Whether `who` may read `session` (its owner, or an operator; a session nobody
+    /// owns is readable: it has no turn from this server).
+    pub(crate) async fn may_read(&self, who: &Principal, session: &str) -> bool {
+        if who.is_operator() {
+            return true;
+        }
+        match self.shared.owners.owner(session).await {
+            Some(owner) => owner == who.id(),
+            None => true,
+        }
+    }
+
+    /// Whether `who` may send a message in `session`: its owner only (an operator
+    /// decides calls on any session, but does not speak in another's); a session nobody
+    /// owns becomes `who`'s.
+    pub(crate) async fn may_write(&self, who: &Principal, session: &str) -> bool {
+        self.shared.owners.claim(session, who.id()).await
+    }
+}
+
+/// Why a request body was not read as JSON.
+pub(crate) enum BodyError {
+    /// Larger than the limit (`413`).
+    TooLarge(usize),
+    /// Not JSON, or cut short (`400`).
+    Invalid(String),
+}
+
+/// The most a body over the limit is read (and dropped) so that the client, which
+/// writes its whole body before it reads the answer, gets the `413` rather than a
+/// broken connection.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
+/// A request body as JSON, at most `limit` bytes.
+pub(crate) async fn read_json(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<serde_json::Value, BodyError> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| BodyError::Invalid(format!("the body could not be read: {e}")))?;
+        seen += chunk.len();
+        if seen <= limit {
+            bytes.extend_from_slice(&chunk);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if seen > limit {
+        return Err(BodyError::TooLarge(limit));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| BodyError::Invalid(e.to_string()))
+}
+
+/// Session ids are short and plain: they appear in URLs and logs.
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Call ids come from the model (or the engine): anything short and printable.
+pub(crate) fn valid_call_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_graphic())
+}
+
+/// What a refused session access says.
+pub(crate) fn not_yours(session: &str) -> String {
+    format!("session {session} belongs to another principal")
+}
+
+/// What a decision without the operator role says.
+pub(crate) const OPERATOR_ONLY: &str =
+    "deciding a call that waits for approval needs an operator's credential";
