@@ -191,6 +191,7 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
             Err(e) => return run.fault(None, format!("the agent did not build: {e}")),
         };
         let collects = collected_by_step(&agent);
+        let authored = authored_text(&agent);
         let session = format!("eval:{}:{}:{variant}", scenario.name, seed.unwrap_or(0));
         if let Some(start) = &self.start
             && let Err(e) = start(agent.clone(), session.clone()).await
@@ -225,13 +226,16 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                         .collect();
                     let waits = matches!(r.stopped, StoppedReason::NeedsInput)
                         && waits_for_value(&collects, &r.flow, &r.step, &seen.data);
+                    let asks_again = waits && watch.waited_at.is_some() && watch.waited_at == seen.step;
                     let score = watch.score(
                         &seen,
                         &recorder.instructions_since(begun),
                         &dropped,
-                        waits,
+                        (waits, asks_again),
+                        &authored,
                         outcomes,
                     );
+                    watch.waited_at = if waits { seen.step.clone() } else { None };
                     for why in scenario.bounds.check(&score) {
                         run.failures.push(Failure::turn(n, why));
                     }
@@ -354,6 +358,22 @@ fn collected_by_step<D: AgentData, C: AgentContext>(
     out
 }
 
+/// What the agent's author wrote for the user to read, in substance: step prompts and
+/// `ask` / `reply` templates.
+fn authored_text<D: AgentData, C: AgentContext>(agent: &Agent<D, C>) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &agent.inner.flows {
+        for s in f.steps() {
+            out.extend(s.prompt.iter().cloned());
+            out.extend(s.ask.iter().cloned());
+            if let crate::step::StepKind::Reply(t) = &s.kind {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Whether the turn ended at a step that collects a field still unset.
 fn waits_for_value(
     collects: &HashMap<(String, String), Vec<String>>,
@@ -386,6 +406,8 @@ struct Watch<'a> {
     named: HashSet<String>,
     /// Unexpected fields already reported.
     reported: HashSet<String>,
+    /// The step the previous turn waited at for a value.
+    waited_at: Option<String>,
 }
 
 impl<'a> Watch<'a> {
@@ -412,6 +434,7 @@ impl<'a> Watch<'a> {
             held: Vec::new(),
             named,
             reported: HashSet::new(),
+            waited_at: None,
         }
     }
 
@@ -448,7 +471,8 @@ impl<'a> Watch<'a> {
         seen: &Observed,
         instructions: &[String],
         dropped: &[(String, Value)],
-        waits: bool,
+        (waits, asks_again): (bool, bool),
+        authored: &[String],
         outcomes: &Outcomes,
     ) -> ReplyScore {
         let candidates: Vec<(String, Value)> = self
@@ -470,6 +494,8 @@ impl<'a> Watch<'a> {
             data: &seen.data,
             candidates: &candidates,
             waits,
+            asks_again,
+            authored,
             succeeded: &succeeded,
             outcomes,
         })

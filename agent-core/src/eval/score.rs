@@ -17,14 +17,18 @@ use serde_json::{Map, Value};
 /// - **repeated**: sentences of two or more words that occur again in the same reply
 ///   (each extra occurrence counts one);
 /// - **echoed**: sentences of two or more words of the reply that the previous reply of
-///   the run also had;
+///   the run also had, except a question asked again while the turn waits at the step
+///   the previous turn waited at (a question repeated after a side question or a value
+///   that was refused is the question still open);
 /// - **leaked**: runs of five or more consecutive words of the call's instructions (the
 ///   system prompt and the per-turn notes the engine sent) that the reply repeats, and
 ///   data field identifiers written as identifiers (`check_in`, `bookingId`); the user's
-///   own words and text the instructions quote (between double quotes, which is text the
-///   engine means the user to read) do not count;
+///   own words, text the instructions quote (between double quotes, which is text the
+///   engine means the user to read) and the agent author's own text for the user (step
+///   prompts, `ask` and `reply` templates) do not count;
 /// - **unasked**: the turn waits for a value (it stopped for input at a step that
-///   collects a field still unset) and the reply asks no question (`?`, `？`, `¿`);
+///   collects a field still unset) and the reply asks nothing: no question mark (`?`,
+///   `？`, `¿`) and no request in English words ("let me know", "provide", ...);
 /// - **contradictions**: the reply names a value of a field that the state does not
 ///   hold: a value the field held earlier in the run, a value the model wrote that was
 ///   not stored, or a value the scenario expects for it, while the reply does not also
@@ -197,17 +201,23 @@ pub(crate) struct TurnFacts<'a> {
     pub candidates: &'a [(String, Value)],
     /// Whether the turn waits for a value.
     pub waits: bool,
+    /// Whether it waits at the step the previous turn waited at (its question may be
+    /// asked again).
+    pub asks_again: bool,
+    /// Text the agent's author wrote for the user (step prompts and templates): not
+    /// a leak when a reply says it.
+    pub authored: &'a [String],
     /// Tools that succeeded this turn.
     pub succeeded: &'a [String],
     pub outcomes: &'a Outcomes,
 }
 
 pub(crate) fn score(f: &TurnFacts<'_>) -> ReplyScore {
-    let sentences = sentences(f.reply);
+    let sentences = split_sentences(f.reply);
     let mut seen = HashSet::new();
     let repeated = sentences
         .iter()
-        .filter(|s| !seen.insert(s.as_str()))
+        .filter(|(s, _)| !seen.insert(s.as_str()))
         .count();
     let echoed = match f.previous_reply {
         Some(prev) => {
@@ -215,7 +225,11 @@ pub(crate) fn score(f: &TurnFacts<'_>) -> ReplyScore {
             let mut counted = HashSet::new();
             sentences
                 .iter()
-                .filter(|s| before.contains(*s) && counted.insert(s.as_str()))
+                .filter(|(s, question)| {
+                    before.contains(s)
+                        && !(*question && f.asks_again)
+                        && counted.insert(s.as_str())
+                })
                 .count()
         }
         None => 0,
@@ -239,6 +253,11 @@ fn words(text: &str) -> usize {
 
 /// Sentences of two or more words, normalised (lower case, letters and digits only).
 fn sentences(text: &str) -> Vec<String> {
+    split_sentences(text).into_iter().map(|(s, _)| s).collect()
+}
+
+/// Sentences of two or more words, normalised, each with whether it is a question.
+fn split_sentences(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut chars = text.chars().peekable();
@@ -246,20 +265,20 @@ fn sentences(text: &str) -> Vec<String> {
         let ends = matches!(c, '\n' | '!' | '?' | '。' | '！' | '？')
             || (c == '.' && chars.peek().is_none_or(|n| n.is_whitespace()));
         if ends {
-            push_sentence(&mut out, &current);
+            push_sentence(&mut out, &current, matches!(c, '?' | '？'));
             current.clear();
         } else {
             current.push(c);
         }
     }
-    push_sentence(&mut out, &current);
+    push_sentence(&mut out, &current, false);
     out
 }
 
-fn push_sentence(out: &mut Vec<String>, raw: &str) {
+fn push_sentence(out: &mut Vec<(String, bool)>, raw: &str, question: bool) {
     let norm = normal_words(raw);
     if norm.len() >= 2 {
-        out.push(norm.join(" "));
+        out.push((norm.join(" "), question));
     }
 }
 
@@ -271,8 +290,24 @@ fn normal_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A question mark, or (in English) a request for something: "Please let me know the
+/// city.", "Provide the number of guests."
 fn asks(reply: &str) -> bool {
-    reply.contains(['?', '？', '¿'])
+    const REQUESTS: [&str; 8] = [
+        "let me know",
+        "tell me",
+        "provide",
+        "share",
+        "send me",
+        "give me",
+        "enter",
+        "specify",
+    ];
+    if reply.contains(['?', '？', '¿']) {
+        return true;
+    }
+    let words = format!(" {} ", normal_words(reply).join(" "));
+    REQUESTS.iter().any(|r| words.contains(&format!(" {r} ")))
 }
 
 const LEAK_WORDS: usize = 5;
@@ -282,7 +317,7 @@ fn leaks(f: &TurnFacts<'_>) -> Vec<String> {
     let reply = normal_words(f.reply);
     if reply.len() >= LEAK_WORDS && !f.instructions.is_empty() {
         let mut excluded: HashSet<Vec<String>> = HashSet::new();
-        for u in f.user_messages {
+        for u in f.user_messages.iter().chain(f.authored) {
             excluded.extend(grams(&normal_words(u)));
         }
         let mut instruction_grams: HashSet<Vec<String>> = HashSet::new();
@@ -510,6 +545,8 @@ mod tests {
             data,
             candidates: &[],
             waits: false,
+            asks_again: false,
+            authored: &[],
             succeeded: &[],
             outcomes: OUTCOMES.get_or_init(Outcomes::new),
         }
@@ -600,6 +637,32 @@ mod tests {
         f.reply = "Booked. Anything else?";
         let s = score(&f);
         assert!(s.claims.is_empty() && !s.unasked);
+    }
+
+    #[test]
+    fn a_question_asked_again_at_the_same_step_is_no_echo_and_a_request_asks() {
+        let data = Map::new();
+        let mut f = facts("Canberra. Which date do you arrive?", &data, &[]);
+        f.previous_reply = Some("Lisbon, noted. Which date do you arrive?");
+        f.waits = true;
+        assert_eq!(score(&f).echoed, 1);
+        f.asks_again = true;
+        assert_eq!(score(&f).echoed, 0);
+        f.reply = "Please let me know the number of guests.";
+        assert!(!score(&f).unasked);
+        f.reply = "Thank you for your patience.";
+        assert!(score(&f).unasked);
+    }
+
+    #[test]
+    fn the_authors_own_prompt_is_no_leak() {
+        let data = Map::new();
+        let instructions = vec!["Step ask_device: Ask which device has the problem.".to_owned()];
+        let authored = vec!["Ask which device has the problem.".to_owned()];
+        let mut f = facts("Which device has the problem?", &data, &instructions);
+        assert_eq!(score(&f).leaked, ["which device has the problem"]);
+        f.authored = &authored;
+        assert!(score(&f).leaked.is_empty());
     }
 
     #[test]
