@@ -30,7 +30,7 @@ impl DataSchema {
         for f in fields {
             let Some(p) = self.property(f) else { continue };
             let limit = self.model_string_chars;
-            let value = bounded(non_null(p), limit);
+            let value = bounded(representable(non_null(p)), limit);
             let entry = if quoted {
                 let mut wrapped = json!({
                     "type": "object",
@@ -58,6 +58,44 @@ impl DataSchema {
             "additionalProperties": false,
         })
     }
+}
+
+/// Bounds that constrained decoding would enforce by rewriting what the user said,
+/// left out of the schema the model writes to: with `minimum: 1, maximum: 12` in the
+/// schema, llama.cpp's grammar cannot write 20 or 0, so "a room for 20 people" came
+/// back as 2 (Qwen2.5-Coder 1.5B: "Copy {\"guests\": 20}" gave 2 with the bounds, 20
+/// without). The model writes what it read; the field's validation
+/// ([`crate::data::validate`]) refuses a value out of bounds with the reason, and the
+/// reply asks again with it. Lengths keep their upper bound (it also stops a rambling
+/// value); the type, formats, patterns and enums stay.
+const REWRITING_BOUNDS: [&str; 7] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "minItems",
+];
+
+fn representable(mut p: Value) -> Value {
+    fn strip(v: &mut Value) {
+        if let Value::Object(o) = v {
+            for k in REWRITING_BOUNDS {
+                o.remove(k);
+            }
+            for key in ["anyOf", "oneOf", "allOf"] {
+                if let Some(Value::Array(branches)) = o.get_mut(key) {
+                    branches.iter_mut().for_each(strip);
+                }
+            }
+            if let Some(items) = o.get_mut("items") {
+                strip(items);
+            }
+        }
+    }
+    strip(&mut p);
+    p
 }
 
 /// A free string field with a length bound: constrained decoding (llama.cpp's
