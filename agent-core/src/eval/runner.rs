@@ -226,7 +226,8 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                         .collect();
                     let waits = matches!(r.stopped, StoppedReason::NeedsInput)
                         && waits_for_value(&collects, &r.flow, &r.step, &seen.data);
-                    let asks_again = waits && watch.waited_at.is_some() && watch.waited_at == seen.step;
+                    let asks_again =
+                        waits && watch.waited_at.is_some() && watch.waited_at == seen.step;
                     let score = watch.score(
                         &seen,
                         &recorder.instructions_since(begun),

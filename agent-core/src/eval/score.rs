@@ -226,9 +226,7 @@ pub(crate) fn score(f: &TurnFacts<'_>) -> ReplyScore {
             sentences
                 .iter()
                 .filter(|(s, question)| {
-                    before.contains(s)
-                        && !(*question && f.asks_again)
-                        && counted.insert(s.as_str())
+                    before.contains(s) && !(*question && f.asks_again) && counted.insert(s.as_str())
                 })
                 .count()
         }
