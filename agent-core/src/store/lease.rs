@@ -62,6 +62,19 @@ pub enum QueuedAttempt {
     },
 }
 
+/// A queued attempt seen by a caller that draws no ticket
+/// ([`SessionStore::try_acquire_lease`] on a store with a queue): waiting is busy.
+impl From<QueuedAttempt> for LeaseAttempt {
+    fn from(a: QueuedAttempt) -> Self {
+        match a {
+            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
+            QueuedAttempt::Waiting {
+                holder, expires_in, ..
+            } => LeaseAttempt::Busy { holder, expires_in },
+        }
+    }
+}
+
 /// How an agent takes session leases ([`crate::AgentConfig::lease`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseConfig {

@@ -302,12 +302,7 @@ impl SessionStore for MemoryStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
-        Ok(match self.take_in_turn(id, holder, ttl, None, None) {
-            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
-            QueuedAttempt::Waiting {
-                holder, expires_in, ..
-            } => LeaseAttempt::Busy { holder, expires_in },
-        })
+        Ok(self.take_in_turn(id, holder, ttl, None, None).into())
     }
 
     fn supports_lease_queue(&self) -> bool {

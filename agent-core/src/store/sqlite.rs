@@ -444,12 +444,7 @@ impl SessionStore for SqliteStore {
         let got = self
             .write(move |conn, path| take_in_turn(conn, path, id, holder, ttl, None, None))
             .await?;
-        Ok(match got {
-            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
-            QueuedAttempt::Waiting {
-                holder, expires_in, ..
-            } => LeaseAttempt::Busy { holder, expires_in },
-        })
+        Ok(got.into())
     }
 
     fn supports_lease_queue(&self) -> bool {

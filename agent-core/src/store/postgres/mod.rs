@@ -470,12 +470,7 @@ impl SessionStore for PostgresStore {
         holder: &str,
         ttl: Duration,
     ) -> Result<LeaseAttempt, StoreError> {
-        Ok(match self.take(id, holder, ttl, None, None).await? {
-            QueuedAttempt::Acquired(l) => LeaseAttempt::Acquired(l),
-            QueuedAttempt::Waiting {
-                holder, expires_in, ..
-            } => LeaseAttempt::Busy { holder, expires_in },
-        })
+        Ok(self.take(id, holder, ttl, None, None).await?.into())
     }
 
     fn supports_lease_queue(&self) -> bool {
