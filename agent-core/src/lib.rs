@@ -43,6 +43,7 @@ pub mod branch;
 mod claim;
 pub mod clock;
 pub mod codeflow;
+pub mod command;
 pub mod config;
 pub mod data;
 pub mod directive;

@@ -139,6 +139,14 @@ pub struct AgentResponse<D> {
     pub executed_steps: Vec<StepRef>,
     /// Every directive emitted this turn with its source.
     pub directive_chain: Vec<ChainEntry>,
+    /// What the model read in the user's message that took effect this turn
+    /// ([`crate::command`]), in order: `set_value` for each value stored,
+    /// `correct_value` for one that replaced another stored value, `start_flow` for a
+    /// flow the conversation moved to, `agree` when an action ran on the user's yes,
+    /// `decline` when a confirmation stayed on the user's no. Values read but not
+    /// stored are in `ungrounded`, `rejected_data` and `dropped_fields`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<crate::command::Command>,
     /// Collected data after the turn.
     pub data: D,
     /// Active flow after the turn.

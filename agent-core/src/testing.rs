@@ -38,6 +38,7 @@ enum AnswerKind {
         step: Option<String>,
         switch: Option<String>,
         verdicts: Vec<(String, bool)>,
+        commands: Vec<crate::command::Command>,
     },
     Verdicts {
         conditions: Vec<(String, bool)>,
@@ -66,6 +67,7 @@ impl Answer {
                 step: None,
                 switch: None,
                 verdicts: Vec::new(),
+                commands: Vec::new(),
             },
         }
     }
@@ -94,6 +96,15 @@ impl Answer {
     pub fn claiming(mut self, step: impl Into<String>) -> Self {
         if let AnswerKind::Reply { step: s, .. } = &mut self.kind {
             *s = Some(step.into());
+        }
+        self
+    }
+    /// A command the model read in the user's message ([`crate::command`]), written
+    /// out in the answer's `commands` list (for structured respond calls). The older
+    /// keys ([`Answer::with_data`], [`Answer::switching_to`]) read as the same commands.
+    pub fn command(mut self, c: crate::command::Command) -> Self {
+        if let AnswerKind::Reply { commands, .. } = &mut self.kind {
+            commands.push(c);
         }
         self
     }
@@ -260,6 +271,7 @@ impl Answer {
                 step,
                 switch,
                 verdicts,
+                commands,
             } => {
                 if req.output.is_none() {
                     return ok(message.clone(), FinishReason::Stop);
@@ -296,6 +308,9 @@ impl Answer {
                 }
                 if schema_has(req, "message") {
                     m.insert("message".into(), Value::String(message.clone()));
+                }
+                if !commands.is_empty() {
+                    m.insert("commands".into(), json!(commands));
                 }
                 ok(Value::Object(m).to_string(), FinishReason::Stop)
             }

@@ -218,11 +218,14 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
         r.transitions.last().map(|t| t.to.as_str()),
         Some("feedback")
     );
+    assert!(r.directive_chain.iter().any(|e| e.source
+        == agent_core::response::DirectiveSource::Command("start_flow feedback".into())));
+    // The switch is the command the answer's `handoff` key reads as.
     assert!(
-        r.directive_chain
-            .iter()
-            .any(|e| e.source
-                == agent_core::response::DirectiveSource::ModelSwitch("feedback".into()))
+        r.commands
+            .contains(&agent_core::command::Command::start_flow("feedback")),
+        "{:?}",
+        r.commands
     );
 }
 

@@ -1325,6 +1325,13 @@ async fn flow_commands_start_stop_and_report_flows_without_a_model_call() {
     assert_eq!(r.stopped, StoppedReason::Reply);
     let r = say("/flow tutor").await;
     assert_eq!(r.message, "What's your name?");
+    assert!(
+        r.directive_chain
+            .iter()
+            .any(|e| e.source == agent_core::response::DirectiveSource::Slash("/flow tutor".into())),
+        "{:?}",
+        r.directive_chain
+    );
     assert_eq!(
         r.transitions,
         vec![Transition {

@@ -336,12 +336,8 @@ async fn the_model_can_switch_flows_from_the_respond_call_and_the_new_flow_speak
         r.transitions.last().map(|t| t.to.as_str()),
         Some("feedback")
     );
-    assert!(
-        r.directive_chain
-            .iter()
-            .any(|e| e.source
-                == agent_core::response::DirectiveSource::ModelSwitch("feedback".into()))
-    );
+    assert!(r.directive_chain.iter().any(|e| e.source
+        == agent_core::response::DirectiveSource::Command("start_flow feedback".into())));
 }
 
 #[tokio::test]

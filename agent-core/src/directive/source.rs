@@ -4,9 +4,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Who emitted a directive.
+/// Who emitted a directive. New sources are added as the engine grows, so matches
+/// need a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DirectiveSource {
     /// The session's pending directive.
     Pending,
@@ -36,12 +38,22 @@ pub enum DirectiveSource {
     Branch(String),
     /// The router.
     Routing(String),
-    /// The model switched flows through the respond call.
+    /// The model switched flows through the respond call. No longer emitted: a
+    /// switch the model reads is a [`crate::command::Command::StartFlow`], listed with
+    /// the source [`DirectiveSource::Command`]; kept so stored responses still load.
+    #[deprecated(
+        since = "0.1.0",
+        note = "a model's flow switch is now `DirectiveSource::Command(\"start_flow <id>\")`"
+    )]
     ModelSwitch(String),
     /// A code flow handed off.
     Handoff(String),
-    /// A `/flow` command of the user ([`crate::agent::AgentConfig::flow_commands`]).
+    /// A command the model read in the user's message ([`crate::command::Command`]),
+    /// by its display form: `set_value city`, `start_flow billing`.
     Command(String),
+    /// A slash command the user typed (`/flow <id>`, `/flow stop`;
+    /// [`crate::agent::AgentConfig::flow_commands`]).
+    Slash(String),
 }
 
 impl fmt::Display for DirectiveSource {
@@ -61,9 +73,11 @@ impl fmt::Display for DirectiveSource {
             DirectiveSource::OnComplete(s) => write!(f, "flow `{s}` on_complete"),
             DirectiveSource::Branch(s) => write!(f, "branch of `{s}`"),
             DirectiveSource::Routing(s) => write!(f, "routing to `{s}`"),
+            #[allow(deprecated)]
             DirectiveSource::ModelSwitch(s) => write!(f, "model switch to `{s}`"),
             DirectiveSource::Handoff(s) => write!(f, "handoff from code flow `{s}`"),
             DirectiveSource::Command(s) => write!(f, "command `{s}`"),
+            DirectiveSource::Slash(s) => write!(f, "slash command `{s}`"),
         }
     }
 }

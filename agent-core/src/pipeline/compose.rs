@@ -4,7 +4,7 @@
 
 use super::code::CodeExit;
 use super::text::{cap_chars, join};
-use super::{Phase, Turn, command, deadline, guard};
+use super::{Phase, Turn, deadline, guard, slash};
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::provider::Message;
@@ -40,13 +40,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             self.emit_pre(DirectiveSource::AgentOnEnter, d).await?;
         }
 
-        let command = if self.a.config.flow_commands {
-            command::parse(self.msg)
+        let slash = if self.a.config.flow_commands {
+            slash::parse(self.msg)
         } else {
             None
         };
-        if let Some(cmd) = command {
-            if let Some(reply) = self.command(cmd).await? {
+        if let Some(cmd) = slash {
+            if let Some(reply) = self.slash(cmd).await? {
                 return Ok((reply, StoppedReason::Reply, Vec::new()));
             }
         } else if let Some(p) = self.s.pending.take() {

@@ -13,6 +13,7 @@ use super::model::{CallOutcome, Target};
 use super::speculate::Speculation;
 use super::walk::Stop;
 use super::{Phase, Turn, guard};
+use crate::command::Command;
 use crate::data::{AgentContext, AgentData};
 use crate::directive::{Directive, merge};
 use crate::error::AgentError;
@@ -184,12 +185,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             let out = self.render_call(target, false, None).await;
                             self.replay = None;
                             let mut out = out?;
-                            if let Some(target) = out.switch_flow.take()
+                            if let Some(target) = out.take_start()
                                 && self.may_switch_to(&target)
                             {
                                 if rounds <= self.rerender_cap() {
                                     let said = std::mem::take(&mut out.message);
-                                    self.model_switch(target, said).await?;
+                                    self.start_flow(target, said).await?;
                                     // The flow handed to reads the message (data first).
                                     (spec, alt) = self.speculate().await?;
                                     continue;
@@ -209,7 +210,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         out.message = crate::template::render(t, &data);
                     }
                     finalize_step = Some((flow.clone(), *j));
-                    declined = is_closing && out.declined;
+                    declined = is_closing && out.declined();
+                    if declined && out.commands.contains(&Command::Decline) {
+                        self.handled(Command::Decline);
+                    }
                     if is_closing {
                         closing = Some(flow);
                         (out.message, StoppedReason::NeedsInput, out.deltas)
@@ -259,7 +263,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     } else {
                         let correcting = self.correctable();
                         let mut out = self.render_call(Target::Classic, false, None).await?;
-                        if let (Some(cf), Some(data)) = (correcting, out.data.take()) {
+                        if let (Some(cf), Some(data)) = (correcting, out.take_values()) {
                             match self.correct_completed(&cf, data).await? {
                                 Outcome::None => {}
                                 // Rendered again: with the note, or inside the flow.
@@ -272,21 +276,31 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 Outcome::Reopened => continue,
                             }
                         }
-                        let picked = out.switch_flow.clone().or_else(|| {
-                            match (&self.a.router, self.a.flow_count()) {
-                                (
-                                    crate::codeflow::Router::SchemaIntent {
-                                        fallback: crate::codeflow::Fallback::Flow(f),
-                                    },
-                                    n,
-                                ) if n > 0 => Some(f.clone()),
-                                _ => None,
-                            }
-                        });
+                        let read = out.take_start();
+                        let picked =
+                            read.clone()
+                                .or_else(|| match (&self.a.router, self.a.flow_count()) {
+                                    (
+                                        crate::codeflow::Router::SchemaIntent {
+                                            fallback: crate::codeflow::Fallback::Flow(f),
+                                        },
+                                        n,
+                                    ) if n > 0 => Some(f.clone()),
+                                    _ => None,
+                                });
                         match picked {
                             Some(f) if rounds <= self.rerender_cap() && !self.streamed => {
-                                // The intent replaces the classic reply with the flow's.
-                                let src = DirectiveSource::Routing(f.clone());
+                                // The intent replaces the classic reply with the flow's:
+                                // a flow the answer starts, or the router's fallback.
+                                let src = match read {
+                                    Some(_) => {
+                                        let c = Command::start_flow(f.clone());
+                                        let src = DirectiveSource::Command(c.to_string());
+                                        self.handled(c);
+                                        src
+                                    }
+                                    None => DirectiveSource::Routing(f.clone()),
+                                };
                                 let d = Directive::go_to(f);
                                 self.record(&src, &d, &[], &[], false);
                                 self.apply(src, d, Phase::Pre).await?;

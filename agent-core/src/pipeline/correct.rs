@@ -56,8 +56,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<Outcome, AgentError> {
         self.correction_done = true;
         let mut patch = Map::new();
+        let mut words = Vec::new();
         for (x, verdict) in self.screen(flow, data) {
             if let Verdict::Keep { .. } = verdict {
+                words.push((x.field.clone(), x.quote));
                 patch.insert(x.field, x.value);
             }
         }
@@ -89,11 +91,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             source_name: format!("correction of flow `{}`", flow.id),
                             error: e,
                         })?;
+                let mut fields = Vec::with_capacity(corrected.len());
                 for (field, from, to) in corrected {
                     tracing::info!(flow = %flow.id, %field, %from, %to, "correction reopens a completed flow");
+                    fields.push(field);
                 }
                 self.s.data = next;
                 self.refresh_present();
+                let stored = words
+                    .into_iter()
+                    .filter_map(|(f, w)| Some((f.clone(), patch.get(&f)?.clone(), w)))
+                    .collect();
+                self.record_values(stored, &fields);
                 self.s.last_completed = None;
                 let src = DirectiveSource::Routing(flow.id.to_string());
                 self.enter_flow_as(flow.id.as_ref(), None, src, Reentry::Keep)

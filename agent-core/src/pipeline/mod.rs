@@ -7,7 +7,7 @@
 mod apply;
 mod approve;
 mod code;
-mod command;
+mod commands;
 mod compose;
 mod consent;
 mod converse;
@@ -22,6 +22,7 @@ mod resume;
 mod runtime;
 mod screen;
 mod signals;
+mod slash;
 mod speculate;
 pub(crate) mod stream;
 mod switch;
@@ -117,6 +118,8 @@ pub(crate) struct Turn<'a, D, C> {
     /// ([`consent::Gate::unless_not_agreed`]).
     pub(crate) not_agreed: bool,
     pub(crate) chain: Vec<ChainEntry>,
+    /// The model's commands handled this turn ([`crate::command`]).
+    pub(crate) commands: Vec<crate::command::Command>,
     pub(crate) executed: Vec<StepRef>,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
     pub(crate) transitions: Vec<Transition>,
@@ -266,6 +269,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             changed_now: false,
             not_agreed: false,
             chain: Vec::new(),
+            commands: Vec::new(),
             executed: Vec::new(),
             tool_calls: Vec::new(),
             transitions: Vec::new(),

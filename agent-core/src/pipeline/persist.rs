@@ -99,6 +99,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             stopped,
             executed_steps: std::mem::take(&mut self.executed),
             directive_chain: std::mem::take(&mut self.chain),
+            commands: std::mem::take(&mut self.commands),
             data: self.s.data.clone(),
             flow: self
                 .s
@@ -145,6 +146,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     stopped: response.stopped.clone(),
                     executed_steps: Vec::new(),
                     directive_chain: Vec::new(),
+                    commands: Vec::new(),
                     data: D::default(),
                     flow: None,
                     step: None,

@@ -76,12 +76,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(), AgentError> {
         let Some(data) = data else { return Ok(()) };
         let mut patch = Map::new();
+        // The user's words each kept value came from, for the commands it records.
+        let mut words: Vec<(String, Option<String>)> = Vec::new();
         for (x, verdict) in self.screen(flow, data) {
             match verdict {
                 Verdict::Keep { inferred } => {
                     if inferred {
                         self.inferred.push(x.field.clone());
                     }
+                    words.push((x.field.clone(), x.quote));
                     patch.insert(x.field, x.value);
                 }
                 Verdict::NotCollected => {
@@ -107,6 +110,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Ok(next) => {
                 self.s.data = next;
                 self.refresh_present();
+                let stored = words
+                    .into_iter()
+                    .filter_map(|(f, w)| Some((f.clone(), patch.get(&f)?.clone(), w)))
+                    .collect();
+                let fields: Vec<String> = corrected.iter().map(|(f, ..)| f.clone()).collect();
+                self.record_values(stored, &fields);
                 // The draft was written with the new value in view (same call), and
                 // a re-render shows it in the collected data: no note needed.
                 self.changed_now |= !corrected.is_empty();

@@ -251,7 +251,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             for (c, v) in std::mem::take(&mut sp.out.verdicts) {
                 self.judged.insert(c, v);
             }
-            let mut data = sp.out.data.take();
+            let mut data = sp.out.take_values();
             // Values for another flow's first step: kept for that flow if the answer
             // hands over to it, otherwise not read (they were asked for that case).
             let ahead = self.set_aside(&flow, &mut data);
@@ -274,12 +274,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         v.is_empty() || !said.contains(&v)
                     })
                 });
-            if let Some(target) = sp.out.switch_flow.take()
+            if let Some(target) = sp.out.take_start()
                 && self.may_switch_to(&target)
             {
                 let said = std::mem::take(&mut sp.out.message);
                 let ahead = ahead.and_then(|d| self.preview_for(&target, d));
-                self.model_switch(target, said).await?;
+                self.start_flow(target, said).await?;
                 self.preview = ahead;
                 return Ok(None);
             }

@@ -1,12 +1,8 @@
-//! A flow switch the model asked for (its message carried, unsent, to the next
-//! rendering), not followed back to a flow left this turn, and the cap on how often
-//! one turn renders again.
+//! A flow switch the model asks for is not followed back to a flow left this turn,
+//! and the cap on how often one turn renders again.
 
-use super::{Phase, Turn};
+use super::Turn;
 use crate::data::{AgentContext, AgentData};
-use crate::directive::Directive;
-use crate::error::AgentError;
-use crate::response::DirectiveSource;
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// How many renderings one turn may make before a redirect is refused: every hop
@@ -31,22 +27,5 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
         }
         !back
-    }
-
-    /// The model asked to move to another flow: its message is not shown but carried
-    /// to the next rendering as context (A3 transitions), and the hop counts against
-    /// the transition cap, which keeps the message as the reply when reached.
-    pub(super) async fn model_switch(
-        &mut self,
-        target: String,
-        said: String,
-    ) -> Result<(), AgentError> {
-        if !said.is_empty() {
-            self.carried = Some(said);
-        }
-        let src = DirectiveSource::ModelSwitch(target.clone());
-        let d = Directive::go_to(target);
-        self.record(&src, &d, &[], &[], false);
-        self.apply(src, d, Phase::Pre).await
     }
 }

@@ -33,7 +33,7 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
         rs[0]
             .directive_chain
             .iter()
-            .any(|e| e.source == DirectiveSource::ModelSwitch("billing".into()))
+            .any(|e| e.source == DirectiveSource::Command("start_flow billing".into()))
     );
 
     // The refund tool sent the user back to the desk (code decides) and wrote the

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::command::Command;
 use crate::flow::Flow;
 use crate::pipeline::consent::{ANSWER, NOT_YES, YES};
 use crate::pipeline::judged::Judged;
@@ -34,6 +35,10 @@ pub(super) struct RespondOut {
     pub(super) conditions: Option<Judged>,
     #[serde(default)]
     pub(super) action: Option<Value>,
+    /// Commands written out (scripted answers; [`crate::command`] documents how the
+    /// other keys read as commands).
+    #[serde(default)]
+    pub(super) commands: Option<Vec<Command>>,
 }
 
 impl RespondOut {
@@ -59,6 +64,64 @@ impl RespondOut {
                 .handoff
                 .as_ref()
                 .is_some_and(|h| h.values().any(|v| v == &Value::Bool(true)))
+            || self
+                .commands
+                .iter()
+                .flatten()
+                .any(|c| matches!(c, Command::StartFlow { .. }))
+    }
+
+    /// The flow a written-out `start_flow` command names (the first), for answers
+    /// that say it that way instead of `handoff` or `switch_flow`.
+    pub(super) fn listed_start(&self) -> Option<String> {
+        self.commands.iter().flatten().find_map(|c| match c {
+            Command::StartFlow { flow } => Some(flow.clone()),
+            _ => None,
+        })
+    }
+
+    /// Whether the answer read the message for values: a `data` object (its values
+    /// may all be null) or value commands.
+    pub(super) fn values_read(&self) -> bool {
+        matches!(self.data, Some(Value::Object(_)))
+            || self.commands.iter().flatten().any(|c| c.field().is_some())
+    }
+
+    /// The values the answer reads, as the `data` object screening takes: `data`,
+    /// then the value commands written out (a later one for the same field wins).
+    /// `Err` when `data` is not an object.
+    pub(super) fn values(&self) -> Result<Option<Map<String, Value>>, String> {
+        let mut data = match &self.data {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(d)) => Some(d.clone()),
+            Some(_) => return Err("`data` is not an object".into()),
+        };
+        for c in self.commands.iter().flatten() {
+            if let Command::SetValue {
+                field,
+                value,
+                words,
+            }
+            | Command::CorrectValue {
+                field,
+                value,
+                words,
+            } = c
+            {
+                data.get_or_insert_with(Map::new)
+                    .insert(field.clone(), value_entry(value, words.as_deref()));
+            }
+        }
+        Ok(data)
+    }
+}
+
+/// A value as a `data` object holds it: `{"quote", "value"}` when the user's words
+/// are cited, else bare.
+pub(in crate::pipeline) fn value_entry(value: &Value, words: Option<&str>) -> Value {
+    match words {
+        Some(w) => json!({ "quote": w, "value": value }),
+        None => value.clone(),
     }
 }
 
@@ -83,9 +146,9 @@ pub(super) fn claimed_step<'a, D, C>(
         .map(|j| flow.steps[j].id.as_ref())
 }
 
-/// The answer's `action`: a call the tool loop can run, nothing (null), or a consent
-/// form that does not agree (`"agreed": false`, or an `answer` other than "yes";
-/// whatever else it holds).
+/// The answer's `action`: a call the tool loop can run (in a consent form that agrees,
+/// or without one), nothing (null), or a consent form that does not agree
+/// (`"agreed": false`, or an `answer` other than "yes"; whatever else it holds).
 pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
     let Value::Object(mut o) = v else {
         return match v {
@@ -93,14 +156,16 @@ pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
             _ => Err("`action` is not an object".into()),
         };
     };
+    let mut agreed = false;
     match o.get("agreed") {
-        None | Some(Value::Bool(true)) => {}
+        None => {}
+        Some(Value::Bool(true)) => agreed = true,
         Some(Value::Bool(false)) => return Ok(Action::Declined),
         Some(_) => return Err("`action.agreed` is not true or false".into()),
     }
     match o.get(ANSWER) {
         None => {}
-        Some(Value::String(a)) if a == YES => {}
+        Some(Value::String(a)) if a == YES => agreed = true,
         Some(Value::String(a)) if NOT_YES.contains(&a.as_str()) => return Ok(Action::Declined),
         Some(_) => {
             return Err(format!(
@@ -112,11 +177,14 @@ pub(super) fn read_action(v: Value, n: u32) -> Result<Action, String> {
     let Some(Value::String(name)) = o.remove("tool") else {
         return Err("`action` has no `tool`".into());
     };
-    Ok(Action::Call(ToolCall {
-        id: format!("answer-{n}"),
-        name,
-        arguments: o.remove("with").unwrap_or_else(|| json!({})),
-    }))
+    Ok(Action::Call(
+        ToolCall {
+            id: format!("answer-{n}"),
+            name,
+            arguments: o.remove("with").unwrap_or_else(|| json!({})),
+        },
+        agreed,
+    ))
 }
 
 /// What an answer's `action` says.
@@ -125,7 +193,8 @@ pub(super) enum Action {
     None,
     /// `{"agreed": false}` or an `answer` other than "yes": the user did not agree or ask.
     Declined,
-    Call(ToolCall),
+    /// A call; `true` when a consent form agreed to it (the user said yes).
+    Call(ToolCall, bool),
 }
 
 pub(super) fn strip_fences(content: &str) -> &str {

@@ -2,7 +2,7 @@
 //! its text can reach the consumer as it streams (a dry walk with the decisions
 //! already streamed for a speculative call).
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use super::answer::{RespondOut, claimed_step};
 use crate::data::{AgentContext, AgentData};
@@ -71,7 +71,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(flow) = flow else { return false };
         // Simulate what the turn will do with these decisions, on copies.
         let mut patch = Map::new();
-        if let Some(Value::Object(d)) = out.data.clone() {
+        if let Ok(Some(d)) = out.values() {
             for (x, verdict) in self.screen(&flow, d) {
                 match verdict {
                     Verdict::Keep { .. } => {

@@ -22,11 +22,13 @@ mod push;
 mod respond;
 mod schema;
 mod tools;
+mod understand;
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::command::Command;
 use crate::flow::Flow;
 use crate::provider::{ModelResponse, ToolCall};
 
@@ -46,15 +48,64 @@ pub(crate) enum Target<D, C> {
 pub(crate) struct CallOutcome {
     pub(crate) message: String,
     pub(crate) deltas: Vec<String>,
-    pub(crate) data: Option<Map<String, Value>>,
+    /// What the answer read in the user's message ([`crate::command`]): values, a
+    /// flow to start (one the active flow may hand over to), agree or decline.
+    pub(crate) commands: Vec<Command>,
+    /// The answer had a `data` object (every value in it may be null): it read the
+    /// message for values.
+    pub(crate) read_values: bool,
     pub(crate) claimed: Option<String>,
-    pub(crate) switch_flow: Option<String>,
     pub(crate) verdicts: Vec<(String, bool)>,
     /// A tool the model asked for in its answer (`tools_in_answer`).
     pub(crate) tool_call: Option<ToolCall>,
-    /// The answer judged that the user did not agree (`"agreed": false`).
-    pub(crate) declined: bool,
+    /// The tools were held from this answer (its consent is not to be relied on):
+    /// treated as not agreed, whatever it says.
+    pub(crate) held: bool,
     /// A speculative answer that asked for an action: the raw answer, replayed in the
     /// rendering that runs the action if the walk accepts it (no second model call).
     pub(crate) answer: Option<ModelResponse>,
+}
+
+impl CallOutcome {
+    /// Take out the value commands, as the `data` object screening reads (`None`
+    /// when the answer did not read the message for values; empty when it read none).
+    pub(crate) fn take_values(&mut self) -> Option<Map<String, Value>> {
+        let mut data: Option<Map<String, Value>> = self.read_values.then(Map::new);
+        self.commands.retain(|c| match c {
+            Command::SetValue {
+                field,
+                value,
+                words,
+            }
+            | Command::CorrectValue {
+                field,
+                value,
+                words,
+            } => {
+                data.get_or_insert_with(Map::new)
+                    .insert(field.clone(), answer::value_entry(value, words.as_deref()));
+                false
+            }
+            _ => true,
+        });
+        data
+    }
+
+    /// Take out the flow the answer starts.
+    pub(crate) fn take_start(&mut self) -> Option<String> {
+        let i = self
+            .commands
+            .iter()
+            .position(|c| matches!(c, Command::StartFlow { .. }))?;
+        match self.commands.remove(i) {
+            Command::StartFlow { flow } => Some(flow),
+            _ => None,
+        }
+    }
+
+    /// Whether the answer did not agree to the question just asked: it declined, or
+    /// its tools were held.
+    pub(crate) fn declined(&self) -> bool {
+        self.held || self.commands.contains(&Command::Decline)
+    }
 }

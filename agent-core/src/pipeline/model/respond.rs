@@ -4,14 +4,11 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
-use super::answer::{
-    Action, CUT_SHORT, RespondOut, ask_for_repair, claimed_step, read_action, strip_fences,
-};
+use super::answer::{CUT_SHORT, RespondOut, ask_for_repair, strip_fences};
 use super::prompt::Prompt;
 use super::schema::without_action;
 use super::{CallOutcome, Target};
+use crate::command::Command;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::pipeline::Turn;
@@ -77,74 +74,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             } else {
                 serde_json::from_str::<RespondOut>(strip_fences(&resp.content))
                     .map_err(|e| format!("not valid JSON for the expected object ({e})"))
-                    .and_then(|out| {
-                        let Some(message) = out.message else {
+                    .and_then(|mut out| {
+                        let Some(message) = out.message.take() else {
                             return Err("`message` is missing".into());
                         };
-                        let data = match out.data {
-                            None | Some(Value::Null) => None,
-                            Some(Value::Object(d)) => Some(d),
-                            Some(_) => return Err("`data` is not an object".into()),
-                        };
-                        let claimed = match (&flow, &pending) {
-                            (Some(f), Some((target, a))) => {
-                                claimed_step(
-                                    out.step.as_deref(),
-                                    out.reply_asks_for.as_deref(),
-                                    f,
-                                    target,
-                                    &f.steps[*a].id,
-                                )
-                                .map(str::to_owned)
-                            }
-                            _ => None,
-                        };
-                        let ids = flow
-                            .as_ref()
-                            .map_or(&[][..], |f| &self.a.switch_ids[f.index][..]);
-                        let handoff = RespondOut::handoff_target(out.handoff, out.switch_flow, ids);
-                        let intent = out.intent.filter(|i| {
-                            intents
-                                .as_ref()
-                                .is_some_and(|ids| ids.iter().any(|(id, _)| id == i))
-                        });
-                        // The schema lists the other flows; a model that names anything
-                        // else (or its own flow) is not followed.
-                        let switch_flow = handoff
-                            .filter(|t| {
-                                let known = flow.as_ref().is_some_and(|f| {
-                                    self.a.switch_ids[f.index].iter().any(|id| id == t)
-                                });
-                                if !known {
-                                    tracing::warn!(target = %t, "switch_flow names no other flow; ignored");
-                                }
-                                known
-                            })
-                            .or(intent);
-                        let (tool_call, declined) =
-                            match out.action.map(|v| read_action(v, self.calls)).transpose()? {
-                                // Not agreed to (checked on its own): declined, natively too.
-                                None | Some(Action::None) => (None, answer_held || self.not_agreed),
-                                Some(Action::Declined) => (None, true),
-                                Some(Action::Call(c)) => (Some(c), false),
-                            };
-                        let judged = out.conditions.unwrap_or_default();
-                        let verdicts = conditions
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| (c.clone(), judged.verdict(i)))
-                            .collect();
-                        Ok(CallOutcome {
+                        self.understand(
+                            out,
                             message,
-                            deltas: Vec::new(),
-                            data,
-                            claimed,
-                            switch_flow,
-                            verdicts,
-                            tool_call,
-                            declined,
-                            answer: None,
-                        })
+                            &flow,
+                            &pending,
+                            &intents,
+                            &conditions,
+                            answer_held,
+                        )
                     })
             };
             match parsed {
@@ -176,6 +118,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         // A tool asked for in the answer: run it, then ask again with
                         // its result, as a native tool round would.
                         acted = true;
+                        if out.commands.contains(&Command::Agree) {
+                            self.handled(Command::Agree);
+                        }
                         let mut assistant = Message::assistant(String::new());
                         assistant.tool_calls = vec![call.clone()];
                         req.messages.push(assistant);

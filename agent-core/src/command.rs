@@ -1,0 +1,245 @@
+//! Commands: what the model read in the user's message, as typed items that code
+//! applies in one place.
+//!
+//! The turn's one structured call (the respond call) answers with a reply and with
+//! what it understood. That understanding is a list of [`Command`]s: set a value
+//! with the user's words it came from, correct a stored value, start another flow,
+//! agree or decline to the question just asked. The model never moves the
+//! conversation itself: each command has one handler in the engine, which checks it
+//! (a value against the user's words and the field's constraints, a flow against the
+//! flows the agent lets it start) and turns what it accepts into a directive with the
+//! source [`DirectiveSource::Command`](crate::directive::DirectiveSource::Command),
+//! merged and applied like every other directive and listed in
+//! [`AgentResponse::directive_chain`](crate::response::AgentResponse::directive_chain).
+//! The commands a turn handled are in
+//! [`AgentResponse::commands`](crate::response::AgentResponse::commands).
+//!
+//! # The answer's shape, and the scripted provider
+//!
+//! A model answers in the shape its request's JSON schema asks for. That shape is
+//! tuned to what small models write reliably (one key per decision, in an order
+//! llama.cpp's grammar follows), and the engine reads it into commands with one
+//! documented conversion:
+//!
+//! | answer key | commands |
+//! |---|---|
+//! | `data` | one [`Command::SetValue`] per non-null field (`{"quote", "value"}` gives `words`), or [`Command::CorrectValue`] when that field already holds another value |
+//! | `handoff` (one yes/no per flow), `switch_flow`, `intent` | [`Command::StartFlow`] for the first flow judged yes |
+//! | `action` with `"answer": "yes"` or `"agreed": true` | [`Command::Agree`] (and the tool call it names) |
+//! | `action` with another answer, or `"agreed": false` | [`Command::Decline`] |
+//! | `commands` | the listed commands, as written |
+//!
+//! So answers scripted for the [`ScriptedProvider`](crate::testing::ScriptedProvider)
+//! in the older shape keep working, and a scripted answer may list commands directly:
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Booking { city: Option<String>, guests: Option<u8> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! provider.respond(
+//!     Answer::message("How many guests?")
+//!         .command(Command::set_value("city", json!("Porto")).citing("Porto")),
+//! );
+//! let agent: Agent<Booking, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking")
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! let r = agent.respond("s1", "A room in Porto, please").await.unwrap();
+//! assert_eq!(r.data.city.as_deref(), Some("Porto"));
+//! assert_eq!(r.step.as_deref(), Some("ask_guests"));
+//! // What the model read, as handled, and the directive it became.
+//! assert_eq!(r.commands, vec![Command::set_value("city", json!("Porto")).citing("Porto")]);
+//! assert!(r.directive_chain.iter().any(|e| e.source == DirectiveSource::Command("set_value city".into())));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! # use agent_core::directive::DirectiveSource;
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One thing the model read in the user's message. Code applies it; see the
+/// [module documentation](self) for how an answer becomes commands.
+///
+/// New kinds of commands are added as the conversation model grows, so matches need a
+/// wildcard arm; build commands with the constructors ([`Command::set_value`], ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Command {
+    /// The user gave a value for a field: stored when the field's flow collects it,
+    /// the user's words support it, and the field's constraints accept it; otherwise
+    /// not stored and reported ([`AgentResponse::ungrounded`](crate::response::AgentResponse::ungrounded),
+    /// [`AgentResponse::rejected_data`](crate::response::AgentResponse::rejected_data),
+    /// [`AgentResponse::dropped_fields`](crate::response::AgentResponse::dropped_fields)).
+    #[non_exhaustive]
+    SetValue {
+        /// The field (its name in the data type's JSON).
+        field: String,
+        /// The value as the model read it.
+        value: Value,
+        /// The user's own words it came from, when the answer cites them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        words: Option<String>,
+    },
+    /// The user replaced a value stored earlier ("actually, Naples"): checked like
+    /// [`Command::SetValue`]; a step whose answer it changes is asked again.
+    #[non_exhaustive]
+    CorrectValue {
+        /// The field (its name in the data type's JSON).
+        field: String,
+        /// The new value as the model read it.
+        value: Value,
+        /// The user's own words it came from, when the answer cites them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        words: Option<String>,
+    },
+    /// The user wants what another flow does: the conversation moves there (when the
+    /// agent lets the active flow hand over to it, and not back to a flow left this
+    /// turn), and that flow reads the same message.
+    #[non_exhaustive]
+    StartFlow {
+        /// The flow's id.
+        flow: String,
+    },
+    /// The user agreed to the question just asked (a confirmation): the action the
+    /// answer names may run.
+    Agree,
+    /// The user did not agree to the question just asked (a no, new details, or
+    /// something else): no action runs on this answer, and a confirmation step stays
+    /// where it is.
+    Decline,
+}
+
+impl Command {
+    /// Set `field` to `value`.
+    pub fn set_value(field: impl Into<String>, value: Value) -> Self {
+        Self::SetValue {
+            field: field.into(),
+            value,
+            words: None,
+        }
+    }
+
+    /// Replace the stored value of `field` with `value`.
+    pub fn correct_value(field: impl Into<String>, value: Value) -> Self {
+        Self::CorrectValue {
+            field: field.into(),
+            value,
+            words: None,
+        }
+    }
+
+    /// Start the flow with id `flow`.
+    pub fn start_flow(flow: impl Into<String>) -> Self {
+        Self::StartFlow { flow: flow.into() }
+    }
+
+    /// Agree to the question just asked.
+    pub fn agree() -> Self {
+        Self::Agree
+    }
+
+    /// Decline the question just asked.
+    pub fn decline() -> Self {
+        Self::Decline
+    }
+
+    /// The same value command, citing the user's `words` (no effect on other kinds).
+    #[must_use]
+    pub fn citing(mut self, said: impl Into<String>) -> Self {
+        if let Self::SetValue { words, .. } | Self::CorrectValue { words, .. } = &mut self {
+            *words = Some(said.into());
+        }
+        self
+    }
+
+    /// The field a value command writes.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::SetValue { field, .. } | Self::CorrectValue { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// The command's name as the answer writes it (`set_value`, `start_flow`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SetValue { .. } => "set_value",
+            Self::CorrectValue { .. } => "correct_value",
+            Self::StartFlow { .. } => "start_flow",
+            Self::Agree => "agree",
+            Self::Decline => "decline",
+        }
+    }
+}
+
+/// The name and what it is about: `set_value city`, `start_flow billing`, `agree`
+/// (the id of its [`DirectiveSource::Command`](crate::directive::DirectiveSource::Command)).
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SetValue { field, .. } | Self::CorrectValue { field, .. } => {
+                write!(f, "{} {field}", self.name())
+            }
+            Self::StartFlow { flow } => write!(f, "{} {flow}", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn commands_are_written_with_their_name_as_a_tag() {
+        let c = Command::set_value("guests", json!(3)).citing("me, my wife and our kid");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            v,
+            json!({"command": "set_value", "field": "guests", "value": 3, "words": "me, my wife and our kid"})
+        );
+        assert_eq!(serde_json::from_value::<Command>(v).unwrap(), c);
+        let read: Vec<Command> = serde_json::from_value(json!([
+            {"command": "start_flow", "flow": "billing"},
+            {"command": "decline"},
+            {"command": "correct_value", "field": "city", "value": "Naples"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            read,
+            vec![
+                Command::start_flow("billing"),
+                Command::decline(),
+                Command::correct_value("city", json!("Naples"))
+            ]
+        );
+        assert_eq!(read[0].to_string(), "start_flow billing");
+        assert_eq!(read[2].to_string(), "correct_value city");
+        assert_eq!(read[1].to_string(), "decline");
+    }
+
+    #[test]
+    fn an_unknown_command_is_an_error_not_a_silent_nothing() {
+        let e = serde_json::from_value::<Command>(json!({"command": "book_everything"}));
+        assert!(e.is_err());
+        let e = serde_json::from_value::<Command>(json!({"command": "set_value", "value": 1}));
+        assert!(e.unwrap_err().to_string().contains("field"));
+    }
+}

@@ -1,0 +1,91 @@
+//! What becomes of the [`Command`]s the model read (`model/understand.rs` reads them
+//! from the answer): each kind has its handler here or names the one it goes
+//! through, and each command handled is listed in the response
+//! ([`crate::response::AgentResponse::commands`]). A command that changes the data or
+//! the position becomes a directive with the source [`DirectiveSource::Command`],
+//! merged and applied like any other.
+//!
+//! - `set_value`, `correct_value`: [`Turn::absorb_model_data`] screens each value
+//!   (the flow collects it, the user's words support it, the field's constraints
+//!   accept it), stores the rest in one patch, and records each stored value; a value
+//!   that replaces another stored one is a correction, whatever the answer called it.
+//! - `start_flow`: [`Turn::start_flow`], once the turn checked that the active flow may
+//!   hand over to that flow and that it was not left earlier this turn.
+//! - `agree`: the action the answer names runs (the tool loop in `model/respond.rs`).
+//! - `decline`: no action runs; a confirmation step stays (`converse.rs`).
+
+use serde_json::{Map, Value};
+
+use super::{Phase, Turn};
+use crate::command::Command;
+use crate::data::{AgentContext, AgentData};
+use crate::directive::Directive;
+use crate::error::AgentError;
+use crate::response::DirectiveSource;
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// List a command as handled this turn.
+    pub(super) fn handled(&mut self, c: Command) {
+        self.commands.push(c);
+    }
+
+    /// The model read that the user wants another flow: the conversation moves there.
+    /// The answer's message is not shown but carried to the next rendering as context
+    /// (A3 transitions), and the hop counts against the transition cap, which keeps
+    /// the message as the reply when reached.
+    pub(super) async fn start_flow(
+        &mut self,
+        target: String,
+        said: String,
+    ) -> Result<(), AgentError> {
+        if !said.is_empty() {
+            self.carried = Some(said);
+        }
+        let c = Command::start_flow(target.clone());
+        let src = DirectiveSource::Command(c.to_string());
+        self.handled(c);
+        let d = Directive::go_to(target);
+        self.record(&src, &d, &[], &[], false);
+        self.apply(src, d, Phase::Pre).await
+    }
+
+    /// Record the values a model answer's value commands stored (`stored`, with the
+    /// user's words each came from) and which of them replaced another value
+    /// (`corrected`): one directive each in the chain, one command each in the
+    /// response.
+    pub(super) fn record_values(
+        &mut self,
+        stored: Vec<(String, Value, Option<String>)>,
+        corrected: &[String],
+    ) {
+        for (field, value, words) in stored {
+            let c = if corrected.contains(&field) {
+                Command::CorrectValue {
+                    field: field.clone(),
+                    value: value.clone(),
+                    words,
+                }
+            } else {
+                Command::SetValue {
+                    field: field.clone(),
+                    value: value.clone(),
+                    words,
+                }
+            };
+            let mut patch = Map::new();
+            patch.insert(field, value);
+            let d = Directive {
+                data: Some(patch),
+                ..Directive::default()
+            };
+            self.record(
+                &DirectiveSource::Command(c.to_string()),
+                &d,
+                &[],
+                &[],
+                false,
+            );
+            self.handled(c);
+        }
+    }
+}
