@@ -50,8 +50,10 @@ pub struct AgentConfig {
     /// Time limit of a whole turn (default 180 s): past it the turn ends with
     /// [`AgentError::TurnTimeout`](crate::error::AgentError::TurnTimeout) and the session is unchanged; a code flow still
     /// running a tenth of the limit before it is stopped as a failed step instead (see
-    /// `max_flow_failures`). It counts from the moment the session is held (waiting
-    /// for it does not count) to the save. `None` lets turns run as long as they take.
+    /// `max_flow_failures`). It counts from the moment the turn is asked for (the wait
+    /// for a busy session included: a wait that reaches it fails the turn with
+    /// [`AgentError::SessionBusy`](crate::error::AgentError::SessionBusy) before
+    /// anything runs) to the save. `None` lets turns run as long as they take.
     /// Only code that awaits can be stopped: a hook, tool or code flow that loops
     /// without ever awaiting holds its thread past any deadline. The deadline uses
     /// Tokio's timer: on another executor turns run without it (a warning is logged);

@@ -335,11 +335,12 @@ pub enum AgentError {
         problem: String,
     },
     /// Other turns (in this or another process) held the session for longer than
-    /// [`LeaseConfig::max_wait`](crate::store::LeaseConfig) (without a lease: longer
-    /// than `turn_timeout`): this turn did not run and the session is unchanged.
-    /// Send the message again later.
+    /// this turn could wait: [`LeaseConfig::max_wait`](crate::store::LeaseConfig) or
+    /// `turn_timeout`, whichever is shorter (the wait counts toward the turn's
+    /// deadline). This turn did not run and the session is unchanged. Send the
+    /// message again later.
     #[error(
-        "session `{session_id}` is busy: other turns{} held it for the whole {waited:?} this turn waited; nothing ran (retry later, or raise `lease.max_wait`; without a lease the wait is bounded by `turn_timeout`)",
+        "session `{session_id}` is busy: other turns{} held it for the whole {waited:?} this turn waited; nothing ran (retry later; the wait is bounded by `lease.max_wait` and by `turn_timeout`, whichever is shorter)",
         match holder { Some(h) => format!(" (held by `{h}`)"), None => String::new() }
     )]
     SessionBusy {

@@ -124,13 +124,27 @@ async fn the_deadline_stops_a_loop_that_only_yields() {
     assert!(a.session("s").await.unwrap().is_none());
 }
 
-/// Time spent waiting for the session (another turn holds it) does not count: each
-/// of two 20 s turns fits a 30 s deadline although the second ends 40 s after it
-/// was asked.
+/// Time spent waiting for the session (another turn holds it) counts toward the
+/// deadline: of two 20 s turns asked at once with a 30 s deadline, the second waits
+/// 20 s and is stopped 10 s into its work; with a 45 s deadline both finish.
 #[tokio::test(start_paused = true)]
-async fn waiting_for_the_session_does_not_count() {
+async fn waiting_for_the_session_counts_toward_the_deadline() {
     let p = ScriptedProvider::new();
     let a = agent(&p, sleeping(20), Duration::from_secs(30));
+    p.respond(Answer::tool("slow", json!({})));
+    p.tool_round(Answer::message("First."));
+    p.respond(Answer::tool("slow", json!({})));
+    let started = tokio::time::Instant::now();
+    let (r1, r2) = tokio::join!(a.respond("s", "one"), a.respond("s", "two"));
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    assert_eq!(r1.unwrap().message, "First.");
+    let err = r2.unwrap_err();
+    assert!(matches!(err, AgentError::TurnTimeout { .. }), "{err:?}");
+    // The stopped turn changed nothing: the session holds the first turn only.
+    assert_eq!(a.session("s").await.unwrap().unwrap().turns, 1);
+
+    let p = ScriptedProvider::new();
+    let a = agent(&p, sleeping(20), Duration::from_secs(45));
     p.respond(Answer::tool("slow", json!({})));
     p.tool_round(Answer::message("First."));
     p.respond(Answer::tool("slow", json!({})));

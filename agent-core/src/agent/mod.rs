@@ -285,11 +285,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 limit: inner.config.max_message_bytes,
             });
         }
-        let held = self.hold_session(session_id).await?;
-        let lease = held.lease.clone();
-        // The deadline starts once the session is held: waiting for it and for its
-        // lease (and for an approval, when that exists) is not the turn's work.
+        // The deadline starts now: the wait for the session counts toward it.
         let deadline = Deadline::start(inner.config.turn_timeout);
+        let held = self.hold_session(session_id, deadline).await?;
+        let lease = held.lease.clone();
         // Pinned in place: the turn's future is large, and moving it into `hold` costs.
         let work = std::pin::pin!(self.attempts(
             session_id,
@@ -336,7 +335,10 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     /// signals to run as usual.
     pub async fn dispatch(&self, session_id: &str, directive: Directive) -> Result<(), AgentError> {
         crate::store::check_session_id(session_id)?;
-        let held = self.hold_session(session_id).await?;
+        // Bounded like a turn's wait (a dispatch does no work worth a deadline).
+        let held = self
+            .hold_session(session_id, Deadline::start(self.inner.config.turn_timeout))
+            .await?;
         let out = self
             .dispatch_held(session_id, directive, held.lease.as_deref())
             .await;

@@ -142,9 +142,14 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
     /// Hold session `session_id` for a turn (or a dispatch): first its lease in the
     /// store (`None` when leases are off or the store keeps none), waiting in the
     /// session's queue, first come, first served, then this agent's in-process lock.
-    /// The whole wait is bounded by `lease.max_wait` (by `turn_timeout` when there
-    /// is no lease), past which the turn fails with [`AgentError::SessionBusy`].
-    pub(super) async fn hold_session(&self, session_id: &str) -> Result<Held, AgentError> {
+    /// The whole wait is bounded by `lease.max_wait` and by the turn's `deadline`
+    /// (which the wait counts toward), whichever comes first; past it the turn fails
+    /// with [`AgentError::SessionBusy`].
+    pub(super) async fn hold_session(
+        &self,
+        session_id: &str,
+        deadline: Option<Deadline>,
+    ) -> Result<Held, AgentError> {
         use crate::store::AcquireFailure;
         let started = tokio::time::Instant::now();
         let inner = &self.inner;
@@ -153,12 +158,12 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             .lease
             .as_ref()
             .filter(|_| inner.store.supports_leases());
-        // With a lease the whole wait is bounded by `max_wait` (waiting does not count
-        // toward the turn's deadline, which may be shorter); without one, by
-        // `turn_timeout`.
-        let limit = match lease_config {
-            Some(c) => Some(c.max_wait),
-            None => inner.config.turn_timeout,
+        // The whole wait is bounded by `max_wait` (with a lease) and by what is left
+        // of the turn's deadline, whichever is shorter.
+        let left = deadline.map(|d| d.left());
+        let limit = match (lease_config.map(|c| c.max_wait), left) {
+            (Some(w), Some(l)) => Some(w.min(l)),
+            (w, l) => w.or(l),
         };
         let slot = inner.session_lock(session_id);
         let lease = match lease_config {

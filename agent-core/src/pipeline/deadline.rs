@@ -1,7 +1,8 @@
-//! The whole-turn deadline (`AgentConfig::turn_timeout`). It bounds the turn's own
-//! work: it starts once the session is held, so time spent waiting for it (and, when
-//! they exist, for a session lease or a person's approval) never counts, and it ends
-//! where the save begins, so a save is never cut halfway.
+//! The whole-turn deadline (`AgentConfig::turn_timeout`). It starts when the turn is
+//! asked for, so the wait for the session (its lease, turns ahead of it) counts: a
+//! wait that reaches it fails the turn with `SessionBusy` before anything runs. It
+//! ends where the save begins, so a save is never cut halfway. A person's approval
+//! is no wait inside a turn: the turn that resumes it has a deadline of its own.
 //!
 //! A timer can only stop code that awaits: a callback or a code flow that loops
 //! without ever awaiting keeps the thread, and no deadline can end it.
@@ -40,6 +41,11 @@ impl Deadline {
     /// The limit, for messages.
     pub(crate) fn limit(&self) -> Duration {
         self.limit
+    }
+
+    /// What is left of it (zero once it passed).
+    pub(crate) fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
     }
 }
 

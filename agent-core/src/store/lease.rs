@@ -84,10 +84,11 @@ pub struct LeaseConfig {
     pub ttl: Duration,
     /// Longest time a turn waits for its session, before failing with
     /// [`crate::error::AgentError::SessionBusy`]: the whole wait, behind turns of
-    /// other processes and of this one. Waiting does not count toward
-    /// [`crate::AgentConfig::turn_timeout`] (the turn's deadline starts once the
-    /// session is held); without a lease, turns of one agent queue in the process and
-    /// that wait is bounded by `turn_timeout` instead. Default 60 s:
+    /// other processes and of this one. The wait also counts toward
+    /// [`crate::AgentConfig::turn_timeout`], so a turn waits at most the shorter of
+    /// the two and then has what is left of its deadline for its work; without a
+    /// lease, turns of one agent queue in the process and that wait is bounded by
+    /// `turn_timeout` alone. Default 60 s:
     /// twice the `ttl`, so a turn outlasts the lease of a crashed holder.
     ///
     /// Waiters are served first come, first served on the stores of this crate
