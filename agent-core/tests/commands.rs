@@ -21,12 +21,25 @@ fn sources(r: &AgentResponse<Booking>) -> Vec<String> {
         .collect()
 }
 
+/// The booking agent (with `flows`), at the city question.
+async fn at_ask_city(
+    p: &ScriptedProvider,
+    flows: Vec<Flow<Booking, Concierge>>,
+) -> Agent<Booking, Concierge> {
+    let routed = flows.len() > 1;
+    let a = agent(p, flows);
+    if routed {
+        p.route(Answer::route("booking"));
+    }
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I want to book a hotel").await.unwrap();
+    a
+}
+
 #[tokio::test]
 async fn value_commands_written_out_store_like_the_data_key_and_are_listed() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I want to book a hotel").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false)]).await;
 
     p.respond(
         Answer::message("Check-in date?")
@@ -72,9 +85,7 @@ async fn value_commands_written_out_store_like_the_data_key_and_are_listed() {
 #[tokio::test]
 async fn a_value_the_user_did_not_give_is_not_stored_and_not_listed() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I want to book a hotel").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false)]).await;
     // "Paris" is nowhere in what the user said.
     p.respond(
         Answer::message("Check-in date?")
@@ -96,9 +107,7 @@ async fn a_value_the_user_did_not_give_is_not_stored_and_not_listed() {
 #[tokio::test]
 async fn a_value_that_replaces_a_stored_one_is_a_correction() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I want to book a hotel").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false)]).await;
     p.respond(
         Answer::message("Check-in date?")
             .with_data(json!({"city": "Lisbon"}))
@@ -127,10 +136,7 @@ async fn a_value_that_replaces_a_stored_one_is_a_correction() {
 #[tokio::test]
 async fn a_start_flow_command_moves_the_conversation_like_a_handoff() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
-    p.route(Answer::route("booking"));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "book a room").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false), feedback_flow()]).await;
 
     p.respond(
         Answer::message("Let me take your feedback instead.")
@@ -156,10 +162,7 @@ async fn a_start_flow_command_moves_the_conversation_like_a_handoff() {
 #[tokio::test]
 async fn a_start_flow_command_for_a_flow_the_agent_lacks_is_not_followed() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false), feedback_flow()]);
-    p.route(Answer::route("booking"));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "book a room").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false), feedback_flow()]).await;
 
     p.respond(
         Answer::message("Which city, then?")
@@ -193,9 +196,7 @@ async fn an_unknown_command_is_a_malformed_answer_asked_again() {
 #[tokio::test]
 async fn commands_are_kept_with_the_stored_answer_of_an_event() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I want to book a hotel").await.unwrap();
+    let a = at_ask_city(&p, vec![booking_flow(false)]).await;
     p.respond(
         Answer::message("Check-in date?")
             .with_data(json!({"city": "Lisbon"}))

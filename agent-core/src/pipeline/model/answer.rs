@@ -97,32 +97,36 @@ impl RespondOut {
             Some(_) => return Err("`data` is not an object".into()),
         };
         for c in self.commands.iter().flatten() {
-            if let Command::SetValue {
-                field,
-                value,
-                words,
-            }
-            | Command::CorrectValue {
-                field,
-                value,
-                words,
-            } = c
-            {
-                data.get_or_insert_with(Map::new)
-                    .insert(field.clone(), value_entry(value, words.as_deref()));
-            }
+            put_value(&mut data, c);
         }
         Ok(data)
     }
 }
 
-/// A value as a `data` object holds it: `{"quote", "value"}` when the user's words
-/// are cited, else bare.
-pub(in crate::pipeline) fn value_entry(value: &Value, words: Option<&str>) -> Value {
-    match words {
+/// Put a value command's value into a `data` object (made when `None`), as the
+/// object holds it: `{"quote", "value"}` when the user's words are cited, else bare.
+/// `false` for a command of another kind.
+pub(in crate::pipeline) fn put_value(data: &mut Option<Map<String, Value>>, c: &Command) -> bool {
+    let (Command::SetValue {
+        field,
+        value,
+        words,
+    }
+    | Command::CorrectValue {
+        field,
+        value,
+        words,
+    }) = c
+    else {
+        return false;
+    };
+    let entry = match words {
         Some(w) => json!({ "quote": w, "value": value }),
         None => value.clone(),
-    }
+    };
+    data.get_or_insert_with(Map::new)
+        .insert(field.clone(), entry);
+    true
 }
 
 /// The step a speculative reply was written for: a `step` id naming the target or the

@@ -71,23 +71,7 @@ impl CallOutcome {
     /// when the answer did not read the message for values; empty when it read none).
     pub(crate) fn take_values(&mut self) -> Option<Map<String, Value>> {
         let mut data: Option<Map<String, Value>> = self.read_values.then(Map::new);
-        self.commands.retain(|c| match c {
-            Command::SetValue {
-                field,
-                value,
-                words,
-            }
-            | Command::CorrectValue {
-                field,
-                value,
-                words,
-            } => {
-                data.get_or_insert_with(Map::new)
-                    .insert(field.clone(), answer::value_entry(value, words.as_deref()));
-                false
-            }
-            _ => true,
-        });
+        self.commands.retain(|c| !answer::put_value(&mut data, c));
         data
     }
 
