@@ -331,7 +331,7 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
         "{decided}"
     );
 
-    // Another user cannot reach the first session.
+    // Another user cannot reach the first user's conversation.
     let other = &r["other_user"];
     assert_eq!(other["status"], 403, "{other}");
     assert_eq!(other["class"], "PermissionDeniedError", "{other}");

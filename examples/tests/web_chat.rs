@@ -6,7 +6,7 @@
 //! checking after each turn that the reply streamed in, and that the step, the
 //! collected data and the highlighted graph node follow the conversation. Booking the
 //! room waits for a person's approval (as the server runs by default): the page shows
-//! the call with Approve and Deny buttons; Approve books it, and in a second session
+//! the call with Approve and Deny buttons; Approve books it, and in a second conversation
 //! (after a reload, which shows the waiting call again) Deny does not.
 //!
 //! The approval route itself (its events, refusals and the `GET` of a session's waiting
@@ -641,7 +641,7 @@ async fn approve(c: &Client) -> Result<(), String> {
     Ok(())
 }
 
-/// A second session: the booking waits, a reload shows the waiting call again, and
+/// A second conversation: the booking waits, a reload shows the waiting call again, and
 /// Deny (with a reason) leaves the room unbooked.
 async fn deny(c: &Client, base: &str) -> Result<(), String> {
     let ctx = |e: String| format!("denying: {e}");

@@ -97,7 +97,7 @@ pub fn booking_flow() -> Result<Flow<Booking, Concierge>, ConfigErrors> {
 
 /// Rows 2 and 4: the booking conversation of `tests/booking.rs` with the scripted
 /// provider: one field per turn, then all data in one message; and the stored size of
-/// the first session once idle.
+/// the first conversation's stored session once idle.
 pub(crate) fn booking_conversation() -> Result<(ModelCalls, IdleSession), BoxError> {
     let rt = current_thread()?;
     rt.block_on(async {

@@ -88,12 +88,12 @@ impl RespondOut {
     }
 
     /// The values the answer reads, as the `data` object screening takes: `data`,
-    /// then the value commands written out (a later one for the same field wins).
-    /// `Err` when `data` is not an object.
-    pub(super) fn values(&self) -> Result<Option<Map<String, Value>>, String> {
-        let mut data = match &self.data {
+    /// then the value commands written out (a later one for the same field wins),
+    /// taken out of the answer. `Err` when `data` is not an object.
+    pub(super) fn values(&mut self) -> Result<Option<Map<String, Value>>, String> {
+        let mut data = match self.data.take() {
             None | Some(Value::Null) => None,
-            Some(Value::Object(d)) => Some(d.clone()),
+            Some(Value::Object(d)) => Some(d),
             Some(_) => return Err("`data` is not an object".into()),
         };
         for c in self.commands.iter().flatten() {

@@ -59,7 +59,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(head) = head else {
             return !lt.speculative;
         };
-        let Ok(out) = serde_json::from_str::<RespondOut>(head) else {
+        let Ok(mut out) = serde_json::from_str::<RespondOut>(head) else {
             return false;
         };
         if out.hands_over() {

@@ -19,7 +19,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn understand(
         &self,
-        out: RespondOut,
+        mut out: RespondOut,
         message: String,
         flow: &Option<Arc<Flow<D, C>>>,
         pending: &Option<(Arc<str>, usize)>,
