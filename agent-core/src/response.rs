@@ -115,6 +115,28 @@ pub struct DroppedValue {
     pub reason: String,
 }
 
+/// A value the model read that the user's words do not show (no literal mention,
+/// nothing the field's resolvers read as it): not stored, shown back to the user
+/// and stored when they agree ([`crate::command`] explains when a value is
+/// tentative). Kept in the session until the user's next message settles it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TentativeValue {
+    /// The field.
+    pub field: String,
+    /// The value the model read.
+    pub value: Value,
+    /// The user's words the model cited for it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub words: Option<String>,
+    /// The value stored in the field when it was read (the user is asked whether it
+    /// replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Value>,
+    /// The flow that collects the field.
+    pub flow: String,
+}
+
 /// A flow hop inside the turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transition {
@@ -172,9 +194,14 @@ pub struct AgentResponse<D> {
     /// Model data writes rejected by the data type or a field's constraints (not
     /// written), with the reason.
     pub rejected_data: Vec<String>,
-    /// Values the model wrote that nothing the user said supports (not written).
+    /// Values the model wrote that nothing the user said supports (not written):
+    /// tentative values the user did not confirm.
     #[serde(default)]
     pub ungrounded: Vec<DroppedValue>,
+    /// Values waiting for the user's yes after this turn: read by the model, not
+    /// supported by the user's words, shown back in the reply, not in `data`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tentative: Vec<TentativeValue>,
     /// Fields stored from the model without grounding (marked `inferred`).
     #[serde(default)]
     pub inferred: Vec<String>,

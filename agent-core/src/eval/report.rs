@@ -104,6 +104,13 @@ pub struct TurnStats {
     /// What the reply scored (`None` when the turn failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<ReplyScore>,
+    /// The fields whose values the turn stored from what the model read
+    /// (`set_value` and `correct_value` commands, confirmed values included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored: Vec<String>,
+    /// The values shown back to the user for a yes after the turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tentative: Vec<crate::response::TentativeValue>,
 }
 
 impl TurnStats {
@@ -120,6 +127,8 @@ impl TurnStats {
             data: Map::new(),
             waits: false,
             score: None,
+            stored: Vec::new(),
+            tentative: Vec::new(),
         }
     }
 }
@@ -295,6 +304,25 @@ pub struct ReplyFigures {
     pub values_missed: usize,
     /// Values stored that the scenarios name nowhere (per run and field).
     pub unexpected_stored: usize,
+    /// Values stored from what the model read, over all turns.
+    #[serde(default)]
+    pub values_stored: usize,
+    /// Values shown back for a yes instead, over all turns.
+    #[serde(default)]
+    pub values_tentative: usize,
+    /// Turns run over runs that passed (a passed run is a task done): how many turns
+    /// a done task costs, counting the turns of runs that did not get there. `None`
+    /// when no run passed.
+    #[serde(default)]
+    pub turns_per_task: Option<f64>,
+}
+
+impl ReplyFigures {
+    /// Share of the values read that were shown back for a yes rather than stored.
+    pub fn tentative_share(&self) -> Option<f64> {
+        let all = self.values_stored + self.values_tentative;
+        (all > 0).then(|| self.values_tentative as f64 / all as f64)
+    }
 }
 
 /// Everything one suite run found.
@@ -430,6 +458,7 @@ fn reply_figures(runs: &[&RunReport]) -> ReplyFigures {
         .flat_map(|r| r.turns.iter())
         .filter_map(|t| t.score.as_ref())
         .collect();
+    let turns = || runs.iter().flat_map(|r| r.turns.iter());
     let mut words: Vec<usize> = scores.iter().map(|s| s.words).collect();
     let (words_median, words_p90) = median_p90(&mut words);
     let waiting = runs
@@ -454,6 +483,12 @@ fn reply_figures(runs: &[&RunReport]) -> ReplyFigures {
         reply_not_failed: runs.iter().map(|r| r.reply_not_failed).sum(),
         values_missed: runs.iter().map(|r| r.values_missed).sum(),
         unexpected_stored: runs.iter().map(|r| r.unexpected.len()).sum(),
+        values_stored: turns().map(|t| t.stored.len()).sum(),
+        values_tentative: turns().map(|t| t.tentative.len()).sum(),
+        turns_per_task: {
+            let passed = runs.iter().filter(|r| r.outcome == Outcome::Passed).count();
+            (passed > 0).then(|| turns().count() as f64 / passed as f64)
+        },
     }
 }
 
@@ -500,7 +535,7 @@ const COLUMNS: [&str; 11] = [
     "cached prompt",
 ];
 
-const REPLY_COLUMNS: [&str; 11] = [
+const REPLY_COLUMNS: [&str; 13] = [
     "suite",
     "replies",
     "words median/p90",
@@ -512,10 +547,12 @@ const REPLY_COLUMNS: [&str; 11] = [
     "claiming",
     "reply_not/values missed",
     "unexpected stored",
+    "tentative/stored values",
+    "turns per task",
 ];
 
 impl EvalReport {
-    fn reply_rows(&self) -> Vec<[String; 11]> {
+    fn reply_rows(&self) -> Vec<[String; 13]> {
         self.suites
             .iter()
             .map(|s| {
@@ -532,6 +569,15 @@ impl EvalReport {
                     r.claiming.to_string(),
                     format!("{}/{}", r.reply_not_failed, r.values_missed),
                     r.unexpected_stored.to_string(),
+                    format!(
+                        "{}/{}{}",
+                        r.values_tentative,
+                        r.values_stored,
+                        r.tentative_share()
+                            .map_or(String::new(), |v| format!(" ({:.0} %)", v * 100.0))
+                    ),
+                    r.turns_per_task
+                        .map_or("-".to_owned(), |v| format!("{v:.2}")),
                 ]
             })
             .collect()

@@ -246,6 +246,13 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                     }
                     stats.waits = waits;
                     stats.score = Some(score);
+                    // Value commands are the ones with a field.
+                    stats.stored = r
+                        .commands
+                        .iter()
+                        .filter_map(|c| c.field().map(str::to_owned))
+                        .collect();
+                    stats.tentative = r.tentative.clone();
                     run.turns.push(stats);
                     for e in &turn.expect {
                         if let Err(why) = e.check(&seen) {

@@ -79,11 +79,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
 
+        if !self.turn_over() {
+            self.settle_tentative().await?;
+        }
         self.run_certain_auto_hooks().await?;
         let (mut message, mut stopped, mut deltas) = self.converse().await?;
         if self.paused.is_some() {
             return Ok(self.held_outcome(join(&[said, message])));
         }
+        self.show_tentative(&mut message, &mut deltas);
         if self.s.code.is_some() && !matches!(stopped, StoppedReason::Aborted { .. }) {
             // A declarative flow handed the conversation to a code flow this turn.
             match self.code_turn().await? {

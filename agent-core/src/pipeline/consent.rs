@@ -404,7 +404,7 @@ const FILLER: &[&str] = &[
 /// (the tool's, "book" of "Book it"), with at least one that agrees or names the
 /// action. "OK, let me think" is not ("think"), nor is "No problem, book it" ("no"):
 /// those are checked.
-pub(super) fn plainly_agrees(message: &str, action: &[String]) -> bool {
+pub(crate) fn plainly_agrees(message: &str, action: &[String]) -> bool {
     let said = normalize(message);
     let action: Vec<String> = action
         .iter()

@@ -26,6 +26,7 @@ mod slash;
 mod speculate;
 pub(crate) mod stream;
 mod switch;
+mod tentative;
 mod text;
 mod walk;
 
@@ -129,6 +130,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) dropped: Vec<String>,
     pub(crate) rejected: Vec<String>,
     pub(crate) ungrounded: Vec<crate::response::DroppedValue>,
+    /// Values read this turn that the user's words do not show: shown back for a
+    /// yes, kept in the session at the end of the turn (`tentative.rs`).
+    pub(crate) tentative: Vec<crate::response::TentativeValue>,
     pub(crate) inferred: Vec<String>,
     /// Sentences of the reply removed by claim guards.
     pub(crate) withheld: Vec<String>,
@@ -279,6 +283,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             dropped: Vec::new(),
             rejected: Vec::new(),
             ungrounded: Vec::new(),
+            tentative: Vec::new(),
             inferred: Vec::new(),
             withheld: Vec::new(),
             notes: Vec::new(),

@@ -120,10 +120,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // would only ask for the same approval again.
         self.tools_off = true;
         self.resume_at = self.resumed_stop(p.at.as_ref());
-        let (message, stopped, deltas) = self.converse().await?;
+        let (mut message, stopped, mut deltas) = self.converse().await?;
         if self.paused.is_some() {
             return Ok(self.held_outcome(message));
         }
+        self.show_tentative(&mut message, &mut deltas);
         let max = self.a.config.max_reply_chars;
         Ok((cap_chars(message, max), stopped, deltas))
     }

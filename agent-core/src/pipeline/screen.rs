@@ -1,7 +1,8 @@
 //! What the model extracted, value by value: kept only for a field the active flow
-//! collects, grounded in what the user said, admitted by the field's constraints;
-//! stored (with corrections of earlier values), or dropped and noted so the reply
-//! asks again. Shared by the speculative call, live streaming and corrections.
+//! collects and admitted by the field's constraints; stored (with corrections of
+//! earlier values) when what the user said shows it, tentative (shown back for a yes,
+//! `tentative.rs`) when it does not, refused with the reason when the constraints
+//! do not admit it. Shared by the speculative call, live streaming and corrections.
 
 use std::sync::Arc;
 
@@ -17,9 +18,12 @@ use crate::response::{DroppedValue, Event};
 
 /// What becomes of one value the model extracted.
 pub(crate) enum Verdict {
-    Keep { inferred: bool },
+    Keep {
+        inferred: bool,
+    },
     NotCollected,
-    Ungrounded(String),
+    /// Admitted, but nothing the user said shows it (why): the user is asked.
+    Tentative(String),
     Refused(String),
 }
 
@@ -81,6 +85,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         for (x, verdict) in self.screen(flow, data) {
             match verdict {
                 Verdict::Keep { inferred } => {
+                    // A value read again supersedes one waiting for a yes.
+                    self.tentative.retain(|t| t.field != x.field);
                     if inferred {
                         self.inferred.push(x.field.clone());
                     }
@@ -91,9 +97,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     tracing::warn!(field = %x.field, flow = %flow.id, "model wrote a field the flow does not collect; dropped");
                     self.dropped.push(x.field);
                 }
-                Verdict::Ungrounded(reason) => {
-                    tracing::info!(field = %x.field, %reason, "model value not grounded in what the user said; dropped");
-                    self.drop_value(x.field, x.value, reason, false);
+                Verdict::Tentative(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value not shown by what the user said; tentative");
+                    self.hold_tentative(flow, x);
                 }
                 Verdict::Refused(reason) => {
                     tracing::info!(field = %x.field, %reason, "model value refused by the field's constraints");
@@ -102,6 +108,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             }
         }
+        self.store_values(flow, patch, words).await
+    }
+
+    /// Store `patch` (values screened or confirmed, with the user's words each came
+    /// from) in one write: corrections of stored values, the steps that depend on
+    /// them reopened, each value recorded as a command, the flow's `on_data_update`
+    /// hook run.
+    pub(super) async fn store_values(
+        &mut self,
+        flow: &Flow<D, C>,
+        mut patch: Map<String, Value>,
+        words: Vec<(String, Option<String>)>,
+    ) -> Result<(), AgentError> {
         if patch.is_empty() {
             return Ok(());
         }
@@ -218,6 +237,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 let mut x = x;
                 let mut inferred = false;
+                // Why the user's words do not show the value, if they do not.
+                let mut unshown = None;
                 if self.a.config.grounding
                     && let Some(prop) = self.a.schema.property(&x.field)
                 {
@@ -236,7 +257,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 tracing::info!(field = %x.field, model = %x.value, %day, "date corrected from the user's words");
                                 x.value = Value::String(day);
                             }
-                            None => return (x, Verdict::Ungrounded(r)),
+                            // The stored value written again changes nothing: it was
+                            // said or confirmed when it was stored.
+                            None if self.stored_already(&x) => {
+                                return (x, Verdict::Keep { inferred: false });
+                            }
+                            None => unshown = Some(r),
                         },
                     }
                 }
@@ -253,7 +279,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     },
                     Ok(v) => {
                         x.value = v;
-                        (x, Verdict::Keep { inferred })
+                        match unshown {
+                            Some(r) => (x, Verdict::Tentative(r)),
+                            None => (x, Verdict::Keep { inferred }),
+                        }
                     }
                 }
             })
@@ -380,9 +409,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             })
     }
 
+    /// Whether `x` is the value its field holds already.
+    fn stored_already(&self, x: &Extracted) -> bool {
+        serde_json::to_value(&self.s.data)
+            .ok()
+            .is_some_and(|d| d.get(&x.field) == Some(&x.value))
+    }
+
     /// Record a value that was not stored; `refused` values broke a constraint (the
     /// user is told why), the others were never said (the user is simply asked).
-    fn drop_value(&mut self, field: String, value: Value, reason: String, refused: bool) {
+    pub(super) fn drop_value(
+        &mut self,
+        field: String,
+        value: Value,
+        reason: String,
+        refused: bool,
+    ) {
         let shown = match &value {
             Value::String(s) => s.clone(),
             other => other.to_string(),

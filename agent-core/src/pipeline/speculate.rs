@@ -402,6 +402,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return false;
         }
+        // Values shown back for a yes: the code writes this reply (`tentative.rs`), so
+        // another rendering would be replaced as well.
+        if !self.tentative.is_empty() && sp.out.tool_call.is_none() {
+            return true;
+        }
         // Its action answered a confirmation whose details the same message changed:
         // rendered again without it (`Gate::unless_changed`).
         if sp.out.tool_call.is_some() && self.changed_now && self.confirms(actual) {

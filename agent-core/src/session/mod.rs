@@ -89,6 +89,8 @@ struct Header<'a, D, C> {
     approval: &'a Option<PendingApproval>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     acted: &'a BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "is_empty")]
+    tentative: &'a Vec<crate::response::TentativeValue>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -113,6 +115,7 @@ impl<'a, D, C> Header<'a, D, C> {
             code: &s.code,
             approval: &s.approval,
             acted: &s.acted,
+            tentative: &s.tentative,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -208,6 +211,10 @@ pub struct Session<D, C> {
     /// later turn does not run it again on the same words.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub acted: BTreeMap<String, u64>,
+    /// Values shown back to the user for a yes, settled by their next message
+    /// ([`crate::response::TentativeValue`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tentative: Vec<crate::response::TentativeValue>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -238,6 +245,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             code: None,
             approval: None,
             acted: BTreeMap::new(),
+            tentative: Vec::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
         }

@@ -1,6 +1,7 @@
 //! The agreement check: before a tool with effects runs on the user's answer to a
-//! confirmation, a short call of its own asks whether that answer agrees
-//! ([`crate::config::AgentConfig::check_agreement`]).
+//! confirmation ([`crate::config::AgentConfig::check_agreement`]), and when the user
+//! answers values shown back to them (`pipeline/tentative.rs`), a short call of its
+//! own asks whether that answer agrees.
 //!
 //! Inside the full reply call a small model judges a hesitation a yes too often:
 //! Qwen2.5-Coder 1.5B at temperature 0.7 booked on "Let me think about it for a
@@ -68,6 +69,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(true);
         }
+        let agrees = self.agrees_with_last_question().await?;
+        tracing::debug!(tool = tool.name(), agrees, "agreement checked");
+        Ok(agrees)
+    }
+
+    /// Whether the user's latest message agrees to the agent's last question, asked
+    /// of the model in a call of its own (the question and the answer, nothing else).
+    /// An answer that cannot be read does not agree.
+    pub(crate) async fn agrees_with_last_question(&mut self) -> Result<bool, AgentError> {
         let asked = asked_before(&self.s.history)
             .map_or("Shall I go ahead?", |m| tail(m, MAX_QUESTION_CHARS));
         let reply = tail(self.msg, MAX_QUESTION_CHARS);
@@ -91,9 +101,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .flatten()
             .and_then(|v| v.get(AGREES).and_then(Value::as_bool));
         if agrees.is_none() {
-            tracing::warn!(answer = %resp.content, "agreement answer unreadable; nothing runs");
+            tracing::warn!(answer = %resp.content, "agreement answer unreadable; read as no");
         }
-        tracing::debug!(tool = tool.name(), ?agrees, "agreement checked");
         Ok(agrees.unwrap_or(false))
     }
 }
