@@ -14,6 +14,71 @@
 //! The commands a turn handled are in
 //! [`AgentResponse::commands`](crate::response::AgentResponse::commands).
 //!
+//! # Values the user confirms
+//!
+//! A value is stored without asking when the user's words show it: they contain it
+//! (case, accents and spacing aside), or a field's resolver reads them as it (a date
+//! named in any of the usual ways against the agent's clock, a number in digits or
+//! words, an enum value or a declared synonym). A value the words do not show, read
+//! where the user answered (the question just asked was for its field: "me and my
+//! husband" to "how many guests?"; or a word of the value is a word of the message:
+//! "Naples, Italy" for "make it Naples"), is *tentative*: not stored, not dropped,
+//! but shown back to the user by a reply the code writes ("Just to check: guests 2.
+//! Is that right?") and kept in the session
+//! ([`AgentResponse::tentative`](crate::response::AgentResponse::tentative)). The
+//! user's next message settles it before it is read for anything else: a yes stores
+//! it through the same write as any value (the flow's `on_data_update` hook runs
+//! then, not before; the response lists [`Command::Agree`] and the value's
+//! command); anything else leaves it unstored and reported in
+//! [`AgentResponse::ungrounded`](crate::response::AgentResponse::ungrounded), and a
+//! value the message gives for the field is read as usual. A plain yes is read by
+//! code; any other answer is judged by a short model call that sees only the
+//! question and the answer, so a phrasing no list knows still gets an answer. The
+//! stored value written again is never asked about, and a value the field's
+//! constraints refuse is refused with the reason rather than asked about. A value
+//! nothing ties to the message (small models fill fields nobody mentioned: "I need
+//! a hotel in Rome" read with 2 guests and tomorrow's date) is not stored and is
+//! reported in `ungrounded`; the reply asks for the field when it is needed.
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Booking { guests: Option<u8>, nights: Option<u8> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let agent: Agent<Booking, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking")
+//!         .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+//!         .step(Step::model("ask_nights").prompt("Ask how many nights.").collect(["nights"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! provider.respond(Answer::message("How many guests?"));
+//! agent.respond("s1", "I'd like to book").await.unwrap();
+//! // "me and my husband" answers the question but does not contain 2: asked about,
+//! // not stored.
+//! provider.respond(Answer::message("How many nights?").with_data(json!({"guests": 2})));
+//! let r = agent.respond("s1", "me and my husband").await.unwrap();
+//! assert_eq!(r.data.guests, None);
+//! assert_eq!(r.tentative[0].field, "guests");
+//! assert_eq!(r.message, "Just to check: guests 2. Is that right?");
+//! // A yes stores it, and the flow goes on.
+//! provider.respond(Answer::message("How many nights?"));
+//! let r = agent.respond("s1", "yes").await.unwrap();
+//! assert_eq!(r.data.guests, Some(2));
+//! assert_eq!(r.commands, vec![Command::agree(), Command::set_value("guests", json!(2))]);
+//! assert_eq!(r.step.as_deref(), Some("ask_nights"));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
 //! # The answer's shape, and the scripted provider
 //!
 //! A model answers in the shape its request's JSON schema asks for. That shape is
@@ -82,9 +147,10 @@ use serde_json::Value;
 #[non_exhaustive]
 pub enum Command {
     /// The user gave a value for a field: stored when the field's flow collects it,
-    /// the user's words support it, and the field's constraints accept it; otherwise
-    /// not stored and reported ([`AgentResponse::ungrounded`](crate::response::AgentResponse::ungrounded),
-    /// [`AgentResponse::rejected_data`](crate::response::AgentResponse::rejected_data),
+    /// the user's words show it, and the field's constraints accept it; shown back
+    /// for a yes when the words do not show it ([`AgentResponse::tentative`](crate::response::AgentResponse::tentative),
+    /// see [Values the user confirms](self#values-the-user-confirms)); otherwise not
+    /// stored and reported ([`AgentResponse::rejected_data`](crate::response::AgentResponse::rejected_data),
     /// [`AgentResponse::dropped_fields`](crate::response::AgentResponse::dropped_fields)).
     #[non_exhaustive]
     SetValue {

@@ -119,7 +119,7 @@ async fn values_for_another_flow_are_not_read_when_the_answer_stays() {
 }
 
 #[tokio::test]
-async fn a_value_the_user_never_said_is_asked_about_once_in_the_flow_handed_to() {
+async fn a_value_the_user_never_said_is_dropped_once_and_the_flow_handed_to_asks_itself() {
     let p = ScriptedProvider::new();
     let a = at_ask_city(&p).await;
 
@@ -132,9 +132,14 @@ async fn a_value_the_user_never_said_is_asked_about_once_in_the_flow_handed_to()
     let r = a.respond("s", "I want to leave feedback").await.unwrap();
     assert_eq!(r.data.feedback, None, "nobody said it");
     assert_eq!(r.step.as_deref(), Some("ask_feedback"));
-    assert_eq!(r.message, "Just to check: feedback lovely. Is that right?");
-    assert_eq!(r.tentative.len(), 1, "{:?}", r.tentative);
-    assert_eq!(r.tentative[0].flow, "feedback");
+    assert_eq!(r.message, "How was your stay?");
+    assert_eq!(
+        r.model_calls, 2,
+        "the draft built on the value: asked again"
+    );
+    assert_eq!(r.ungrounded.len(), 1, "{:?}", r.ungrounded);
+    let state = last_state(&p);
+    assert!(state.contains("feedback is not known yet"), "{state}");
 }
 
 #[tokio::test]

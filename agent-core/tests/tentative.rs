@@ -36,12 +36,31 @@ fn logged_flow(seen: Arc<Mutex<Vec<Option<u8>>>>) -> Flow<Booking, Concierge> {
         .unwrap()
 }
 
-/// The booking agent at the guests question (Lisbon, July 1st stored).
-async fn at_ask_guests(_p: &ScriptedProvider, a: &Agent<Booking, Concierge>, s: &str) {
+/// The booking agent at the guests question, asked (Lisbon, July 1st stored).
+async fn at_ask_guests(p: &ScriptedProvider, a: &Agent<Booking, Concierge>, s: &str) {
     let data = json!({"city": "Lisbon", "check_in": "2026-07-01"});
     let to =
         Directive::go_to_step_in("booking", "ask_guests").data(data.as_object().unwrap().clone());
     a.dispatch(s, to).await.unwrap();
+    p.respond(Answer::message("How many guests?"));
+    let r = a.respond(s, "hello").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+}
+
+#[tokio::test]
+async fn a_value_nobody_said_for_a_question_not_asked_is_dropped_not_asked_about() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_guests(&p, &a, "s").await;
+    // The question was for guests; the date has nothing to do with the message.
+    p.respond(
+        Answer::message("How many guests?").with_data(json!({"check_in": "2026-08-02"})),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
+    let r = a.respond("s", "what a lovely day").await.unwrap();
+    assert!(r.tentative.is_empty(), "{:?}", r.tentative);
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.ungrounded.len(), 1);
 }
 
 #[tokio::test]

@@ -22,8 +22,13 @@ pub(crate) enum Verdict {
         inferred: bool,
     },
     NotCollected,
-    /// Admitted, but nothing the user said shows it (why): the user is asked.
+    /// Admitted, but nothing the user said shows it (why), while the model read it
+    /// where the user answered: the question just asked was for this field, or the
+    /// value shares a word with the message. The user is asked.
     Tentative(String),
+    /// Nothing the user said shows it, and nothing ties it to the message: the model
+    /// made it up ("I need a hotel in Rome" read as 2 guests). Dropped and noted.
+    Unsaid(String),
     Refused(String),
 }
 
@@ -100,6 +105,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 Verdict::Tentative(reason) => {
                     tracing::info!(field = %x.field, %reason, "model value not shown by what the user said; tentative");
                     self.hold_tentative(flow, x);
+                }
+                Verdict::Unsaid(reason) => {
+                    tracing::info!(field = %x.field, %reason, "model value nobody said; dropped");
+                    self.drop_value(x.field, x.value, reason, false);
                 }
                 Verdict::Refused(reason) => {
                     tracing::info!(field = %x.field, %reason, "model value refused by the field's constraints");
@@ -262,7 +271,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             None if self.stored_already(&x) => {
                                 return (x, Verdict::Keep { inferred: false });
                             }
-                            None => unshown = Some(r),
+                            None if self.read_from_answer(flow, &x) => unshown = Some(r),
+                            None => return (x, Verdict::Unsaid(r)),
                         },
                     }
                 }
@@ -406,6 +416,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .admit(field, &Value::String(text.clone()))
                     .ok()?;
                 Some((text, v))
+            })
+    }
+
+    /// Whether the model read `x` where the user answered, though their words do not
+    /// show it: the awaiting step asked for its field ("me and my husband" to "how
+    /// many guests?"), or a word of the value is a word of the message ("Naples,
+    /// Italy" for "make it Naples"). Otherwise nothing ties the value to what the
+    /// user said.
+    fn read_from_answer(&self, flow: &Flow<D, C>, x: &Extracted) -> bool {
+        let asked = self
+            .awaiting_model_step(flow)
+            .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field));
+        asked
+            || x.value.as_str().is_some_and(|v| {
+                let said = normalize(self.msg);
+                normalize(v)
+                    .split_whitespace()
+                    .filter(|w| w.chars().count() >= 3)
+                    .any(|w| said.split_whitespace().any(|s| s == w))
             })
     }
 
