@@ -78,7 +78,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 .get_or_insert_with(|| turn.turn_tag.clone())
                 .clone();
             let span = crate::telemetry::turn_span(session_id, &inner.name, inner.provider.name());
-            let started = std::time::Instant::now();
+            let started = crate::telemetry::Started::now();
             crate::telemetry::record_turn_input(&span, message);
             // Callbacks are caught where they are called (naming them); this catches
             // whatever else panics, so no panic unwinds out of `respond`.
@@ -96,7 +96,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 &span,
                 &inner.name,
                 inner.provider.name(),
-                started.elapsed(),
+                started,
                 &result,
             );
             match result {

@@ -209,6 +209,25 @@ fn provider_and_model(name: &str) -> (&str, &str) {
     (provider, model)
 }
 
+/// When an operation started, for the duration metrics. Only the `otel` feature reads
+/// the clock: without it there is nothing to record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Started(#[cfg(feature = "otel")] std::time::Instant);
+
+impl Started {
+    pub(crate) fn now() -> Self {
+        Self(
+            #[cfg(feature = "otel")]
+            std::time::Instant::now(),
+        )
+    }
+
+    #[cfg(feature = "otel")]
+    fn elapsed(self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+}
+
 /// The span of one turn (`invoke_agent {agent}`).
 pub(crate) fn turn_span(session: &str, agent: &str, provider: &str) -> Span {
     let (provider, model) = provider_and_model(provider);
@@ -251,7 +270,7 @@ pub(crate) fn record_turn<D>(
     span: &Span,
     agent: &str,
     provider: &str,
-    elapsed: std::time::Duration,
+    started: Started,
     result: &Result<crate::response::AgentResponse<D>, AgentError>,
 ) {
     #[cfg(feature = "otel")]
@@ -259,10 +278,10 @@ pub(crate) fn record_turn<D>(
         agent,
         provider_and_model(provider).0,
         result.as_ref().err().map(agent_error_type),
-        elapsed,
+        started.elapsed(),
     );
     #[cfg(not(feature = "otel"))]
-    let _ = (agent, provider, elapsed);
+    let _ = (agent, provider, started);
     if span.is_disabled() {
         return;
     }
@@ -344,7 +363,7 @@ pub(crate) fn chat_span(
 pub(crate) fn record_chat<T>(
     span: &Span,
     target: CallTarget<'_>,
-    elapsed: std::time::Duration,
+    started: Started,
     result: &Result<(ModelResponse, T), AgentError>,
 ) {
     let provider = target.provider;
@@ -360,10 +379,10 @@ pub(crate) fn record_chat<T>(
         server: target.server,
         error_type: result.as_ref().err().map(agent_error_type),
         usage: result.as_ref().ok().map(|(r, _)| r.usage),
-        elapsed,
+        elapsed: started.elapsed(),
     });
     #[cfg(not(feature = "otel"))]
-    let _ = (provider_name, elapsed);
+    let _ = (provider_name, started);
     if span.is_disabled() {
         return;
     }

@@ -77,9 +77,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         let flow = self.s.flow.as_deref().unwrap_or("");
         let span = crate::telemetry::chat_span(target, req, &self.s.id, flow);
-        let started = std::time::Instant::now();
+        let started = crate::telemetry::Started::now();
         let result = self.call_inner(req, live).instrument(span.clone()).await;
-        crate::telemetry::record_chat(&span, target, started.elapsed(), &result);
+        crate::telemetry::record_chat(&span, target, started, &result);
         let (resp, deltas) = result?;
         tracing::trace!(
             kind = ?kind,
