@@ -27,7 +27,9 @@ command -v python3 >/dev/null || die "python3 is not installed (apt-get install 
 check() {
   "$PY" - <<'EOF' >/dev/null 2>&1
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 trace_service_pb2.ExportTraceServiceRequest()
+metrics_service_pb2.ExportMetricsServiceRequest()
 EOF
 }
 
@@ -45,7 +47,7 @@ else
   fi
   "$PY" -m pip install --quiet --disable-pip-version-check \
     "opentelemetry-proto==$PROTO_VERSION" "protobuf==$PROTOBUF_VERSION" >&2
-  check || die "installed, but the OTLP trace definitions do not import"
+  check || die "installed, but the OTLP trace and metrics definitions do not import"
   touch "$VENV/.installed"
   log "installed"
 fi

@@ -40,6 +40,7 @@ impl Provider for Instant {
                 tool_calls: Vec::new(),
                 usage: Usage::default(),
                 finish: Default::default(),
+                id: None,
             });
         }
         let content = if self.answering.load(Ordering::Relaxed) {
@@ -52,6 +53,7 @@ impl Provider for Instant {
             tool_calls: Vec::new(),
             usage: Usage::default(),
             finish: Default::default(),
+            id: None,
         })
     }
 }

@@ -342,6 +342,10 @@ pub struct ModelResponse {
     /// Why generation stopped.
     #[serde(default)]
     pub finish: FinishReason,
+    /// The provider's id of this answer (OpenAI `chatcmpl-…`, Anthropic `msg_…`,
+    /// Gemini `responseId`), when it gives one; `gen_ai.response.id` in traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 /// A piece of a streamed answer.
@@ -389,6 +393,13 @@ pub trait Provider: Send + Sync {
         let _ = request;
         None
     }
+
+    /// The host and port of the API this provider calls (`api.openai.com`, 443), for
+    /// `server.address` and `server.port` in traces and metrics. `None` (the default)
+    /// where there is no one server (scripted providers, fallback chains).
+    fn server(&self) -> Option<(&str, u16)> {
+        None
+    }
 }
 
 use futures::StreamExt;
@@ -409,5 +420,8 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn wire_body(&self, request: &ModelRequest) -> Option<Vec<u8>> {
         (**self).wire_body(request)
+    }
+    fn server(&self) -> Option<(&str, u16)> {
+        (**self).server()
     }
 }

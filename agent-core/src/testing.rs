@@ -262,6 +262,7 @@ impl Answer {
                 tool_calls: Vec::new(),
                 usage,
                 finish,
+                id: None,
             })
         };
         match &self.kind {
@@ -344,6 +345,7 @@ impl Answer {
                 tool_calls: calls.clone(),
                 usage,
                 finish: FinishReason::ToolCalls,
+                id: None,
             }),
             AnswerKind::Error(e) => Err(e.clone()),
             AnswerKind::Fn(f) => f(req),

@@ -486,6 +486,7 @@ async fn tools_can_be_called_through_the_structured_answer() {
             tool_calls: Vec::new(),
             usage: agent_core::provider::Usage::default(),
             finish: agent_core::provider::FinishReason::Stop,
+            id: None,
         })
     };
     p.respond(Answer::from_fn(act));
@@ -542,6 +543,7 @@ async fn an_action_in_a_speculative_answer_runs_only_once_its_step_is_reached() 
                 tool_calls: Vec::new(),
                 usage: agent_core::provider::Usage::default(),
                 finish: agent_core::provider::FinishReason::Stop,
+                id: None,
             })
         })
     };

@@ -1,13 +1,17 @@
-"""An OTLP/HTTP trace receiver for agent-core's OpenTelemetry test (tests/otel.rs).
+"""An OTLP/HTTP receiver for agent-core's OpenTelemetry tests (tests/otel.rs).
 
-    python otel_receiver.py OUT.jsonl
+    python otel_receiver.py OUT.jsonl [STATUS]
 
 Listens on 127.0.0.1 at a free port and prints that port on its first line of stdout.
 Every `POST /v1/traces` body is decoded as an `ExportTraceServiceRequest` with the
 official protocol definitions (PyPI's `opentelemetry-proto`, installed by
-scripts/otel.sh); each span becomes one JSON line in OUT.jsonl, written and flushed
-before the request is answered. Bodies that do not decode get HTTP 400. The receiver
-stops when its standard input closes (the test ends or is killed).
+scripts/otel.sh); each span becomes one JSON line in OUT.jsonl (with the request's
+headers), written and flushed before the request is answered. Every `POST /v1/metrics`
+body is decoded as an `ExportMetricsServiceRequest`; each histogram or sum data point
+becomes one JSON line in OUT.jsonl.metrics. Bodies that do not decode get HTTP 400.
+With STATUS (such as 404), every request is answered with that status and nothing is
+written. The receiver stops when its standard input closes (the test ends or is
+killed).
 """
 
 import gzip
@@ -16,12 +20,18 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
 OUT = open(sys.argv[1], "a", encoding="utf-8")
+METRICS = open(sys.argv[1] + ".metrics", "a", encoding="utf-8")
+STATUS = int(sys.argv[2]) if len(sys.argv) > 2 else None
 LOCK = threading.Lock()
 
 
@@ -48,14 +58,83 @@ def attributes(kvs):
     return {kv.key: any_value(kv.value) for kv in kvs}
 
 
+def metric_lines(request):
+    lines = []
+    for rm in request.resource_metrics:
+        resource = attributes(rm.resource.attributes)
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = m.WhichOneof("data")
+                if kind == "histogram":
+                    points = [
+                        {
+                            "attributes": attributes(p.attributes),
+                            "count": p.count,
+                            "sum": p.sum,
+                            "explicit_bounds": list(p.explicit_bounds),
+                        }
+                        for p in m.histogram.data_points
+                    ]
+                elif kind == "sum":
+                    points = [
+                        {
+                            "attributes": attributes(p.attributes),
+                            "value": p.as_int if p.WhichOneof("value") == "as_int" else p.as_double,
+                        }
+                        for p in m.sum.data_points
+                    ]
+                else:
+                    points = [{}]
+                for p in points:
+                    lines.append(
+                        json.dumps(
+                            {
+                                "metric": m.name,
+                                "unit": m.unit,
+                                "kind": kind,
+                                "scope": sm.scope.name,
+                                "service": resource.get("service.name"),
+                                **p,
+                            }
+                        )
+                    )
+    return lines
+
+
 class Handler(BaseHTTPRequestHandler):
+    def answer(self, message):
+        answer = message.SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
     def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if STATUS is not None:
+            self.send_error(STATUS)
+            return
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        if self.path == "/v1/metrics":
+            request = ExportMetricsServiceRequest()
+            try:
+                request.ParseFromString(body)
+            except Exception as e:  # noqa: BLE001 - any decode failure is the client's
+                self.send_error(400, f"not an ExportMetricsServiceRequest: {e}")
+                return
+            lines = metric_lines(request)
+            with LOCK:
+                for line in lines:
+                    METRICS.write(line + "\n")
+                METRICS.flush()
+            self.answer(ExportMetricsServiceResponse())
+            return
         if self.path != "/v1/traces":
             self.send_error(404)
             return
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
         request = ExportTraceServiceRequest()
         try:
             request.ParseFromString(body)
@@ -79,6 +158,7 @@ class Handler(BaseHTTPRequestHandler):
                                 "scope": ss.scope.name,
                                 "service": resource.get("service.name"),
                                 "attributes": attributes(s.attributes),
+                                "headers": headers,
                                 "events": [
                                     {"name": e.name, "attributes": attributes(e.attributes)}
                                     for e in s.events
@@ -90,12 +170,7 @@ class Handler(BaseHTTPRequestHandler):
             for line in lines:
                 OUT.write(line + "\n")
             OUT.flush()
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+        self.answer(ExportTraceServiceResponse())
 
     def log_message(self, *args):
         pass

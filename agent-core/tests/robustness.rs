@@ -463,6 +463,7 @@ async fn max_tool_rounds_caps_the_loop_and_the_last_call_is_sent_without_tools()
             }],
             usage: Usage::default(),
             finish: FinishReason::ToolCalls,
+            id: None,
         })
     });
     p.default_answer(CallKind::Respond, stubborn.clone());
@@ -999,6 +1000,7 @@ async fn a_provider_error_ends_the_stream_with_one_error_and_no_text() {
             }],
             usage: Usage::default(),
             finish: FinishReason::ToolCalls,
+            id: None,
         })
     }));
     p.tool_round(Answer::error(http_500()));

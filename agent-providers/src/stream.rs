@@ -95,6 +95,8 @@ pub(crate) struct Assembler {
     pub(crate) finish: Option<FinishReason>,
     /// Prefix for ids of calls the vendor sent without one.
     pub(crate) id_prefix: &'static str,
+    /// The vendor's id of the answer, once an event has carried it.
+    pub(crate) response_id: Option<String>,
 }
 
 impl Assembler {
@@ -198,6 +200,7 @@ impl Assembler {
             tool_calls,
             usage: self.usage,
             finish,
+            id: self.response_id.take(),
         }
     }
 }

@@ -32,6 +32,7 @@ async fn a_plain_reply_sends_the_system_prompt_top_level() {
     let r = p.generate(&plain_request()).await.unwrap();
     assert_eq!(r.content, "Hello! Which city would you like to stay in?");
     assert_eq!(r.finish, FinishReason::Stop);
+    assert_eq!(r.id.as_deref(), Some("msg_013Zva2CMHLNnXjNJJKqJ2EF"));
     assert_eq!(
         r.usage,
         Usage {
@@ -212,6 +213,11 @@ async fn streamed_text_events_become_text_chunks() {
         panic!("{chunks:?}")
     };
     assert_eq!(done.content, "Hello! Which city?");
+    assert_eq!(
+        done.id.as_deref(),
+        Some("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY"),
+        "the id of message_start"
+    );
     assert_eq!(done.usage.input_tokens, 25);
     assert_eq!(done.usage.output_tokens, 15);
     assert_eq!(s.last().body["stream"], true);

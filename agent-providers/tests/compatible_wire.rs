@@ -106,6 +106,10 @@ async fn llama_server_streams_text_then_usage_then_done() {
     assert_eq!(text, done.content);
     assert_eq!(done.finish, FinishReason::Length);
     assert_eq!(done.usage.output_tokens, 8);
+    assert_eq!(
+        done.id.as_deref(),
+        Some("chatcmpl-zaXUvWSvu6xzZhw2UYTTuyF9jhBlwqvv")
+    );
 }
 
 #[tokio::test]

@@ -35,6 +35,7 @@ async fn a_plain_reply_parses_and_the_key_travels_in_a_header() {
     let r = p.generate(&plain_request()).await.unwrap();
     assert_eq!(r.content, "Hello! Which city would you like to stay in?");
     assert_eq!(r.finish, FinishReason::Stop);
+    assert_eq!(r.id.as_deref(), Some("pY3QaPnKL4Wqz7IPsJ-O6Q0"));
     assert_eq!(
         r.usage,
         Usage {

@@ -33,6 +33,17 @@ async fn a_plain_reply_parses_content_usage_and_finish() {
     assert_eq!(r.content, "Hello! Which city would you like to stay in?");
     assert_eq!(r.finish, FinishReason::Stop);
     assert_eq!(
+        r.id.as_deref(),
+        Some("chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT")
+    );
+    // `server.address` and `server.port` of its spans.
+    assert_eq!(p.server(), Some(("127.0.0.1", s.addr.port())));
+    assert_eq!(
+        OpenAi::new(KEY).server(),
+        Some(("api.openai.com", 443)),
+        "the default base URL"
+    );
+    assert_eq!(
         r.usage,
         Usage {
             input_tokens: 19,

@@ -51,6 +51,7 @@ pub fn instant_response(kind: CallKind) -> ModelResponse {
         tool_calls: Vec::new(),
         usage: Usage::default(),
         finish: Default::default(),
+        id: None,
     }
 }
 

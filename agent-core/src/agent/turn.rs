@@ -78,6 +78,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 .get_or_insert_with(|| turn.turn_tag.clone())
                 .clone();
             let span = crate::telemetry::turn_span(session_id, &inner.name, inner.provider.name());
+            let started = crate::telemetry::Started::now();
             crate::telemetry::record_turn_input(&span, message);
             // Callbacks are caught where they are called (naming them); this catches
             // whatever else panics, so no panic unwinds out of `respond`.
@@ -91,7 +92,13 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     message: crate::tool::panic_message(p.as_ref()),
                 })
             });
-            crate::telemetry::record_turn(&span, &result);
+            crate::telemetry::record_turn(
+                &span,
+                &inner.name,
+                inner.provider.name(),
+                started,
+                &result,
+            );
             match result {
                 Err(AgentError::Store(StoreError::Conflict { .. }))
                     if options.event_id.is_some()

@@ -249,4 +249,8 @@ impl Provider for Recorder {
     fn wire_body(&self, request: &ModelRequest) -> Option<Vec<u8>> {
         self.inner.wire_body(request)
     }
+
+    fn server(&self) -> Option<(&str, u16)> {
+        self.inner.server()
+    }
 }

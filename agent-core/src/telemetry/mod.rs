@@ -1,4 +1,4 @@
-//! Traces in the OpenTelemetry GenAI semantic conventions.
+//! Traces and metrics in the OpenTelemetry GenAI semantic conventions.
 //!
 //! The engine's `tracing` spans carry the conventions' attributes whatever subscriber
 //! reads them (plain `tracing` fields cost nothing when no one listens):
@@ -6,8 +6,18 @@
 //! | span (`tracing` name) | OpenTelemetry name | kind | attributes |
 //! | --- | --- | --- | --- |
 //! | `turn` | `invoke_agent {agent}` | internal | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.agent.name`, `gen_ai.conversation.id` (the session id), `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.*`, `error.type` |
-//! | `model_call` | `chat {model}` | client | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.seed`, `gen_ai.output.type`, `gen_ai.conversation.id`, `gen_ai.response.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons`, `error.type` |
+//! | `model_call` | `chat {model}` | client | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.seed`, `gen_ai.request.stream`, `gen_ai.output.type`, `gen_ai.conversation.id`, `server.address`, `server.port`, `gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.response.finish_reasons`, `error.type` |
 //! | `tool_call` | `execute_tool {tool}` | internal | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.tool.description`, `error.type` |
+//!
+//! Attributes the engine does not know are left out: `server.address` and
+//! `server.port` come from the provider's [`server`](crate::provider::Provider::server)
+//! (the vendor clients of `agent-providers` give their base URL's; scripted providers
+//! and fallback chains none), `gen_ai.response.id` from
+//! [`ModelResponse::id`](crate::provider::ModelResponse::id) (OpenAI, Anthropic and
+//! Gemini send one), `gen_ai.usage.cache_read.input_tokens` from
+//! [`Usage::cached_input_tokens`](crate::provider::Usage::cached_input_tokens) when
+//! the provider reported cached tokens. `gen_ai.request.stream` is `true` for the calls
+//! of a streamed turn (`Agent::respond_stream`).
 //!
 //! All three are `INFO` spans. Model calls and tool calls are children of their turn's
 //! span. A failed operation carries the error status with the error's message, and
@@ -27,16 +37,51 @@
 //! `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`,
 //! `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
 //!
-//! The `otel` feature adds the exporter: `Telemetry` sends these spans over OTLP/HTTP
-//! through `tracing-opentelemetry`.
+//! # Export (feature `otel`)
+//!
+//! `Telemetry` sends these spans over OTLP/HTTP (protobuf) through
+//! `tracing-opentelemetry`, with `code.file.path` relative to the crate's folder
+//! (`agent-core/src/agent/turn.rs`, never the absolute path of the machine that built
+//! it), and records these metrics, sent to the same collector's `/v1/metrics` every
+//! 60 s and on `flush` and `shutdown`:
+//!
+//! | metric | kind, unit | attributes |
+//! | --- | --- | --- |
+//! | `gen_ai.client.token.usage` | histogram, `{token}` | `gen_ai.token.type` (`input`, `output`), `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, `server.address`, `server.port` |
+//! | `gen_ai.client.operation.duration` | histogram, `s` | the same without `gen_ai.token.type`, and `error.type` of a failed call |
+//! | `agent.turn.duration` | histogram, `s` | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.agent.name`, `gen_ai.provider.name`, `error.type` |
+//!
+//! The histograms use the bucket boundaries the conventions advise. Metrics are
+//! recorded by the subscriber that holds the exporter's layer, like the spans.
+//!
+//! The standard environment variables are read; what the code sets wins:
+//!
+//! | variable | what | set in code with |
+//! | --- | --- | --- |
+//! | `OTEL_EXPORTER_OTLP_ENDPOINT` | the collector's base address (`/v1/traces` and `/v1/metrics` added); default `http://localhost:4318` | `Telemetry::otlp(endpoint)`, `TelemetryBuilder::endpoint` |
+//! | `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` | the full URL of one signal; wins over the base address | the same |
+//! | `OTEL_EXPORTER_OTLP_HEADERS` (and `…_TRACES_HEADERS`, `…_METRICS_HEADERS`) | `name=value,…` headers of every export request | `TelemetryBuilder::header` |
+//! | `OTEL_SERVICE_NAME` | `service.name`; else `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, else `agent` | `TelemetryBuilder::service_name` |
+//! | `OTEL_RESOURCE_ATTRIBUTES` | more attributes of the resource | |
+//! | `OTEL_SDK_DISABLED` | `true`: nothing is exported, no thread is started | |
+//!
+//! `Telemetry::from_env` starts from the environment alone. Only `http://` endpoints
+//! (no TLS, no gRPC): run a collector next to the process and let it forward.
+//!
+//! An export request the collector does not take is reported once per kind of failure
+//! (`connection refused`, `HTTP 404 Not Found`, `no answer within 10s`, …) as a `WARN`
+//! event of the target `agent_core::telemetry` that names the URL and the cause, on
+//! the application's global subscriber (`Telemetry::init` prints these to stderr);
+//! the next `flush` or `shutdown` returns `TelemetryError::Export` with the same URL
+//! and cause.
 //!
 //! ```no_run
 //! # #[cfg(feature = "otel")]
 //! # fn main() -> Result<(), agent_core::telemetry::TelemetryError> {
-//! // Spans of this process go to a collector on the default OTLP/HTTP port.
+//! // Spans and metrics of this process go to a collector on the default OTLP/HTTP port.
 //! let telemetry = agent_core::telemetry::init_otlp("http://127.0.0.1:4318", "concierge")?;
 //! // ... run the agent ...
-//! telemetry.shutdown()?; // sends what is still buffered
+//! telemetry.shutdown()?; // sends what is still buffered; fails if anything was lost
 //! # Ok(())
 //! # }
 //! # #[cfg(not(feature = "otel"))]
@@ -80,6 +125,16 @@ pub mod attr {
     pub const USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
     /// Generated tokens.
     pub const USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+    /// The part of the prompt tokens the provider read from its prompt cache.
+    pub const USAGE_CACHE_READ_INPUT_TOKENS: &str = "gen_ai.usage.cache_read.input_tokens";
+    /// The provider's id of the answer (`chatcmpl-…`, `msg_…`), when it gives one.
+    pub const RESPONSE_ID: &str = "gen_ai.response.id";
+    /// Whether the answer was asked for as a stream.
+    pub const REQUEST_STREAM: &str = "gen_ai.request.stream";
+    /// The host of the provider's API.
+    pub const SERVER_ADDRESS: &str = "server.address";
+    /// The port of the provider's API.
+    pub const SERVER_PORT: &str = "server.port";
     /// Why generation stopped (`stop`, `tool_calls`, `length`, `content_filter`).
     pub const RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
     /// The session id.
@@ -154,6 +209,25 @@ fn provider_and_model(name: &str) -> (&str, &str) {
     (provider, model)
 }
 
+/// When an operation started, for the duration metrics. Only the `otel` feature reads
+/// the clock: without it there is nothing to record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Started(#[cfg(feature = "otel")] std::time::Instant);
+
+impl Started {
+    pub(crate) fn now() -> Self {
+        Self(
+            #[cfg(feature = "otel")]
+            std::time::Instant::now(),
+        )
+    }
+
+    #[cfg(feature = "otel")]
+    fn elapsed(self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+}
+
 /// The span of one turn (`invoke_agent {agent}`).
 pub(crate) fn turn_span(session: &str, agent: &str, provider: &str) -> Span {
     let (provider, model) = provider_and_model(provider);
@@ -174,6 +248,7 @@ pub(crate) fn turn_span(session: &str, agent: &str, provider: &str) -> Span {
         "gen_ai.request.model" = model,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
         "gen_ai.input.messages" = Empty,
         "gen_ai.output.messages" = Empty,
         "error.type" = Empty,
@@ -189,19 +264,30 @@ pub(crate) fn record_turn_input(span: &Span, message: &str) {
     }
 }
 
-/// A turn's outcome on its span: usage, the reply when contents are captured, or the
-/// error.
+/// A turn's outcome on its span (usage, the reply when contents are captured, or the
+/// error) and in the turn-duration metric.
 pub(crate) fn record_turn<D>(
     span: &Span,
+    agent: &str,
+    provider: &str,
+    started: Started,
     result: &Result<crate::response::AgentResponse<D>, AgentError>,
 ) {
+    #[cfg(feature = "otel")]
+    otlp::record_turn_metrics(
+        agent,
+        provider_and_model(provider).0,
+        result.as_ref().err().map(agent_error_type),
+        started.elapsed(),
+    );
+    #[cfg(not(feature = "otel"))]
+    let _ = (agent, provider, started);
     if span.is_disabled() {
         return;
     }
     match result {
         Ok(r) => {
-            span.record("gen_ai.usage.input_tokens", int(r.usage.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(r.usage.output_tokens));
+            record_usage(span, r.usage);
             if capture_content() {
                 let messages = json!([{
                     "role": "assistant",
@@ -214,8 +300,23 @@ pub(crate) fn record_turn<D>(
     }
 }
 
+/// Where a model call goes and how: the provider's name, its API's host and port, and
+/// whether the answer is streamed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallTarget<'a> {
+    pub(crate) provider: &'a str,
+    pub(crate) server: Option<(&'a str, u16)>,
+    pub(crate) stream: bool,
+}
+
 /// The span of one model call (`chat {model}`).
-pub(crate) fn chat_span(provider: &str, req: &ModelRequest, session: &str, flow: &str) -> Span {
+pub(crate) fn chat_span(
+    target: CallTarget<'_>,
+    req: &ModelRequest,
+    session: &str,
+    flow: &str,
+) -> Span {
+    let provider = target.provider;
     let (provider_name, model) = provider_and_model(provider);
     let span = tracing::info_span!(
         "model_call",
@@ -234,10 +335,15 @@ pub(crate) fn chat_span(provider: &str, req: &ModelRequest, session: &str, flow:
         "gen_ai.request.temperature" = req.temperature.map(f64::from),
         "gen_ai.request.seed" = req.seed.and_then(|s| i64::try_from(s).ok()),
         "gen_ai.output.type" = if req.output.is_some() { "json" } else { "text" },
+        "gen_ai.request.stream" = target.stream,
         "gen_ai.conversation.id" = session,
+        "server.address" = target.server.map(|(host, _)| host),
+        "server.port" = target.server.map(|(_, port)| i64::from(port)),
         "gen_ai.response.model" = Empty,
+        "gen_ai.response.id" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
         "gen_ai.response.finish_reasons" = Empty,
         "gen_ai.system_instructions" = Empty,
         "gen_ai.input.messages" = Empty,
@@ -253,24 +359,42 @@ pub(crate) fn chat_span(provider: &str, req: &ModelRequest, session: &str, flow:
     span
 }
 
-/// A model call's outcome on its span.
+/// A model call's outcome on its span and in the GenAI client metrics.
 pub(crate) fn record_chat<T>(
     span: &Span,
-    provider: &str,
+    target: CallTarget<'_>,
+    started: Started,
     result: &Result<(ModelResponse, T), AgentError>,
 ) {
+    let provider = target.provider;
+    let (provider_name, model) = provider_and_model(provider);
+    // Providers do not report the serving model apart from the one asked for; a
+    // fallback chain may have answered with a later model, so it stays unset.
+    let response_model = (!provider.contains(" > ")).then_some(model);
+    #[cfg(feature = "otel")]
+    otlp::record_chat_metrics(&otlp::ChatMetrics {
+        provider: provider_name,
+        request_model: model,
+        response_model,
+        server: target.server,
+        error_type: result.as_ref().err().map(agent_error_type),
+        usage: result.as_ref().ok().map(|(r, _)| r.usage),
+        elapsed: started.elapsed(),
+    });
+    #[cfg(not(feature = "otel"))]
+    let _ = (provider_name, started);
     if span.is_disabled() {
         return;
     }
     match result {
         Ok((resp, _)) => {
-            // Providers do not report the serving model apart from the one asked for;
-            // a fallback chain may have answered with a later model, so it stays unset.
-            if !provider.contains(" > ") {
-                span.record("gen_ai.response.model", provider_and_model(provider).1);
+            if let Some(model) = response_model {
+                span.record("gen_ai.response.model", model);
             }
-            span.record("gen_ai.usage.input_tokens", int(resp.usage.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(resp.usage.output_tokens));
+            if let Some(id) = &resp.id {
+                span.record("gen_ai.response.id", id.as_str());
+            }
+            record_usage(span, resp.usage);
             let reason = finish_reason(resp.finish);
             record_finish_reasons(span, reason);
             if capture_content() {
@@ -284,6 +408,19 @@ pub(crate) fn record_chat<T>(
             }
         }
         Err(e) => record_error(span, agent_error_type(e), e),
+    }
+}
+
+/// Token counts on a turn's or model call's span; cached tokens only when the provider
+/// reported some.
+fn record_usage(span: &Span, usage: crate::provider::Usage) {
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    if usage.cached_input_tokens > 0 {
+        span.record(
+            "gen_ai.usage.cache_read.input_tokens",
+            int(usage.cached_input_tokens),
+        );
     }
 }
 

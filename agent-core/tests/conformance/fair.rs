@@ -100,6 +100,7 @@ fn agent(
                 }],
                 usage: Default::default(),
                 finish: Default::default(),
+                id: None,
             })
         }),
     );

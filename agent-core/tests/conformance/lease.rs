@@ -207,6 +207,7 @@ fn effect_agent(
                 }],
                 usage: Default::default(),
                 finish: Default::default(),
+                id: None,
             })
         }),
     );

@@ -55,6 +55,8 @@ struct StreamEvent {
 #[derive(Deserialize)]
 struct StreamMessage {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -94,8 +96,11 @@ impl SseParser for MessagesStream {
         let index = e.index.unwrap_or(0);
         match e.kind.as_str() {
             "message_start" => {
-                if let Some(u) = e.message.and_then(|m| m.usage) {
-                    self.asm.usage = u.into();
+                if let Some(m) = e.message {
+                    self.asm.response_id = m.id.filter(|id| !id.is_empty());
+                    if let Some(u) = m.usage {
+                        self.asm.usage = u.into();
+                    }
                 }
             }
             "content_block_start" => {

@@ -13,6 +13,8 @@ use crate::vendor::no_answer;
 #[derive(Deserialize)]
 struct MessagesResponse {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     content: Option<Vec<RespBlock>>,
     #[serde(default)]
     stop_reason: Option<String>,
@@ -160,5 +162,6 @@ pub(super) fn parse_response(
         finish: crate::stream::settle_finish(finish, !calls.is_empty()),
         tool_calls: calls,
         usage: r.usage.unwrap_or_default().into(),
+        id: r.id.filter(|id| !id.is_empty()),
     })
 }

@@ -19,6 +19,8 @@ use crate::vendor::{body_error, ended, no_answer};
 #[serde(rename_all = "camelCase")]
 struct GenerateResponse {
     #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
     candidates: Option<Vec<Candidate>>,
     #[serde(default)]
     usage_metadata: Option<UsageMetadata>,
@@ -121,6 +123,7 @@ pub(super) fn parse_response(bytes: &[u8]) -> Result<ModelResponse, ProviderErro
                 tool_calls: Vec::new(),
                 usage,
                 finish: FinishReason::ContentFilter,
+                id: r.response_id.filter(|id| !id.is_empty()),
             });
         }
         return Err(no_answer::<Generate>(
@@ -154,6 +157,7 @@ pub(super) fn parse_response(bytes: &[u8]) -> Result<ModelResponse, ProviderErro
         ),
         tool_calls,
         usage,
+        id: r.response_id.filter(|id| !id.is_empty()),
     })
 }
 
@@ -192,6 +196,9 @@ impl SseParser for GenerateStream {
         let r: GenerateResponse = event_json(ev, "streamGenerateContent")?;
         if let Some(e) = &r.error {
             return Err(body_error::<Generate>(e));
+        }
+        if self.asm.response_id.is_none() {
+            self.asm.response_id = r.response_id.filter(|id| !id.is_empty());
         }
         if let Some(u) = r.usage_metadata {
             self.asm.usage = u.into();

@@ -69,6 +69,8 @@ fn whole_as_events(bytes: &[u8]) -> Result<Events, ProviderError> {
 #[derive(Deserialize)]
 struct ChatChunk {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     choices: Option<Vec<ChunkChoice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -131,6 +133,9 @@ impl SseParser for ChatStream {
         let chunk: ChatChunk = event_json(ev, "chat completion")?;
         if let Some(e) = &chunk.error {
             return Err(body_error::<Chat>(e));
+        }
+        if self.asm.response_id.is_none() {
+            self.asm.response_id = chunk.id.filter(|id| !id.is_empty());
         }
         if let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) {
             if let Some(d) = choice.delta {

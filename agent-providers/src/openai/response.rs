@@ -14,6 +14,8 @@ use crate::vendor::no_answer;
 #[derive(Deserialize)]
 struct ChatResponse {
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     choices: Option<Vec<Choice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -173,5 +175,6 @@ pub fn parse_response(bytes: &[u8]) -> Result<ModelResponse, ProviderError> {
         finish: settle_finish(finish, !tool_calls.is_empty()),
         tool_calls,
         usage: r.usage.map(Usage::from).unwrap_or_default(),
+        id: r.id.filter(|id| !id.is_empty()),
     })
 }

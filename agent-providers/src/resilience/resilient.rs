@@ -260,4 +260,12 @@ impl Provider for Resilient {
     fn wire_body(&self, req: &ModelRequest) -> Option<Vec<u8>> {
         self.models.first()?.wire_body(req)
     }
+
+    /// The server of the one model; none for a chain of several (any may answer).
+    fn server(&self) -> Option<(&str, u16)> {
+        match self.models.as_slice() {
+            [one] => one.server(),
+            _ => None,
+        }
+    }
 }

@@ -125,6 +125,10 @@ macro_rules! client_api {
             fn wire_body(&self, req: &::agent_core::provider::ModelRequest) -> Option<Vec<u8>> {
                 self.client.body(req, false).ok()
             }
+
+            fn server(&self) -> Option<(&str, u16)> {
+                self.client.server()
+            }
         }
     };
 }

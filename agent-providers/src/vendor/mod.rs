@@ -90,6 +90,8 @@ pub(crate) struct Client<W> {
     model: String,
     name: String,
     base_url: String,
+    /// Host and port of `base_url` (`server.address`, `server.port` in traces).
+    server: Option<(String, u16)>,
     url: String,
     stream_url: String,
     key: Option<ApiKey>,
@@ -106,6 +108,7 @@ impl<W: Vendor> Client<W> {
             model: W::normalise_model(model.to_owned()),
             name: String::new(),
             base_url,
+            server: None,
             url: String::new(),
             stream_url: String::new(),
             key,
@@ -120,6 +123,10 @@ impl<W: Vendor> Client<W> {
     /// The name, the URLs, the headers and the secrets, again from the settings.
     fn refresh(&mut self) {
         self.name = format!("{}/{}", self.vendor.prefix(), self.model);
+        self.server = reqwest::Url::parse(&self.base_url).ok().and_then(|u| {
+            let port = u.port_or_known_default()?;
+            Some((u.host_str()?.to_owned(), port))
+        });
         self.url = self.vendor.url(&self.base_url, &self.model, false);
         self.stream_url = self.vendor.url(&self.base_url, &self.model, true);
         let mut extra = self.vendor.headers(self.key.as_ref());
@@ -169,6 +176,11 @@ impl<W: Vendor> Client<W> {
 
     pub(crate) fn base(&self) -> &str {
         &self.base_url
+    }
+
+    /// The host and port of the base URL.
+    pub(crate) fn server(&self) -> Option<(&str, u16)> {
+        self.server.as_ref().map(|(h, p)| (h.as_str(), *p))
     }
 
     /// The JSON body sent for `req`.

@@ -243,6 +243,7 @@ fn reply(content: String) -> Result<ModelResponse, agent_core::error::ProviderEr
         content,
         tool_calls: Vec::new(),
         finish: FinishReason::Stop,
+        id: None,
     })
 }
 
@@ -349,6 +350,7 @@ fn respond(
                 }],
                 usage: Usage::default(),
                 finish: FinishReason::ToolCalls,
+                id: None,
             });
         }
         let message =

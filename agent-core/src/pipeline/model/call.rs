@@ -69,11 +69,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if kind == CallKind::Respond {
             self.prompt = req.instructions();
         }
-        let provider = self.a.provider.name();
+        let a = self.a;
+        let target = crate::telemetry::CallTarget {
+            provider: a.provider.name(),
+            server: a.provider.server(),
+            stream: self.sink.is_some(),
+        };
         let flow = self.s.flow.as_deref().unwrap_or("");
-        let span = crate::telemetry::chat_span(provider, req, &self.s.id, flow);
+        let span = crate::telemetry::chat_span(target, req, &self.s.id, flow);
+        let started = crate::telemetry::Started::now();
         let result = self.call_inner(req, live).instrument(span.clone()).await;
-        crate::telemetry::record_chat(&span, self.a.provider.name(), &result);
+        crate::telemetry::record_chat(&span, target, started, &result);
         let (resp, deltas) = result?;
         tracing::trace!(
             kind = ?kind,
