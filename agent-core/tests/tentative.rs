@@ -53,9 +53,7 @@ async fn a_value_nobody_said_for_a_question_not_asked_is_dropped_not_asked_about
     let a = agent(&p, vec![booking_flow(false)]);
     at_ask_guests(&p, &a, "s").await;
     // The question was for guests; the date has nothing to do with the message.
-    p.respond(
-        Answer::message("How many guests?").with_data(json!({"check_in": "2026-08-02"})),
-    );
+    p.respond(Answer::message("How many guests?").with_data(json!({"check_in": "2026-08-02"})));
     p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
     let r = a.respond("s", "what a lovely day").await.unwrap();
     assert!(r.tentative.is_empty(), "{:?}", r.tentative);
@@ -69,9 +67,10 @@ async fn a_value_the_words_do_not_show_is_asked_about_and_stored_on_a_plain_yes(
     let a = agent(&p, vec![booking_flow(false)]);
     at_ask_guests(&p, &a, "s").await;
 
+    // The answer writes the stored city again: unchanged, so not "noted".
     p.respond(
         Answer::message("Great, 2 guests! Shall I book it?")
-            .with_data(json!({"guests": 2}))
+            .with_data(json!({"guests": 2, "city": "Lisbon"}))
             .claiming("confirm"),
     );
     let r = a.respond("s", "me and my husband").await.unwrap();
@@ -139,7 +138,10 @@ async fn anything_but_a_yes_leaves_the_value_unstored_and_reported() {
     a.respond("s", "the usual crowd").await.unwrap();
 
     p.agreement(false);
-    p.respond(Answer::message("How many guests will there be?"));
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("How many guests will there be?"),
+    );
     let r = a.respond("s", "hmm, let me count first").await.unwrap();
     assert_eq!(r.data.guests, None);
     assert!(r.tentative.is_empty());

@@ -134,13 +134,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(());
         }
         let (corrected, reopened) = self.corrections(flow, &mut patch);
+        // A value written again as it was changes nothing: no command for it.
+        let before = serde_json::to_value(&self.s.data).ok();
         match self.a.schema.apply(&self.s.data, &patch) {
             Ok(next) => {
                 self.s.data = next;
                 self.refresh_present();
                 let stored = words
                     .into_iter()
-                    .filter_map(|(f, w)| Some((f.clone(), patch.get(&f)?.clone(), w)))
+                    .filter_map(|(f, w)| {
+                        let v = patch.get(&f)?;
+                        let same = before.as_ref().and_then(|b| b.get(&f)) == Some(v);
+                        (!same).then(|| (f.clone(), v.clone(), w))
+                    })
                     .collect();
                 let fields: Vec<String> = corrected.iter().map(|(f, ..)| f.clone()).collect();
                 self.record_values(stored, &fields);

@@ -64,10 +64,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             Command::Decline
         });
-        // The message answers the check, not the question of the step the check
-        // replaced: the walk goes on as from a step reached anew (values the message
-        // gives are still read).
-        self.awaiting = false;
+        // A yes answers the check, not the question of the step the check replaced:
+        // the walk goes on as from a step reached anew. Anything else is read as the
+        // answer to that step's question ("no, 5 of us"; "5"), which it may carry.
+        if agreed {
+            self.awaiting = false;
+        }
         let mut patch = Map::new();
         let mut words = Vec::new();
         for t in held {
