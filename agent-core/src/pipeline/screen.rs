@@ -1,8 +1,10 @@
 //! What the model extracted, value by value: kept only for a field the active flow
 //! collects and admitted by the field's constraints; stored (with corrections of
-//! earlier values) when what the user said shows it, tentative (shown back for a yes,
-//! `tentative.rs`) when it does not, refused with the reason when the constraints
-//! do not admit it. Shared by the speculative call, live streaming and corrections.
+//! earlier values) when what the user said shows it; tentative (shown back for a yes,
+//! `tentative.rs`) when it does not but the model read it where the user answered;
+//! dropped and noted when nothing ties it to the message; refused with the reason
+//! when the constraints do not admit it. Shared by the speculative call, live
+//! streaming and corrections.
 
 use std::sync::Arc;
 
