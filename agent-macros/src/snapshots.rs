@@ -137,6 +137,9 @@ fn tool_expands_to_a_unit_struct_implementing_tool() {
                 hotel: String,
                 /// Special requests
                 notes: Option<String>,
+                /// The search words the model chose
+                #[arg(derived)]
+                query: Option<String>,
             ) -> Result<ToolOutput, ToolError> {
                 Ok(ToolOutput::text(hotel))
             }

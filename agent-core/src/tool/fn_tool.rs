@@ -37,6 +37,7 @@ pub struct FnTool<D, C> {
     timeout: Option<Duration>,
     effect: Effect,
     request_words: Option<Vec<String>>,
+    derived: Vec<String>,
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
@@ -53,6 +54,7 @@ impl<D, C> Clone for FnTool<D, C> {
             timeout: self.timeout,
             effect: self.effect,
             request_words: self.request_words.clone(),
+            derived: self.derived.clone(),
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
@@ -92,6 +94,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             timeout: None,
             effect: Effect::default(),
             request_words: None,
+            derived: Vec::new(),
             handler,
             validator: None,
             permission: None,
@@ -118,6 +121,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             timeout: None,
             effect: Effect::default(),
             request_words: None,
+            derived: Vec::new(),
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
@@ -149,6 +153,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// instance the same verb in the languages the agent speaks.
     pub fn request_words<S: Into<String>>(mut self, words: impl IntoIterator<Item = S>) -> Self {
         self.request_words = Some(words.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Arguments the model computes rather than takes from the user (see
+    /// [`Tool::derived_args`]): not checked against what the user said.
+    pub fn derived_args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.derived = args.into_iter().map(Into::into).collect();
         self
     }
 
@@ -218,6 +229,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
         self.request_words
             .clone()
             .unwrap_or_else(|| default_request_words(self.effect, &self.name))
+    }
+    fn derived_args(&self) -> Vec<String> {
+        self.derived.clone()
     }
     fn needs_approval(&self, args: &Value) -> bool {
         self.approval.as_ref().is_some_and(|rule| {

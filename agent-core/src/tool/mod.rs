@@ -226,6 +226,9 @@ where
     fn request_words(&self) -> Vec<String> {
         (**self).request_words()
     }
+    fn derived_args(&self) -> Vec<String> {
+        (**self).derived_args()
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -319,6 +322,15 @@ pub trait Tool<D, C>: Send + Sync {
     /// for `book_room`); for the others none (the model's judgement decides).
     fn request_words(&self) -> Vec<String> {
         default_request_words(self.effect(), self.name())
+    }
+    /// Arguments the model computes rather than takes from the user (a search query
+    /// it words, a sum it works out). Every other argument is the user's to give: a
+    /// call whose argument neither the user's words show nor the stored data holds
+    /// does not run, and the model is told to ask the user for it (as a field's
+    /// value is checked, see [`crate::command`]'s "Values the user confirms").
+    /// Default: none (every argument is the user's).
+    fn derived_args(&self) -> Vec<String> {
+        Vec::new()
     }
     /// Whether `text` asks for this action in one of its [`request_words`](Self::request_words),
     /// read the way the engine reads them before it offers the tool: for code that

@@ -14,12 +14,16 @@ const _: () = {
     const __AGENT_ARG_1: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
         Option<String>,
     >::new();
+    const __AGENT_ARG_2: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
+        Option<String>,
+    >::new();
     impl book_room {
         #[allow(clippy::too_many_arguments, clippy::unused_async)]
         async fn __run(
             cx: ToolCx<Booking, Concierge>,
             hotel: String,
             notes: Option<String>,
+            query: Option<String>,
         ) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::text(hotel))
         }
@@ -53,12 +57,24 @@ const _: () = {
                         .pipe(|s| {
                             __AGENT_ARG_1.describe(s, "notes", "Special requests", false)
                         })
+                        .pipe(|s| {
+                            __AGENT_ARG_2
+                                .describe(
+                                    s,
+                                    "query",
+                                    "The search words the model chose",
+                                    false,
+                                )
+                        })
                         .finish()
                 })
                 .clone()
         }
         fn concurrency_safe(&self) -> bool {
             false
+        }
+        fn derived_args(&self) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![::std::string::String::from("query")]
         }
         fn needs_approval(
             &self,
@@ -79,7 +95,8 @@ const _: () = {
             let __obj = ::agent_core::__private::tool_args_object(__args)?;
             let hotel: String = __AGENT_ARG_0.decode(&__obj, "hotel", true)?;
             let notes: Option<String> = __AGENT_ARG_1.decode(&__obj, "notes", false)?;
-            let __result = Self::__run(__cx, hotel, notes).await;
+            let query: Option<String> = __AGENT_ARG_2.decode(&__obj, "query", false)?;
+            let __result = Self::__run(__cx, hotel, notes, query).await;
             ::agent_core::__private::IntoToolResult::into_tool_result(__result)
         }
     }

@@ -115,6 +115,20 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         }
     });
 
+    let derived: Vec<String> = def
+        .args
+        .iter()
+        .filter(|a| a.derived)
+        .map(|a| crate::diag::name(&a.ident))
+        .collect();
+    let derived_args = (!derived.is_empty()).then(|| {
+        quote! {
+            fn derived_args(&self) -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![#(::std::string::String::from(#derived)),*]
+            }
+        }
+    });
+
     let approval = def.approval.as_ref().map(|a| match a {
         super::parse::Approval::Always => quote! {
             fn needs_approval(&self, _args: &::agent_core::__private::serde_json::Value) -> bool {
@@ -249,6 +263,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 #timeout
                 #effect
                 #request_words
+                #derived_args
                 #approval
                 async fn call(
                     &self,

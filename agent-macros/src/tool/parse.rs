@@ -17,6 +17,8 @@ pub struct Arg {
     pub doc: Option<TokenStream>,
     /// `Option<T>` parameters are not required.
     pub optional: bool,
+    /// `#[arg(derived)]`: the model computes it; not checked against the user's words.
+    pub derived: bool,
     /// Other attributes on the parameter (kept on the generated fn).
     pub attrs: Vec<syn::Attribute>,
 }
@@ -205,6 +207,12 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             )),
             syn::FnArg::Typed(pt) => {
                 if is_tool_cx(&pt.ty) {
+                    if let Some(a) = pt.attrs.iter().find(|a| a.path().is_ident("arg")) {
+                        bad_params.push(syn::Error::new_spanned(
+                            a,
+                            "`#[arg(..)]` describes a parameter the model fills; the `ToolCx` parameter is not one",
+                        ));
+                    }
                     if cx.is_some() {
                         bad_params.push(syn::Error::new_spanned(
                             &pt.ty,
@@ -232,15 +240,36 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                 let attrs = pt
                     .attrs
                     .iter()
-                    .filter(|a| !a.path().is_ident("doc"))
+                    .filter(|a| !a.path().is_ident("doc") && !a.path().is_ident("arg"))
                     .cloned()
                     .collect();
+                let mut derived = false;
+                for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
+                    let read = a.parse_nested_meta(|meta| {
+                        if meta.path.is_ident("derived") {
+                            derived = true;
+                            Ok(())
+                        } else {
+                            Err(meta.error(format!(
+                                "unknown `#[arg]` option `{}`; known options: `derived` (the model computes the value, the user need not give it)",
+                                meta.path
+                                    .get_ident()
+                                    .map(ToString::to_string)
+                                    .unwrap_or_default()
+                            )))
+                        }
+                    });
+                    if let Err(e) = read {
+                        bad_params.push(e);
+                    }
+                }
                 args.push(Arg {
                     ident,
                     pat: (*pt.pat).clone(),
                     ty: (*pt.ty).clone(),
                     doc: doc_expr(&pt.attrs),
                     optional: crate::data::parse::option_inner(&pt.ty).is_some(),
+                    derived,
                     attrs,
                 });
             }

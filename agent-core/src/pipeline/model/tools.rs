@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::live::LiveTarget;
+use crate::data::ground::Grounding;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::pipeline::Turn;
@@ -106,6 +108,54 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(true)
     }
 
+    /// The tool result for a call with arguments the user did not give (none
+    /// derived, [`Tool::derived_args`]): each argument must be shown by what the user
+    /// said (checked as a field's value is) or be a value the data holds (said or
+    /// confirmed when it was stored). `None` when every argument is given, or with
+    /// grounding off.
+    fn unshown_args(&self, tools: &[Arc<dyn Tool<D, C>>], call: &ToolCall) -> Option<String> {
+        if !self.a.config.grounding {
+            return None;
+        }
+        let tool = tools.iter().find(|t| t.name() == call.name)?;
+        let args = call.arguments.as_object()?;
+        let params = tool.parameters();
+        let props = params.get("properties")?.as_object()?;
+        let derived = tool.derived_args();
+        let mut evidence = None;
+        let mut stored = None;
+        let mut missing = Vec::new();
+        for (name, value) in args {
+            if matches!(value, Value::Null | Value::Bool(_) | Value::Object(_))
+                || derived.iter().any(|d| d == name)
+            {
+                continue;
+            }
+            let Some(prop) = props.get(name) else {
+                continue;
+            };
+            let stored = stored.get_or_insert_with(|| stored_values(&self.s.data));
+            if holds(stored, value) {
+                continue;
+            }
+            let ev = evidence.get_or_insert_with(|| self.evidence());
+            if ev.check(prop, value, None) == Grounding::Grounded {
+                continue;
+            }
+            let shown = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            missing.push(format!("`{name}` ({shown})"));
+        }
+        (!missing.is_empty()).then(|| {
+            format!(
+                "Not run: the user has not given {}. Ask the user for it; do not say it was done.",
+                missing.join(", ")
+            )
+        })
+    }
+
     /// Why a tool's data writes would be refused by the fields' constraints, if so.
     fn refused_tool_write(
         &self,
@@ -132,6 +182,46 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         tools: &[Arc<dyn Tool<D, C>>],
         calls: &[ToolCall],
     ) -> Vec<String> {
+        // Calls with an argument the user never gave do not run: the model is told to
+        // ask for it (the others of the round run as usual).
+        let unshown: Vec<Option<String>> =
+            calls.iter().map(|c| self.unshown_args(tools, c)).collect();
+        if unshown.iter().any(Option::is_some) {
+            let given: Vec<ToolCall> = calls
+                .iter()
+                .zip(&unshown)
+                .filter(|(_, u)| u.is_none())
+                .map(|(c, _)| c.clone())
+                .collect();
+            let mut ran = if given.is_empty() {
+                Vec::new()
+            } else {
+                Box::pin(self.run_tools(tools, &given)).await
+            }
+            .into_iter();
+            if self.paused.is_some() {
+                return ran.collect();
+            }
+            let mut contents = Vec::with_capacity(calls.len());
+            for (c, why) in calls.iter().zip(unshown) {
+                match why {
+                    None => contents.push(ran.next().unwrap_or_default()),
+                    Some(why) => {
+                        tracing::info!(tool = %c.name, %why, "tool call not run: an argument the user did not give");
+                        let rec = ToolCallRecord {
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                            output: why.clone(),
+                            ok: false,
+                        };
+                        self.emit(Event::ToolResult(rec.clone()));
+                        self.tool_calls.push(rec);
+                        contents.push(why);
+                    }
+                }
+            }
+            return contents;
+        }
         match self.gate_round(tools, calls, None) {
             None => Vec::new(),
             Some(gates) => {
@@ -309,5 +399,38 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             contents.push(content);
         }
         contents
+    }
+}
+
+/// The scalar values the data holds (list items included), as JSON.
+fn stored_values<D: serde::Serialize>(data: &D) -> Vec<Value> {
+    fn walk(v: Value, out: &mut Vec<Value>) {
+        match v {
+            Value::Object(o) => o.into_iter().for_each(|(_, v)| walk(v, out)),
+            Value::Array(a) => a.into_iter().for_each(|v| walk(v, out)),
+            Value::Null => {}
+            other => out.push(other),
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::to_value(data) {
+        walk(v, &mut out);
+    }
+    out
+}
+
+/// Whether `value` (or, for a list, each of its items) is among `stored`; text is
+/// compared case and spacing aside.
+fn holds(stored: &[Value], value: &Value) -> bool {
+    use crate::data::ground::normalize;
+    match value {
+        Value::Array(items) => !items.is_empty() && items.iter().all(|v| holds(stored, v)),
+        Value::String(s) => {
+            let s = normalize(s);
+            stored
+                .iter()
+                .any(|v| v.as_str().is_some_and(|t| normalize(t) == s))
+        }
+        other => stored.contains(other),
     }
 }
