@@ -68,6 +68,8 @@ fn pay(charges: &Charges) -> FnTool<Order, ()> {
         },
     )
     .effect(Effect::Once)
+    // The model converts the euros the user names into cents.
+    .derived_args(["cents"])
 }
 
 fn agent(p: &ScriptedProvider, tool: FnTool<Order, ()>) -> Agent<Order, ()> {
@@ -686,7 +688,8 @@ async fn a_held_call_decided_after_the_flow_was_left_keeps_its_result_not_its_mo
             }
         },
     )
-    .needs_approval();
+    .needs_approval()
+    .derived_args(["cents"]);
     let checkout = Flow::builder("checkout")
         .title("Checkout")
         .step(

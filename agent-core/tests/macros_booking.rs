@@ -35,7 +35,8 @@ pub struct Concierge {
 #[tool]
 async fn book_room(
     _cx: ToolCx<Booking, Concierge>,
-    /// Hotel name
+    /// Hotel name (the model picks one in the city)
+    #[arg(derived)]
     hotel: String,
 ) -> Result<ToolOutput, ToolError> {
     let id = format!("BK-{}", hotel.len());

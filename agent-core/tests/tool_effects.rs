@@ -150,6 +150,8 @@ fn pay(effect: Effect, charges: &Charges) -> FnTool<Notes, ()> {
         },
     )
     .effect(effect)
+    // The model converts the euros the user names into cents.
+    .derived_args(["cents"])
 }
 
 fn agent_with(

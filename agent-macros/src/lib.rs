@@ -101,7 +101,21 @@ pub fn step(_attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// A tool the model may call: an (async) fn whose parameters (except a `ToolCx`) are the
 /// arguments; its doc comment is the description, parameter doc comments describe the
-/// arguments.
+/// arguments. `Option<T>` parameters are optional.
+///
+/// Arguments are the user's to give (see `agent_core::tool::Tool::derived_args`): a
+/// parameter the model computes (a search query, an amount it converts) is marked
+/// `#[arg(derived)]`:
+///
+/// ```ignore
+/// /// Search the catalogue.
+/// #[tool]
+/// async fn search(
+///     /// What to look for, in the model's words
+///     #[arg(derived)]
+///     query: String,
+/// ) -> Result<ToolOutput, ToolError> { .. }
+/// ```
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into()).into()

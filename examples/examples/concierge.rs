@@ -56,20 +56,31 @@ pub struct Concierge {
 #[tool]
 async fn book_room(
     cx: ToolCx<Booking, Concierge>,
-    /// Hotel name
-    hotel: String,
+    /// The hotel, only when the guest named one
+    hotel: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
     let b = cx.data();
     let guests = b.guests.unwrap_or(1);
-    let id = format!("{}-{guests}", hotel.to_uppercase());
+    let city = b.city.clone().unwrap_or_default();
+    // An optional argument the guest never gave is left out by the engine (a city
+    // copied into `hotel` names no hotel): the room is booked in the city.
+    let id = format!(
+        "{}-{guests}",
+        hotel.as_deref().unwrap_or(&city).to_uppercase()
+    );
     // The outcome text is written by code from the state, so the guest never reads a
     // booking that was not made; with a verbatim reply the model is not called again.
     let reply = format!(
-        "Done: {hotel}{}, {guests} guest{}{}. Booking reference {id}.",
-        b.city
+        "Done: a room{}{}, {guests} guest{}{}. Booking reference {id}.",
+        hotel
             .as_deref()
-            .map(|c| format!(" in {c}"))
+            .map(|h| format!(" at {h}"))
             .unwrap_or_default(),
+        if city.is_empty() {
+            String::new()
+        } else {
+            format!(" in {city}")
+        },
         if guests == 1 { "" } else { "s" },
         b.check_in
             .as_ref()
@@ -176,11 +187,12 @@ pub fn scripted() -> ScriptedProvider {
     // Guests were given already: the engine walks ask_guests and route, and the model
     // answers for `confirm` in the same call.
     model.respond(
-        Answer::message("Lisbon, July 1st, 2 guests. Shall I book the Grand?")
+        Answer::message("Lisbon, July 1st, 2 guests. Shall I book it?")
             .with_data(json!({ "check_in": next_july_first().to_string() })),
     );
     // book_room writes the reply itself: no call after the tool.
-    model.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
+    // No hotel was named: a good model leaves the optional argument out.
+    model.respond(Answer::tool("book_room", json!({})));
     model
 }
 

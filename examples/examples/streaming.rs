@@ -34,12 +34,10 @@ pub struct Order {
 
 /// Place the order.
 #[tool]
-async fn place_order(
-    cx: ToolCx<Order, ()>,
-    /// Minutes until delivery the customer was promised
-    eta_minutes: u32,
-) -> Result<ToolOutput, ToolError> {
+async fn place_order(cx: ToolCx<Order, ()>) -> Result<ToolOutput, ToolError> {
     let pizza = cx.data().pizza.clone().unwrap_or_default();
+    // The kitchen's estimate: the tool knows it, the model does not.
+    let eta_minutes = 30;
     Ok(
         ToolOutput::text(format!("order P-17 placed: {pizza}, {eta_minutes} min"))
             .data(Order::patch().order_id("P-17"))
@@ -82,7 +80,7 @@ pub fn scripted() -> ScriptedProvider {
             .with_data(json!({ "address": "12 Rua Augusta, Lisbon" }))
             .claiming("confirm"),
     );
-    model.respond(Answer::tool("place_order", json!({ "eta_minutes": 30 })));
+    model.respond(Answer::tool("place_order", json!({})));
     model.tool_round(Answer::message(
         "Ordered! Your margherita arrives in about 30 minutes.",
     ));

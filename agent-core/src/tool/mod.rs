@@ -324,11 +324,22 @@ pub trait Tool<D, C>: Send + Sync {
         default_request_words(self.effect(), self.name())
     }
     /// Arguments the model computes rather than takes from the user (a search query
-    /// it words, a sum it works out). Every other argument is the user's to give: a
-    /// call whose argument neither the user's words show nor the stored data holds
-    /// does not run, and the model is told to ask the user for it (as a field's
-    /// value is checked, see [`crate::command`]'s "Values the user confirms").
-    /// Default: none (every argument is the user's).
+    /// it words, a sum it converts to cents, a hotel it picks). Every other argument
+    /// is the user's to give (with [`crate::AgentConfig::grounding`] on). One is given
+    /// when it holds the stored value of the data field of the same name, when the
+    /// user's words show it (checked as a field's value is, see [`crate::command`]'s
+    /// "Values the user confirms"), or when the agent's last message showed it and
+    /// the user agreed to that message. Text the data holds under another field's
+    /// name is not given (a city copied into `hotel` names no hotel).
+    ///
+    /// A required argument not given keeps the call from running: the model reads
+    /// "Not run: the user has not given `hotel` (Grand). Ask the user for it; do not
+    /// say it was done." as the tool's result. An optional one (`Option<T>`) not
+    /// given is left out and the call runs without it.
+    ///
+    /// Default: none (every argument is the user's). With `#[tool]`, mark a
+    /// parameter `#[arg(derived)]`; with [`FnTool`], use
+    /// [`FnTool::derived_args`].
     fn derived_args(&self) -> Vec<String> {
         Vec::new()
     }

@@ -60,6 +60,9 @@ pub fn book_room() -> Arc<dyn Tool<Booking, Concierge>> {
                 .directive(Directive::complete()))
         },
     )
+    // The tests script hotels the model picks; `tests/tool_args.rs` checks a hotel
+    // argument that is the user's to give.
+    .derived_args(["hotel"])
     .into_arc()
 }
 

@@ -30,7 +30,7 @@ pub(super) const ANOTHER_DATE: &str = "the user wants another check-in date";
 
 #[derive(Deserialize, JsonSchema)]
 struct BookArgs {
-    /// Hotel name
+    /// The hotel the agent picks in the city
     hotel: String,
 }
 
@@ -95,7 +95,9 @@ pub fn booking_flow_with(approvals: Approvals) -> Result<Flow<Booking, ()>, Conf
                 .data(patch_of(&json!({ "booking_id": id })).map_err(ToolError::msg)?)
                 .directive(Directive::complete()))
         },
-    );
+    )
+    // The agent picks the hotel; the guest gives the city, date and guests.
+    .derived_args(["hotel"]);
     let book_room = match approvals {
         Approvals::Off => book_room,
         Approvals::Bookings => book_room.needs_approval(),

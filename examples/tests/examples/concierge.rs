@@ -35,7 +35,7 @@ async fn the_guest_books_a_room_in_lisbon_in_four_turns() {
     // The tool books, completes the flow and writes the reply from the state: the
     // model is not called after it.
     assert_eq!(r(3).stopped, StoppedReason::Reply);
-    assert_eq!(r(3).data.booking_id.as_deref(), Some("GRAND-2"));
+    assert_eq!(r(3).data.booking_id.as_deref(), Some("LISBON-2"));
     assert_eq!(r(3).tool_calls[0].name, "book_room");
     assert_eq!(
         r(3).model_calls,
@@ -47,7 +47,7 @@ async fn the_guest_books_a_room_in_lisbon_in_four_turns() {
     assert_eq!(
         r(3).message,
         format!(
-            "Done: grand in Lisbon, 2 guests, checking in {}. Booking reference GRAND-2.",
+            "Done: a room in Lisbon, 2 guests, checking in {}. Booking reference LISBON-2.",
             concierge::next_july_first()
         )
     );

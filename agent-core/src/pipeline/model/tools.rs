@@ -8,12 +8,14 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::live::LiveTarget;
-use crate::data::ground::Grounding;
+use crate::command::Command;
+use crate::data::ground::{Grounding, normalize};
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::pipeline::Turn;
 use crate::pipeline::approve::Gate;
-use crate::provider::{CallKind, Message, ModelRequest, ModelResponse, ToolCall};
+use crate::pipeline::consent::plainly_agrees;
+use crate::provider::{CallKind, Message, ModelRequest, ModelResponse, Role, ToolCall};
 use crate::response::{DirectiveSource, Event, ToolCallRecord};
 use crate::tool::{Effect, Tool, ToolCx, ToolCxParts, ToolError};
 
@@ -108,22 +110,45 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(true)
     }
 
-    /// The tool result for a call with arguments the user did not give (none
-    /// derived, [`Tool::derived_args`]): each argument must be shown by what the user
-    /// said (checked as a field's value is) or be a value the data holds (said or
-    /// confirmed when it was stored). `None` when every argument is given, or with
-    /// grounding off.
-    fn unshown_args(&self, tools: &[Arc<dyn Tool<D, C>>], call: &ToolCall) -> Option<String> {
+    /// What becomes of a call whose arguments (those not derived,
+    /// [`Tool::derived_args`]) the user did not all give: a required one keeps the
+    /// call from running (the model is told to ask for it); an optional one is left
+    /// out and the call runs without it. With grounding off every argument counts as
+    /// given. An argument is given when
+    /// - it has a data field's name and holds that field's stored value (said or
+    ///   confirmed when it was stored),
+    /// - the user's words show it (checked as a field's value is), or
+    /// - the agent's last message showed it and the user agreed to that message.
+    ///
+    /// A text the data holds under another field's name is not given, whatever the
+    /// words: the user gave it for that field (a city copied into a `hotel` argument
+    /// names no hotel). A tool that takes a stored value names its argument like the
+    /// field, or declares it derived.
+    fn screen_args(&self, tools: &[Arc<dyn Tool<D, C>>], call: &ToolCall) -> ArgCheck {
         if !self.a.config.grounding {
-            return None;
+            return ArgCheck::Given;
         }
-        let tool = tools.iter().find(|t| t.name() == call.name)?;
-        let args = call.arguments.as_object()?;
+        let Some(tool) = tools.iter().find(|t| t.name() == call.name) else {
+            return ArgCheck::Given;
+        };
+        let Some(args) = call.arguments.as_object() else {
+            return ArgCheck::Given;
+        };
         let params = tool.parameters();
-        let props = params.get("properties")?.as_object()?;
+        let Some(props) = params.get("properties").and_then(Value::as_object) else {
+            return ArgCheck::Given;
+        };
+        let required = |name: &str| {
+            params
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|n| n == name))
+        };
+        let mut left_out = Vec::new();
         let derived = tool.derived_args();
         let mut evidence = None;
         let mut stored = None;
+        let mut shown = None;
         let mut missing = Vec::new();
         for (name, value) in args {
             if matches!(value, Value::Null | Value::Bool(_) | Value::Object(_))
@@ -134,26 +159,76 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let Some(prop) = props.get(name) else {
                 continue;
             };
-            let stored = stored.get_or_insert_with(|| stored_values(&self.s.data));
-            if holds(stored, value) {
+            let stored = stored
+                .get_or_insert_with(|| serde_json::to_value(&self.s.data).unwrap_or_default());
+            let copied = match stored.get(name) {
+                Some(v) if same_value(v, value) => continue,
+                // Another field's text: it was given for that field (numbers
+                // coincide by chance).
+                _ => {
+                    value.is_string()
+                        && stored.as_object().is_some_and(|o| {
+                            o.iter()
+                                .any(|(k, v)| k != name && !v.is_null() && same_value(v, value))
+                        })
+                }
+            };
+            if copied {
+                if required(name) {
+                    missing.push(format!("`{name}` ({})", shown_text(value)));
+                } else {
+                    left_out.push(name.clone());
+                }
                 continue;
             }
             let ev = evidence.get_or_insert_with(|| self.evidence());
             if ev.check(prop, value, None) == Grounding::Grounded {
                 continue;
             }
-            let shown = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            missing.push(format!("`{name}` ({shown})"));
+            let shown = shown.get_or_insert_with(|| self.agreed_to_last_message(tool.as_ref()));
+            if let Some(last) = shown
+                && shows(last, value)
+            {
+                continue;
+            }
+            if required(name) {
+                missing.push(format!("`{name}` ({})", shown_text(value)));
+            } else {
+                left_out.push(name.clone());
+            }
         }
-        (!missing.is_empty()).then(|| {
-            format!(
+        if !missing.is_empty() {
+            return ArgCheck::NotRun(format!(
                 "Not run: the user has not given {}. Ask the user for it; do not say it was done.",
                 missing.join(", ")
-            )
-        })
+            ));
+        }
+        if left_out.is_empty() {
+            return ArgCheck::Given;
+        }
+        tracing::info!(tool = %call.name, ?left_out, "optional arguments the user did not give left out");
+        let mut call = call.clone();
+        if let Some(o) = call.arguments.as_object_mut() {
+            o.retain(|k, _| !left_out.contains(k));
+        }
+        ArgCheck::LeftOut(call)
+    }
+
+    /// The agent's last message, normalised, when the user's message agrees to it
+    /// (the answer agreed, or the message is a plain yes, in the tool's action words
+    /// or not: "yes, book it").
+    fn agreed_to_last_message(&self, tool: &dyn Tool<D, C>) -> Option<String> {
+        let agreed = self.commands.contains(&Command::Agree)
+            || plainly_agrees(self.msg, &crate::tool::action_words(tool));
+        if !agreed {
+            return None;
+        }
+        self.s
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && !m.content.is_empty())
+            .map(|m| normalize(&m.content))
     }
 
     /// Why a tool's data writes would be refused by the fields' constraints, if so.
@@ -184,41 +259,45 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Vec<String> {
         // Calls with an argument the user never gave do not run: the model is told to
         // ask for it (the others of the round run as usual).
-        let unshown: Vec<Option<String>> =
-            calls.iter().map(|c| self.unshown_args(tools, c)).collect();
-        if unshown.iter().any(Option::is_some) {
-            let given: Vec<ToolCall> = calls
+        let checks: Vec<ArgCheck> = calls.iter().map(|c| self.screen_args(tools, c)).collect();
+        if checks.iter().any(|c| !matches!(c, ArgCheck::Given)) {
+            let runs: Vec<ToolCall> = calls
                 .iter()
-                .zip(&unshown)
-                .filter(|(_, u)| u.is_none())
-                .map(|(c, _)| c.clone())
+                .zip(&checks)
+                .filter_map(|(c, check)| match check {
+                    ArgCheck::Given => Some(c.clone()),
+                    ArgCheck::LeftOut(c) => Some(c.clone()),
+                    ArgCheck::NotRun(_) => None,
+                })
                 .collect();
-            let mut ran = if given.is_empty() {
+            if runs.len() == calls.len() {
+                return Box::pin(self.run_tools(tools, &runs)).await;
+            }
+            let mut ran = if runs.is_empty() {
                 Vec::new()
             } else {
-                Box::pin(self.run_tools(tools, &given)).await
+                Box::pin(self.run_tools(tools, &runs)).await
             }
             .into_iter();
             if self.paused.is_some() {
                 return ran.collect();
             }
             let mut contents = Vec::with_capacity(calls.len());
-            for (c, why) in calls.iter().zip(unshown) {
-                match why {
-                    None => contents.push(ran.next().unwrap_or_default()),
-                    Some(why) => {
-                        tracing::info!(tool = %c.name, %why, "tool call not run: an argument the user did not give");
-                        let rec = ToolCallRecord {
-                            name: c.name.clone(),
-                            arguments: c.arguments.clone(),
-                            output: why.clone(),
-                            ok: false,
-                        };
-                        self.emit(Event::ToolResult(rec.clone()));
-                        self.tool_calls.push(rec);
-                        contents.push(why);
-                    }
-                }
+            for (c, check) in calls.iter().zip(checks) {
+                let ArgCheck::NotRun(why) = check else {
+                    contents.push(ran.next().unwrap_or_default());
+                    continue;
+                };
+                tracing::info!(tool = %c.name, %why, "tool call not run: an argument the user did not give");
+                let rec = ToolCallRecord {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    output: why.clone(),
+                    ok: false,
+                };
+                self.emit(Event::ToolResult(rec.clone()));
+                self.tool_calls.push(rec);
+                contents.push(why);
             }
             return contents;
         }
@@ -402,35 +481,45 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 }
 
-/// The scalar values the data holds (list items included), as JSON.
-fn stored_values<D: serde::Serialize>(data: &D) -> Vec<Value> {
-    fn walk(v: Value, out: &mut Vec<Value>) {
-        match v {
-            Value::Object(o) => o.into_iter().for_each(|(_, v)| walk(v, out)),
-            Value::Array(a) => a.into_iter().for_each(|v| walk(v, out)),
-            Value::Null => {}
-            other => out.push(other),
-        }
-    }
-    let mut out = Vec::new();
-    if let Ok(v) = serde_json::to_value(data) {
-        walk(v, &mut out);
-    }
-    out
+/// What becomes of a call, by the arguments the user gave.
+enum ArgCheck {
+    /// Every argument is given: the call runs as it is.
+    Given,
+    /// Optional arguments nobody gave are left out: the call runs as this one.
+    LeftOut(ToolCall),
+    /// A required argument nobody gave: the call does not run; the tool result.
+    NotRun(String),
 }
 
-/// Whether `value` (or, for a list, each of its items) is among `stored`; text is
-/// compared case and spacing aside.
-fn holds(stored: &[Value], value: &Value) -> bool {
-    use crate::data::ground::normalize;
+/// A value as the tool result names it.
+fn shown_text(value: &Value) -> String {
     match value {
-        Value::Array(items) => !items.is_empty() && items.iter().all(|v| holds(stored, v)),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether `stored` and `value` are the same value; text is compared case and
+/// spacing aside, a list item by item.
+fn same_value(stored: &Value, value: &Value) -> bool {
+    match (stored, value) {
+        (Value::String(a), Value::String(b)) => normalize(a) == normalize(b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// Whether the normalised message `last` shows `value` (each item of a list) as
+/// whole words.
+fn shows(last: &str, value: &Value) -> bool {
+    match value {
+        Value::Array(items) => !items.is_empty() && items.iter().all(|v| shows(last, v)),
         Value::String(s) => {
             let s = normalize(s);
-            stored
-                .iter()
-                .any(|v| v.as_str().is_some_and(|t| normalize(t) == s))
+            !s.trim().is_empty() && last.contains(&s)
         }
-        other => stored.contains(other),
+        other => last.contains(&format!(" {other} ")),
     }
 }
