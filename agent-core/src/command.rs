@@ -4,7 +4,7 @@
 //! The turn's one structured call (the respond call) answers with a reply and with
 //! what it understood. That understanding is a list of [`Command`]s: set a value
 //! with the user's words it came from, correct a stored value, start another flow,
-//! agree or decline to the question just asked. The model never moves the
+//! cancel the active one, agree or decline to the question just asked. The model never moves the
 //! conversation itself: each command has one handler in the engine, which checks it
 //! (a value against the user's words and the field's constraints, a flow against the
 //! flows the agent lets it start) and turns what it accepts into a directive with the
@@ -79,6 +79,76 @@
 //! # }
 //! ```
 //!
+//! # Cancelling a flow
+//!
+//! In a flow, the answer says whether the user asks to stop it (`cancel`). A message
+//! made only of stop words ("cancel", "stop", "never mind", "forget it") stops the
+//! flow at once; any other phrasing the model read as a cancel is asked about first
+//! ("Do you want to stop hotel booking?"), and the user's next message settles it (a
+//! yes stops the flow; anything else is read as usual and the flow goes on). A stopped
+//! flow is left without completing
+//! ([`StoppedReason::FlowCancelled`](crate::response::StoppedReason::FlowCancelled)):
+//! the values only it collected are cleared (not those a flow waiting on the dialogue
+//! stack or a completed flow collected), its tentative values, pending directive and
+//! pending approval go with it, and it can be started again. A tool that already ran
+//! is not undone. When the answer also judges one of the step's own `when`
+//! conditions true, the agent's branch decides and the built-in cancel does not run.
+//!
+//! # The dialogue stack
+//!
+//! A flow the model starts while another is under way interrupts it: the active flow
+//! and its step wait on the stack ([`Session::stack`](crate::session::Session::stack)).
+//! When the interrupting flow completes (with no `on_complete` of its own that moves
+//! the conversation) or is cancelled, the waiting flow resumes at its step in the same
+//! turn and asks its question again. A `start_flow` back to a waiting flow resumes it
+//! where it was. Past [`AgentConfig::max_interruptions`](crate::AgentConfig::max_interruptions)
+//! waiting flows (3 by default), a new flow is not started and the reply says to
+//! finish the current one first.
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Desk { city: Option<String>, date: Option<String>, note: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let agent: Agent<Desk, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking").title("Hotel booking")
+//!         .when("the user wants to book a room")
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .step(Step::model("ask_date").prompt("Ask for the date.").collect(["date"]))
+//!         .build().unwrap())
+//!     .flow(Flow::builder("feedback").title("Feedback")
+//!         .when("the user wants to leave feedback")
+//!         .step(Step::model("ask_note").prompt("Ask for the feedback.").collect(["note"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! agent.dispatch("s1", Directive::go_to("booking")).await.unwrap();
+//! provider.respond(Answer::message("When?").with_data(json!({"city": "Rome"})).claiming("ask_date"));
+//! agent.respond("s1", "A room in Rome").await.unwrap();
+//! // Feedback interrupts the booking, which waits at `ask_date`.
+//! provider.respond(Answer::message("Sure.").switching_to("feedback"));
+//! provider.respond(Answer::message("What would you like to tell us?"));
+//! let r = agent.respond("s1", "first, some feedback").await.unwrap();
+//! assert_eq!(r.flow.as_deref(), Some("feedback"));
+//! // "never mind" stops feedback; the booking resumes and asks its question again.
+//! provider.respond(Answer::message("Okay.").command(Command::cancel_flow()));
+//! provider.respond(Answer::message("When would you like to arrive?"));
+//! let r = agent.respond("s1", "never mind").await.unwrap();
+//! assert_eq!(r.message, "Okay, I've stopped feedback.\n\nWhen would you like to arrive?");
+//! assert_eq!((r.flow.as_deref(), r.step.as_deref()), (Some("booking"), Some("ask_date")));
+//! assert_eq!(r.data.city.as_deref(), Some("Rome"));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
 //! # The answer's shape, and the scripted provider
 //!
 //! A model answers in the shape its request's JSON schema asks for. That shape is
@@ -92,6 +162,7 @@
 //! | `handoff` (one yes/no per flow), `switch_flow`, `intent` | [`Command::StartFlow`] for the first flow judged yes |
 //! | `action` with `"answer": "yes"` or `"agreed": true` | [`Command::Agree`] (and the tool call it names) |
 //! | `action` with another answer, or `"agreed": false` | [`Command::Decline`] |
+//! | `cancel: true` (in a flow) | [`Command::CancelFlow`] |
 //! | `commands` | the listed commands, as written |
 //!
 //! So answers scripted for the [`ScriptedProvider`](crate::testing::ScriptedProvider)
@@ -189,6 +260,11 @@ pub enum Command {
     /// something else): no action runs on this answer, and a confirmation step stays
     /// where it is.
     Decline,
+    /// The user wants to stop what the active flow does ("forget it, I don't need a
+    /// room"): the flow is left without completing, the values only it collected are
+    /// cleared, and a flow it interrupted resumes; it can be started again. See
+    /// [Cancelling a flow](self#cancelling-a-flow).
+    CancelFlow,
 }
 
 impl Command {
@@ -225,6 +301,11 @@ impl Command {
         Self::Decline
     }
 
+    /// Stop the active flow.
+    pub fn cancel_flow() -> Self {
+        Self::CancelFlow
+    }
+
     /// The same value command, citing the user's `words` (no effect on other kinds).
     #[must_use]
     pub fn citing(mut self, said: impl Into<String>) -> Self {
@@ -250,6 +331,7 @@ impl Command {
             Self::StartFlow { .. } => "start_flow",
             Self::Agree => "agree",
             Self::Decline => "decline",
+            Self::CancelFlow => "cancel_flow",
         }
     }
 }

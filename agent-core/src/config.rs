@@ -21,6 +21,10 @@ pub struct AgentConfig {
     pub max_auto_steps_per_turn: u32,
     /// Hops to a different flow per turn before stopping with `TransitionCap`.
     pub max_transitions_per_turn: u32,
+    /// Flows that may wait on the dialogue stack ([`crate::session::Session::stack`])
+    /// while others interrupt them. A flow the model starts past this depth is not
+    /// started; the reply says to finish the current one first. Default 3.
+    pub max_interruptions: usize,
     /// Tool rounds per model call.
     pub max_tool_rounds: u32,
     /// Offer a flow's tools as an `action` field of the structured answer instead of
@@ -170,6 +174,7 @@ impl Default for AgentConfig {
         Self {
             max_auto_steps_per_turn: 10,
             max_transitions_per_turn: 10,
+            max_interruptions: 3,
             max_tool_rounds: 5,
             tools_in_answer: false,
             check_agreement: true,

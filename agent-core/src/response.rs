@@ -20,6 +20,12 @@ pub enum StoppedReason {
         /// The flow.
         flow: String,
     },
+    /// The user cancelled a flow this turn ([`crate::command::Command::CancelFlow`]):
+    /// it was left without completing.
+    FlowCancelled {
+        /// The flow.
+        flow: String,
+    },
     /// A verbatim reply (directive `reply`, reply step, signal `reply_with`) was delivered.
     Reply,
     /// A pre-LLM `halt` without a reply stopped the turn.

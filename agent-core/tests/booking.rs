@@ -415,7 +415,12 @@ async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects()
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
 
-    p.respond(Answer::message("One moment.").switching_to("feedback"));
+    // The model read "no booking": the booking flow is left, not interrupted.
+    p.respond(
+        Answer::message("One moment.")
+            .switching_to("feedback")
+            .command(agent_core::command::Command::cancel_flow()),
+    );
     p.respond(Answer::message("Noted.").with_data(json!({"feedback": "great"})));
     // The feedback flow completes with its field: its closing reply.
     p.respond(Answer::message("Thanks for the feedback!"));

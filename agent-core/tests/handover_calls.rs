@@ -84,7 +84,9 @@ async fn values_read_for_the_flow_handed_to_are_stored_there_and_it_speaks_when_
     p.respond(
         Answer::message("How was your stay?")
             .with_data(json!({"feedback": "the stay was great"}))
-            .switching_to("feedback"),
+            .switching_to("feedback")
+            // "no booking": the booking flow is left, not interrupted.
+            .command(agent_core::command::Command::cancel_flow()),
     );
     p.respond(Answer::message("Thanks for the feedback!"));
     let r = a

@@ -76,8 +76,9 @@ async fn refund(
 /// model's answer, judged for each flow that says `when` it applies, before the reply
 /// is written; the flow handed to reads the same message); once it has asked, its
 /// branches send the answer on. It has no `when` itself: only code sends users back
-/// to it (the refund's `go_to`).
-#[flow(title = "Front desk", data = Case, reentrant)]
+/// to it (the refund's `go_to`). Its task is done once it sent the user on, so a flow
+/// started from it does not leave it waiting (`interrupted = end`).
+#[flow(title = "Front desk", data = Case, reentrant, interrupted = end)]
 mod triage {
     /// Code routes what it can read for sure (the fn body is the step's `prepare`
     /// hook, run before its model call): a message in the refund tool's own request

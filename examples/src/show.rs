@@ -28,6 +28,7 @@ pub fn stopped(reason: &StoppedReason) -> String {
     match reason {
         StoppedReason::NeedsInput => "needs input".into(),
         StoppedReason::FlowCompleted { flow } => format!("flow `{flow}` completed"),
+        StoppedReason::FlowCancelled { flow } => format!("flow `{flow}` cancelled"),
         StoppedReason::Reply => "verbatim reply".into(),
         StoppedReason::Halt => "halted".into(),
         StoppedReason::Aborted { reason } => match reason {

@@ -382,6 +382,7 @@ pub fn stopped_kind(r: &StoppedReason) -> String {
     match r {
         StoppedReason::NeedsInput => "needs_input",
         StoppedReason::FlowCompleted { .. } => "flow_completed",
+        StoppedReason::FlowCancelled { .. } => "flow_cancelled",
         StoppedReason::Reply => "reply",
         StoppedReason::Halt => "halt",
         StoppedReason::Aborted { .. } => "aborted",
@@ -395,9 +396,10 @@ pub fn stopped_kind(r: &StoppedReason) -> String {
 }
 
 /// Every stopped kind a suite may name.
-pub const STOPPED_KINDS: [&str; 10] = [
+pub const STOPPED_KINDS: [&str; 11] = [
     "needs_input",
     "flow_completed",
+    "flow_cancelled",
     "reply",
     "halt",
     "aborted",

@@ -14,7 +14,7 @@ use crate::step::{Step, StepKind};
 use crate::tool::Tool;
 
 use super::check::{structural_version, suggest, template_errors};
-use super::{Corrections, Flow, FlowHooks};
+use super::{Corrections, Flow, FlowHooks, Interruption};
 
 /// Builder for [`Flow`].
 pub struct FlowBuilder<D, C> {
@@ -30,6 +30,7 @@ pub struct FlowBuilder<D, C> {
     pub(super) on_complete: Option<Directive>,
     pub(super) field_checks: Vec<crate::data::custom::FieldCheck>,
     pub(super) corrections: Corrections,
+    pub(super) interrupted: Interruption,
     pub(super) hooks: FlowHooks<D, C>,
     pub(super) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(super) instructions: Vec<Instruction<D, C>>,
@@ -121,6 +122,12 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
     /// [`Corrections::Refuse`]).
     pub fn corrections(mut self, c: Corrections) -> Self {
         self.corrections = c;
+        self
+    }
+    /// What this flow does when the model starts another one while it is under way
+    /// (default [`Interruption::Resume`]).
+    pub fn interrupted(mut self, i: Interruption) -> Self {
+        self.interrupted = i;
         self
     }
     /// Custom checks of the data's fields (what `#[flow]` passes from the `#[data]`
@@ -455,6 +462,7 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             on_complete: self.on_complete,
             field_checks: self.field_checks,
             corrections: self.corrections,
+            interrupted: self.interrupted,
             hooks: self.hooks,
             tools: self.tools,
             instructions: self.instructions,

@@ -66,6 +66,7 @@ pub struct Flow<D, C> {
     /// installs in its schema.
     pub(crate) field_checks: Vec<crate::data::custom::FieldCheck>,
     pub(crate) corrections: Corrections,
+    pub(crate) interrupted: Interruption,
     pub(crate) hooks: FlowHooks<D, C>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) instructions: Vec<Instruction<D, C>>,
@@ -113,6 +114,7 @@ impl<D, C> Flow<D, C> {
             on_complete: None,
             field_checks: Vec::new(),
             corrections: Corrections::default(),
+            interrupted: Interruption::default(),
             hooks: FlowHooks::default(),
             tools: Vec::new(),
             instructions: Vec::new(),
@@ -245,6 +247,20 @@ impl<D, C> IntoFlow<D, C> for Result<Flow<D, C>, ConfigErrors> {
     fn into_flow(self) -> Result<Flow<D, C>, ConfigErrors> {
         self
     }
+}
+
+/// What becomes of a flow when the model starts another one while it is under way
+/// (see [`crate::command`], "The dialogue stack").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Interruption {
+    /// It waits on the dialogue stack and resumes at its step, asking its question
+    /// again, when the other flow completes or is cancelled. The default.
+    #[default]
+    Resume,
+    /// It ends (left without completing, its values kept), as a front desk whose
+    /// only task is to send the user on.
+    End,
 }
 
 /// What a correction of a completed flow's field does, within

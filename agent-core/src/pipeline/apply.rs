@@ -93,6 +93,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             Position::Abort(a) => {
                 self.exit_flow().await;
+                self.s.stack.clear();
+                self.s.cancelling = None;
                 self.s.flow = None;
                 self.s.step = None;
                 self.awaiting = false;
@@ -250,6 +252,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if start_over {
             self.start_over(flow_id, &source)?;
         }
+        // A flow waiting on the dialogue stack, entered again by any means, waits no
+        // longer (nor do the flows stacked above it).
+        if let Some(i) = self.s.stack.iter().position(|f| f.flow == flow_id) {
+            self.s.stack.truncate(i);
+        }
         self.pos_gen += 1;
         self.s.flow = Some(flow_id.to_owned());
         self.s.step = Some(match step {
@@ -298,6 +305,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let fid = flow.id.as_ref().to_owned();
         let mut then = flow.on_complete.clone().unwrap_or_default();
+        // The flow's own `on_complete` may move the conversation; otherwise the flow it
+        // interrupted resumes (below).
+        let mut moves = then.position.is_some();
         if let Some(h) = flow.hooks.on_complete.clone() {
             let d = {
                 let cx = self.cx();
@@ -305,6 +315,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 guard::hook(h.call(&cx), what).await?
             };
             then = merge(then, d);
+            moves = then.position.is_some();
         }
         self.exit_flow().await;
         self.completed.push(fid.clone());
@@ -320,7 +331,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if !matches!(self.stopped, Some(StoppedReason::Aborted { .. })) {
             self.stopped = None;
         }
-        let src = DirectiveSource::OnComplete(fid);
+        if self.s.cancelling.as_deref() == Some(fid.as_str()) {
+            self.s.cancelling = None;
+        }
+        let src = DirectiveSource::OnComplete(fid.clone());
         self.record(&src, &then, &[], &[], false);
         match phase {
             Phase::Pre => Box::pin(self.apply(src, then, Phase::Pre)).await?,
@@ -345,6 +359,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     });
                 }
             }
+        }
+        if self.resume_interrupted(&fid, moves).is_none() {
+            self.s.stack.retain(|f| f.by != fid);
         }
         Ok(())
     }

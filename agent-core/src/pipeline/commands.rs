@@ -33,20 +33,41 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The answer's message is not shown but carried to the next rendering as context
     /// (A3 transitions), and the hop counts against the transition cap, which keeps
     /// the message as the reply when reached.
+    ///
+    /// The flow it leaves waits on the dialogue stack and resumes when this one
+    /// ends (`stack.rs`); a flow already waiting there resumes at its step. With the
+    /// stack full, the flow is not started: `Some` reply that says so. An answer
+    /// that also cancels the active flow (`leaves`: "no booking, I want to leave
+    /// feedback") leaves it for good instead.
     pub(super) async fn start_flow(
         &mut self,
         target: String,
         said: String,
-    ) -> Result<(), AgentError> {
+        leaves: bool,
+    ) -> Result<Option<String>, AgentError> {
+        let resume = self.resume_point(&target);
+        if !leaves && !self.interrupt_for(&target) {
+            let active = self.s.flow.clone().unwrap_or_default();
+            return Ok(Some(format!(
+                "Let's finish {} first; then ask me again about {}.",
+                self.flow_title(&active),
+                self.flow_title(&target)
+            )));
+        }
         if !said.is_empty() {
             self.carried = Some(said);
         }
         let c = Command::start_flow(target.clone());
         let src = DirectiveSource::Command(c.to_string());
         self.handled(c);
+        if let Some(step) = resume {
+            self.resume_at(&target, step, src).await?;
+            return Ok(None);
+        }
         let d = Directive::go_to(target);
         self.record(&src, &d, &[], &[], false);
-        self.apply(src, d, Phase::Pre).await
+        self.apply(src, d, Phase::Pre).await?;
+        Ok(None)
     }
 
     /// Record the values a model answer's value commands stored (`stored`, with the

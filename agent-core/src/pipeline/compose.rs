@@ -3,6 +3,7 @@
 //! signals, in the fixed order; the message capped, then persisted under the deadline.
 
 use super::code::CodeExit;
+use super::stack::CancelRead;
 use super::text::{cap_chars, join};
 use super::{Phase, Turn, deadline, guard, slash};
 use crate::data::{AgentContext, AgentData};
@@ -79,11 +80,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
 
+        if !self.turn_over()
+            && let Some(reply) = self.settle_cancel().await?
+        {
+            // Asked whether to stop the flow, the user said yes.
+            if let CancelRead::Reply(m, st) = self.after_cancel(reply) {
+                return Ok((m, st, Vec::new()));
+            }
+        }
         if !self.turn_over() {
             self.settle_tentative().await?;
         }
         self.run_certain_auto_hooks().await?;
         let (mut message, mut stopped, mut deltas) = self.converse().await?;
+        if !self.lead.is_empty() {
+            // What the code said first (a flow stopped), then the rest of the reply.
+            let mut parts = std::mem::take(&mut self.lead);
+            parts.push(message);
+            message = join(&parts);
+            deltas.clear();
+        }
         if self.paused.is_some() {
             return Ok(self.held_outcome(join(&[said, message])));
         }

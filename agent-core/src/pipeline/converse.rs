@@ -11,6 +11,7 @@ use super::consent::asked_before;
 use super::correct::Outcome;
 use super::model::{CallOutcome, Target};
 use super::speculate::Speculation;
+use super::stack::CancelRead;
 use super::walk::Stop;
 use super::{Phase, Turn, guard};
 use crate::command::Command;
@@ -89,6 +90,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // The question the user's message answers, and where it was asked.
         let asked_at = self.awaiting.then(|| self.position_ids());
         let (mut spec, mut alt) = self.speculate().await?;
+        if let Some(not_started) = self.not_started.take() {
+            return Ok((not_started, StoppedReason::NeedsInput, Vec::new()));
+        }
+        // A cancel read by the first call stops the flow before anything is walked.
+        if let Some(sp) = spec.as_mut() {
+            match self.on_cancel(&mut sp.out).await? {
+                None => {}
+                Some(CancelRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
+                Some(CancelRead::Resumed) => {
+                    if let Some(u) = spec.take().and_then(|mut sp| sp.undo.take()) {
+                        self.withdraw_prepare(u);
+                    }
+                    alt = None;
+                }
+            }
+        }
         let mut rounds = 0u32;
         let mut claim_retried = false;
         loop {
@@ -190,15 +207,33 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             {
                                 if rounds <= self.rerender_cap() {
                                     let said = std::mem::take(&mut out.message);
-                                    self.start_flow(target, said).await?;
-                                    // The flow handed to reads the message (data first).
-                                    (spec, alt) = self.speculate().await?;
-                                    continue;
+                                    let leaves = out.take_cancel();
+                                    match self.start_flow(target, said, leaves).await? {
+                                        // The flow handed to reads the message (data
+                                        // first).
+                                        None => {
+                                            (spec, alt) = self.speculate().await?;
+                                            continue;
+                                        }
+                                        Some(not_started) => {
+                                            return Ok((
+                                                not_started,
+                                                StoppedReason::NeedsInput,
+                                                Vec::new(),
+                                            ));
+                                        }
+                                    }
+                                } else {
+                                    tracing::warn!(
+                                        target,
+                                        "switch_flow ignored: the turn re-rendered too often"
+                                    );
                                 }
-                                tracing::warn!(
-                                    target,
-                                    "switch_flow ignored: the turn re-rendered too often"
-                                );
+                            }
+                            match self.on_cancel(&mut out).await? {
+                                None => {}
+                                Some(CancelRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
+                                Some(CancelRead::Resumed) => continue,
                             }
                             out
                         }
@@ -338,6 +373,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 ));
             }
             let bus = std::mem::take(&mut self.post_bus);
+            // Only a flow resumed by what follows (a completion) moves this rendering's
+            // message into `lead`.
+            self.resumed = None;
             let mut merged = Directive::default();
             let mut last_source = None;
             for (src, d) in bus {
@@ -400,7 +438,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let moved = self.s.flow.is_some()
                 && (self.s.flow.as_deref(), self.s.step.as_deref())
                     != (rendered.0.as_deref(), rendered.1.as_deref());
-            if moved && self.stopped.is_none() && !verbatim {
+            let resumed = moved && self.resumed.take().is_some();
+            if moved && self.stopped.is_none() && (!verbatim || resumed) {
                 if rounds > self.rerender_cap() {
                     // Redirected after every rendering: stop instead of calling forever.
                     self.stopped = Some(StoppedReason::TransitionCap {
@@ -409,8 +448,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     return Ok((message, self.stopped.clone().unwrap_or(stopped), deltas));
                 }
                 // Redirected after the message existed: render the new position, with
-                // this message carried as unsent context.
-                if !message.is_empty() {
+                // this message carried as unsent context; a flow resumed after the one
+                // that spoke completed asks its question after that message.
+                if resumed {
+                    self.lead.push(message);
+                } else if !message.is_empty() {
                     self.carried = Some(message);
                 }
                 self.awaiting = false;

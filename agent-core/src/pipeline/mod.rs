@@ -24,6 +24,7 @@ mod screen;
 mod signals;
 mod slash;
 mod speculate;
+mod stack;
 pub(crate) mod stream;
 mod switch;
 mod tentative;
@@ -146,6 +147,16 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) hops: u32,
     /// An intermediate message not shown to the user, passed to the next rendering.
     pub(crate) carried: Option<String>,
+    /// Code-written text the user reads before the rest of this turn's reply (a
+    /// cancel said, then the resumed flow's question).
+    pub(crate) lead: Vec<String>,
+    /// A flow the dialogue stack resumed this turn (`stack.rs`).
+    pub(crate) resumed: Option<String>,
+    /// A flow cancelled this turn.
+    pub(crate) cancelled: Option<String>,
+    /// The reply when a flow the model started was not started (the dialogue stack
+    /// is full).
+    pub(crate) not_started: Option<String>,
     /// The instructions (system prompt and state block) of the last respond call: the
     /// reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -291,6 +302,10 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             deferred: Vec::new(),
             hops: 0,
             carried: None,
+            lead: Vec::new(),
+            resumed: None,
+            cancelled: None,
+            not_started: None,
             prompt: String::new(),
             preview: None,
             aug: Augment {

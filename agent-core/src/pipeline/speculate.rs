@@ -78,6 +78,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         loop {
             match self.speculate_once().await? {
                 Some(done) => return Ok(done),
+                // The flow the answer started was not started: the turn says so.
+                None if self.not_started.is_some() => return Ok((None, None)),
                 None if hops < self.rerender_cap() => hops += 1,
                 None => return Ok((None, None)),
             }
@@ -279,9 +281,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 let said = std::mem::take(&mut sp.out.message);
                 let ahead = ahead.and_then(|d| self.preview_for(&target, d));
-                self.start_flow(target, said).await?;
-                self.preview = ahead;
-                return Ok(None);
+                let leaves = sp.out.take_cancel();
+                match self.start_flow(target, said, leaves).await? {
+                    None => {
+                        self.preview = ahead;
+                        return Ok(None);
+                    }
+                    Some(not_started) => {
+                        self.not_started = Some(not_started);
+                        return Ok(None);
+                    }
+                }
             }
         }
         Ok(Some((spec, alt)))

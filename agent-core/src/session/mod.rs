@@ -91,6 +91,10 @@ struct Header<'a, D, C> {
     acted: &'a BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "is_empty")]
     tentative: &'a Vec<crate::response::TentativeValue>,
+    #[serde(skip_serializing_if = "is_empty")]
+    stack: &'a Vec<Interrupted>,
+    #[serde(skip_serializing_if = "is_none")]
+    cancelling: &'a Option<String>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -116,6 +120,8 @@ impl<'a, D, C> Header<'a, D, C> {
             approval: &s.approval,
             acted: &s.acted,
             tentative: &s.tentative,
+            stack: &s.stack,
+            cancelling: &s.cancelling,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -139,6 +145,31 @@ pub struct ProcessedEvent {
     pub id: String,
     /// The response, as JSON.
     pub response: serde_json::Value,
+}
+
+/// A flow on the dialogue stack ([`Session::stack`]): interrupted at `step` by the
+/// flow `by`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Interrupted {
+    /// The interrupted flow.
+    pub flow: String,
+    /// The step it resumes at (its question is asked again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The flow that interrupted it.
+    pub by: String,
+}
+
+impl Interrupted {
+    /// `flow`, interrupted at `step` by `by`.
+    pub fn new(flow: impl Into<String>, step: Option<String>, by: impl Into<String>) -> Self {
+        Self {
+            flow: flow.into(),
+            step,
+            by: by.into(),
+        }
+    }
 }
 
 /// A flow that completed, and when.
@@ -215,6 +246,15 @@ pub struct Session<D, C> {
     /// ([`crate::response::TentativeValue`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tentative: Vec<crate::response::TentativeValue>,
+    /// The dialogue stack: flows another flow interrupted, the latest last. When the
+    /// interrupting flow completes or is cancelled, the flow on top resumes at its
+    /// step and asks its question again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<Interrupted>,
+    /// The flow the last reply asked the user whether to stop (a cancel the model
+    /// read): stopped on a yes to that question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelling: Option<String>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -246,6 +286,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             approval: None,
             acted: BTreeMap::new(),
             tentative: Vec::new(),
+            stack: Vec::new(),
+            cancelling: None,
             created_ms: now_ms,
             updated_ms: now_ms,
         }

@@ -17,7 +17,7 @@ pub use crate::data::Patch;
 pub use crate::data::custom::FieldCheck;
 pub use crate::directive::{Directive as RtDirective, PreDirective as RtPreDirective};
 pub use crate::error::ConfigErrors;
-pub use crate::flow::{Corrections, Flow};
+pub use crate::flow::{Corrections, Flow, Interruption};
 pub use crate::hook::{Cx, NotifyHook, PostHook, PreHook};
 pub use crate::step::Step as RtStep;
 pub use crate::tool::{Effect, Tool, ToolCx, ToolError, ToolOutput as RtToolOutput};

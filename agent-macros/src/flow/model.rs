@@ -176,6 +176,9 @@ pub struct FlowAttrs {
     pub reentrant: bool,
     /// `corrections = refuse | reopen`: what a correction does after completion.
     pub corrections: Option<syn::Ident>,
+    /// `interrupted = resume | end`: what another flow started while it is under
+    /// way does to it.
+    pub interrupted: Option<syn::Ident>,
     /// `tools(..)`: offered in every step.
     pub tools: Vec<syn::Expr>,
     /// `initial_data = patch`.

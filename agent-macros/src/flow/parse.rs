@@ -29,6 +29,7 @@ const FLOW_KEYS: &[&str] = &[
     "on_complete_hook",
     "reentrant",
     "corrections",
+    "interrupted",
     "tools",
     "initial_data",
 ];
@@ -227,6 +228,7 @@ const VALUE_KEYS: &[&str] = &[
     "on_context_update",
     "on_complete_hook",
     "corrections",
+    "interrupted",
     "initial_data",
     "reply",
     "ask",
@@ -323,6 +325,7 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                 "on_complete_hook" => a.on_complete_hook = Some(hook(value(input)?, fns)),
                 "reentrant" => a.reentrant = true,
                 "corrections" => a.corrections = Some(value(input)?),
+                "interrupted" => a.interrupted = Some(value(input)?),
                 "tools" => a.tools = expr_list(input)?,
                 "initial_data" => a.initial_data = Some(value(input)?),
                 _ => return Err(unknown_key(key, FLOW_KEYS, "flow")),

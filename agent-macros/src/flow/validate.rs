@@ -39,6 +39,19 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             ),
         );
     }
+    if let Some(i) = &def.flow.interrupted
+        && i != "resume"
+        && i != "end"
+    {
+        let known = vec!["resume".to_owned(), "end".to_owned()];
+        errors.push(
+            i.span(),
+            format!(
+                "`interrupted = {i}`: a flow another one interrupts waits and resumes at its step (`resume`, the default) or ends (`end`); {}",
+                crate::diag::suggest(&i.to_string(), &known, "values")
+            ),
+        );
+    }
     let names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
     for (i, s) in def.steps.iter().enumerate() {
         if def.steps[..i]

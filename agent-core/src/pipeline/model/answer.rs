@@ -35,6 +35,9 @@ pub(super) struct RespondOut {
     pub(super) conditions: Option<Judged>,
     #[serde(default)]
     pub(super) action: Option<Value>,
+    /// The user asks to stop the active flow (what the schema asks in a flow).
+    #[serde(default)]
+    pub(super) cancel: Option<bool>,
     /// Commands written out (scripted answers; [`crate::command`] documents how the
     /// other keys read as commands).
     #[serde(default)]

@@ -87,6 +87,13 @@ impl CallOutcome {
         }
     }
 
+    /// Take out a cancel the answer read (`true` when there was one).
+    pub(crate) fn take_cancel(&mut self) -> bool {
+        let before = self.commands.len();
+        self.commands.retain(|c| *c != Command::CancelFlow);
+        self.commands.len() != before
+    }
+
     /// Whether the answer did not agree to the question just asked: it declined, or
     /// its tools were held.
     pub(crate) fn declined(&self) -> bool {

@@ -79,6 +79,9 @@ fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
     *tools = out;
 }
 
+/// What the answer's `cancel` key means (the cancel pattern, `pipeline/stack.rs`).
+const CANCEL_RULE: &str = "Set `cancel` to true only when the user's latest message asks to stop this task altogether; a no, a question or a changed detail is not a cancel.\n";
+
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The user's message, quoted (and cut) for a question about it in the per-turn
     /// state ([`Consent::question`]).
@@ -145,6 +148,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
             sys.push_str(&self.a.switch_sections[f.index]);
+            sys.push_str(CANCEL_RULE);
             // What is known, and what this task still needs: an empty field another
             // part of the agent fills (a booking id a tool writes) is left out, so the
             // model has no slot to make a value up for.

@@ -167,6 +167,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             required.push("data");
         }
+        // Whether the user asks to stop this flow (the cancel pattern, `stack.rs`).
+        props.insert("cancel".into(), json!({ "type": "boolean" }));
+        required.push("cancel");
         if n_conditions > 0 {
             let mut cprops = Map::new();
             for i in 0..n_conditions {

@@ -88,8 +88,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 tool_call = Some(c);
             }
         }
+        if flow.is_some() && out.cancel == Some(true) {
+            commands.push(Command::CancelFlow);
+        }
         for c in out.commands.into_iter().flatten() {
-            if matches!(c, Command::Agree | Command::Decline) && !commands.contains(&c) {
+            if matches!(c, Command::Agree | Command::Decline | Command::CancelFlow)
+                && !commands.contains(&c)
+            {
                 commands.push(c);
             }
         }

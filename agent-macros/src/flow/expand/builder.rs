@@ -53,6 +53,14 @@ pub(super) fn flow_calls(
         };
         builder.push(quote!(.corrections(#rt::Corrections::#v)));
     }
+    if let Some(i) = &f.interrupted {
+        let v = if i == "end" {
+            quote!(End)
+        } else {
+            quote!(Resume)
+        };
+        builder.push(quote!(.interrupted(#rt::Interruption::#v)));
+    }
     if f.reentrant {
         builder.push(quote!(.reentrant()));
     }

@@ -1,0 +1,389 @@
+//! The dialogue stack and the cancel pattern.
+//!
+//! - A flow the model starts while another is under way (a `start_flow` command)
+//!   interrupts it: the active flow and its step go on [`Session::stack`]
+//!   ([`crate::session::Interrupted`]). When the interrupting flow completes, or is
+//!   cancelled, the flow on top resumes at its step, in the same turn, and asks its
+//!   question again. Past [`crate::AgentConfig::max_interruptions`] flows on the
+//!   stack, a new flow is not started and the reply says so.
+//! - A cancel the model read ([`Command::CancelFlow`]) stops the active flow when the
+//!   message plainly asks for it; otherwise the code asks "Do you want to stop ...?"
+//!   and the user's next message settles it ([`Session::cancelling`]). A cancelled
+//!   flow is left without completing: the values only it collected are cleared (not
+//!   those a flow on the stack or a completed flow collected), and nothing of it
+//!   stays (tentative values, a pending directive, a pending approval); it can be
+//!   started again. A tool that already ran is not undone.
+//!
+//! [`Session::stack`]: crate::session::Session::stack
+//! [`Session::cancelling`]: crate::session::Session::cancelling
+
+use serde_json::{Map, Value};
+
+use super::consent::plainly_agrees;
+use super::model::CallOutcome;
+use super::{Phase, Turn};
+use crate::command::Command;
+use crate::data::{AgentContext, AgentData, apply_unchecked};
+use crate::directive::Directive;
+use crate::error::AgentError;
+use crate::response::{DirectiveSource, StoppedReason};
+use crate::session::Interrupted;
+
+/// Words that ask to stop on their own ("cancel", "never mind"), normalised. A
+/// message made only of these and filler stops the flow without a question; any
+/// other phrasing the model reads as a cancel is asked about first.
+const STOP: &[&str] = &[
+    "cancel",
+    "stop",
+    "quit",
+    "abort",
+    "nevermind",
+    "never",
+    "mind",
+    "forget",
+    "it",
+    "that",
+    "please",
+    "the",
+    "this",
+    "booking",
+    "order",
+    "request",
+    "everything",
+    "all",
+];
+
+/// Whether `message` only asks to stop: it names a stop word and nothing but
+/// [`STOP`] words and agreement filler.
+fn plainly_cancels(message: &str) -> bool {
+    let said = crate::data::ground::normalize(message);
+    let mut stops = said.contains(" never mind ");
+    for w in said.split_whitespace() {
+        match w {
+            "cancel" | "stop" | "quit" | "abort" | "nevermind" | "forget" => stops = true,
+            w if STOP.contains(&w) || plainly_agrees(w, &[]) => {}
+            _ => return false,
+        }
+    }
+    stops
+}
+
+/// What a cancel the model read did to the turn.
+pub(super) enum CancelRead {
+    /// The turn's reply (a question whether to stop, or the flow stopped with no
+    /// flow to resume), and why the turn stopped.
+    Reply(String, StoppedReason),
+    /// The flow stopped and the one it interrupted resumed: what was said is in
+    /// `lead`; the walk goes on in the resumed flow.
+    Resumed,
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// A cancel in the answer `out`, handled: `None` when there is none, or when the
+    /// answer also judged one of the step's own conditions true (the agent's branch
+    /// decides the turn, not the built-in pattern).
+    pub(super) async fn on_cancel(
+        &mut self,
+        out: &mut CallOutcome,
+    ) -> Result<Option<CancelRead>, AgentError> {
+        if !out.take_cancel() || self.s.flow.is_none() {
+            return Ok(None);
+        }
+        if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
+            tracing::info!("cancel read, but a condition of the step holds: the branch decides");
+            return Ok(None);
+        }
+        let Some(reply) = self.read_cancel().await? else {
+            return Ok(None);
+        };
+        Ok(Some(self.after_cancel(reply)))
+    }
+
+    /// Whether a model-judged branch of the active step holds for this message
+    /// (judged now if this turn has not judged it yet): the agent's own way of
+    /// handling the message then decides, not the built-in cancel.
+    async fn branch_decides(&mut self) -> Result<bool, AgentError> {
+        let Some(flow) = self.flow() else {
+            return Ok(false);
+        };
+        let idx = self.step_idx(&flow);
+        let step = &flow.steps[idx];
+        // The step's branch table, and steps after it entered on a condition.
+        let mut whens: Vec<String> = step
+            .branch_table()
+            .iter()
+            .flat_map(|b| b.when.iter().cloned())
+            .collect();
+        whens.extend(
+            flow.successors(idx)
+                .iter()
+                .filter_map(|&j| flow.steps[j].when.clone()),
+        );
+        let mut unjudged = self.due_branch_conditions(step, 0);
+        let more: Vec<String> = whens
+            .iter()
+            .filter(|w| !self.judged.contains_key(w.as_str()) && !unjudged.contains(w))
+            .cloned()
+            .collect();
+        unjudged.extend(more);
+        if !unjudged.is_empty() {
+            self.judge(unjudged).await?;
+        }
+        Ok(whens
+            .iter()
+            .any(|w| self.judged.get(w.as_str()) == Some(&true)))
+    }
+
+    /// What the turn does with a cancel's `reply`.
+    pub(super) fn after_cancel(&mut self, reply: String) -> CancelRead {
+        if self.resumed.take().is_some() {
+            self.lead.push(reply);
+            return CancelRead::Resumed;
+        }
+        let stopped = self.stopped.clone().unwrap_or(StoppedReason::NeedsInput);
+        CancelRead::Reply(reply, stopped)
+    }
+
+    /// Before a `start_flow` command moves from the active flow to `target`: put the
+    /// active flow on the stack (a flow already on it is resumed instead, dropping
+    /// what interrupted it). `false` when the stack is full: the flow is not started.
+    pub(super) fn interrupt_for(&mut self, target: &str) -> bool {
+        if let Some(i) = self.s.stack.iter().position(|f| f.flow == target) {
+            self.s.stack.truncate(i);
+            return true;
+        }
+        let Some(active) = self.s.flow.clone() else {
+            return true;
+        };
+        if active == target {
+            return true;
+        }
+        if self
+            .a
+            .flow(&active)
+            .is_some_and(|f| f.interrupted == crate::flow::Interruption::End)
+        {
+            return true;
+        }
+        if self.s.stack.len() >= self.a.config.max_interruptions {
+            tracing::info!(
+                target,
+                depth = self.s.stack.len(),
+                "not started: the dialogue stack is full"
+            );
+            return false;
+        }
+        self.s
+            .stack
+            .push(Interrupted::new(active, self.s.step.clone(), target));
+        true
+    }
+
+    /// The stack frame of the flow `target` interrupted, if it is on the stack: where
+    /// a `start_flow` back to it resumes.
+    pub(super) fn resume_point(&self, target: &str) -> Option<String> {
+        self.s
+            .stack
+            .iter()
+            .find(|f| f.flow == target)
+            .and_then(|f| f.step.clone())
+    }
+
+    /// After `fid` completed or was cancelled with no position of its own to go to:
+    /// the flow it interrupted resumes at its step (its question is asked again, in
+    /// this turn). Frames `fid` left behind are dropped. Returns the resumed flow.
+    pub(super) fn resume_interrupted(&mut self, fid: &str, moves: bool) -> Option<String> {
+        let top = self.s.stack.last()?;
+        if top.by != fid {
+            return None;
+        }
+        let frame = self.s.stack.pop()?;
+        if moves || self.s.flow.is_some() || self.a.flow(&frame.flow).is_none() {
+            return None;
+        }
+        tracing::info!(flow = %frame.flow, step = ?frame.step, "interrupted flow resumes");
+        let d =
+            Directive::go_to_step_in(frame.flow.clone(), frame.step.clone().unwrap_or_default());
+        self.record(
+            &DirectiveSource::Command(format!("resume {}", frame.flow)),
+            &d,
+            &[],
+            &[],
+            false,
+        );
+        self.pos_gen += 1;
+        self.s.flow = Some(frame.flow.clone());
+        self.s.step = frame.step;
+        if self.s.step.is_none()
+            && let Some(f) = self.a.flow(&frame.flow)
+        {
+            self.s.step = Some(f.steps[f.entry()].id.to_string());
+        }
+        self.awaiting = false;
+        self.resumed = Some(frame.flow.clone());
+        Some(frame.flow)
+    }
+
+    /// A cancel the model read: the flow stops now when the message plainly asks
+    /// for it; otherwise the user is asked. Returns the reply (written by code), or
+    /// `None` when an earlier decision of this turn took precedence.
+    pub(super) async fn read_cancel(&mut self) -> Result<Option<String>, AgentError> {
+        let Some(fid) = self.s.flow.clone() else {
+            return Ok(None);
+        };
+        if plainly_cancels(self.msg) {
+            return self.cancel_flow(&fid).await.map(Some);
+        }
+        let title = self.flow_title(&fid);
+        self.s.cancelling = Some(fid);
+        Ok(Some(format!("Do you want to stop {title}?")))
+    }
+
+    /// Settle the question whether to stop a flow, on the user's next message: a yes
+    /// stops it; anything else is read as usual (the flow goes on).
+    pub(super) async fn settle_cancel(&mut self) -> Result<Option<String>, AgentError> {
+        let Some(fid) = self.s.cancelling.take() else {
+            return Ok(None);
+        };
+        if self.s.flow.as_deref() != Some(fid.as_str()) {
+            return Ok(None);
+        }
+        let agreed = plainly_agrees(self.msg, &[])
+            || plainly_cancels(self.msg)
+            || self.agrees_with_last_question().await?;
+        if !agreed {
+            self.handled(Command::Decline);
+            return Ok(None);
+        }
+        self.handled(Command::Agree);
+        self.cancel_flow(&fid).await.map(Some)
+    }
+
+    /// The flow's title as a reply names it.
+    pub(super) fn flow_title(&self, fid: &str) -> String {
+        match self.a.flow(fid) {
+            Some(f) if !f.title.is_empty() => f.title.to_lowercase(),
+            _ => fid.replace('_', " "),
+        }
+    }
+
+    /// Stop the active flow `fid` without completing it: clear what it owns, leave
+    /// nothing of it pending, and resume the flow it interrupted. The reply says so.
+    pub(super) async fn cancel_flow(&mut self, fid: &str) -> Result<String, AgentError> {
+        let c = Command::CancelFlow;
+        let src = DirectiveSource::Command(c.to_string());
+        self.handled(c);
+        let title = self.flow_title(fid);
+        let owned = self.owned_fields(fid);
+        self.leave_flow().await;
+        self.record(&src, &Directive::default(), &[], &[], false);
+        if !owned.is_empty() {
+            let fresh = serde_json::to_value(D::default()).unwrap_or_default();
+            let reset: Map<String, Value> = owned
+                .iter()
+                .map(|f| (f.clone(), fresh.get(f).cloned().unwrap_or(Value::Null)))
+                .collect();
+            tracing::debug!(flow = fid, fields = ?owned, "flow cancelled: its own fields cleared");
+            self.s.data =
+                apply_unchecked(&self.s.data, &reset).map_err(|e| AgentError::data(&src, e))?;
+            self.refresh_present();
+        }
+        self.s.tentative.retain(|t| t.flow != fid);
+        self.s.pending = None;
+        self.next_pending = None;
+        if self
+            .s
+            .approval
+            .as_ref()
+            .is_some_and(|a| a.at.as_ref().is_some_and(|at| at.flow == fid))
+        {
+            self.s.approval = None;
+        }
+        self.pos_gen += 1;
+        self.s.flow = None;
+        self.s.step = None;
+        self.awaiting = false;
+        self.cancelled = Some(fid.to_owned());
+        self.stopped = Some(StoppedReason::FlowCancelled {
+            flow: fid.to_owned(),
+        });
+        let mut reply = format!("Okay, I've stopped {title}.");
+        match self.resume_interrupted(fid, false) {
+            Some(_) => {
+                self.stopped = None;
+            }
+            None => {
+                // Frames it left behind go with it.
+                self.s.stack.retain(|f| f.by != fid);
+                reply.push_str(" Is there anything else I can help with?");
+            }
+        }
+        Ok(reply)
+    }
+
+    /// The fields `fid` owns: those it collects that no flow on the stack and no
+    /// completed flow collects.
+    fn owned_fields(&self, fid: &str) -> Vec<String> {
+        let Some(flow) = self.a.flow(fid) else {
+            return Vec::new();
+        };
+        let others: Vec<&str> = self
+            .s
+            .stack
+            .iter()
+            .map(|f| f.flow.as_str())
+            .chain(self.s.completed_flows.iter().map(String::as_str))
+            .filter(|f| *f != fid)
+            .collect();
+        flow.collectable
+            .iter()
+            .filter(|field| {
+                !others.iter().any(|o| {
+                    self.a
+                        .flow(o)
+                        .is_some_and(|of| of.collectable.iter().any(|c| c == *field))
+                })
+            })
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Apply a start of `target` resuming it where it was interrupted.
+    pub(super) async fn resume_at(
+        &mut self,
+        target: &str,
+        step: String,
+        src: DirectiveSource,
+    ) -> Result<(), AgentError> {
+        let d = Directive::go_to_step_in(target, step);
+        self.record(&src, &d, &[], &[], false);
+        self.apply(src, d, Phase::Pre).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plainly_cancels;
+
+    #[test]
+    fn a_plain_stop_is_read_by_code_and_anything_else_is_not() {
+        for m in [
+            "cancel",
+            "Cancel please",
+            "stop",
+            "never mind",
+            "forget it",
+            "cancel the booking",
+        ] {
+            assert!(plainly_cancels(m), "{m}");
+        }
+        for m in [
+            "I don't need the room anymore",
+            "no",
+            "stop at 5pm",
+            "cancel my other order at 5",
+        ] {
+            assert!(!plainly_cancels(m), "{m}");
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The dialogue stack and the cancel pattern: a flow the model starts while another
+//! is under way interrupts it, and the interrupted flow resumes at its step when the
+//! other ends; a cancel stops the active flow, clears what only it collected, and
+//! lets it start again.
+
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
+mod common;
+
+use agent_core::command::Command;
+use agent_core::prelude::*;
+use agent_core::provider::CallKind;
+use agent_core::session::Interrupted;
+use agent_core::testing::{Answer, ScriptedProvider};
+use common::*;
+use serde_json::json;
+
+/// The booking flow waiting at `ask_date` (Lisbon stored), the feedback flow beside it.
+async fn at_ask_date(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let a = agent(p, vec![booking_flow(false), feedback_flow()]);
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
+    let r = a.respond("s", "A hotel in Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    a
+}
+
+#[tokio::test]
+async fn an_interrupting_flow_ends_and_the_interrupted_one_asks_its_question_again() {
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    // The model hands over to feedback: booking waits on the stack at ask_date.
+    p.respond(Answer::message("Sure.").switching_to("feedback"));
+    p.respond(Answer::message("How did your last stay go?"));
+    let r = a
+        .respond("s", "before that, I want to leave feedback")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(
+        s.stack,
+        vec![Interrupted::new(
+            "booking",
+            Some("ask_date".into()),
+            "feedback"
+        )]
+    );
+    // Feedback completes: booking resumes at ask_date in the same turn, and asks.
+    p.respond(Answer::message("Thanks for the feedback!").with_data(json!({"feedback": "great"})));
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "It was great").await.unwrap();
+    assert_eq!(r.data.feedback.as_deref(), Some("great"));
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(
+        r.data.city.as_deref(),
+        Some("Lisbon"),
+        "kept while it waited"
+    );
+    assert!(
+        r.message.ends_with("When do you check in?"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.stack.is_empty());
+    assert!(s.completed_flows.contains(&"feedback".to_owned()));
+}
+
+#[tokio::test]
+async fn a_plain_cancel_stops_the_flow_clears_its_values_and_it_can_start_again() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.respond("s", "A hotel in Lisbon").await.unwrap();
+    p.respond(Answer::message("Sure.").command(Command::cancel_flow()));
+    let r = a.respond("s", "cancel").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "booking".into()
+        }
+    );
+    assert_eq!(r.flow, None);
+    assert_eq!(r.data.city, None, "what only the flow collected is cleared");
+    assert_eq!(
+        r.message,
+        "Okay, I've stopped hotel booking. Is there anything else I can help with?"
+    );
+    assert!(r.commands.contains(&Command::cancel_flow()));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.completed_flows.is_empty(), "cancelled is not completed");
+
+    // Asked again, the flow starts over.
+    p.respond(Answer::message("Which city?"));
+    let r = a.respond("s", "I need a hotel after all").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+}
+
+#[tokio::test]
+async fn a_cancel_in_other_words_is_asked_about_and_stops_on_a_yes() {
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.respond(Answer::message("Alright.").command(Command::cancel_flow()));
+    let r = a
+        .respond("s", "I don't think I need a room anymore")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Do you want to stop hotel booking?");
+    assert_eq!(r.flow.as_deref(), Some("booking"), "not stopped yet");
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+
+    let r = a.respond("s", "yes").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "booking".into()
+        }
+    );
+    assert_eq!(r.flow, None);
+    assert_eq!(r.data.city, None);
+    assert_eq!(r.model_calls, 0, "a plain yes is read by code");
+}
+
+#[tokio::test]
+async fn asked_whether_to_stop_a_no_keeps_the_flow_and_the_message_is_read_as_usual() {
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.respond(Answer::message("Alright.").command(Command::cancel_flow()));
+    a.respond("s", "hmm not sure about this").await.unwrap();
+    p.agreement(false);
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({"check_in": "2026-07-01"}))
+            .claiming("ask_guests"),
+    );
+    let r = a.respond("s", "no, July 1st 2026 please").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert!(r.commands.contains(&Command::decline()));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.cancelling, None);
+}
+
+#[tokio::test]
+async fn cancelling_an_interrupting_flow_resumes_the_interrupted_one() {
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.respond(Answer::message("Sure.").switching_to("feedback"));
+    p.respond(Answer::message("How did your last stay go?"));
+    a.respond("s", "I want to leave feedback").await.unwrap();
+    p.respond(Answer::message("Okay.").command(Command::cancel_flow()));
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "never mind").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(
+        r.message,
+        "Okay, I've stopped feedback.\n\nWhen do you check in?"
+    );
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+}
+
+#[tokio::test]
+async fn the_agents_own_branch_decides_over_the_built_in_cancel() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm the booking.")
+                .branch(Branch::to_step("goodbye").when("the user wants to cancel")),
+        )
+        .step(Step::reply("goodbye", "Cancelled by our own step. Bye!").end())
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow]);
+    a.dispatch(
+        "s",
+        Directive::go_to_step_in("booking", "confirm")
+            .data(json!({"city": "Rome"}).as_object().cloned().unwrap()),
+    )
+    .await
+    .unwrap();
+    p.respond(Answer::message("A room in Rome: shall I book it?"));
+    a.respond("s", "hello?").await.unwrap();
+    // The answer reads a cancel; the step's own condition, judged before the
+    // built-in cancel acts, holds too.
+    p.respond(
+        Answer::message("Okay.")
+            .judging("the user wants to cancel", true)
+            .command(Command::cancel_flow()),
+    );
+    p.default_answer(
+        CallKind::Classify,
+        Answer::verdicts([("the user wants to cancel", true)]),
+    );
+    let r = a.respond("s", "cancel").await.unwrap();
+    assert_eq!(r.message, "Cancelled by our own step. Bye!");
+    assert!(!r.commands.contains(&Command::cancel_flow()));
+}
+
+#[tokio::test]
+async fn past_the_stack_bound_a_flow_is_not_started_and_the_reply_says_so() {
+    let p = ScriptedProvider::new();
+    let a = agent_with(
+        &p,
+        vec![booking_flow(false), feedback_flow()],
+        AgentConfig {
+            max_interruptions: 0,
+            ..AgentConfig::default()
+        },
+    );
+    p.respond(Answer::message("Which city?"));
+    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
+    a.respond("s", "a hotel").await.unwrap();
+    p.respond(Answer::message("Sure.").switching_to("feedback"));
+    let r = a.respond("s", "I want to leave feedback").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.model_calls, 1);
+    assert_eq!(
+        r.message,
+        "Let's finish hotel booking first; then ask me again about feedback."
+    );
+}
+
+#[tokio::test]
+async fn the_answer_schema_asks_whether_the_user_cancels() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "hi").await.unwrap();
+    let req = p.last_request().unwrap();
+    let schema = &req.output.as_ref().unwrap().schema;
+    assert_eq!(schema["properties"]["cancel"], json!({"type": "boolean"}));
+    let sys = req.system.to_string();
+    assert!(sys.contains("Set `cancel` to true only when"), "{sys}");
+}
