@@ -98,6 +98,14 @@ async fn a_plain_cancel_stops_the_flow_clears_its_values_and_it_can_start_again(
         "Okay, I've stopped hotel booking. Is there anything else I can help with?"
     );
     assert!(r.commands.contains(&Command::cancel_flow()));
+    assert!(
+        r.directive_chain
+            .iter()
+            .any(|e| e.source
+                == agent_core::directive::DirectiveSource::Command("cancel_flow".into())),
+        "{:?}",
+        r.directive_chain
+    );
     let s = a.session("s").await.unwrap().unwrap();
     assert!(s.completed_flows.is_empty(), "cancelled is not completed");
 

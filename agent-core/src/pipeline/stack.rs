@@ -276,13 +276,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let title = self.flow_title(fid);
         let owned = self.owned_fields(fid);
         self.leave_flow().await;
-        self.record(&src, &Directive::default(), &[], &[], false);
+        let fresh = serde_json::to_value(D::default()).unwrap_or_default();
+        let reset: Map<String, Value> = owned
+            .iter()
+            .map(|f| (f.clone(), fresh.get(f).cloned().unwrap_or(Value::Null)))
+            .collect();
+        // In the chain: the command, with the values it clears.
+        let cleared = Directive {
+            data: (!reset.is_empty()).then(|| reset.clone()),
+            ..Directive::default()
+        };
+        self.record(&src, &cleared, &[], &[], false);
         if !owned.is_empty() {
-            let fresh = serde_json::to_value(D::default()).unwrap_or_default();
-            let reset: Map<String, Value> = owned
-                .iter()
-                .map(|f| (f.clone(), fresh.get(f).cloned().unwrap_or(Value::Null)))
-                .collect();
             tracing::debug!(flow = fid, fields = ?owned, "flow cancelled: its own fields cleared");
             self.s.data =
                 apply_unchecked(&self.s.data, &reset).map_err(|e| AgentError::data(&src, e))?;
