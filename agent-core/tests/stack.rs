@@ -262,3 +262,47 @@ async fn the_answer_schema_asks_whether_the_user_cancels() {
     let sys = req.system.to_string();
     assert!(sys.contains("Set `cancel` to true only when"), "{sys}");
 }
+
+#[tokio::test]
+async fn a_flow_that_ends_on_a_reply_step_hands_back_to_the_interrupted_one() {
+    let p = ScriptedProvider::new();
+    let support = Flow::builder("support")
+        .title("Support")
+        .when("the user wants to leave feedback")
+        .step(
+            Step::model("ask_feedback")
+                .prompt("Ask for the feedback.")
+                .collect(["feedback"]),
+        )
+        .step(
+            Step::reply("logged", "Thanks, noted: {feedback}.")
+                .requires(["feedback"])
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![booking_flow(false), support]);
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
+    a.respond("s", "A hotel in Lisbon").await.unwrap();
+    p.respond(Answer::message("Sure.").switching_to("support"));
+    p.respond(Answer::message("What would you like to tell us?"));
+    a.respond("s", "first some feedback").await.unwrap();
+    // The answer lands on a reply step: the model only reads the message.
+    p.extract(Answer::data(json!({"feedback": "great stay"})));
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "great stay").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_date")),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.message,
+        "Thanks, noted: great stay.\n\nWhen do you check in?"
+    );
+}
