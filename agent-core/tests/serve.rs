@@ -64,7 +64,9 @@ async fn any_agent_is_served_behind_authentication_and_only_the_operator_decides
             }
         },
     )
-    .needs_approval();
+    .needs_approval()
+    // The model converts the euros the user names into cents.
+    .derived_args(["cents"]);
     let agent: Agent<Order, ()> = Agent::builder()
         .name("shop")
         .provider(p.clone())
