@@ -152,8 +152,6 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) lead: Vec<String>,
     /// A flow the dialogue stack resumed this turn (`stack.rs`).
     pub(crate) resumed: Option<String>,
-    /// A flow cancelled this turn.
-    pub(crate) cancelled: Option<String>,
     /// The reply when a flow the model started was not started (the dialogue stack
     /// is full).
     pub(crate) not_started: Option<String>,
@@ -304,7 +302,6 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             carried: None,
             lead: Vec::new(),
             resumed: None,
-            cancelled: None,
             not_started: None,
             prompt: String::new(),
             preview: None,

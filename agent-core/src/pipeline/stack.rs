@@ -308,7 +308,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.s.flow = None;
         self.s.step = None;
         self.awaiting = false;
-        self.cancelled = Some(fid.to_owned());
         self.stopped = Some(StoppedReason::FlowCancelled {
             flow: fid.to_owned(),
         });
