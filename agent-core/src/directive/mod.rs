@@ -189,7 +189,9 @@ impl Directive {
         Self::at(Position::Complete(Complete::default()))
     }
 
-    /// Complete the current flow, then apply `next`.
+    /// Complete the current flow, then apply `next`; a position in `next` takes
+    /// effect in the same turn (the flow it names asks its question after the
+    /// completing message).
     pub fn complete_then(next: Directive) -> Self {
         Self::at(Position::Complete(Complete {
             next: Some(Box::new(next)),

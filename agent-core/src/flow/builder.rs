@@ -79,6 +79,9 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         self
     }
     /// Directive applied when the flow completes (typically `Directive::go_to(..)`).
+    /// A flow it moves to speaks in the same turn: its first question follows the
+    /// completing flow's message (from the step's `ask` template when it has one,
+    /// otherwise one more model call), and the user's next message answers it.
     pub fn on_complete(mut self, d: Directive) -> Self {
         self.on_complete = Some(d);
         self

@@ -85,9 +85,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Position::Complete(c) => {
                 self.complete_flow(phase, &source).await?;
                 if let Some(next) = c.next {
-                    match phase {
-                        Phase::Pre => Box::pin(self.apply(source, *next, Phase::Pre)).await?,
-                        Phase::Post => self.arm_pending(*next),
+                    let moves = next.position.is_some();
+                    Box::pin(self.apply(source, *next, phase)).await?;
+                    if phase == Phase::Post && moves && self.s.flow.is_some() {
+                        self.resumed = self.s.flow.clone();
                     }
                 }
             }
@@ -338,25 +339,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.record(&src, &then, &[], &[], false);
         match phase {
             Phase::Pre => Box::pin(self.apply(src, then, Phase::Pre)).await?,
+            // After the model answered: the flow it hands back to takes over in this
+            // turn, and asks its question after the completing flow's message.
             Phase::Post => {
-                let Directive {
-                    position,
-                    reply,
-                    data,
-                    context,
-                } = then;
-                let state = Directive {
-                    position: None,
-                    reply,
-                    data,
-                    context,
-                };
-                Box::pin(self.apply(src, state, Phase::Post)).await?;
-                if let Some(p) = position {
-                    self.arm_pending(Directive {
-                        position: Some(p),
-                        ..Directive::default()
-                    });
+                Box::pin(self.apply(src, then, Phase::Post)).await?;
+                if moves && self.s.flow.is_some() {
+                    self.resumed = self.s.flow.clone();
                 }
             }
         }

@@ -358,7 +358,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 return Ok((message, stopped, deltas));
             }
             // Post-LLM bus: tool results and dispatches (already queued), finalize,
-            // then completion of a closing flow (its on_complete chains to next turn).
+            // then completion of a closing flow (the flow its on_complete names speaks next, in this turn).
             if let Some((flow, j)) = &finalize_step
                 && let Some(h) = flow.steps[*j].finalize.clone()
             {
