@@ -265,6 +265,13 @@ pub enum Command {
     /// cleared, and a flow it interrupted resumes; it can be started again. See
     /// [Cancelling a flow](self#cancelling-a-flow).
     CancelFlow,
+    /// The user asks for a person ("can I talk to someone?"): the human handoff
+    /// pattern ([`crate::agent::HumanHandoff`]). See
+    /// [Handing over to a person](self#handing-over-to-a-person).
+    AskForHuman,
+    /// The user asks to hear the last message again ("sorry, what was the
+    /// question?"): the reply is the agent's last message, written by code.
+    Repeat,
 }
 
 impl Command {
@@ -306,6 +313,16 @@ impl Command {
         Self::CancelFlow
     }
 
+    /// Ask for a person.
+    pub fn ask_for_human() -> Self {
+        Self::AskForHuman
+    }
+
+    /// Ask for the last message again.
+    pub fn repeat() -> Self {
+        Self::Repeat
+    }
+
     /// The same value command, citing the user's `words` (no effect on other kinds).
     #[must_use]
     pub fn citing(mut self, said: impl Into<String>) -> Self {
@@ -332,6 +349,8 @@ impl Command {
             Self::Agree => "agree",
             Self::Decline => "decline",
             Self::CancelFlow => "cancel_flow",
+            Self::AskForHuman => "ask_for_human",
+            Self::Repeat => "repeat",
         }
     }
 }

@@ -26,6 +26,11 @@ pub enum StoppedReason {
         /// The flow.
         flow: String,
     },
+    /// The session is handed over to a person (the user asked for one,
+    /// [`crate::command::Command::AskForHuman`]): this turn and every later one until
+    /// the host ends the handoff ([`crate::Agent::end_human_handoff`]) answer with the
+    /// agent's handoff reply and make no model call.
+    HumanHandoff,
     /// A verbatim reply (directive `reply`, reply step, signal `reply_with`) was delivered.
     Reply,
     /// A pre-LLM `halt` without a reply stopped the turn.

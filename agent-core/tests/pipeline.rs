@@ -990,9 +990,7 @@ async fn complete_then_from_a_tool_hands_over_in_the_same_turn() {
     assert_eq!(r.step.as_deref(), Some("ask_feedback"));
     assert_eq!(r.message, "Booked.\n\nHow was it?");
     assert!(
-        r.transitions
-            .iter()
-            .any(|t| t.to == "feedback"),
+        r.transitions.iter().any(|t| t.to == "feedback"),
         "{:?}",
         r.transitions
     );

@@ -258,9 +258,27 @@ async fn the_answer_schema_asks_whether_the_user_cancels() {
     a.respond("s", "hi").await.unwrap();
     let req = p.last_request().unwrap();
     let schema = &req.output.as_ref().unwrap().schema;
-    assert_eq!(schema["properties"]["cancel"], json!({"type": "boolean"}));
+    assert_eq!(
+        schema["properties"]["command"],
+        json!({"enum": ["none", "cancel", "human", "repeat"]})
+    );
     let sys = req.system.to_string();
-    assert!(sys.contains("Set `cancel` to true only when"), "{sys}");
+    assert!(
+        sys.contains("\"cancel\" only when it asks to stop this task altogether"),
+        "{sys}"
+    );
+
+    // The answer's key reads as the cancel command.
+    p.respond(Answer::raw(
+        json!({"command": "cancel", "data": {}, "message": "Okay."}).to_string(),
+    ));
+    let r = a.respond("s", "cancel").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "booking".into()
+        }
+    );
 }
 
 #[tokio::test]

@@ -29,6 +29,7 @@ pub fn stopped(reason: &StoppedReason) -> String {
         StoppedReason::NeedsInput => "needs input".into(),
         StoppedReason::FlowCompleted { flow } => format!("flow `{flow}` completed"),
         StoppedReason::FlowCancelled { flow } => format!("flow `{flow}` cancelled"),
+        StoppedReason::HumanHandoff => "handed over to a person".into(),
         StoppedReason::Reply => "verbatim reply".into(),
         StoppedReason::Halt => "halted".into(),
         StoppedReason::Aborted { reason } => match reason {

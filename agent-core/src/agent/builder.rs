@@ -51,6 +51,7 @@ pub struct AgentBuilder<D, C> {
     constraints: Vec<(String, serde_json::Value)>,
     checks: Vec<crate::data::custom::FieldCheck>,
     claims: Vec<(String, Vec<String>)>,
+    human_handoff: super::HumanHandoff,
 }
 
 impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
@@ -81,6 +82,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             constraints: Vec::new(),
             checks: Vec::new(),
             claims: Vec::new(),
+            human_handoff: super::HumanHandoff::default(),
         }
     }
     /// The agent's name (used in the prompt).
@@ -285,6 +287,13 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             pattern.into(),
             requires.into_iter().map(Into::into).collect(),
         ));
+        self
+    }
+
+    /// What the agent does when the user asks for a person (by default the session
+    /// is handed over and waits for the host: [`super::HumanHandoff::hand_over`]).
+    pub fn human_handoff(mut self, h: super::HumanHandoff) -> Self {
+        self.human_handoff = h;
         self
     }
 
@@ -569,6 +578,14 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 )),
             }
         }
+        if let super::HumanHandoff::Flow(id) = &self.human_handoff
+            && !flow_ids.contains(id)
+        {
+            errs.push(agent_err(
+                format!("the human handoff flow `{id}` is not a registered flow"),
+                suggest(id, &flow_ids, "flows"),
+            ));
+        }
         if !errs.is_empty() {
             return Err(ConfigErrors(errs));
         }
@@ -600,6 +617,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 clock,
                 schema,
                 claim_guards,
+                human_handoff: self.human_handoff,
                 fresh_present,
                 route_descs,
                 code_route_descs,

@@ -20,6 +20,7 @@ use crate::session::Session;
 
 mod builder;
 mod checks;
+mod handoff;
 mod turn;
 
 use turn::release;
@@ -27,6 +28,7 @@ use turn::release;
 pub use crate::config::{AgentConfig, ConflictPolicy, DEFAULT_REPLY_STYLE, TokenLimits};
 pub use crate::pipeline::{FlowVersionChange, Migration};
 pub use builder::AgentBuilder;
+pub use handoff::HumanHandoff;
 
 /// Options of one turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -354,17 +356,36 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         directive: Directive,
         held: Option<&crate::store::HeldLease>,
     ) -> Result<(), AgentError> {
-        let mut attempt = 0;
-        loop {
-            let mut session = self.load_or_new(session_id).await?;
+        self.update_held(session_id, held, |session| {
             self.inner
                 .check_targets(&directive, session.flow.as_deref())
                 .map_err(|e| AgentError::directive("dispatch", e))?;
-            let expected = session.version;
             session.pending = Some(match session.pending.take() {
                 Some(p) => crate::directive::merge(p, directive.clone()),
                 None => directive.clone(),
             });
+            Ok(true)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Change session `session_id` outside any turn with `change` (which says
+    /// whether it changed anything) and save it, re-running on fresh state after a
+    /// save conflict as the conflict policy says. Returns what `change` said.
+    async fn update_held(
+        &self,
+        session_id: &str,
+        held: Option<&crate::store::HeldLease>,
+        change: impl Fn(&mut Session<D, C>) -> Result<bool, AgentError>,
+    ) -> Result<bool, AgentError> {
+        let mut attempt = 0;
+        loop {
+            let mut session = self.load_or_new(session_id).await?;
+            let expected = session.version;
+            if !change(&mut session)? {
+                return Ok(false);
+            }
             session.version += 1;
             session.updated_ms = self.inner.clock.now_ms();
             let lease = held.map(crate::store::HeldLease::lease);
@@ -376,9 +397,36 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     let backoff = self.inner.config.conflict_backoff;
                     backoff.pause(session_id, attempt).await;
                 }
-                other => return Ok(other?),
+                other => {
+                    other?;
+                    return Ok(true);
+                }
             }
         }
+    }
+
+    /// End a human handoff ([`crate::agent::HumanHandoff`]): the session's next
+    /// message is the agent's again, read at the step the conversation was handed
+    /// over from. `false` when the session was not handed over (nothing changes).
+    /// An id that breaks the session-id rule ([`crate::store::check_session_id`]) is
+    /// [`AgentError::InvalidSessionId`].
+    pub async fn end_human_handoff(&self, session_id: &str) -> Result<bool, AgentError> {
+        crate::store::check_session_id(session_id)?;
+        let held = self
+            .hold_session(session_id, Deadline::start(self.inner.config.turn_timeout))
+            .await?;
+        let out = self
+            .update_held(session_id, held.lease.as_deref(), |session| {
+                Ok(session.handed_off.take().is_some())
+            })
+            .await;
+        if let Some(h) = &held.lease {
+            release(h).await;
+        }
+        if matches!(out, Ok(true)) {
+            self.inner.forget(session_id);
+        }
+        out
     }
 
     /// [`Agent::dispatch`] for a directive that arrived as JSON (the spec's flat shape).

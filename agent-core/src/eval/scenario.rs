@@ -383,6 +383,7 @@ pub fn stopped_kind(r: &StoppedReason) -> String {
         StoppedReason::NeedsInput => "needs_input",
         StoppedReason::FlowCompleted { .. } => "flow_completed",
         StoppedReason::FlowCancelled { .. } => "flow_cancelled",
+        StoppedReason::HumanHandoff => "human_handoff",
         StoppedReason::Reply => "reply",
         StoppedReason::Halt => "halt",
         StoppedReason::Aborted { .. } => "aborted",
@@ -396,8 +397,9 @@ pub fn stopped_kind(r: &StoppedReason) -> String {
 }
 
 /// Every stopped kind a suite may name.
-pub const STOPPED_KINDS: [&str; 11] = [
+pub const STOPPED_KINDS: [&str; 12] = [
     "needs_input",
+    "human_handoff",
     "flow_completed",
     "flow_cancelled",
     "reply",

@@ -3,7 +3,7 @@
 //! signals, in the fixed order; the message capped, then persisted under the deadline.
 
 use super::code::CodeExit;
-use super::stack::CancelRead;
+use super::patterns::PatternRead;
 use super::text::{cap_chars, join};
 use super::{Phase, Turn, deadline, guard, slash};
 use crate::data::{AgentContext, AgentData};
@@ -30,6 +30,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return self.resume(p).await;
         }
         self.s.history.push(Message::user(self.msg));
+        if let Some(waiting) = self.while_handed_off() {
+            // A person has the conversation: no model call until the host ends it.
+            return Ok((waiting, StoppedReason::HumanHandoff, Vec::new()));
+        }
 
         if self.s.turns == 0
             && let Some(h) = self.a.on_enter.clone()
@@ -84,9 +88,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             && let Some(reply) = self.settle_cancel().await?
         {
             // Asked whether to stop the flow, the user said yes.
-            if let CancelRead::Reply(m, st) = self.after_cancel(reply) {
+            if let PatternRead::Reply(m, st) = self.after_cancel(reply) {
                 return Ok((m, st, Vec::new()));
             }
+        }
+        if !self.turn_over()
+            && let Some(reply) = self.settle_handoff().await?
+        {
+            // Asked whether they want a person, the user said yes.
+            return Ok((reply, StoppedReason::HumanHandoff, Vec::new()));
         }
         if !self.turn_over() {
             self.settle_tentative().await?;

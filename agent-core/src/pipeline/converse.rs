@@ -10,8 +10,8 @@ use std::sync::Arc;
 use super::consent::asked_before;
 use super::correct::Outcome;
 use super::model::{CallOutcome, Target};
+use super::patterns::PatternRead;
 use super::speculate::Speculation;
-use super::stack::CancelRead;
 use super::walk::Stop;
 use super::{Phase, Turn, guard};
 use crate::command::Command;
@@ -95,10 +95,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // A cancel read by the first call stops the flow before anything is walked.
         if let Some(sp) = spec.as_mut() {
-            match self.on_cancel(&mut sp.out).await? {
+            match self.on_patterns(&mut sp.out).await? {
                 None => {}
-                Some(CancelRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
-                Some(CancelRead::Resumed) => {
+                Some(PatternRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
+                Some(PatternRead::Moved) => {
                     if let Some(u) = spec.take().and_then(|mut sp| sp.undo.take()) {
                         self.withdraw_prepare(u);
                     }
@@ -230,10 +230,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                     );
                                 }
                             }
-                            match self.on_cancel(&mut out).await? {
+                            match self.on_patterns(&mut out).await? {
                                 None => {}
-                                Some(CancelRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
-                                Some(CancelRead::Resumed) => continue,
+                                Some(PatternRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
+                                Some(PatternRead::Moved) => continue,
                             }
                             out
                         }
@@ -298,6 +298,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     } else {
                         let correcting = self.correctable();
                         let mut out = self.render_call(Target::Classic, false, None).await?;
+                        match self.on_patterns(&mut out).await? {
+                            None => {}
+                            Some(PatternRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
+                            Some(PatternRead::Moved) => continue,
+                        }
                         if let (Some(cf), Some(data)) = (correcting, out.take_values()) {
                             match self.correct_completed(&cf, data).await? {
                                 Outcome::None => {}

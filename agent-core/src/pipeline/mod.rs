@@ -15,6 +15,7 @@ mod correct;
 pub(crate) mod deadline;
 mod judged;
 mod model;
+mod patterns;
 mod persist;
 mod predict;
 mod reentry;

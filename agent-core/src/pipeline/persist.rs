@@ -79,7 +79,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // A summary call may still run here, before the save: it stays within the
         // deadline; the save itself is never cut.
         let deadline = self.deadline;
-        deadline::within(deadline, self.compact_history()).await?;
+        // (Not while a person has the conversation: no model call then.)
+        if self.s.handed_off.is_none() {
+            deadline::within(deadline, self.compact_history()).await?;
+        }
         self.s.pending = self.next_pending.take();
         self.s.turns += 1;
         let version = self

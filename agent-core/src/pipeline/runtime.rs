@@ -81,6 +81,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) schema: Arc<DataSchema>,
     /// What a model-written reply may claim only with the state behind it.
     pub(crate) claim_guards: Vec<crate::claim::ClaimGuard>,
+    /// What the agent does when the user asks for a person.
+    pub(crate) human_handoff: crate::agent::HumanHandoff,
     /// How the classifier sees each flow and each code flow (built once).
     pub(crate) route_descs: Vec<String>,
     pub(crate) code_route_descs: Vec<String>,

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::consent::plainly_agrees;
 use super::model::CallOutcome;
+use super::patterns::PatternRead;
 use super::{Phase, Turn};
 use crate::command::Command;
 use crate::data::{AgentContext, AgentData, apply_unchecked};
@@ -68,16 +69,6 @@ fn plainly_cancels(message: &str) -> bool {
     stops
 }
 
-/// What a cancel the model read did to the turn.
-pub(super) enum CancelRead {
-    /// The turn's reply (a question whether to stop, or the flow stopped with no
-    /// flow to resume), and why the turn stopped.
-    Reply(String, StoppedReason),
-    /// The flow stopped and the one it interrupted resumed: what was said is in
-    /// `lead`; the walk goes on in the resumed flow.
-    Resumed,
-}
-
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// A cancel in the answer `out`, handled: `None` when there is none, or when the
     /// answer also judged one of the step's own conditions true (the agent's branch
@@ -85,7 +76,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     pub(super) async fn on_cancel(
         &mut self,
         out: &mut CallOutcome,
-    ) -> Result<Option<CancelRead>, AgentError> {
+    ) -> Result<Option<PatternRead>, AgentError> {
         if !out.take_cancel() || self.s.flow.is_none() {
             return Ok(None);
         }
@@ -102,7 +93,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Whether a model-judged branch of the active step holds for this message
     /// (judged now if this turn has not judged it yet): the agent's own way of
     /// handling the message then decides, not the built-in cancel.
-    async fn branch_decides(&mut self) -> Result<bool, AgentError> {
+    pub(super) async fn branch_decides(&mut self) -> Result<bool, AgentError> {
         let Some(flow) = self.flow() else {
             return Ok(false);
         };
@@ -135,13 +126,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// What the turn does with a cancel's `reply`.
-    pub(super) fn after_cancel(&mut self, reply: String) -> CancelRead {
+    pub(super) fn after_cancel(&mut self, reply: String) -> PatternRead {
         if self.resumed.take().is_some() {
             self.lead.push(reply);
-            return CancelRead::Resumed;
+            return PatternRead::Moved;
         }
         let stopped = self.stopped.clone().unwrap_or(StoppedReason::NeedsInput);
-        CancelRead::Reply(reply, stopped)
+        PatternRead::Reply(reply, stopped)
     }
 
     /// Before a `start_flow` command moves from the active flow to `target`: put the

@@ -251,6 +251,14 @@ impl Run {
                 }
                 self.close_text(&mut out);
                 self.close_step(&mut out);
+                if r.stopped == crate::response::StoppedReason::HumanHandoff {
+                    // For the frontend: a person has the conversation now.
+                    out.push(event(json!({
+                        "type": "CUSTOM",
+                        "name": "human_handoff",
+                        "value": { "threadId": self.thread, "flow": r.flow, "step": r.step },
+                    })));
+                }
                 out.push(event(json!({
                     "type": "STATE_SNAPSHOT",
                     "snapshot": {

@@ -86,7 +86,9 @@
 //! `resume` of the interrupt a waiting call ended the previous run with (operators
 //! only). The run streams `RUN_STARTED`, state snapshots and deltas (`{flow, step, data,
 //! awaiting_approval}`), steps, text messages and tool calls, then `RUN_FINISHED` (an
-//! `interrupt` outcome when a call waits) or `RUN_ERROR`.
+//! `interrupt` outcome when a call waits) or `RUN_ERROR`. A run whose session is
+//! handed over to a person ([`crate::agent::HumanHandoff`]) sends a `CUSTOM` event
+//! named `human_handoff` (`{threadId, flow, step}`) before its state snapshot.
 //!
 //! What the frontend sends besides messages: `state.data`, when it differs from the
 //! session's data, is written to the session (as a directive, validated by the engine)

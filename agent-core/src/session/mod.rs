@@ -95,6 +95,10 @@ struct Header<'a, D, C> {
     stack: &'a Vec<Interrupted>,
     #[serde(skip_serializing_if = "is_none")]
     cancelling: &'a Option<String>,
+    #[serde(skip_serializing_if = "is_none")]
+    handed_off: &'a Option<HandedOff>,
+    #[serde(skip_serializing_if = "is_false")]
+    asking_handoff: &'a bool,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -122,10 +126,17 @@ impl<'a, D, C> Header<'a, D, C> {
             tentative: &s.tentative,
             stack: &s.stack,
             cancelling: &s.cancelling,
+            handed_off: &s.handed_off,
+            asking_handoff: &s.asking_handoff,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes `&&bool` for a reference field
+fn is_false(b: &&bool) -> bool {
+    !**b
 }
 
 #[allow(clippy::ref_option)] // serde passes `&&Option<T>` for a reference field
@@ -169,6 +180,29 @@ impl Interrupted {
             step,
             by: by.into(),
         }
+    }
+}
+
+/// A conversation handed over to a person ([`Session::handed_off`]): the user asked
+/// for one, and the agent makes no model call in this session until the host ends
+/// the handoff ([`crate::Agent::end_human_handoff`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HandedOff {
+    /// When the session was handed over (ms since the Unix epoch, agent clock).
+    pub at_ms: u64,
+    /// The flow that was active (it goes on from its step after the handoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// The step it waited at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+impl HandedOff {
+    /// Handed over at `at_ms`, with `flow` active at `step`.
+    pub fn new(at_ms: u64, flow: Option<String>, step: Option<String>) -> Self {
+        Self { at_ms, flow, step }
     }
 }
 
@@ -255,6 +289,14 @@ pub struct Session<D, C> {
     /// read): stopped on a yes to that question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelling: Option<String>,
+    /// Handed over to a person (the human handoff pattern): every message is answered
+    /// with the agent's handoff reply, with no model call, until the host ends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handed_off: Option<HandedOff>,
+    /// The last reply asked the user whether they want a person (a request for one
+    /// the model read in other words than a plain one): handed over on a yes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asking_handoff: bool,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -288,6 +330,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             tentative: Vec::new(),
             stack: Vec::new(),
             cancelling: None,
+            handed_off: None,
+            asking_handoff: false,
             created_ms: now_ms,
             updated_ms: now_ms,
         }
@@ -419,6 +463,11 @@ mod tests {
             earlier: Vec::new(),
             requested_ms: 7,
         });
+        s.stack
+            .push(Interrupted::new("booking", Some("ask_date".into()), "faq"));
+        s.cancelling = Some("faq".into());
+        s.handed_off = Some(HandedOff::new(5, Some("faq".into()), None));
+        s.asking_handoff = true;
         s.history.push(Message::user("hi \"there\""));
         s.history.push(Message::assistant("Which city?"));
         let (first, span) = s.encode_after(None).unwrap();

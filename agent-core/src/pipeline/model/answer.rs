@@ -35,9 +35,13 @@ pub(super) struct RespondOut {
     pub(super) conditions: Option<Judged>,
     #[serde(default)]
     pub(super) action: Option<Value>,
-    /// The user asks to stop the active flow (what the schema asks in a flow).
+    /// The user asks to stop the active flow (scripted answers in the older shape).
     #[serde(default)]
     pub(super) cancel: Option<bool>,
+    /// What the user asks besides values (what the schema asks): `cancel`, `human`,
+    /// `repeat` or `none`.
+    #[serde(default)]
+    pub(super) command: Option<String>,
     /// Commands written out (scripted answers; [`crate::command`] documents how the
     /// other keys read as commands).
     #[serde(default)]

@@ -89,8 +89,13 @@ impl CallOutcome {
 
     /// Take out a cancel the answer read (`true` when there was one).
     pub(crate) fn take_cancel(&mut self) -> bool {
+        self.take(&Command::CancelFlow)
+    }
+
+    /// Take out the command `c` (one without fields): whether the answer had it.
+    pub(crate) fn take(&mut self, c: &Command) -> bool {
         let before = self.commands.len();
-        self.commands.retain(|c| *c != Command::CancelFlow);
+        self.commands.retain(|x| x != c);
         self.commands.len() != before
     }
 

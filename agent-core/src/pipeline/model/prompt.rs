@@ -80,7 +80,11 @@ fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
 }
 
 /// What the answer's `cancel` key means (the cancel pattern, `pipeline/stack.rs`).
-const CANCEL_RULE: &str = "Set `cancel` to true only when the user's latest message asks to stop this task altogether; a no, a question or a changed detail is not a cancel.\n";
+const COMMAND_RULE: &str = "Set `command` from the user's latest message: \"cancel\" only when it asks to stop this task altogether (a no, a question or a changed detail is not a cancel), \"human\" when it asks to talk to a person, \"repeat\" when it asks you to say your last message again, otherwise \"none\".\n";
+
+/// The `command` key outside a flow (nothing to cancel).
+const INTENT_COMMANDS: [&str; 3] = ["none", "human", "repeat"];
+const INTENT_COMMAND_RULE: &str = "Set `command` to \"human\" when the user's latest message asks to talk to a person, \"repeat\" when it asks you to say your last message again, otherwise \"none\".\n";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The user's message, quoted (and cut) for a question about it in the per-turn
@@ -148,7 +152,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
             sys.push_str(&self.a.switch_sections[f.index]);
-            sys.push_str(CANCEL_RULE);
+            sys.push_str(COMMAND_RULE);
             // What is known, and what this task still needs: an empty field another
             // part of the agent fills (a booking id a tool writes) is left out, so the
             // model has no slot to make a value up for.
@@ -376,6 +380,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 for (id, d) in ids {
                     let _ = writeln!(sys, "- {id}: {d}");
                 }
+                sys.push_str(INTENT_COMMAND_RULE);
                 sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
                 let schema = self.a.cached_schema(7, || {
                     let mut e: Vec<Value> =
@@ -384,10 +389,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     json!({
                         "type": "object",
                         "properties": {
+                            "command": { "enum": INTENT_COMMANDS },
                             "message": { "type": "string" },
                             "intent": { "type": ["string", "null"], "enum": e },
                         },
-                        "required": ["message", "intent"],
+                        "required": ["command", "message", "intent"],
                         "additionalProperties": false,
                     })
                 });

@@ -101,6 +101,9 @@ pub(super) fn with_tool_call(
     schema
 }
 
+/// The values of the respond schema's `command` key in a flow.
+pub(super) const COMMANDS: [&str; 4] = ["none", "cancel", "human", "repeat"];
+
 pub(super) fn without_action(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(o) = schema.as_object_mut() {
@@ -167,9 +170,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             required.push("data");
         }
-        // Whether the user asks to stop this flow (the cancel pattern, `stack.rs`).
-        props.insert("cancel".into(), json!({ "type": "boolean" }));
-        required.push("cancel");
+        // What the user asks besides values: stop this flow (`stack.rs`), a person or
+        // the last message again (`patterns.rs`). One key, before the message.
+        props.insert("command".into(), json!({ "enum": COMMANDS }));
+        required.push("command");
         if n_conditions > 0 {
             let mut cprops = Map::new();
             for i in 0..n_conditions {

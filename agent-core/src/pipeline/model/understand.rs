@@ -88,13 +88,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 tool_call = Some(c);
             }
         }
-        if flow.is_some() && out.cancel == Some(true) {
-            commands.push(Command::CancelFlow);
-        }
-        for c in out.commands.into_iter().flatten() {
-            if matches!(c, Command::Agree | Command::Decline | Command::CancelFlow)
-                && !commands.contains(&c)
-            {
+        // What else the user asks: stop the flow, a person, the last message again.
+        let asked = match out.command.as_deref() {
+            Some("cancel") => Some(Command::CancelFlow),
+            Some("human") => Some(Command::AskForHuman),
+            Some("repeat") => Some(Command::Repeat),
+            _ => (out.cancel == Some(true)).then_some(Command::CancelFlow),
+        };
+        let written = out.commands.into_iter().flatten().filter(|c| {
+            matches!(
+                c,
+                Command::Agree
+                    | Command::Decline
+                    | Command::CancelFlow
+                    | Command::AskForHuman
+                    | Command::Repeat
+            )
+        });
+        for c in asked.into_iter().chain(written) {
+            if (flow.is_some() || c != Command::CancelFlow) && !commands.contains(&c) {
                 commands.push(c);
             }
         }

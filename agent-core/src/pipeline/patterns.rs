@@ -1,0 +1,239 @@
+//! The repair patterns a respond answer can read besides values and flows, handled in
+//! one order: a cancel (`stack.rs`), a request for a person (the human handoff), a
+//! request to hear the last message again (repeat).
+//!
+//! - **Human handoff** ([`Command::AskForHuman`]): what the agent's
+//!   [`HumanHandoff`] says. Handing over happens at once when the message plainly
+//!   asks for a person (it names one); any other phrasing the model read as such a
+//!   request is asked about first ("Do you want me to pass you to a person from our
+//!   team?", [`Session::asking_handoff`]), and a yes to that question hands over. A
+//!   session handed over ([`Session::handed_off`]) answers every message with the
+//!   waiting reply and makes no model call until the host ends the handoff.
+//! - **Repeat** ([`Command::Repeat`]): the reply is the agent's last message, written
+//!   by code, when the answer read nothing else the message says (no new value, no
+//!   flow to start).
+//!
+//! When the answer also judges one of the active step's own conditions true, the
+//! agent's branch decides and the built-in pattern does not run.
+//!
+//! [`Session::asking_handoff`]: crate::session::Session::asking_handoff
+//! [`Session::handed_off`]: crate::session::Session::handed_off
+
+use super::Turn;
+use super::consent::plainly_agrees;
+use super::model::CallOutcome;
+use crate::agent::HumanHandoff;
+use crate::command::Command;
+use crate::data::{AgentContext, AgentData};
+use crate::directive::Directive;
+use crate::error::AgentError;
+use crate::provider::Role;
+use crate::response::{DirectiveSource, StoppedReason};
+use crate::session::HandedOff;
+
+/// Words that name a person to talk to, normalised: a request for a person that
+/// names one is acted on without asking. Any other phrasing the model reads as such a
+/// request is asked about.
+const PERSON: &[&str] = &[
+    "human",
+    "person",
+    "someone",
+    "somebody",
+    "representative",
+    "operator",
+    "staff",
+    "manager",
+    "employee",
+    "agent",
+];
+
+/// The question asked when a request for a person was read in other words.
+const ASK_HANDOFF: &str = "Do you want me to pass you to a person from our team?";
+
+/// Whether `message` names a person to talk to.
+fn names_a_person(message: &str) -> bool {
+    crate::data::ground::normalize(message)
+        .split_whitespace()
+        .any(|w| PERSON.contains(&w) || w.strip_suffix('s').is_some_and(|w| PERSON.contains(&w)))
+}
+
+/// What a pattern the model read did to the turn.
+pub(super) enum PatternRead {
+    /// The turn's reply (written by code), and why the turn stopped.
+    Reply(String, StoppedReason),
+    /// The position moved (a flow stopped and the one it interrupted resumed, or a
+    /// flow started): what was said is in `lead`; the walk goes on from there.
+    Moved,
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The patterns in the answer `out`, handled: `None` when it reads none (or the
+    /// agent's own branch decides the message).
+    pub(super) async fn on_patterns(
+        &mut self,
+        out: &mut CallOutcome,
+    ) -> Result<Option<PatternRead>, AgentError> {
+        if let Some(read) = self.on_cancel(out).await? {
+            return Ok(Some(read));
+        }
+        let human = out.take(&Command::AskForHuman);
+        let repeat = out.take(&Command::Repeat);
+        if !human && !repeat {
+            return Ok(None);
+        }
+        if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
+            tracing::info!("a pattern read, but a condition of the step holds: the branch decides");
+            return Ok(None);
+        }
+        if human {
+            return self.ask_for_human().await.map(Some);
+        }
+        if self.reads_something_new(out) {
+            return Ok(None);
+        }
+        let Some(last) = self.last_reply() else {
+            return Ok(None);
+        };
+        self.handled(Command::Repeat);
+        Ok(Some(PatternRead::Reply(last, StoppedReason::NeedsInput)))
+    }
+
+    /// Whether the answer read a value the data does not already hold, or a flow to
+    /// start: the message says more than "say that again".
+    fn reads_something_new(&self, out: &CallOutcome) -> bool {
+        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+        // Handled already this turn (a speculative answer's values are stored before
+        // its patterns are read), or still in the answer.
+        self.commands
+            .iter()
+            .any(|c| c.field().is_some() || matches!(c, Command::StartFlow { .. }))
+            || out.commands.iter().any(|c| match c {
+                Command::SetValue { field, value, .. }
+                | Command::CorrectValue { field, value, .. } => {
+                    !value.is_null() && data.get(field) != Some(value)
+                }
+                Command::StartFlow { .. } => true,
+                _ => false,
+            })
+    }
+
+    /// The agent's last message before this turn, if any.
+    fn last_reply(&self) -> Option<String> {
+        self.s
+            .history
+            .iter()
+            .rev()
+            .skip_while(|m| m.role == Role::User)
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| m.content.to_string())
+            .filter(|m| !m.is_empty())
+    }
+
+    /// The user asked for a person: what the agent's [`HumanHandoff`] says.
+    async fn ask_for_human(&mut self) -> Result<PatternRead, AgentError> {
+        match self.a.human_handoff.clone() {
+            HumanHandoff::HandOver { reply, .. } => {
+                if names_a_person(self.msg) {
+                    return Ok(self.hand_over(reply));
+                }
+                self.s.asking_handoff = true;
+                Ok(PatternRead::Reply(
+                    ASK_HANDOFF.to_owned(),
+                    StoppedReason::NeedsInput,
+                ))
+            }
+            HumanHandoff::Unavailable { reply } => {
+                self.handled(Command::AskForHuman);
+                Ok(PatternRead::Reply(reply, StoppedReason::Reply))
+            }
+            HumanHandoff::Flow(id) => {
+                self.handled(Command::AskForHuman);
+                match self.start_flow(id, String::new(), false).await? {
+                    None => Ok(PatternRead::Moved),
+                    Some(not_started) => {
+                        Ok(PatternRead::Reply(not_started, StoppedReason::NeedsInput))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Mark the session handed over to a person; `reply` is the turn's.
+    fn hand_over(&mut self, reply: String) -> PatternRead {
+        let c = Command::AskForHuman;
+        self.record(
+            &DirectiveSource::Command(c.to_string()),
+            &Directive::default(),
+            &[],
+            &[],
+            false,
+        );
+        self.handled(c);
+        self.s.asking_handoff = false;
+        self.s.handed_off = Some(HandedOff::new(
+            self.a.clock.now_ms(),
+            self.s.flow.clone(),
+            self.s.step.clone(),
+        ));
+        tracing::info!(flow = ?self.s.flow, step = ?self.s.step, "session handed over to a person");
+        PatternRead::Reply(reply, StoppedReason::HumanHandoff)
+    }
+
+    /// Settle the question whether to pass the user to a person, on their next
+    /// message: a yes hands over; anything else is read as usual.
+    pub(super) async fn settle_handoff(&mut self) -> Result<Option<String>, AgentError> {
+        if !std::mem::take(&mut self.s.asking_handoff) {
+            return Ok(None);
+        }
+        let HumanHandoff::HandOver { reply, .. } = self.a.human_handoff.clone() else {
+            return Ok(None);
+        };
+        let agreed = plainly_agrees(self.msg, &[])
+            || names_a_person(self.msg)
+            || self.agrees_with_last_question().await?;
+        if !agreed {
+            self.handled(Command::Decline);
+            return Ok(None);
+        }
+        self.handled(Command::Agree);
+        match self.hand_over(reply) {
+            PatternRead::Reply(m, _) => Ok(Some(m)),
+            PatternRead::Moved => Ok(None),
+        }
+    }
+
+    /// A session a person has: the waiting reply, with no model call (`None` when
+    /// the session is not handed over). A directive pending for the next turn stays.
+    pub(super) fn while_handed_off(&mut self) -> Option<String> {
+        self.s.handed_off.as_ref()?;
+        self.next_pending = self.s.pending.take();
+        Some(match &self.a.human_handoff {
+            HumanHandoff::HandOver { waiting, .. } => waiting.clone(),
+            _ => match HumanHandoff::hand_over() {
+                HumanHandoff::HandOver { waiting, .. } => waiting,
+                _ => String::new(),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_a_person;
+
+    #[test]
+    fn a_request_naming_a_person_is_read_by_code_and_others_are_not() {
+        for m in [
+            "can I talk to a human",
+            "I want a real person",
+            "get me someone from your staff",
+            "representative please",
+            "Agents?",
+        ] {
+            assert!(names_a_person(m), "{m}");
+        }
+        for m in ["this is useless", "can you help me", "I'd like to complain"] {
+            assert!(!names_a_person(m), "{m}");
+        }
+    }
+}

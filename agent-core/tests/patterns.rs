@@ -1,0 +1,261 @@
+//! The repair patterns besides cancel: a request for a person (human handoff) and a
+//! request to hear the last message again (repeat); and a flow's `on_complete` taking
+//! over in the same turn.
+
+#![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
+
+mod common;
+
+use agent_core::agent::HumanHandoff;
+use agent_core::command::Command;
+use agent_core::prelude::*;
+use agent_core::testing::{Answer, ScriptedProvider};
+use common::*;
+use serde_json::json;
+
+fn agent_handing(p: &ScriptedProvider, h: HumanHandoff) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(booking_flow(false))
+        .flow(feedback_flow())
+        .human_handoff(h)
+        .build()
+        .unwrap()
+}
+
+/// The booking flow waiting at `ask_date`, Lisbon stored.
+async fn at_ask_date(a: &Agent<Booking, Concierge>, p: &ScriptedProvider) {
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
+    let r = a.respond("s", "A hotel in Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+}
+
+#[tokio::test]
+async fn a_plain_request_for_a_person_hands_over_until_the_host_ends_it() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    let r = a
+        .respond("s", "can I talk to a real person please")
+        .await
+        .unwrap();
+    assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+    assert_eq!(
+        r.message,
+        "I'm passing you to a person from our team; they will reply here."
+    );
+    assert_eq!(r.commands, vec![Command::ask_for_human()]);
+    let s = a.session("s").await.unwrap().unwrap();
+    let h = s.handed_off.clone().unwrap();
+    assert_eq!(
+        (h.flow.as_deref(), h.step.as_deref(), h.at_ms),
+        (Some("booking"), Some("ask_date"), TODAY_MS)
+    );
+
+    // Handed over: no model call, the waiting reply, the message kept in the history.
+    let calls = p.calls();
+    let r = a.respond("s", "hello? anyone there?").await.unwrap();
+    assert_eq!(p.calls(), calls, "no model call while a person has it");
+    assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+    assert_eq!(r.message, "A person from our team will reply here soon.");
+    assert_eq!(r.model_calls, 0);
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(
+        s.history
+            .iter()
+            .any(|m| m.content == "hello? anyone there?")
+    );
+
+    // The host ends it: the conversation goes on at the step it was handed over from.
+    assert!(a.end_human_handoff("s").await.unwrap());
+    assert!(
+        !a.end_human_handoff("s").await.unwrap(),
+        "nothing to end twice"
+    );
+    p.respond(Answer::message("How many guests?").with_data(json!({"check_in": "2026-07-01"})));
+    let r = a.respond("s", "July 1").await.unwrap();
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+}
+
+#[tokio::test]
+async fn a_request_in_other_words_is_asked_about_first() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over().reply("Connecting you."));
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    let r = a.respond("s", "this bot is useless").await.unwrap();
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert_eq!(
+        r.message,
+        "Do you want me to pass you to a person from our team?"
+    );
+    assert!(a.session("s").await.unwrap().unwrap().asking_handoff);
+
+    // A yes hands over.
+    let r = a.respond("s", "yes please").await.unwrap();
+    assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+    assert_eq!(r.message, "Connecting you.");
+    assert_eq!(r.commands, vec![Command::agree(), Command::ask_for_human()]);
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.handed_off.is_some());
+    assert!(!s.asking_handoff);
+}
+
+#[tokio::test]
+async fn a_no_to_the_question_goes_on_with_the_flow() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    a.respond("s", "ugh").await.unwrap();
+    // Not a plain yes or no: a short call judges the answer to the question.
+    p.agreement(false);
+    p.respond(Answer::message("How many guests?").with_data(json!({"check_in": "2026-07-01"})));
+    let r = a.respond("s", "no, July 1 works").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert!(r.commands.contains(&Command::decline()));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.handed_off.is_none());
+    assert!(!s.asking_handoff);
+}
+
+#[tokio::test]
+async fn an_agent_with_no_one_to_hand_to_says_so_and_the_flow_goes_on() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(
+        &p,
+        HumanHandoff::unavailable("Our staff answer at desk@example.com."),
+    );
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    let r = a.respond("s", "I want a human").await.unwrap();
+    assert_eq!(r.message, "Our staff answer at desk@example.com.");
+    assert_eq!(r.stopped, StoppedReason::Reply);
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert!(a.session("s").await.unwrap().unwrap().handed_off.is_none());
+}
+
+#[tokio::test]
+async fn an_agent_s_own_flow_can_take_the_request() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::flow("feedback"));
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    p.respond(Answer::message("What would you like to tell our staff?"));
+    let r = a.respond("s", "I want a human").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert_eq!(r.message, "What would you like to tell our staff?");
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.stack.len(), 1, "booking waits on the stack");
+}
+
+#[test]
+fn a_handoff_flow_that_is_not_registered_is_a_build_error() {
+    let p = ScriptedProvider::new();
+    let e = Agent::<Booking, Concierge>::builder()
+        .provider(p)
+        .flow(booking_flow(false))
+        .human_handoff(HumanHandoff::flow("callbak"))
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string()
+            .contains("the human handoff flow `callbak` is not a registered flow"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn repeat_says_the_last_message_again_written_by_code() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_date(&a, &p).await;
+    p.respond(
+        Answer::message("I said: when?")
+            .with_data(json!({"city": "Lisbon"}))
+            .command(Command::repeat()),
+    );
+    let r = a
+        .respond("s", "sorry, what was the question?")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Lisbon it is. When do you check in?");
+    assert_eq!(r.commands, vec![Command::repeat()]);
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+}
+
+#[tokio::test]
+async fn a_repeat_read_beside_a_new_value_is_not_a_repeat() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_date(&a, &p).await;
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({"check_in": "2026-07-01"}))
+            .command(Command::repeat()),
+    );
+    let r = a.respond("s", "say again? oh, July 1").await.unwrap();
+    assert_eq!(r.message, "How many guests?");
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert!(!r.commands.contains(&Command::repeat()));
+}
+
+#[tokio::test]
+async fn the_answer_s_command_key_reads_as_commands() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::raw(
+        json!({"command": "repeat", "data": {}, "message": "?"}).to_string(),
+    ));
+    let r = a.respond("s", "come again?").await.unwrap();
+    assert_eq!(r.message, "Lisbon it is. When do you check in?");
+    // The schema asks for it, and the prompt says what each value means.
+    let req = p.last_request().unwrap();
+    let schema = req.output.as_ref().unwrap().schema.clone();
+    assert_eq!(
+        schema["properties"]["command"]["enum"],
+        json!(["none", "cancel", "human", "repeat"])
+    );
+    assert!(
+        req.system
+            .contains("\"human\" when it asks to talk to a person")
+    );
+}
+
+#[tokio::test]
+async fn outside_any_flow_the_routing_answer_reads_a_request_for_a_person() {
+    use agent_core::codeflow::{Fallback, Router};
+    let p = ScriptedProvider::new();
+    let a: Agent<Booking, Concierge> = Agent::builder()
+        .provider(p.clone())
+        .flow(booking_flow(false))
+        .flow(feedback_flow())
+        .router(Router::SchemaIntent {
+            fallback: Fallback::Classic,
+        })
+        .build()
+        .unwrap();
+    p.respond(Answer::raw(
+        json!({"command": "human", "intent": null, "message": "Hm."}).to_string(),
+    ));
+    let r = a.respond("s", "get me a human").await.unwrap();
+    assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+    assert_eq!(r.flow, None);
+    let req = p.last_request().unwrap();
+    assert_eq!(
+        req.output.unwrap().schema["properties"]["command"]["enum"],
+        json!(["none", "human", "repeat"])
+    );
+}
