@@ -4,7 +4,8 @@
 //! The turn's one structured call (the respond call) answers with a reply and with
 //! what it understood. That understanding is a list of [`Command`]s: set a value
 //! with the user's words it came from, correct a stored value, start another flow,
-//! cancel the active one, agree or decline to the question just asked. The model never moves the
+//! cancel the active one, agree or decline to the question just asked, ask for a
+//! person, hear the last message again. The model never moves the
 //! conversation itself: each command has one handler in the engine, which checks it
 //! (a value against the user's words and the field's constraints, a flow against the
 //! flows the agent lets it start) and turns what it accepts into a directive with the
@@ -81,7 +82,7 @@
 //!
 //! # Cancelling a flow
 //!
-//! In a flow, the answer says whether the user asks to stop it (`cancel`). A message
+//! In a flow, the answer says whether the user asks to stop it (`command: "cancel"`). A message
 //! made only of stop words ("cancel", "stop", "never mind", "forget it") stops the
 //! flow at once; any other phrasing the model read as a cancel is asked about first
 //! ("Do you want to stop hotel booking?"), and the user's next message settles it (a
@@ -149,6 +150,69 @@
 //! # }
 //! ```
 //!
+//! # Handing over to a person
+//!
+//! The answer says when the user asks for a person (`command: "human"`, in a flow and
+//! when the answer routes to flows). What happens is the agent's
+//! [`HumanHandoff`](crate::agent::HumanHandoff), set with
+//! [`AgentBuilder::human_handoff`](crate::agent::AgentBuilder::human_handoff). By
+//! default the session is handed over: a message that names a person ("can I talk
+//! to someone?") hands over at once, any other phrasing the model read as such a
+//! request is asked about first ("Do you want me to pass you to a person from our
+//! team?"). The turn that hands over ends with
+//! [`StoppedReason::HumanHandoff`](crate::response::StoppedReason::HumanHandoff); the
+//! session is marked ([`Session::handed_off`](crate::session::Session::handed_off)),
+//! and every later message is kept in the history and answered with the waiting
+//! reply, with no model call, until the host calls
+//! [`Agent::end_human_handoff`](crate::Agent::end_human_handoff). The conversation
+//! then goes on at the step it was handed over from. An agent with nobody to hand
+//! over to says so instead ([`HumanHandoff::unavailable`](crate::agent::HumanHandoff::unavailable)),
+//! or starts a flow of its own ([`HumanHandoff::flow`](crate::agent::HumanHandoff::flow)).
+//! Served over AG-UI, a handed-over run sends a `CUSTOM` event named `human_handoff`.
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Desk { city: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let agent: Agent<Desk, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking")
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! provider.respond(Answer::message("Which city?"));
+//! agent.respond("s1", "I need a room").await.unwrap();
+//! provider.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+//! let r = agent.respond("s1", "I'd rather talk to a person").await.unwrap();
+//! assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+//! // A person has the conversation: no model call until the host ends the handoff.
+//! let r = agent.respond("s1", "hello?").await.unwrap();
+//! assert_eq!((r.stopped, r.model_calls), (StoppedReason::HumanHandoff, 0));
+//! assert!(agent.end_human_handoff("s1").await.unwrap());
+//! // The agent goes on at the step it handed over from.
+//! provider.respond(Answer::message("Rome, noted.").with_data(json!({"city": "Rome"})));
+//! let r = agent.respond("s1", "Rome").await.unwrap();
+//! assert_eq!(r.data.city.as_deref(), Some("Rome"));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
+//! # Repeat
+//!
+//! When the user asks to hear the last message again ("sorry, what was the
+//! question?", `command: "repeat"`) and the answer reads nothing new in the message
+//! (no value the data does not hold, no flow to start), the reply is the agent's last
+//! message, written by code.
+//!
 //! # The answer's shape, and the scripted provider
 //!
 //! A model answers in the shape its request's JSON schema asks for. That shape is
@@ -162,7 +226,9 @@
 //! | `handoff` (one yes/no per flow), `switch_flow`, `intent` | [`Command::StartFlow`] for the first flow judged yes |
 //! | `action` with `"answer": "yes"` or `"agreed": true` | [`Command::Agree`] (and the tool call it names) |
 //! | `action` with another answer, or `"agreed": false` | [`Command::Decline`] |
-//! | `cancel: true` (in a flow) | [`Command::CancelFlow`] |
+//! | `command: "cancel"` (in a flow; `cancel: true` in the older shape) | [`Command::CancelFlow`] |
+//! | `command: "human"` | [`Command::AskForHuman`] |
+//! | `command: "repeat"` | [`Command::Repeat`] |
 //! | `commands` | the listed commands, as written |
 //!
 //! So answers scripted for the [`ScriptedProvider`](crate::testing::ScriptedProvider)

@@ -105,7 +105,10 @@ async fn confirm_turn_books_through_the_tool_and_completes_the_flow() {
     );
     assert_eq!(r.flow, None);
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
-    assert_eq!(r.message, "Booked! Your id is BK-5.");
+    assert_eq!(
+        r.message,
+        "Booked! Your id is BK-5. Is there anything else I can help with?"
+    );
     assert_eq!(r.model_calls, 2, "respond + tool round");
     assert_eq!(p.calls_of(CallKind::Classify), 0);
     assert!(r.tool_calls[0].ok);
@@ -429,7 +432,10 @@ async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects()
         .await
         .unwrap();
     assert_eq!(r.data.feedback.as_deref(), Some("great"));
-    assert_eq!(r.message, "Thanks for the feedback!");
+    assert_eq!(
+        r.message,
+        "Thanks for the feedback! Is there anything else I can help with?"
+    );
     // The feedback flow's first call read the message for its fields.
     let reqs = p.requests();
     let state = reqs[3].messages.last().unwrap().content.to_string();

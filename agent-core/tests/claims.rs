@@ -99,7 +99,10 @@ async fn once_the_tool_wrote_the_id_the_reply_may_say_it() {
     p.respond(Answer::tool("book_room", json!({ "hotel": "Grand" })));
     p.tool_round(Answer::message("Booked: your booking id is BK-5."));
     let r = a.respond("s", "yes, book it").await.unwrap();
-    assert_eq!(r.message, "Booked: your booking id is BK-5.");
+    assert_eq!(
+        r.message,
+        "Booked: your booking id is BK-5. Is there anything else I can help with?"
+    );
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
     assert!(r.withheld_claims.is_empty());
     assert_eq!(r.model_calls, 2);

@@ -493,7 +493,10 @@ async fn tools_can_be_called_through_the_structured_answer() {
     p.respond(Answer::from_fn(act));
     p.tool_round(Answer::message("Booked: BK-5."));
     let r = a.respond("s", "yes, book it").await.unwrap();
-    assert_eq!(r.message, "Booked: BK-5.");
+    assert_eq!(
+        r.message,
+        "Booked: BK-5. Is there anything else I can help with?"
+    );
     assert_eq!(r.tool_calls.len(), 1);
     assert!(r.tool_calls[0].ok);
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));

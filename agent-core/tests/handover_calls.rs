@@ -94,7 +94,10 @@ async fn values_read_for_the_flow_handed_to_are_stored_there_and_it_speaks_when_
         .await
         .unwrap();
     assert_eq!(r.data.feedback.as_deref(), Some("the stay was great"));
-    assert_eq!(r.message, "Thanks for the feedback!");
+    assert_eq!(
+        r.message,
+        "Thanks for the feedback! Is there anything else I can help with?"
+    );
     assert_eq!(r.model_calls, 2);
     // That call heard the first answer.
     let state = last_state(&p);

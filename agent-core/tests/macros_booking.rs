@@ -240,7 +240,10 @@ async fn confirm_turn_books_through_the_tool_and_completes_the_flow() {
     );
     assert_eq!(r.flow, None);
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
-    assert_eq!(r.message, "Booked! Your id is BK-5.");
+    assert_eq!(
+        r.message,
+        "Booked! Your id is BK-5. Is there anything else I can help with?"
+    );
     assert_eq!(r.model_calls, 2, "respond + tool round");
     assert_eq!(p.calls_of(CallKind::Classify), 0);
     assert!(r.tool_calls[0].ok);

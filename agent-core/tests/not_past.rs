@@ -405,7 +405,7 @@ async fn the_answer_to_an_act_on_answer_step_judges_agreement_before_naming_a_to
     let r = a.respond("s", "That is what we want").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
     assert_eq!(r.model_calls, 3, "the answer, the check and the tool round");
-    assert_eq!(r.message, "Booked.");
+    assert_eq!(r.message, "Booked. Is there anything else I can help with?");
 
     let answered = p
         .requests()
@@ -493,7 +493,10 @@ async fn a_tool_named_without_agreement_does_not_run() {
     ));
     let r = a.respond("s", "No, not yet").await.unwrap();
     assert_eq!(r.data.booking_id, None);
-    assert_eq!(r.message, "No problem, tell me when.");
+    assert_eq!(
+        r.message,
+        "No problem, tell me when. Is there anything else I can help with?"
+    );
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
 }
 
@@ -884,7 +887,10 @@ async fn a_tool_with_effects_runs_from_an_answer_only_when_the_user_asked() {
         .await
         .unwrap();
     assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
-    assert_eq!(r.message, "There are 3 hotels in Lisbon.");
+    assert_eq!(
+        r.message,
+        "There are 3 hotels in Lisbon. Is there anything else I can help with?"
+    );
 }
 
 #[tokio::test]

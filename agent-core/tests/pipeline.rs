@@ -878,7 +878,10 @@ async fn a_terminal_step_answered_with_all_required_fields_completes_the_flow() 
         }
     );
     assert_eq!(r.flow, None);
-    assert_eq!(r.message, "Enjoy your stay.");
+    assert_eq!(
+        r.message,
+        "Enjoy your stay. Is there anything else I can help with?"
+    );
     let s = stored(&a, "s").await.unwrap();
     assert_eq!(s.completed_flows, ["booking"]);
     assert_eq!((s.flow, s.step), (None, None));
@@ -968,7 +971,10 @@ async fn a_tool_without_a_reply_is_followed_by_the_model_s_message() {
     p.respond(Answer::tool("book", json!({})));
     p.tool_round(Answer::message("Your booking G-2 is made."));
     let r = a.respond("s", "yes, book it").await.unwrap();
-    assert_eq!(r.message, "Your booking G-2 is made.");
+    assert_eq!(
+        r.message,
+        "Your booking G-2 is made. Is there anything else I can help with?"
+    );
     assert_eq!(r.model_calls, 2, "respond + tool round");
 }
 

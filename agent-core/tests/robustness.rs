@@ -1067,7 +1067,7 @@ async fn the_stream_reports_step_entered_tool_call_and_tool_result_events() {
     );
     assert_eq!(
         done_message(&events).as_deref(),
-        Some("Booked! Your id is BK-5.")
+        Some("Booked! Your id is BK-5. Is there anything else I can help with?")
     );
 }
 

@@ -111,6 +111,16 @@ pub struct TurnStats {
     /// The values shown back to the user for a yes after the turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tentative: Vec<crate::response::TentativeValue>,
+    /// The commands the turn handled, as their directive sources name them
+    /// (`set_value city`, `start_flow billing`, `cancel_flow`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// Why the turn stopped, as suite files name it (`needs_input`, `flow_cancelled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The flow after the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
 }
 
 impl TurnStats {
@@ -129,6 +139,9 @@ impl TurnStats {
             score: None,
             stored: Vec::new(),
             tentative: Vec::new(),
+            commands: Vec::new(),
+            stopped: None,
+            flow: None,
         }
     }
 }

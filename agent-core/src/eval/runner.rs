@@ -253,6 +253,9 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                         .filter_map(|c| c.field().map(str::to_owned))
                         .collect();
                     stats.tentative = r.tentative.clone();
+                    stats.commands = r.commands.iter().map(ToString::to_string).collect();
+                    stats.stopped = Some(super::scenario::stopped_kind(&r.stopped));
+                    stats.flow = r.flow.clone();
                     run.turns.push(stats);
                     for e in &turn.expect {
                         if let Err(why) = e.check(&seen) {

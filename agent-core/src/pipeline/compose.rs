@@ -11,6 +11,9 @@ use crate::error::AgentError;
 use crate::provider::Message;
 use crate::response::{AgentResponse, DirectiveSource, StoppedReason};
 
+/// What the completed pattern asks (and a cancel with nothing to resume says).
+pub(super) const ANYTHING_ELSE: &str = "Is there anything else I can help with?";
+
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// Run the turn; on success the session is saved and the response returned.
     pub(crate) async fn run(mut self: Box<Self>) -> Result<AgentResponse<D>, AgentError> {
@@ -149,12 +152,35 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             message = r;
             stopped = StoppedReason::Reply;
         }
+        self.offer_more(&mut message, &stopped, &mut deltas);
         let max = self.a.config.max_reply_chars;
         if message.chars().nth(max).is_some() {
             tracing::warn!(max, "reply longer than max_reply_chars; cut");
         }
         let message = cap_chars(message, max);
         Ok((message, stopped, deltas))
+    }
+
+    /// The completed pattern: a turn that completed a flow and left the conversation
+    /// with nothing under way asks whether the user needs anything else, unless its
+    /// reply is verbatim (the stop is then [`StoppedReason::Reply`]) or already ends
+    /// on a question.
+    fn offer_more(&self, message: &mut String, stopped: &StoppedReason, deltas: &mut Vec<String>) {
+        if !matches!(stopped, StoppedReason::FlowCompleted { .. })
+            || self.from_code
+            || self.s.flow.is_some()
+            || self.s.code.is_some()
+            || message.trim_end().ends_with('?')
+        {
+            return;
+        }
+        let trimmed = message.trim_end().len();
+        message.truncate(trimmed);
+        if !message.is_empty() {
+            message.push(' ');
+        }
+        message.push_str(ANYTHING_ELSE);
+        deltas.clear();
     }
 
     /// Whether the classifier picks a flow this turn: no flow is active, there is a

@@ -310,7 +310,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 // Frames it left behind go with it.
                 self.s.stack.retain(|f| f.by != fid);
-                reply.push_str(" Is there anything else I can help with?");
+                reply.push(' ');
+                reply.push_str(super::compose::ANYTHING_ELSE);
             }
         }
         Ok(reply)
