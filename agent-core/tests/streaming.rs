@@ -294,3 +294,28 @@ async fn with_live_text_sent_a_save_conflict_is_reported_not_replayed() {
     ));
     assert_eq!(p.calls(), 1);
 }
+
+#[tokio::test]
+async fn the_question_after_a_completed_flow_reaches_the_stream_too() {
+    let flow = Flow::builder("booking")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask the city.")
+                .collect(["city"]),
+        )
+        .build()
+        .unwrap();
+    let (a, p, gate) = gated_agent(flow);
+    let release = gate.current();
+    p.respond(Answer::message("Which city?"));
+    let _ = first_text_before_release(a.respond_stream("s", "hi"), release.clone()).await;
+    let release = gate.close();
+    p.respond(Answer::message("Lisbon, noted.").with_data(json!({"city": "Lisbon"})));
+    let (_, done, texts) =
+        first_text_before_release(a.respond_stream("s", "Lisbon"), release.clone()).await;
+    assert_eq!(
+        done,
+        "Lisbon, noted. Is there anything else I can help with?"
+    );
+    assert_eq!(texts.concat(), done);
+}

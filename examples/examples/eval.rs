@@ -7,7 +7,7 @@
 //! nothing set it is the local default model (`scripts/local-llm.sh`), and
 //! `LOCAL_MODEL=gemma-3-270m` picks the small one. Options:
 //!
-//! - `--suite NAME` (repeatable): `concierge`, `triage`; default: both;
+//! - `--suite NAME` (repeatable): `concierge`, `triage`, `clinic`; default: all three;
 //! - `--quick`: the development subset (tag `quick`, one greedy run each, a few minutes);
 //! - `--smoke`: the CI subset (tag `smoke`, one greedy run each);
 //! - `--tag TAG`: only scenarios with this tag;
@@ -25,6 +25,9 @@
 //! answer, a broken protocol), 2 for bad options or suite files, 3 when no model is
 //! reachable.
 
+#[allow(dead_code)]
+#[path = "clinic.rs"]
+mod clinic;
 #[allow(dead_code)]
 #[path = "concierge.rs"]
 mod concierge;
@@ -45,7 +48,7 @@ use agent_core::testing::ScriptedProvider;
 use futures::FutureExt;
 
 /// The suites, by name: the file and how to run it.
-pub const SUITES: [&str; 2] = ["concierge", "triage"];
+pub const SUITES: [&str; 3] = ["concierge", "triage", "clinic"];
 
 /// Where the suite files live.
 pub fn suite_dir() -> PathBuf {
@@ -147,7 +150,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-const HELP: &str = "usage: eval [--suite concierge|triage]... [--quick|--smoke|--tag TAG] [--k N] \
+const HELP: &str = "usage: eval [--suite concierge|triage|clinic]... [--quick|--smoke|--tag TAG] [--k N] \
                     [--no-greedy] [--concurrency N] [--turn-timeout SECS] [--out DIR] [--check]";
 
 /// The concierge as the eval builds it for one run.
@@ -162,6 +165,16 @@ fn concierge_agent(
 + Sync
 + 'static {
     move |setup| setup.apply(concierge::builder(config.clone())?).build()
+}
+
+/// The clinic as the eval builds it for one run.
+fn clinic_agent(
+    config: AgentConfig,
+) -> impl Fn(Setup<()>) -> Result<agent_core::Agent<clinic::Visit, ()>, agent_core::error::ConfigErrors>
++ Send
++ Sync
++ 'static {
+    move |setup| setup.apply(clinic::builder(config.clone())?).build()
 }
 
 /// The help desk as the eval builds it for one run.
@@ -188,6 +201,11 @@ pub fn load(name: &str, config: &AgentConfig) -> Result<Suite, Box<dyn Error>> {
             clock: None,
             context: None,
         })?),
+        "clinic" => Catalog::of(&clinic_agent(config.clone())(Setup {
+            provider: offline,
+            clock: None,
+            context: None,
+        })?),
         _ => Catalog::of(&triage_agent(config.clone())(Setup {
             provider: offline,
             clock: None,
@@ -207,6 +225,12 @@ async fn run_suite(
     match name {
         "concierge" => {
             Runner::new(provider, concierge_agent(config))
+                .options(options)
+                .run(suite)
+                .await
+        }
+        "clinic" => {
+            Runner::new(provider, clinic_agent(config))
                 .options(options)
                 .run(suite)
                 .await

@@ -7,7 +7,8 @@
 //!
 //! Written with the plain builders. Account recovery: the app dispatches the user into
 //! the flow, hooks steer the prompt and guard the attempts, a tool checks the code and
-//! completes the flow, and `on_complete` arms a survey for the user's next message.
+//! completes the flow, and `on_complete` starts a survey, which asks its question in
+//! the same turn.
 
 use std::error::Error;
 use std::io::Write;
@@ -65,8 +66,8 @@ fn check_code() -> Arc<dyn Tool<Recovery, ()>> {
 fn recover() -> Result<Flow<Recovery, ()>, ConfigErrors> {
     Flow::builder("recover")
         .required(["email", "verified"])
-        // When the flow completes, the survey starts with the user's next message (the
-        // directive waits in the session as its pending directive).
+        // When the flow completes, the survey starts in the same turn and asks its
+        // question after the completing message.
         .on_complete(Directive::go_to("survey"))
         .step(
             Step::model("ask_email")
@@ -113,7 +114,7 @@ pub const MESSAGES: [&str; 5] = [
     "ada@example.com",
     "123456",
     "Sorry, it's 424242",
-    "Thanks!",
+    "4",
 ];
 
 /// The scripted model's answers.
@@ -131,10 +132,10 @@ pub fn scripted() -> ScriptedProvider {
     ));
     model.respond(Answer::tool("check_code", json!({ "code": "424242" })));
     model.tool_round(Answer::message("You're verified: you can log in again."));
-    // The pending `go_to survey` decides the next turn (no routing call).
-    model.respond(Answer::message(
-        "Glad to help! How helpful was this, from 1 to 5?",
-    ));
+    // `on_complete` moved to the survey: it asks in the same turn (no routing call).
+    model.respond(Answer::message("How helpful was this, from 1 to 5?"));
+    // The rating completes the survey.
+    model.respond(Answer::message("Thank you!").with_data(json!({ "rating": 4 })));
     model
 }
 

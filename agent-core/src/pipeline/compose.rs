@@ -174,13 +174,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return;
         }
-        let trimmed = message.trim_end().len();
-        message.truncate(trimmed);
-        if !message.is_empty() {
-            message.push(' ');
+        let sep = if message.is_empty() || message.ends_with(char::is_whitespace) {
+            ""
+        } else {
+            " "
+        };
+        let more = format!("{sep}{ANYTHING_ELSE}");
+        message.push_str(&more);
+        // Deltas still to stream get it as one more; a reply streamed live gets it
+        // once the turn is saved (`persist.rs`).
+        if !self.streamed && !deltas.is_empty() {
+            deltas.push(more);
         }
-        message.push_str(ANYTHING_ELSE);
-        deltas.clear();
     }
 
     /// Whether the classifier picks a flow this turn: no flow is active, there is a

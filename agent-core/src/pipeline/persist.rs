@@ -213,10 +213,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // the final message, and a failed save streams no text.
         let message = &response.message;
         if self.streamed {
-            if deltas.concat() != *message {
+            let sent = deltas.concat();
+            match message.strip_prefix(sent.as_str()) {
+                // Code added to the reply after it was streamed live (the completed
+                // pattern's question): the rest follows.
+                Some(rest) if !rest.is_empty() => self.emit(Event::TextDelta(rest.to_owned())),
+                Some(_) => {}
                 // Unreachable by construction (live text is only released when nothing
                 // can replace it); never send a second copy.
-                tracing::error!("streamed text differs from the final message");
+                None => tracing::error!("streamed text differs from the final message"),
             }
         } else if self.sink.is_some() && !message.is_empty() {
             if deltas.concat() == *message {

@@ -31,7 +31,7 @@ fn options_pick_suites_subsets_and_k() {
     let args =
         |a: &[&str]| eval::parse_args(&a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
     let all = args(&[]).unwrap();
-    assert_eq!(all.suites, ["concierge", "triage"]);
+    assert_eq!(all.suites, ["concierge", "triage", "clinic"]);
     assert_eq!((all.k, all.tag), (3, None));
     let smoke = args(&["--smoke", "--suite", "triage"]).unwrap();
     assert_eq!((smoke.k, smoke.tag.as_deref()), (0, Some("smoke")));

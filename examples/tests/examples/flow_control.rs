@@ -41,28 +41,32 @@ async fn every_emitter_steers_the_recovery_and_the_survey_follows() {
     assert_eq!(r.data.attempts, Some(1));
     assert_eq!(r.tool_calls[0].output, "wrong code");
 
-    // The right code: the tool's `complete` outranks the branch; on_complete arms the
-    // survey.
+    // The right code: the tool's `complete` outranks the branch; on_complete starts
+    // the survey, which asks in the same turn.
     let r = t.response(3).unwrap();
-    assert_eq!(
-        r.stopped,
-        StoppedReason::FlowCompleted {
-            flow: "recover".into()
-        }
-    );
     assert_eq!(r.data.verified, Some(true));
     assert!(sources(3).contains(&DirectiveSource::Tool("check_code".into())));
     assert!(r.directive_chain.iter().any(|e| e.source
         == DirectiveSource::OnComplete("recover".into())
         && e.directive == Directive::go_to("survey")));
-
-    // Next message: the pending directive starts the survey.
-    let r = t.response(4).unwrap();
     assert_eq!(
         (r.flow.as_deref(), r.step.as_deref()),
         (Some("survey"), Some("ask_rating"))
     );
-    assert!(sources(4).contains(&DirectiveSource::Pending));
+    assert_eq!(
+        r.message,
+        "You're verified: you can log in again.\n\nHow helpful was this, from 1 to 5?"
+    );
+
+    // The next message answers the survey, which completes.
+    let r = t.response(4).unwrap();
+    assert_eq!(r.data.rating, Some(4));
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCompleted {
+            flow: "survey".into()
+        }
+    );
 
     assert_eq!(model.calls_of(CallKind::Route), 0);
     assert_eq!(model.unused(), 0);

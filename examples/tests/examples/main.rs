@@ -21,6 +21,7 @@ macro_rules! run_example {
 
 mod bench_example;
 mod branching;
+mod clinic;
 mod concierge;
 mod data_extraction;
 mod eval;

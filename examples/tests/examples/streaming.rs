@@ -32,7 +32,9 @@ async fn each_turn_streams_its_events_and_ends_with_done() {
 
     assert!(printed.contains("place_order returned: order P-17 placed: margherita, 30 min"));
     assert!(
-        printed.contains("  ~ text: Ordered! Your margherita arrives in about 30 minutes.\n"),
+        printed.contains(
+            "  ~ text: Ordered! Your margherita arrives in about 30 minutes. Is there anything else I can help with?\n"
+        ),
         "{printed}"
     );
     assert!(printed.contains("flow `order` completed"), "{printed}");
