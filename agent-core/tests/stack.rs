@@ -259,18 +259,18 @@ async fn the_answer_schema_asks_whether_the_user_cancels() {
     let req = p.last_request().unwrap();
     let schema = &req.output.as_ref().unwrap().schema;
     assert_eq!(
-        schema["properties"]["command"],
-        json!({"enum": ["none", "cancel", "human", "repeat"]})
+        schema["properties"]["asks_to"]["enum"][1],
+        json!("stop_this_task")
     );
     let sys = req.system.to_string();
     assert!(
-        sys.contains("\"cancel\" only when it asks to stop this task altogether"),
+        sys.contains("\"stop_this_task\" only when it asks to stop this task altogether"),
         "{sys}"
     );
 
     // The answer's key reads as the cancel command.
     p.respond(Answer::raw(
-        json!({"command": "cancel", "data": {}, "message": "Okay."}).to_string(),
+        json!({"asks_to": "stop_this_task", "data": {}, "message": "Okay."}).to_string(),
     ));
     let r = a.respond("s", "cancel").await.unwrap();
     assert_eq!(
@@ -323,4 +323,31 @@ async fn a_flow_that_ends_on_a_reply_step_hands_back_to_the_interrupted_one() {
         r.message,
         "Thanks, noted: great stay.\n\nWhen do you check in?"
     );
+}
+
+#[tokio::test]
+async fn a_message_that_only_asks_to_stop_stops_even_when_the_model_missed_it() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.respond("s", "A hotel in Lisbon").await.unwrap();
+    // The model read nothing; code recognises the plain request to stop.
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "never mind").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "booking".into()
+        }
+    );
+    // A message that also gives a value is not a plain stop.
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("When?").with_data(json!({"city": "Stop"})));
+    let r = a.respond("s", "Stop").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
 }

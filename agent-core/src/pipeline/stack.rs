@@ -77,7 +77,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         &mut self,
         out: &mut CallOutcome,
     ) -> Result<Option<PatternRead>, AgentError> {
-        if !out.take_cancel() || self.s.flow.is_none() {
+        // The model's reading, or a message that only asks to stop ("cancel", "never
+        // mind") and gives nothing else: code recognises those common phrasings too.
+        let read = out.take_cancel();
+        let gives = |c: &Command| c.field().is_some() || matches!(c, Command::StartFlow { .. });
+        let plain = !read
+            && plainly_cancels(self.msg)
+            && !out.commands.iter().any(gives)
+            && !self.commands.iter().any(gives);
+        // One cancel per turn: the flow resumed after it reads the same message.
+        let done = self.commands.contains(&Command::CancelFlow);
+        if !(read || plain) || done || self.s.flow.is_none() {
             return Ok(None);
         }
         if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {

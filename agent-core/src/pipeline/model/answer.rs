@@ -38,10 +38,10 @@ pub(super) struct RespondOut {
     /// The user asks to stop the active flow (scripted answers in the older shape).
     #[serde(default)]
     pub(super) cancel: Option<bool>,
-    /// What the user asks besides values (what the schema asks): `cancel`, `human`,
-    /// `repeat` or `none`.
+    /// What the user asks besides values (what the schema asks): `stop_this_task`,
+    /// `talk_to_a_person`, `repeat_your_last_message` or `none`.
     #[serde(default)]
-    pub(super) command: Option<String>,
+    pub(super) asks_to: Option<String>,
     /// Commands written out (scripted answers; [`crate::command`] documents how the
     /// other keys read as commands).
     #[serde(default)]

@@ -80,11 +80,11 @@ fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
 }
 
 /// What the answer's `cancel` key means (the cancel pattern, `pipeline/stack.rs`).
-const COMMAND_RULE: &str = "Set `command` from the user's latest message: \"cancel\" only when it asks to stop this task altogether (a no, a question or a changed detail is not a cancel), \"human\" when it asks to talk to a person, \"repeat\" when it asks you to say your last message again, otherwise \"none\".\n";
+const COMMAND_RULE: &str = "Set `asks_to` from the user's latest message, \"none\" unless it asks for one of the others; \"stop_this_task\" only when it asks to stop this task altogether (a no, a question or a changed detail is not a stop).\n";
 
-/// The `command` key outside a flow (nothing to cancel).
-const INTENT_COMMANDS: [&str; 3] = ["none", "human", "repeat"];
-const INTENT_COMMAND_RULE: &str = "Set `command` to \"human\" when the user's latest message asks to talk to a person, \"repeat\" when it asks you to say your last message again, otherwise \"none\".\n";
+/// The `asks_to` key outside a flow (nothing to stop).
+const INTENT_ASKS: [&str; 3] = ["none", "talk_to_a_person", "repeat_your_last_message"];
+const INTENT_COMMAND_RULE: &str = "Set `asks_to` from the user's latest message, \"none\" unless it asks for one of the others.\n";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The user's message, quoted (and cut) for a question about it in the per-turn
@@ -389,11 +389,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     json!({
                         "type": "object",
                         "properties": {
-                            "command": { "enum": INTENT_COMMANDS },
+                            "asks_to": { "enum": INTENT_ASKS },
                             "message": { "type": "string" },
                             "intent": { "type": ["string", "null"], "enum": e },
                         },
-                        "required": ["command", "message", "intent"],
+                        "required": ["asks_to", "message", "intent"],
                         "additionalProperties": false,
                     })
                 });

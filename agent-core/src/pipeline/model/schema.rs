@@ -101,8 +101,14 @@ pub(super) fn with_tool_call(
     schema
 }
 
-/// The values of the respond schema's `command` key in a flow.
-pub(super) const COMMANDS: [&str; 4] = ["none", "cancel", "human", "repeat"];
+/// The values of the respond schema's `asks_to` key in a flow: what the user's
+/// message asks besides details, each value saying what it means.
+pub(super) const ASKS: [&str; 4] = [
+    "none",
+    "stop_this_task",
+    "talk_to_a_person",
+    "repeat_your_last_message",
+];
 
 pub(super) fn without_action(schema: &Value) -> Value {
     let mut schema = schema.clone();
@@ -172,8 +178,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // What the user asks besides values: stop this flow (`stack.rs`), a person or
         // the last message again (`patterns.rs`). One key, before the message.
-        props.insert("command".into(), json!({ "enum": COMMANDS }));
-        required.push("command");
+        props.insert("asks_to".into(), json!({ "enum": ASKS }));
+        required.push("asks_to");
         if n_conditions > 0 {
             let mut cprops = Map::new();
             for i in 0..n_conditions {

@@ -89,10 +89,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         // What else the user asks: stop the flow, a person, the last message again.
-        let asked = match out.command.as_deref() {
-            Some("cancel") => Some(Command::CancelFlow),
-            Some("human") => Some(Command::AskForHuman),
-            Some("repeat") => Some(Command::Repeat),
+        let asked = match out.asks_to.as_deref() {
+            Some("stop_this_task") => Some(Command::CancelFlow),
+            Some("talk_to_a_person") => Some(Command::AskForHuman),
+            Some("repeat_your_last_message") => Some(Command::Repeat),
             _ => (out.cancel == Some(true)).then_some(Command::CancelFlow),
         };
         let written = out.commands.into_iter().flatten().filter(|c| {
