@@ -82,8 +82,7 @@
 //!
 //! # Cancelling a flow
 //!
-//! In a flow, the answer says whether the user asks to stop it
-//! (`asks_to: "stop_this_task"`). A message made only of stop words ("cancel", "stop",
+//! In a flow, the answer says whether the user asks to stop it (`cancel`). A message made only of stop words ("cancel", "stop",
 //! "never mind", "forget it") and nothing else the answer reads stops the flow at once,
 //! whether or not the model read it so (code recognises these); any other phrasing the model read as a cancel is asked about first
 //! ("Do you want to stop hotel booking?"), and the user's next message settles it (a
@@ -153,7 +152,7 @@
 //!
 //! # Handing over to a person
 //!
-//! The answer says when the user asks for a person (`asks_to: "talk_to_a_person"`, in a flow and
+//! The answer says when the user asks for a person (`is_asking_for: "a_person"`, in a flow and
 //! when the answer routes to flows). What happens is the agent's
 //! [`HumanHandoff`](crate::agent::HumanHandoff), set with
 //! [`AgentBuilder::human_handoff`](crate::agent::AgentBuilder::human_handoff). By
@@ -210,7 +209,7 @@
 //! # Repeat
 //!
 //! When the user asks to hear the last message again ("sorry, what was the
-//! question?", `asks_to: "repeat_your_last_message"`) and the answer reads nothing new in the message
+//! question?", `is_asking_for: "your_last_message_again"`) and the answer reads nothing new in the message
 //! (no value the data does not hold, no flow to start), the reply is the agent's last
 //! message, written by code.
 //!
@@ -227,9 +226,9 @@
 //! | `handoff` (one yes/no per flow), `switch_flow`, `intent` | [`Command::StartFlow`] for the first flow judged yes |
 //! | `action` with `"answer": "yes"` or `"agreed": true` | [`Command::Agree`] (and the tool call it names) |
 //! | `action` with another answer, or `"agreed": false` | [`Command::Decline`] |
-//! | `asks_to: "stop_this_task"` (in a flow; `cancel: true` in the older shape) | [`Command::CancelFlow`] |
-//! | `asks_to: "talk_to_a_person"` | [`Command::AskForHuman`] |
-//! | `asks_to: "repeat_your_last_message"` | [`Command::Repeat`] |
+//! | `cancel: true` (in a flow) | [`Command::CancelFlow`] |
+//! | `is_asking_for: "a_person"` | [`Command::AskForHuman`] |
+//! | `is_asking_for: "your_last_message_again"` | [`Command::Repeat`] |
 //! | `commands` | the listed commands, as written |
 //!
 //! So answers scripted for the [`ScriptedProvider`](crate::testing::ScriptedProvider)

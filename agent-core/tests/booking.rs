@@ -418,7 +418,8 @@ async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects()
     p.respond(Answer::message("Which city?"));
     a.respond("s", "book a room").await.unwrap();
 
-    // The model read "no booking": the booking flow is left, not interrupted.
+    // The model read a cancel and the message names stopping ("forget the
+    // booking"): the booking flow is left, not interrupted.
     p.respond(
         Answer::message("One moment.")
             .switching_to("feedback")
@@ -428,7 +429,7 @@ async fn the_flow_handed_to_reads_the_same_message_and_stores_what_it_collects()
     // The feedback flow completes with its field: its closing reply.
     p.respond(Answer::message("Thanks for the feedback!"));
     let r = a
-        .respond("s", "no booking, I want to say the stay was great")
+        .respond("s", "forget the booking, I want to say the stay was great")
         .await
         .unwrap();
     assert_eq!(r.data.feedback.as_deref(), Some("great"));

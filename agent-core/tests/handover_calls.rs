@@ -85,12 +85,15 @@ async fn values_read_for_the_flow_handed_to_are_stored_there_and_it_speaks_when_
         Answer::message("How was your stay?")
             .with_data(json!({"feedback": "the stay was great"}))
             .switching_to("feedback")
-            // "no booking": the booking flow is left, not interrupted.
+            // "forget the booking": the booking flow is left, not interrupted.
             .command(agent_core::command::Command::cancel_flow()),
     );
     p.respond(Answer::message("Thanks for the feedback!"));
     let r = a
-        .respond("s", "no booking, I just want to say the stay was great")
+        .respond(
+            "s",
+            "forget the booking, I just want to say the stay was great",
+        )
         .await
         .unwrap();
     assert_eq!(r.data.feedback.as_deref(), Some("the stay was great"));

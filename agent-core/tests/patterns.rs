@@ -212,12 +212,12 @@ async fn a_repeat_read_beside_a_new_value_is_not_a_repeat() {
 }
 
 #[tokio::test]
-async fn the_answer_s_asks_to_key_reads_as_commands() {
+async fn the_answer_s_is_asking_for_key_reads_as_commands() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
     at_ask_date(&a, &p).await;
     p.respond(Answer::raw(
-        json!({"asks_to": "repeat_your_last_message", "data": {}, "message": "?"}).to_string(),
+        json!({"cancel": false, "data": {}, "is_asking_for": "your_last_message_again", "message": "?"}).to_string(),
     ));
     let r = a.respond("s", "come again?").await.unwrap();
     assert_eq!(r.message, "Lisbon it is. When do you check in?");
@@ -225,17 +225,8 @@ async fn the_answer_s_asks_to_key_reads_as_commands() {
     let req = p.last_request().unwrap();
     let schema = req.output.as_ref().unwrap().schema.clone();
     assert_eq!(
-        schema["properties"]["asks_to"]["enum"],
-        json!([
-            "none",
-            "stop_this_task",
-            "talk_to_a_person",
-            "repeat_your_last_message"
-        ])
-    );
-    assert!(
-        req.system
-            .contains("Set `asks_to` from the user's latest message")
+        schema["properties"]["is_asking_for"]["enum"],
+        json!(["nothing_else", "a_person", "your_last_message_again"])
     );
 }
 
@@ -253,14 +244,14 @@ async fn outside_any_flow_the_routing_answer_reads_a_request_for_a_person() {
         .build()
         .unwrap();
     p.respond(Answer::raw(
-        json!({"asks_to": "talk_to_a_person", "intent": null, "message": "Hm."}).to_string(),
+        json!({"intent": null, "is_asking_for": "a_person", "message": "Hm."}).to_string(),
     ));
     let r = a.respond("s", "get me a human").await.unwrap();
     assert_eq!(r.stopped, StoppedReason::HumanHandoff);
     assert_eq!(r.flow, None);
     let req = p.last_request().unwrap();
     assert_eq!(
-        req.output.unwrap().schema["properties"]["asks_to"]["enum"],
-        json!(["none", "talk_to_a_person", "repeat_your_last_message"])
+        req.output.unwrap().schema["properties"]["is_asking_for"]["enum"],
+        json!(["nothing_else", "a_person", "your_last_message_again"])
     );
 }

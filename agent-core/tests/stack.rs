@@ -258,19 +258,14 @@ async fn the_answer_schema_asks_whether_the_user_cancels() {
     a.respond("s", "hi").await.unwrap();
     let req = p.last_request().unwrap();
     let schema = &req.output.as_ref().unwrap().schema;
-    assert_eq!(
-        schema["properties"]["asks_to"]["enum"][1],
-        json!("stop_this_task")
-    );
+    assert_eq!(schema["properties"]["cancel"], json!({"type": "boolean"}));
     let sys = req.system.to_string();
-    assert!(
-        sys.contains("\"stop_this_task\" only when it asks to stop this task altogether"),
-        "{sys}"
-    );
+    assert!(sys.contains("Set `cancel` to true only when"), "{sys}");
 
     // The answer's key reads as the cancel command.
     p.respond(Answer::raw(
-        json!({"asks_to": "stop_this_task", "data": {}, "message": "Okay."}).to_string(),
+        json!({"cancel": true, "data": {}, "is_asking_for": "nothing_else", "message": "Okay."})
+            .to_string(),
     ));
     let r = a.respond("s", "cancel").await.unwrap();
     assert_eq!(
@@ -350,4 +345,41 @@ async fn a_message_that_only_asks_to_stop_stops_even_when_the_model_missed_it() 
     p.respond(Answer::message("When?").with_data(json!({"city": "Stop"})));
     let r = a.respond("s", "Stop").await.unwrap();
     assert_eq!(r.flow.as_deref(), Some("booking"));
+}
+
+#[tokio::test]
+async fn a_cancel_beside_a_new_flow_leaves_only_when_the_message_names_stopping() {
+    // "Before that, ..." with a cancel read: the booking waits on the stack.
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.respond(
+        Answer::message("Sure.")
+            .switching_to("feedback")
+            .command(Command::cancel_flow()),
+    );
+    p.respond(Answer::message("How did your last stay go?"));
+    let r = a
+        .respond("s", "before that, some feedback about my last stay")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.stack.len(), 1, "the booking waits");
+
+    // "Forget the booking, ..." with a cancel read: it is left for good.
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.respond(
+        Answer::message("Sure.")
+            .switching_to("feedback")
+            .command(Command::cancel_flow()),
+    );
+    p.respond(Answer::message("How did your last stay go?"));
+    let r = a
+        .respond("s", "forget the booking, I want to leave feedback")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.stack.is_empty(), "the booking was left");
 }

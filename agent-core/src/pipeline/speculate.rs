@@ -281,7 +281,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 let said = std::mem::take(&mut sp.out.message);
                 let ahead = ahead.and_then(|d| self.preview_for(&target, d));
-                let leaves = sp.out.take_cancel();
+                let leaves = sp.out.take_cancel() && super::stack::mentions_stopping(self.msg);
                 match self.start_flow(target, said, leaves).await? {
                     None => {
                         self.preview = ahead;

@@ -54,6 +54,9 @@ const STOP: &[&str] = &[
     "all",
 ];
 
+/// The words that ask to stop, normalised ("never mind" is also one).
+const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "forget"];
+
 /// Whether `message` only asks to stop: it names a stop word and nothing but
 /// [`STOP`] words and agreement filler.
 fn plainly_cancels(message: &str) -> bool {
@@ -61,12 +64,21 @@ fn plainly_cancels(message: &str) -> bool {
     let mut stops = said.contains(" never mind ");
     for w in said.split_whitespace() {
         match w {
-            "cancel" | "stop" | "quit" | "abort" | "nevermind" | "forget" => stops = true,
+            w if STOP_WORDS.contains(&w) => stops = true,
             w if STOP.contains(&w) || plainly_agrees(w, &[]) => {}
             _ => return false,
         }
     }
     stops
+}
+
+/// Whether `message` names stopping at all ("Actually, forget that. My app
+/// crashes."): a cancel the model read beside a flow to start leaves the active flow
+/// for good only then; otherwise that flow waits on the stack, and the user can
+/// still stop it when it asks again.
+pub(super) fn mentions_stopping(message: &str) -> bool {
+    let said = crate::data::ground::normalize(message);
+    said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w))
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {

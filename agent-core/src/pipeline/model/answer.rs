@@ -38,10 +38,10 @@ pub(super) struct RespondOut {
     /// The user asks to stop the active flow (scripted answers in the older shape).
     #[serde(default)]
     pub(super) cancel: Option<bool>,
-    /// What the user asks besides values (what the schema asks): `stop_this_task`,
-    /// `talk_to_a_person`, `repeat_your_last_message` or `none`.
+    /// What else the user asks for (what the schema asks): `a_person`,
+    /// `your_last_message_again` or `nothing_else`.
     #[serde(default)]
-    pub(super) asks_to: Option<String>,
+    pub(super) is_asking_for: Option<String>,
     /// Commands written out (scripted answers; [`crate::command`] documents how the
     /// other keys read as commands).
     #[serde(default)]

@@ -80,11 +80,7 @@ fn dedupe_tools<D, C>(tools: &mut Vec<Arc<dyn Tool<D, C>>>) {
 }
 
 /// What the answer's `cancel` key means (the cancel pattern, `pipeline/stack.rs`).
-const COMMAND_RULE: &str = "Set `asks_to` from the user's latest message, \"none\" unless it asks for one of the others; \"stop_this_task\" only when it asks to stop this task altogether (a no, a question or a changed detail is not a stop).\n";
-
-/// The `asks_to` key outside a flow (nothing to stop).
-const INTENT_ASKS: [&str; 3] = ["none", "talk_to_a_person", "repeat_your_last_message"];
-const INTENT_COMMAND_RULE: &str = "Set `asks_to` from the user's latest message, \"none\" unless it asks for one of the others.\n";
+const CANCEL_RULE: &str = "Set `cancel` to true only when the user's latest message asks to stop this task altogether; a no, a question or a changed detail is not a cancel.\n";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The user's message, quoted (and cut) for a question about it in the per-turn
@@ -152,7 +148,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             sys.push_str(&f.section);
             sys.push_str(&f.extract_section);
             sys.push_str(&self.a.switch_sections[f.index]);
-            sys.push_str(COMMAND_RULE);
+            sys.push_str(CANCEL_RULE);
             // What is known, and what this task still needs: an empty field another
             // part of the agent fills (a booking id a tool writes) is left out, so the
             // model has no slot to make a value up for.
@@ -380,7 +376,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 for (id, d) in ids {
                     let _ = writeln!(sys, "- {id}: {d}");
                 }
-                sys.push_str(INTENT_COMMAND_RULE);
                 sys.push_str("Answer with JSON only; write the reply to the user in `message`.\n");
                 let schema = self.a.cached_schema(7, || {
                     let mut e: Vec<Value> =
@@ -389,11 +384,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     json!({
                         "type": "object",
                         "properties": {
-                            "asks_to": { "enum": INTENT_ASKS },
+                            "is_asking_for": { "enum": super::schema::ASKING_FOR },
                             "message": { "type": "string" },
                             "intent": { "type": ["string", "null"], "enum": e },
                         },
-                        "required": ["asks_to", "message", "intent"],
+                        "required": ["message", "intent", "is_asking_for"],
                         "additionalProperties": false,
                     })
                 });

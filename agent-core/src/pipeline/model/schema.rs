@@ -101,14 +101,9 @@ pub(super) fn with_tool_call(
     schema
 }
 
-/// The values of the respond schema's `asks_to` key in a flow: what the user's
-/// message asks besides details, each value saying what it means.
-pub(super) const ASKS: [&str; 4] = [
-    "none",
-    "stop_this_task",
-    "talk_to_a_person",
-    "repeat_your_last_message",
-];
+/// The values of the respond schema's `is_asking_for` key: what else the user's
+/// message asks for, each value saying what it means.
+pub(super) const ASKING_FOR: [&str; 3] = ["nothing_else", "a_person", "your_last_message_again"];
 
 pub(super) fn without_action(schema: &Value) -> Value {
     let mut schema = schema.clone();
@@ -176,10 +171,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             required.push("data");
         }
-        // What the user asks besides values: stop this flow (`stack.rs`), a person or
-        // the last message again (`patterns.rs`). One key, before the message.
-        props.insert("asks_to".into(), json!({ "enum": ASKS }));
-        required.push("asks_to");
+        // Whether the user asks to stop this flow (the cancel pattern, `stack.rs`).
+        props.insert("cancel".into(), json!({ "type": "boolean" }));
+        required.push("cancel");
+        // What else the user asks for: a person or the last message again
+        // (`patterns.rs`); after the hand-overs, before the message.
+        props.insert("is_asking_for".into(), json!({ "enum": ASKING_FOR }));
+        required.push("is_asking_for");
         if n_conditions > 0 {
             let mut cprops = Map::new();
             for i in 0..n_conditions {

@@ -89,12 +89,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         // What else the user asks: stop the flow, a person, the last message again.
-        let asked = match out.asks_to.as_deref() {
-            Some("stop_this_task") => Some(Command::CancelFlow),
-            Some("talk_to_a_person") => Some(Command::AskForHuman),
-            Some("repeat_your_last_message") => Some(Command::Repeat),
-            _ => (out.cancel == Some(true)).then_some(Command::CancelFlow),
-        };
+        let asked = (out.cancel == Some(true))
+            .then_some(Command::CancelFlow)
+            .into_iter()
+            .chain(match out.is_asking_for.as_deref() {
+                Some("a_person") => Some(Command::AskForHuman),
+                Some("your_last_message_again") => Some(Command::Repeat),
+                _ => None,
+            });
         let written = out.commands.into_iter().flatten().filter(|c| {
             matches!(
                 c,
@@ -105,7 +107,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     | Command::Repeat
             )
         });
-        for c in asked.into_iter().chain(written) {
+        for c in asked.chain(written) {
             if (flow.is_some() || c != Command::CancelFlow) && !commands.contains(&c) {
                 commands.push(c);
             }
