@@ -152,12 +152,14 @@
 //!
 //! # Handing over to a person
 //!
-//! The answer says when the user asks for a person (`is_asking_for: "a_person"`, in a flow and
-//! when the answer routes to flows). What happens is the agent's
+//! In a flow, the answer says when the user asks for a person
+//! (`is_asking_for: "a_person"`); in any turn, code also recognises the common plain
+//! phrasings ("can I talk to a human?", "connect me with someone from your staff",
+//! "representative please"). What happens is the agent's
 //! [`HumanHandoff`](crate::agent::HumanHandoff), set with
 //! [`AgentBuilder::human_handoff`](crate::agent::AgentBuilder::human_handoff). By
-//! default the session is handed over: a message that names a person ("can I talk
-//! to someone?") hands over at once, any other phrasing the model read as such a
+//! default the session is handed over: a plain request, or one the model read that
+//! names a person, hands over at once; any other phrasing the model read as such a
 //! request is asked about first ("Do you want me to pass you to a person from our
 //! team?"). The turn that hands over ends with
 //! [`StoppedReason::HumanHandoff`](crate::response::StoppedReason::HumanHandoff); the

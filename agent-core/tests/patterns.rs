@@ -231,7 +231,7 @@ async fn the_answer_s_is_asking_for_key_reads_as_commands() {
 }
 
 #[tokio::test]
-async fn outside_any_flow_the_routing_answer_reads_a_request_for_a_person() {
+async fn outside_any_flow_a_plain_request_for_a_person_hands_over() {
     use agent_core::codeflow::{Fallback, Router};
     let p = ScriptedProvider::new();
     let a: Agent<Booking, Concierge> = Agent::builder()
@@ -243,15 +243,37 @@ async fn outside_any_flow_the_routing_answer_reads_a_request_for_a_person() {
         })
         .build()
         .unwrap();
-    p.respond(Answer::raw(
-        json!({"intent": null, "is_asking_for": "a_person", "message": "Hm."}).to_string(),
-    ));
+    // The routing answer has no key for it: code recognises the plain request.
+    p.respond(Answer::intent("Hm.", None));
     let r = a.respond("s", "get me a human").await.unwrap();
     assert_eq!(r.stopped, StoppedReason::HumanHandoff);
     assert_eq!(r.flow, None);
     let req = p.last_request().unwrap();
-    assert_eq!(
-        req.output.unwrap().schema["properties"]["is_asking_for"]["enum"],
-        json!(["nothing_else", "a_person", "your_last_message_again"])
+    assert!(req.output.unwrap().schema["properties"]["is_asking_for"].is_null());
+}
+
+#[tokio::test]
+async fn in_a_flow_a_plain_request_for_a_person_hands_over_when_the_model_missed_it() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    at_ask_date(&a, &p).await;
+    p.respond(Answer::message("When do you check in?"));
+    let r = a
+        .respond("s", "Can I talk to someone from your staff?")
+        .await
+        .unwrap();
+    assert_eq!(r.stopped, StoppedReason::HumanHandoff);
+    // "My manager told me to talk to you" names no request for a person.
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    at_ask_date(&a, &p).await;
+    p.default_answer(
+        agent_core::provider::CallKind::Respond,
+        Answer::message("When do you check in?"),
     );
+    let r = a
+        .respond("s", "My manager told me to talk to you")
+        .await
+        .unwrap();
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
 }

@@ -70,7 +70,10 @@ async fn converse(a: Agent<Booking, support::booking::Concierge>, stream: bool) 
     );
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"), "the tool ran");
     assert!(r.tool_calls.iter().any(|t| t.name == "book_room" && t.ok));
-    assert_eq!(r.message, "Booked! Your id is BK-5.");
+    assert_eq!(
+        r.message,
+        "Booked! Your id is BK-5. Is there anything else I can help with?"
+    );
     assert_eq!(r.model_calls, 2, "respond + tool round");
 }
 

@@ -57,6 +57,35 @@ fn names_a_person(message: &str) -> bool {
         .any(|w| PERSON.contains(&w) || w.strip_suffix('s').is_some_and(|w| PERSON.contains(&w)))
 }
 
+/// Verbs that ask to be put in touch ("talk to", "speak with", "connect me to").
+const TALK: &[&str] = &["talk", "speak", "connect", "transfer", "chat", "through"];
+
+/// Words that may stand beside a person word in a bare request ("a real person
+/// please", "human agent", "I want a human").
+const FILLER: &[&str] = &[
+    "a", "an", "the", "real", "live", "actual", "please", "i", "want", "need", "get", "me", "can",
+    "could", "to", "with", "now", "your", "from", "team", "some", "one",
+];
+
+/// Whether `message` plainly asks for a person, in the common phrasings code
+/// recognises without the model: a verb of talking followed closely by a person
+/// ("can I talk to a human?", "connect me with someone from your staff"), or a
+/// person word with nothing but filler ("representative please"). "My manager told
+/// me to talk to you" is not one: the person comes before the verb.
+fn plainly_asks_for_person(message: &str) -> bool {
+    let said = crate::data::ground::normalize(message);
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let person =
+        |w: &str| PERSON.contains(&w) || w.strip_suffix('s').is_some_and(|w| PERSON.contains(&w));
+    let after_talk = words
+        .iter()
+        .enumerate()
+        .any(|(i, w)| TALK.contains(w) && words[i + 1..].iter().take(6).any(|w| person(w)));
+    let bare =
+        words.iter().any(|w| person(w)) && words.iter().all(|w| person(w) || FILLER.contains(w));
+    after_talk || bare
+}
+
 /// What a pattern the model read did to the turn.
 pub(super) enum PatternRead {
     /// The turn's reply (written by code), and why the turn stopped.
@@ -76,7 +105,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(read) = self.on_cancel(out).await? {
             return Ok(Some(read));
         }
-        let human = out.take(&Command::AskForHuman);
+        // The model's reading, or a request code recognises (common phrasings).
+        let read = out.take(&Command::AskForHuman);
+        let plain = plainly_asks_for_person(self.msg);
+        // Once per turn: a flow started for it reads the same message.
+        let human = (read || plain) && !self.commands.contains(&Command::AskForHuman);
         let repeat = out.take(&Command::Repeat);
         if !human && !repeat {
             return Ok(None);
@@ -86,7 +119,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         }
         if human {
-            return self.ask_for_human().await.map(Some);
+            return self.ask_for_human(plain).await.map(Some);
         }
         if self.reads_something_new(out) {
             return Ok(None);
@@ -129,11 +162,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .filter(|m| !m.is_empty())
     }
 
-    /// The user asked for a person: what the agent's [`HumanHandoff`] says.
-    async fn ask_for_human(&mut self) -> Result<PatternRead, AgentError> {
+    /// The user asked for a person: what the agent's [`HumanHandoff`] says. `plain`:
+    /// the message plainly asks for one (handed over without a question).
+    async fn ask_for_human(&mut self, plain: bool) -> Result<PatternRead, AgentError> {
         match self.a.human_handoff.clone() {
             HumanHandoff::HandOver { reply, .. } => {
-                if names_a_person(self.msg) {
+                if plain || names_a_person(self.msg) {
                     return Ok(self.hand_over(reply));
                 }
                 self.s.asking_handoff = true;
@@ -189,7 +223,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         };
         let agreed = plainly_agrees(self.msg, &[])
-            || names_a_person(self.msg)
+            || plainly_asks_for_person(self.msg)
             || self.agrees_with_last_question().await?;
         if !agreed {
             self.handled(Command::Decline);
@@ -219,7 +253,31 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
 #[cfg(test)]
 mod tests {
-    use super::names_a_person;
+    use super::{names_a_person, plainly_asks_for_person};
+
+    #[test]
+    fn a_plain_request_for_a_person_is_read_by_code() {
+        for m in [
+            "Can I talk to a human please?",
+            "I want to speak to someone on your team",
+            "I'd like to talk to someone at the front desk",
+            "connect me with an agent",
+            "representative please",
+            "a real person",
+            "Human!",
+        ] {
+            assert!(plainly_asks_for_person(m), "{m}");
+        }
+        for m in [
+            "My manager told me to talk to you",
+            "I'd like to book an appointment",
+            "the person at the desk was rude",
+            "we are two people",
+            "talk soon",
+        ] {
+            assert!(!plainly_asks_for_person(m), "{m}");
+        }
+    }
 
     #[test]
     fn a_request_naming_a_person_is_read_by_code_and_others_are_not() {

@@ -384,11 +384,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     json!({
                         "type": "object",
                         "properties": {
-                            "is_asking_for": { "enum": super::schema::ASKING_FOR },
                             "message": { "type": "string" },
                             "intent": { "type": ["string", "null"], "enum": e },
                         },
-                        "required": ["message", "intent", "is_asking_for"],
+                        "required": ["message", "intent"],
                         "additionalProperties": false,
                     })
                 });
