@@ -89,6 +89,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<(String, StoppedReason, Vec<String>), AgentError> {
         // The question the user's message answers, and where it was asked.
         let asked_at = self.awaiting.then(|| self.position_ids());
+        self.read_from = self.transitions.len();
         let (mut spec, mut alt) = self.speculate().await?;
         if let Some(not_started) = self.not_started.take() {
             return Ok((not_started, StoppedReason::NeedsInput, Vec::new()));

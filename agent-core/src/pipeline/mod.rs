@@ -153,6 +153,11 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) lead: Vec<String>,
     /// A flow the dialogue stack resumed this turn (`stack.rs`).
     pub(crate) resumed: Option<String>,
+    /// How many transitions the turn made before the conversation read the message
+    /// (a pending directive, routing): code's recognition of a plain cancel or a plain
+    /// request for a person applies only while no branch, hook or model moved the
+    /// turn since (`patterns.rs`).
+    pub(crate) read_from: usize,
     /// The reply when a flow the model started was not started (the dialogue stack
     /// is full).
     pub(crate) not_started: Option<String>,
@@ -303,6 +308,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             carried: None,
             lead: Vec::new(),
             resumed: None,
+            read_from: 0,
             not_started: None,
             prompt: String::new(),
             preview: None,

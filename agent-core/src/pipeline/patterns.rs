@@ -107,7 +107,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // The model's reading, or a request code recognises (common phrasings).
         let read = out.take(&Command::AskForHuman);
-        let plain = plainly_asks_for_person(self.msg);
+        // Code's recognition applies where the user answered: once a branch, hook or
+        // signal of the agent moved the turn to another flow, that flow decides.
+        let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);
         // Once per turn: a flow started for it reads the same message.
         let human = (read || plain) && !self.commands.contains(&Command::AskForHuman);
         let repeat = out.take(&Command::Repeat);

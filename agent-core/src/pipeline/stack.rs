@@ -94,6 +94,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let read = out.take_cancel();
         let gives = |c: &Command| c.field().is_some() || matches!(c, Command::StartFlow { .. });
         let plain = !read
+            && self.transitions.len() == self.read_from
             && plainly_cancels(self.msg)
             && !out.commands.iter().any(gives)
             && !self.commands.iter().any(gives);
