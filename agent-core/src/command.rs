@@ -158,9 +158,9 @@
 //! "representative please"). What happens is the agent's
 //! [`HumanHandoff`](crate::agent::HumanHandoff), set with
 //! [`AgentBuilder::human_handoff`](crate::agent::AgentBuilder::human_handoff). By
-//! default the session is handed over: a plain request, or one the model read that
-//! names a person, hands over at once; any other phrasing the model read as such a
-//! request is asked about first ("Do you want me to pass you to a person from our
+//! default the session is handed over: a plain request hands over at once; a request
+//! the model read in a message that names a person in other words is asked about
+//! first (a reading in a message that names no person is not acted on) ("Do you want me to pass you to a person from our
 //! team?"). The turn that hands over ends with
 //! [`StoppedReason::HumanHandoff`](crate::response::StoppedReason::HumanHandoff); the
 //! session is marked ([`Session::handed_off`](crate::session::Session::handed_off)),

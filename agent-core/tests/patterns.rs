@@ -93,7 +93,10 @@ async fn a_request_in_other_words_is_asked_about_first() {
     let a = agent_handing(&p, HumanHandoff::hand_over().reply("Connecting you."));
     at_ask_date(&a, &p).await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
-    let r = a.respond("s", "this bot is useless").await.unwrap();
+    let r = a
+        .respond("s", "is there someone I could write to instead?")
+        .await
+        .unwrap();
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
     assert_eq!(
         r.message,
@@ -117,7 +120,7 @@ async fn a_no_to_the_question_goes_on_with_the_flow() {
     let a = agent_handing(&p, HumanHandoff::hand_over());
     at_ask_date(&a, &p).await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
-    a.respond("s", "ugh").await.unwrap();
+    a.respond("s", "is there someone else?").await.unwrap();
     // Not a plain yes or no: a short call judges the answer to the question.
     p.agreement(false);
     p.respond(Answer::message("How many guests?").with_data(json!({"check_in": "2026-07-01"})));

@@ -4,8 +4,8 @@
 //!
 //! - **Human handoff** ([`Command::AskForHuman`]): what the agent's
 //!   [`HumanHandoff`] says. Handing over happens at once when the message plainly
-//!   asks for a person (it names one); any other phrasing the model read as such a
-//!   request is asked about first ("Do you want me to pass you to a person from our
+//!   asks for a person; a request the model read in a message that names a person in
+//!   other words is asked about first ("Do you want me to pass you to a person from our
 //!   team?", [`Session::asking_handoff`]), and a yes to that question hands over. A
 //!   session handed over ([`Session::handed_off`]) answers every message with the
 //!   waiting reply and makes no model call until the host ends the handoff.
@@ -106,7 +106,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(Some(read));
         }
         // The model's reading, or a request code recognises (common phrasings).
-        let read = out.take(&Command::AskForHuman);
+        // The model's reading counts only for a message that names a person: on the
+        // local model it read requests for a person into ordinary messages ("I'd like
+        // to book an appointment" at a clinic, where the patient is one).
+        let read = out.take(&Command::AskForHuman) && names_a_person(self.msg);
         // Code's recognition applies where the user answered: once a branch, hook or
         // signal of the agent moved the turn to another flow, that flow decides.
         let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);
@@ -169,7 +172,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     async fn ask_for_human(&mut self, plain: bool) -> Result<PatternRead, AgentError> {
         match self.a.human_handoff.clone() {
             HumanHandoff::HandOver { reply, .. } => {
-                if plain || names_a_person(self.msg) {
+                if plain {
                     return Ok(self.hand_over(reply));
                 }
                 self.s.asking_handoff = true;
