@@ -150,6 +150,71 @@
 //! # }
 //! ```
 //!
+//! # What an interruption and a cancel do to a flow
+//!
+//! A flow declares both, and the macros check them at compile time (the builder's
+//! `build()` makes the same checks):
+//!
+//! - **Interruption** ([`Interruption`](crate::flow::Interruption), `interrupted = ..`
+//!   in `#[flow]`): `resume` (the default: it waits and resumes at its step), `restart`
+//!   (it waits, and when it resumes the values it owns are cleared and its first step
+//!   asks again) or `end` (it is left, its values kept, as a front desk whose only task
+//!   is to send the user on). A model step may say otherwise for an interruption while
+//!   the flow waits there (`#[step(interrupted = ..)]`, [`Step::interrupted`](crate::step::Step::interrupted));
+//!   an `auto` or `reply` step never waits for the user, so saying it there is an error.
+//! - **Cancel**: the flow's own fields are cleared, plus those it names in
+//!   `cancel_clears(..)` ([`FlowBuilder::cancel_clears`](crate::flow::FlowBuilder::cancel_clears)), for
+//!   instance a reference a tool wrote. A cancel does not undo a tool's effect, so a
+//!   flow whose steps offer a once-tool ([`Effect::Once`](crate::tool::Effect::Once))
+//!   must say what a cancel says once it ran, with `cancel_after_tool = ".."`
+//!   ([`FlowBuilder::cancel_after_tool`](crate::flow::FlowBuilder::cancel_after_tool)):
+//!   "Okay, I've stopped it" would be false. `#[flow]` rejects a flow naming a
+//!   `#[tool(effect = once)]` in its `tools(..)` without it; `build()` rejects any
+//!   flow with a once-tool without it.
+//!
+//! ```
+//! use agent_core::flow::Interruption;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Desk { city: Option<String>, date: Option<String>, note: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let agent: Agent<Desk, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     // A quote starts over after an interruption: its answers may be stale.
+//!     .flow(Flow::builder("quote").title("Quote")
+//!         .interrupted(Interruption::Restart)
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .step(Step::model("ask_date").prompt("Ask for the date.").collect(["date"]))
+//!         .build().unwrap())
+//!     .flow(Flow::builder("feedback").title("Feedback")
+//!         .when("the user wants to leave feedback")
+//!         .step(Step::model("ask_note").prompt("Ask for the feedback.").collect(["note"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! agent.dispatch("s1", Directive::go_to("quote")).await.unwrap();
+//! provider.respond(Answer::message("When?").with_data(json!({"city": "Rome"})).claiming("ask_date"));
+//! agent.respond("s1", "Rome").await.unwrap();
+//! provider.respond(Answer::message("Sure.").switching_to("feedback"));
+//! provider.respond(Answer::message("What would you like to tell us?"));
+//! let r = agent.respond("s1", "first, some feedback").await.unwrap();
+//! assert_eq!(r.flow.as_deref(), Some("feedback"));
+//! // Feedback completes; the quote starts over at its first step.
+//! provider.respond(Answer::message("Thanks!").with_data(json!({"note": "great"})));
+//! provider.respond(Answer::message("Which city?"));
+//! let r = agent.respond("s1", "It was great").await.unwrap();
+//! assert_eq!((r.flow.as_deref(), r.step.as_deref()), (Some("quote"), Some("ask_city")));
+//! assert_eq!(r.data.city, None);
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
 //! # Handing over to a person
 //!
 //! In a flow, the answer says when the user asks for a person

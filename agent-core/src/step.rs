@@ -47,6 +47,8 @@ pub struct Step<D, C> {
     pub(crate) act_on_answer: bool,
     /// The question that asks a model step, written by code (a `{field}` template).
     pub(crate) ask: Option<String>,
+    /// What an interruption at this step does, over the flow's own policy.
+    pub(crate) interrupted: Option<crate::flow::Interruption>,
     /// Rendered once at build: the step's prompt section.
     pub(crate) section: String,
 }
@@ -88,6 +90,7 @@ impl<D, C> Step<D, C> {
             must_call: Vec::new(),
             act_on_answer: false,
             ask: None,
+            interrupted: None,
             section: String::new(),
         }
     }
@@ -231,9 +234,23 @@ impl<D, C> Step<D, C> {
         self.ask = Some(template.into());
         self
     }
+    /// What an interruption at this step does, when the step says it (over the
+    /// flow's [`crate::flow::Flow::interrupted`]).
+    pub fn interruption(&self) -> Option<crate::flow::Interruption> {
+        self.interrupted
+    }
     /// The code-written question, if any.
     pub fn ask_template(&self) -> Option<&str> {
         self.ask.as_deref()
+    }
+    /// What becomes of the flow when another flow interrupts it while it waits at
+    /// this step, over the flow's own [`crate::flow::FlowBuilder::interrupted`] (a payment
+    /// step that starts the flow over, a question that ends it). Only a model step
+    /// waits for the user, so only a model step can say it: `build()` refuses it on
+    /// an `auto` or a `reply` step.
+    pub fn interrupted(mut self, i: crate::flow::Interruption) -> Self {
+        self.interrupted = Some(i);
+        self
     }
     /// Terminal: no linear successor.
     pub fn end(mut self) -> Self {

@@ -373,6 +373,7 @@ async fn a_round_resumes_once_every_waiting_call_is_decided() {
 /// A checkout flow whose closing step pays (the tool must run before it ends).
 fn checkout_agent(p: &ScriptedProvider, charges: &Charges) -> Agent<Order, ()> {
     let flow = Flow::builder("checkout")
+        .cancel_after_tool("Okay, I've stopped here. What the tool did stays done.")
         .title("Checkout")
         .step(
             Step::model("confirm")
@@ -691,6 +692,7 @@ async fn a_held_call_decided_after_the_flow_was_left_keeps_its_result_not_its_mo
     .needs_approval()
     .derived_args(["cents"]);
     let checkout = Flow::builder("checkout")
+        .cancel_after_tool("Okay, I've stopped here. What the tool did stays done.")
         .title("Checkout")
         .step(
             Step::model("confirm")

@@ -268,6 +268,7 @@ fn held_flow_with(
     confirm: impl FnOnce(Step<Booking, Concierge>) -> Step<Booking, Concierge>,
 ) -> Flow<Booking, Concierge> {
     Flow::builder("booking")
+        .cancel_after_tool("Okay, I've stopped here. What the tool did stays done.")
         .title("Hotel booking")
         .required(["city", "guests"])
         .step(
@@ -826,6 +827,7 @@ async fn a_read_ahead_action_does_not_run_where_the_walk_does_not_land() {
 /// A flow whose one step collects the city and may call `tool` (not held back).
 fn acting_flow(tool: Arc<dyn Tool<Booking, Concierge>>) -> Flow<Booking, Concierge> {
     Flow::builder("booking")
+        .cancel_after_tool("Okay, I've stopped here. What the tool did stays done.")
         .title("Hotel booking")
         .step(
             Step::model("ask_city")
@@ -999,6 +1001,7 @@ async fn a_request_is_used_up_by_the_call_it_led_to() {
     let p = ScriptedProvider::new();
     // A desk that keeps helping (its step loops), with the refund on it.
     let desk = Flow::builder("desk")
+        .cancel_after_tool("Okay, I've stopped here. What the tool did stays done.")
         .title("Desk")
         .step(
             Step::model("help")

@@ -8,6 +8,7 @@
 mod common;
 
 use agent_core::command::Command;
+use agent_core::flow::Interruption;
 use agent_core::prelude::*;
 use agent_core::provider::CallKind;
 use agent_core::session::Interrupted;
@@ -382,4 +383,228 @@ async fn a_cancel_beside_a_new_flow_leaves_only_when_the_message_names_stopping(
     assert_eq!(r.flow.as_deref(), Some("feedback"));
     let s = a.session("s").await.unwrap().unwrap();
     assert!(s.stack.is_empty(), "the booking was left");
+}
+
+/// ask_city → ask_date, with `interrupted` set on the flow and optionally on `ask_date`.
+fn trip(flow: Interruption, at_date: Option<Interruption>) -> Flow<Booking, Concierge> {
+    let mut ask_date = Step::model("ask_date")
+        .prompt("Ask the check-in date.")
+        .collect(["check_in"]);
+    if let Some(i) = at_date {
+        ask_date = ask_date.interrupted(i);
+    }
+    Flow::builder("trip")
+        .title("Trip")
+        .interrupted(flow)
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask the city.")
+                .collect(["city"]),
+        )
+        .step(ask_date)
+        .build()
+        .unwrap()
+}
+
+/// `trip` waiting at `ask_date` (Lisbon stored); the model then starts feedback.
+async fn trip_interrupted(
+    p: &ScriptedProvider,
+    flow: Interruption,
+    at_date: Option<Interruption>,
+) -> Agent<Booking, Concierge> {
+    let a = agent(p, vec![trip(flow, at_date), feedback_flow()]);
+    p.respond(
+        Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.dispatch("s", Directive::go_to("trip")).await.unwrap();
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    p.respond(Answer::message("Sure.").switching_to("feedback"));
+    p.respond(Answer::message("How did your last stay go?"));
+    let r = a.respond("s", "before that, some feedback").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    a
+}
+
+#[tokio::test]
+async fn a_flow_that_restarts_when_interrupted_starts_over_with_its_values_cleared() {
+    let p = ScriptedProvider::new();
+    let a = trip_interrupted(&p, Interruption::Restart, None).await;
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.stack.len(), 1);
+    assert!(
+        s.stack[0].restart && s.stack[0].step.is_none(),
+        "{:?}",
+        s.stack
+    );
+    assert_eq!(
+        s.data.city.as_deref(),
+        Some("Lisbon"),
+        "kept while it waits"
+    );
+    // Feedback completes: the trip resumes at its first step, Lisbon cleared.
+    p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
+    p.respond(Answer::message("Which city?"));
+    let r = a.respond("s", "It was great").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("trip"));
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    assert_eq!(r.data.city, None, "what only the trip collected is cleared");
+    assert_eq!(
+        r.data.feedback.as_deref(),
+        Some("great"),
+        "feedback's value stays"
+    );
+    assert!(r.message.ends_with("Which city?"), "{}", r.message);
+}
+
+#[tokio::test]
+async fn a_step_says_what_an_interruption_there_does_over_the_flow() {
+    // The flow resumes, but its `ask_date` step ends it when interrupted there.
+    let p = ScriptedProvider::new();
+    let a = trip_interrupted(&p, Interruption::Resume, Some(Interruption::End)).await;
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.stack.is_empty(), "ended, not waiting: {:?}", s.stack);
+    p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
+    let r = a.respond("s", "It was great").await.unwrap();
+    assert_eq!(r.flow, None, "nothing resumes");
+
+    // The flow ends, but its `ask_date` step resumes.
+    let p = ScriptedProvider::new();
+    let a = trip_interrupted(&p, Interruption::End, Some(Interruption::Resume)).await;
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.stack.len(), 1);
+    assert_eq!(s.stack[0].step.as_deref(), Some("ask_date"));
+}
+
+#[test]
+fn build_refuses_an_interruption_policy_on_a_step_that_never_waits() {
+    let err = Flow::<Booking, Concierge>::builder("trip")
+        .step(Step::auto("start").interrupted(Interruption::Resume))
+        .step(Step::reply("done", "Done.").interrupted(Interruption::End))
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err.matches("`interrupted` on a step that never waits")
+            .count(),
+        2,
+        "{err}"
+    );
+}
+
+/// A paid trip: `pay` (a once-tool) at `confirm`, then a note.
+fn paid_trip(
+    after_tool: Option<&str>,
+) -> Result<Flow<Booking, Concierge>, agent_core::error::ConfigErrors> {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Args {
+        /// The hotel
+        hotel: String,
+    }
+    let pay = FnTool::new(
+        "pay",
+        "Pay the room.",
+        |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
+            Ok(ToolOutput::text(format!("paid {}", a.hotel))
+                .data(json!({"booking_id": "BK-1"}).as_object().cloned().unwrap()))
+        },
+    )
+    .effect(agent_core::tool::Effect::Once)
+    .derived_args(["hotel"]);
+    let mut f = Flow::builder("trip")
+        .title("Trip")
+        .cancel_clears(["booking_id"])
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask the city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm, then pay.")
+                .tool(pay),
+        )
+        .step(
+            Step::model("note")
+                .prompt("Ask for feedback.")
+                .collect(["feedback"]),
+        );
+    if let Some(t) = after_tool {
+        f = f.cancel_after_tool(t);
+    }
+    f.build()
+}
+
+#[test]
+fn build_refuses_a_flow_offering_a_once_tool_without_its_cancel_reply() {
+    let err = paid_trip(None).err().unwrap().to_string();
+    assert!(err.contains("offers the once-tool `pay`"), "{err}");
+    assert!(err.contains("cancel_after_tool"), "{err}");
+    let err = Flow::<Booking, Concierge>::builder("trip")
+        .cancel_clears(["bookng_id"])
+        .cancel_after_tool("Booking {booking_id} stays.")
+        .step(Step::model("a").collect(["city"]))
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("`cancel_clears` names unknown field `bookng_id`"),
+        "{err}"
+    );
+    assert!(err.contains("placeholder"), "{err}");
+}
+
+#[tokio::test]
+async fn a_cancel_after_a_once_tool_ran_says_the_flows_reply_and_clears_what_it_declares() {
+    const STAYS: &str = "Okay, I've stopped here. Your room stays paid.";
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![paid_trip(Some(STAYS)).unwrap()]);
+    a.dispatch("s", Directive::go_to("trip")).await.unwrap();
+    p.respond(
+        Answer::message("Lisbon. Shall I pay the room?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("confirm"),
+    );
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+
+    // Before the tool ran, a cancel says the built-in reply.
+    let p2 = ScriptedProvider::new();
+    let b = agent(&p2, vec![paid_trip(Some(STAYS)).unwrap()]);
+    b.dispatch("s", Directive::go_to("trip")).await.unwrap();
+    p2.respond(
+        Answer::message("Lisbon. Shall I pay the room?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("confirm"),
+    );
+    b.respond("s", "Lisbon").await.unwrap();
+    p2.respond(Answer::message("Okay."));
+    let r = b.respond("s", "cancel").await.unwrap();
+    assert!(
+        r.message.starts_with("Okay, I've stopped trip."),
+        "{}",
+        r.message
+    );
+
+    // The user asks to pay: the once-tool runs, and the flow goes on to the note.
+    p.respond(Answer::tool("pay", json!({"hotel": "Lisbon Inn"})));
+    p.tool_round(Answer::message("Paid. Any feedback?").claiming("note"));
+    let r = a.respond("s", "yes, pay the room").await.unwrap();
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-1"), "{}", r.message);
+    assert_eq!(r.step.as_deref(), Some("note"));
+    p.respond(Answer::message("Okay."));
+    let r = a.respond("s", "cancel").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "trip".into()
+        }
+    );
+    assert!(r.message.starts_with(STAYS), "{}", r.message);
+    assert_eq!(r.data.booking_id, None, "declared in cancel_clears");
+    assert_eq!(r.data.city, None);
 }

@@ -178,14 +178,16 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
             context = Concierge,
             required(city, guests),
             on_complete = FeedbackFlow,
-            corrections = reopen
+            corrections = reopen,
+            interrupted = restart,
+            cancel_clears(hotel)
         ),
         quote! {
             mod booking {
                 #[step(prompt = "Ask the city.", collect(city))]
                 fn ask_city() {}
 
-                #[step(prompt = "Ask the hotel.", collect(hotel), depends_on(city))]
+                #[step(prompt = "Ask the hotel.", collect(hotel), depends_on(city), interrupted = end)]
                 fn ask_hotel() {}
 
                 #[step(auto, requires(guests), branches(
@@ -279,7 +281,11 @@ fn flow_on_an_async_fn_expands_to_a_code_flow_type() {
 #[test]
 fn flow_with_raw_identifiers_and_cfg_steps_uses_unraw_ids_and_gates_the_step() {
     let out = crate::flow::expand(
-        quote!(data = Order, required(r#type)),
+        quote!(
+            data = Order,
+            required(r#type),
+            cancel_after_tool = "The order stays placed."
+        ),
         quote! {
             mod r#match {
                 #[step(prompt = "Ask the kind.", collect(r#type), branches(

@@ -114,7 +114,12 @@ fn names_invoice(message: &str) -> bool {
 /// Billing: the refund is offered only once the user gave the invoice, so it cannot
 /// run on a number the model made up (and, being a tool with effects, only when the
 /// user asked for it).
-#[flow(title = "Billing", when = "the user has a billing or payment question", data = Case)]
+#[flow(
+    title = "Billing",
+    when = "the user has a billing or payment question",
+    data = Case,
+    cancel_after_tool = "Okay, I've stopped here. The refund already issued stays issued."
+)]
 mod billing {
     /// The question is code's: a hand-over that lands here with no invoice in the
     /// message needs no second call (the front desk's decided the flow). When the user

@@ -31,6 +31,8 @@ pub struct FlowBuilder<D, C> {
     pub(super) field_checks: Vec<crate::data::custom::FieldCheck>,
     pub(super) corrections: Corrections,
     pub(super) interrupted: Interruption,
+    pub(super) cancel_clears: Vec<String>,
+    pub(super) cancel_after_tool: Option<String>,
     pub(super) hooks: FlowHooks<D, C>,
     pub(super) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(super) instructions: Vec<Instruction<D, C>>,
@@ -133,6 +135,22 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         self.interrupted = i;
         self
     }
+    /// Fields a cancel of this flow clears beside those it owns (the fields it
+    /// collects that no flow on the stack and no completed flow collects), for
+    /// instance a value a tool of the flow wrote. `build()` checks the names.
+    pub fn cancel_clears<I: IntoIterator<Item = S>, S: Into<String>>(mut self, f: I) -> Self {
+        self.cancel_clears.extend(f.into_iter().map(Into::into));
+        self
+    }
+    /// What a cancel says once one of the flow's once-tools
+    /// ([`crate::tool::Effect::Once`]) ran: the effect is not undone, so "I've
+    /// stopped the booking" would be false ("Your room stays booked; to cancel it,
+    /// call the hotel."). Plain text. A flow whose steps offer a once-tool must say
+    /// it: `build()` refuses the flow otherwise.
+    pub fn cancel_after_tool(mut self, reply: impl Into<String>) -> Self {
+        self.cancel_after_tool = Some(reply.into());
+        self
+    }
     /// Custom checks of the data's fields (what `#[flow]` passes from the `#[data]`
     /// type's `#[field(validate = ..)]`); the agent runs them on every write.
     pub fn checks(
@@ -205,6 +223,27 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 check_field(&mut errs, None, "initial_data", k);
             }
         }
+        for f in &self.cancel_clears {
+            check_field(&mut errs, None, "cancel_clears", f);
+        }
+        if let Some(text) = &self.cancel_after_tool
+            && text.trim().is_empty()
+        {
+            errs.push(err(
+                None,
+                "`cancel_after_tool` is empty".into(),
+                "say what stays done after a cancel, e.g. \"Your room stays booked.\"".into(),
+            ));
+        }
+        if let Some(text) = &self.cancel_after_tool
+            && text.contains(['{', '}'])
+        {
+            errs.push(err(
+                None,
+                "`cancel_after_tool` has a `{field}` placeholder".into(),
+                "it is plain text: the cancel clears the flow's values".into(),
+            ));
+        }
 
         let mut steps = self.steps;
         let mut step_index = crate::fxhash::FxHashMap::default();
@@ -266,6 +305,13 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             }
             s.collect_idx = cidx;
             s.requires_idx = ridx;
+            if s.interrupted.is_some() && s.kind != StepKind::Model {
+                errs.push(err(
+                    Some(&sid),
+                    "`interrupted` on a step that never waits for the user".into(),
+                    "only a model step waits for an answer, so only there can another flow interrupt the flow; set `interrupted` on the flow or on a model step".into(),
+                ));
+            }
             match &s.kind {
                 StepKind::Auto => {
                     for (what, bad) in [
@@ -408,6 +454,23 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 }
             }
         }
+        if self.cancel_after_tool.is_none() {
+            let once = self
+                .tools
+                .iter()
+                .chain(steps.iter().flat_map(|s| s.tools.iter()))
+                .find(|t| t.effect() == crate::tool::Effect::Once);
+            if let Some(t) = once {
+                errs.push(err(
+                    None,
+                    format!(
+                        "the flow offers the once-tool `{}` but does not say what a cancel says after it ran",
+                        t.name()
+                    ),
+                    "a cancel does not undo the tool's effect, so \"I've stopped it\" would be false: add `.cancel_after_tool(\"..\")` (`cancel_after_tool = \"..\"` in `#[flow]`)".into(),
+                ));
+            }
+        }
         for cycle in super::edges::auto_cycles(&steps, &step_index) {
             let names: Vec<String> = cycle.iter().map(|s| format!("`{s}`")).collect();
             errs.push(err(
@@ -466,6 +529,12 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             field_checks: self.field_checks,
             corrections: self.corrections,
             interrupted: self.interrupted,
+            cancel_clears: self
+                .cancel_clears
+                .iter()
+                .map(|s| Arc::from(s.as_str()))
+                .collect(),
+            cancel_after_tool: self.cancel_after_tool,
             hooks: self.hooks,
             tools: self.tools,
             instructions: self.instructions,

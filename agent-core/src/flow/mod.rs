@@ -67,6 +67,10 @@ pub struct Flow<D, C> {
     pub(crate) field_checks: Vec<crate::data::custom::FieldCheck>,
     pub(crate) corrections: Corrections,
     pub(crate) interrupted: Interruption,
+    /// Fields a cancel clears beside those the flow owns.
+    pub(crate) cancel_clears: Vec<Arc<str>>,
+    /// What a cancel says once one of the flow's once-tools ran.
+    pub(crate) cancel_after_tool: Option<String>,
     pub(crate) hooks: FlowHooks<D, C>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) instructions: Vec<Instruction<D, C>>,
@@ -115,6 +119,8 @@ impl<D, C> Flow<D, C> {
             field_checks: Vec::new(),
             corrections: Corrections::default(),
             interrupted: Interruption::default(),
+            cancel_clears: Vec::new(),
+            cancel_after_tool: None,
             hooks: FlowHooks::default(),
             tools: Vec::new(),
             instructions: Vec::new(),
@@ -128,6 +134,19 @@ impl<D, C> Flow<D, C> {
     /// Title.
     pub fn title(&self) -> &str {
         &self.title
+    }
+    /// What becomes of the flow when another flow interrupts it (steps may say
+    /// otherwise: [`Step::interruption`](crate::step::Step::interruption)).
+    pub fn interrupted(&self) -> Interruption {
+        self.interrupted
+    }
+    /// Fields a cancel clears beside those the flow owns.
+    pub fn cancel_clears(&self) -> &[Arc<str>] {
+        &self.cancel_clears
+    }
+    /// What a cancel says once one of the flow's once-tools ran.
+    pub fn cancel_after_tool(&self) -> Option<&str> {
+        self.cancel_after_tool.as_deref()
     }
     /// Structural version (a hash of steps, shapes, fields and targets).
     pub fn version(&self) -> &str {
@@ -258,6 +277,10 @@ pub enum Interruption {
     /// again, when the other flow completes or is cancelled. The default.
     #[default]
     Resume,
+    /// It waits on the dialogue stack and starts over when it resumes: the values it
+    /// owns are cleared and its first step asks again (a quote whose answers the
+    /// interruption may have made stale).
+    Restart,
     /// It ends (left without completing, its values kept), as a front desk whose
     /// only task is to send the user on.
     End,

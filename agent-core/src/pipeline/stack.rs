@@ -27,6 +27,7 @@ use crate::command::Command;
 use crate::data::{AgentContext, AgentData, apply_unchecked};
 use crate::directive::Directive;
 use crate::error::AgentError;
+use crate::flow::Interruption;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::session::Interrupted;
 
@@ -172,11 +173,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if active == target {
             return true;
         }
-        if self
-            .a
-            .flow(&active)
-            .is_some_and(|f| f.interrupted == crate::flow::Interruption::End)
-        {
+        let policy = self.a.flow(&active).map(|f| {
+            let at = self
+                .s
+                .step
+                .as_deref()
+                .and_then(|s| f.step_index.get(s))
+                .and_then(|&i| f.steps[i].interrupted);
+            at.unwrap_or(f.interrupted)
+        });
+        if policy == Some(Interruption::End) {
             return true;
         }
         if self.s.stack.len() >= self.a.config.max_interruptions {
@@ -187,9 +193,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             return false;
         }
-        self.s
-            .stack
-            .push(Interrupted::new(active, self.s.step.clone(), target));
+        let mut frame = Interrupted::new(active, self.s.step.clone(), target);
+        if policy == Some(Interruption::Restart) {
+            frame.step = None;
+            frame.restart = true;
+        }
+        self.s.stack.push(frame);
         true
     }
 
@@ -215,7 +224,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if moves || self.s.flow.is_some() || self.a.flow(&frame.flow).is_none() {
             return None;
         }
-        tracing::info!(flow = %frame.flow, step = ?frame.step, "interrupted flow resumes");
+        tracing::info!(flow = %frame.flow, step = ?frame.step, restart = frame.restart, "interrupted flow resumes");
+        if frame.restart {
+            let owned = self.owned_fields(&frame.flow);
+            let src = DirectiveSource::Command(format!("restart {}", frame.flow));
+            if let Err(e) = self.clear_fields(&frame.flow, &owned, &src) {
+                // Writing a new session's values back cannot fail on a valid type;
+                // if it did, the flow resumes with its values kept.
+                tracing::warn!(flow = %frame.flow, error = %e, "restart: values not cleared");
+            }
+        }
         let d =
             Directive::go_to_step_in(frame.flow.clone(), frame.step.clone().unwrap_or_default());
         self.record(
@@ -288,25 +306,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let src = DirectiveSource::Command(c.to_string());
         self.handled(c);
         let title = self.flow_title(fid);
-        let owned = self.owned_fields(fid);
-        self.leave_flow().await;
-        let fresh = serde_json::to_value(D::default()).unwrap_or_default();
-        let reset: Map<String, Value> = owned
-            .iter()
-            .map(|f| (f.clone(), fresh.get(f).cloned().unwrap_or(Value::Null)))
-            .collect();
-        // In the chain: the command, with the values it clears.
-        let cleared = Directive {
-            data: (!reset.is_empty()).then(|| reset.clone()),
-            ..Directive::default()
-        };
-        self.record(&src, &cleared, &[], &[], false);
-        if !owned.is_empty() {
-            tracing::debug!(flow = fid, fields = ?owned, "flow cancelled: its own fields cleared");
-            self.s.data =
-                apply_unchecked(&self.s.data, &reset).map_err(|e| AgentError::data(&src, e))?;
-            self.refresh_present();
+        let mut clears = self.owned_fields(fid);
+        let mut reply = format!("Okay, I've stopped {title}.");
+        if let Some(f) = self.a.flow(fid) {
+            for c in &f.cancel_clears {
+                if !clears.iter().any(|o| o == c.as_ref()) {
+                    clears.push(c.to_string());
+                }
+            }
+            if let Some(text) = &f.cancel_after_tool
+                && self.once_tool_ran(fid)
+            {
+                reply.clone_from(text);
+            }
         }
+        self.leave_flow().await;
+        self.clear_fields(fid, &clears, &src)?;
         self.s.tentative.retain(|t| t.flow != fid);
         self.s.pending = None;
         self.next_pending = None;
@@ -325,7 +340,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.stopped = Some(StoppedReason::FlowCancelled {
             flow: fid.to_owned(),
         });
-        let mut reply = format!("Okay, I've stopped {title}.");
         match self.resume_interrupted(fid, false) {
             Some(_) => {
                 self.stopped = None;
@@ -338,6 +352,55 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         Ok(reply)
+    }
+
+    /// Write back the values a new session has for `fields` of `fid` (a cancel, a
+    /// restart), recorded in the directive chain under `src`.
+    fn clear_fields(
+        &mut self,
+        fid: &str,
+        fields: &[String],
+        src: &DirectiveSource,
+    ) -> Result<(), AgentError> {
+        let fresh = serde_json::to_value(D::default()).unwrap_or_default();
+        let reset: Map<String, Value> = fields
+            .iter()
+            .map(|f| (f.clone(), fresh.get(f).cloned().unwrap_or(Value::Null)))
+            .collect();
+        // In the chain: the command, with the values it clears.
+        let cleared = Directive {
+            data: (!reset.is_empty()).then(|| reset.clone()),
+            ..Directive::default()
+        };
+        self.record(src, &cleared, &[], &[], false);
+        if !fields.is_empty() {
+            tracing::debug!(flow = fid, ?fields, "fields cleared");
+            self.s.data =
+                apply_unchecked(&self.s.data, &reset).map_err(|e| AgentError::data(src, e))?;
+            self.refresh_present();
+        }
+        Ok(())
+    }
+
+    /// Whether one of `fid`'s once-tools ran since the flow last completed: a
+    /// cancel then says the flow's `cancel_after_tool`.
+    fn once_tool_ran(&self, fid: &str) -> bool {
+        let Some(f) = self.a.flow(fid) else {
+            return false;
+        };
+        // The turn of its last completion, when that is known: tools that ran after it.
+        let since = self
+            .s
+            .last_completed
+            .as_ref()
+            .filter(|c| c.flow == fid)
+            .map(|c| c.turn);
+        f.tools
+            .iter()
+            .chain(f.steps.iter().flat_map(|s| s.tools.iter()))
+            .filter(|t| t.effect() == crate::tool::Effect::Once)
+            .filter_map(|t| self.s.acted.get(t.name()))
+            .any(|&turn| since.is_none_or(|s| turn > s))
     }
 
     /// The fields `fid` owns: those it collects that no flow on the stack and no

@@ -170,6 +170,10 @@ pub struct Interrupted {
     pub step: Option<String>,
     /// The flow that interrupted it.
     pub by: String,
+    /// It starts over when it resumes ([`crate::flow::Interruption::Restart`]): the
+    /// values it owns are cleared and its first step asks again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart: bool,
 }
 
 impl Interrupted {
@@ -179,6 +183,7 @@ impl Interrupted {
             flow: flow.into(),
             step,
             by: by.into(),
+            restart: false,
         }
     }
 }

@@ -72,6 +72,17 @@ pub fn tool_arc<D, C, T: Tool<D, C> + 'static>(t: T) -> Arc<dyn Tool<D, C>> {
     Arc::new(t)
 }
 
+/// What `#[flow]` reads of a tool it names by path, at compile time: `#[tool]` gives
+/// its type an inherent `__AGENT_ONCE` (true for `effect = once`), which takes
+/// precedence over this fallback; any other tool reads `false` here and is checked by
+/// `build()`.
+pub trait ToolOnceFallback {
+    /// Not a `#[tool]` once-tool (as far as the macro can see).
+    const __AGENT_ONCE: bool = false;
+}
+
+impl<T: ?Sized> ToolOnceFallback for T {}
+
 /// The id of a flow over `D` (a branch or `on_complete` target of a flow over `D`).
 pub fn flow_id_over<D, F: FlowOver<D>>() -> &'static str {
     F::ID

@@ -99,6 +99,8 @@ pub struct StepDef {
     pub ask: Option<syn::LitStr>,
     /// `end`.
     pub end: bool,
+    /// `interrupted = resume | restart | end`: over the flow's policy, at this step.
+    pub interrupted: Option<syn::Ident>,
     /// `skip = |view| ..`.
     pub skip: Option<syn::Expr>,
     /// `if = |view| ..`: as a successor candidate, only when it holds.
@@ -176,9 +178,13 @@ pub struct FlowAttrs {
     pub reentrant: bool,
     /// `corrections = refuse | reopen`: what a correction does after completion.
     pub corrections: Option<syn::Ident>,
-    /// `interrupted = resume | end`: what another flow started while it is under
-    /// way does to it.
+    /// `interrupted = resume | restart | end`: what another flow started while it is
+    /// under way does to it.
     pub interrupted: Option<syn::Ident>,
+    /// `cancel_clears(..)`: fields a cancel clears beside those the flow owns.
+    pub cancel_clears: FieldList,
+    /// `cancel_after_tool = ".."`: what a cancel says once a once-tool of the flow ran.
+    pub cancel_after_tool: Option<syn::LitStr>,
     /// `tools(..)`: offered in every step.
     pub tools: Vec<syn::Expr>,
     /// `initial_data = patch`.

@@ -30,6 +30,8 @@ const FLOW_KEYS: &[&str] = &[
     "reentrant",
     "corrections",
     "interrupted",
+    "cancel_clears",
+    "cancel_after_tool",
     "tools",
     "initial_data",
 ];
@@ -53,6 +55,7 @@ const STEP_KEYS: &[&str] = &[
     "finalize",
     "branches",
     "jump_target",
+    "interrupted",
 ];
 
 fn unknown_key(key: &syn::Ident, known: &[&str], what: &str) -> syn::Error {
@@ -213,6 +216,7 @@ const LIST_KEYS: &[&str] = &[
     "depends_on",
     "requires_tool",
     "branches",
+    "cancel_clears",
 ];
 const VALUE_KEYS: &[&str] = &[
     "title",
@@ -229,6 +233,7 @@ const VALUE_KEYS: &[&str] = &[
     "on_complete_hook",
     "corrections",
     "interrupted",
+    "cancel_after_tool",
     "initial_data",
     "reply",
     "ask",
@@ -326,6 +331,13 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                 "reentrant" => a.reentrant = true,
                 "corrections" => a.corrections = Some(value(input)?),
                 "interrupted" => a.interrupted = Some(value(input)?),
+                "cancel_clears" => {
+                    a.cancel_clears = FieldList {
+                        key: Some(key.span()),
+                        idents: ident_list(input)?,
+                    }
+                }
+                "cancel_after_tool" => a.cancel_after_tool = Some(value(input)?),
                 "tools" => a.tools = expr_list(input)?,
                 "initial_data" => a.initial_data = Some(value(input)?),
                 _ => return Err(unknown_key(key, FLOW_KEYS, "flow")),
@@ -373,6 +385,7 @@ fn step(
         act_on_answer: None,
         ask: None,
         end: false,
+        interrupted: None,
         skip: None,
         if_: None,
         when: None,
@@ -439,6 +452,7 @@ fn step(
                 "finalize" => s.finalize = Some(hook(value(input)?, fns)),
                 "branches" => s.branches = Some(branches(input, key.span())?),
                 "jump_target" => s.jump_target = true,
+                "interrupted" => s.interrupted = Some(value(input)?),
                 _ => return Err(unknown_key(key, STEP_KEYS, "step")),
             }
             Ok(())

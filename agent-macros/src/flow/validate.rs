@@ -39,18 +39,22 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             ),
         );
     }
-    if let Some(i) = &def.flow.interrupted
-        && i != "resume"
-        && i != "end"
-    {
-        let known = vec!["resume".to_owned(), "end".to_owned()];
-        errors.push(
-            i.span(),
-            format!(
-                "`interrupted = {i}`: a flow another one interrupts waits and resumes at its step (`resume`, the default) or ends (`end`); {}",
-                crate::diag::suggest(&i.to_string(), &known, "values")
-            ),
-        );
+    if let Some(i) = &def.flow.interrupted {
+        interruption(i, "a flow another one interrupts", errors);
+    }
+    if let Some(t) = &def.flow.cancel_after_tool {
+        let text = t.value();
+        if text.trim().is_empty() {
+            errors.push(
+                t.span(),
+                "`cancel_after_tool` is empty: say what stays done after a cancel, e.g. \"Your room stays booked.\"",
+            );
+        } else if text.contains(['{', '}']) {
+            errors.push(
+                t.span(),
+                "`cancel_after_tool` is plain text: the cancel clears the flow's values, so it has no `{field}` placeholders",
+            );
+        }
     }
     let names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
     for (i, s) in def.steps.iter().enumerate() {
@@ -76,6 +80,16 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             duplicate_tools(tools, &format!("step `{}`", s.ident), errors);
         }
         step_shape(s, errors);
+        if let Some(i) = &s.interrupted {
+            if s.is_auto() || matches!(s.shape, Shape::Reply(_)) {
+                errors.push(
+                    i.span(),
+                    format!("`interrupted` on step `{}`, which never waits for the user: only a model step waits for an answer, so only there can another flow interrupt the flow; set `interrupted` on the flow or on a model step", s.ident),
+                );
+            } else {
+                interruption(i, "a flow interrupted at this step", errors);
+            }
+        }
         if let (Some(key), None) = (s.depends_on.key, s.collect.key) {
             errors.push(
                 key,
@@ -100,6 +114,21 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
         if let syn::Item::Fn(f) = item {
             crate::chains::check_block(&f.block, errors);
         }
+    }
+}
+
+/// An `interrupted = ..` value: `resume`, `restart` or `end`.
+fn interruption(i: &syn::Ident, what: &str, errors: &mut Errors) {
+    const KNOWN: [&str; 3] = ["resume", "restart", "end"];
+    if !KNOWN.iter().any(|k| i == k) {
+        let known: Vec<String> = KNOWN.iter().map(|k| (*k).to_owned()).collect();
+        errors.push(
+            i.span(),
+            format!(
+                "`interrupted = {i}`: {what} waits and resumes at its step (`resume`, the default), waits and starts over (`restart`) or ends (`end`); {}",
+                crate::diag::suggest(&i.to_string(), &known, "values")
+            ),
+        );
     }
 }
 

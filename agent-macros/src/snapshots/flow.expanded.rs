@@ -97,7 +97,8 @@ Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
     prefix = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
     confirm[] large_group[] __flow[] __completed[city guests] } checks { collect[city
-    hotel] requires[guests] depends_on[city] required[city guests] optional[] }
+    hotel] requires[guests] depends_on[city] required[city guests] optional[]
+    cancel_clears[hotel] }
 }
 mod booking {
     #[allow(unused_imports)]
@@ -257,6 +258,14 @@ mod booking {
             }
         }
     }
+    const _: () = {
+        #[allow(unused_imports)]
+        use ::agent_core::__private::ToolOnceFallback as _;
+        ::core::assert!(
+            ! book_room::__AGENT_ONCE,
+            "flow `booking` offers the once-tool `book_room`, whose effect a cancel does not undo: say what a cancel says after it ran with `cancel_after_tool = \"..\"` in `#[flow(..)]` (\"Your room stays booked.\")"
+        );
+    };
     /// Build the runtime flow (the runtime validates it again).
     #[allow(dead_code)]
     pub fn flow() -> ::core::result::Result<
@@ -271,6 +280,8 @@ mod booking {
             .title("Hotel booking")
             .required([__field("city"), __field("guests")])
             .corrections(::agent_core::__private::Corrections::Reopen)
+            .interrupted(::agent_core::__private::Interruption::Restart)
+            .cancel_clears([__field("hotel")])
             .on_complete(
                 ::agent_core::__private::RtDirective::go_to(
                     ::agent_core::__private::flow_id_over::<__D, FeedbackFlow>(),
@@ -287,7 +298,8 @@ mod booking {
                 ::agent_core::__private::RtStep::<__D, __C>::model("ask_hotel")
                     .prompt("Ask the hotel.")
                     .collect([__field("hotel")])
-                    .depends_on([__field("city")]),
+                    .depends_on([__field("city")])
+                    .interrupted(::agent_core::__private::Interruption::End),
             );
         let __b = __b
             .step(

@@ -87,7 +87,7 @@ Order! {
     data_name = "Order"; view = OrderView; context = __agent_flow_match_Context; prefix =
     __agent_flow_match; vis = (); views { ask[] #[cfg(feature = "loops")] r#loop[] done[]
     __flow[] __completed[r#type] } checks { collect[r#type r#loop] requires[]
-    depends_on[] required[r#type] optional[] }
+    depends_on[] required[r#type] optional[] cancel_clears[] }
 }
 mod r#match {
     #[allow(unused_imports)]
@@ -223,7 +223,8 @@ mod r#match {
             <__D as ::agent_core::__private::DataType>::json_name(__f).unwrap_or(__f)
         };
         let __b = ::agent_core::__private::Flow::<__D, __C>::builder("match")
-            .required([__field("type")]);
+            .required([__field("type")])
+            .cancel_after_tool("The order stays placed.");
         let __b = __b
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("ask")

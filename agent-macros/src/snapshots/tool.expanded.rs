@@ -27,6 +27,10 @@ const _: () = {
         ) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::text(hotel))
         }
+        /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        pub const __AGENT_ONCE: bool = false;
         /// Share the tool (`Arc<dyn Tool<D, C>>`), as the agent builder takes it.
         #[allow(dead_code)]
         pub fn arc<__D2: 'static, __C2: 'static>(

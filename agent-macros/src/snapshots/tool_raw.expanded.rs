@@ -16,6 +16,10 @@ const _: () = {
         async fn __run(r#type: String) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::text(r#type))
         }
+        /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        pub const __AGENT_ONCE: bool = false;
         /// Share the tool (`Arc<dyn Tool<D, C>>`), as the agent builder takes it.
         #[allow(dead_code)]
         pub fn arc<__D2: 'static, __C2: 'static>(

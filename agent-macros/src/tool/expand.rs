@@ -107,6 +107,8 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         })
     });
 
+    let once = def.effect.as_ref().is_some_and(|e| e == "once");
+
     let request_words = def.request_words.as_ref().map(|words| {
         quote! {
             fn request_words(&self) -> ::std::vec::Vec<::std::string::String> {
@@ -227,6 +229,11 @@ pub fn expand(def: &ToolDef) -> TokenStream {
             impl #ident {
                 #[allow(clippy::too_many_arguments, clippy::unused_async)]
                 #asyncness fn __run(#cx_param #(#arg_params),*) #output #block
+
+                /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
+                #[doc(hidden)]
+                #[allow(dead_code)]
+                pub const __AGENT_ONCE: bool = #once;
 
                 /// Share the tool (`Arc<dyn Tool<D, C>>`), as the agent builder takes it.
                 #[allow(dead_code)]

@@ -54,12 +54,14 @@ pub(super) fn flow_calls(
         builder.push(quote!(.corrections(#rt::Corrections::#v)));
     }
     if let Some(i) = &f.interrupted {
-        let v = if i == "end" {
-            quote!(End)
-        } else {
-            quote!(Resume)
-        };
-        builder.push(quote!(.interrupted(#rt::Interruption::#v)));
+        builder.push(interruption(i));
+    }
+    let clears = strs(&f.cancel_clears);
+    if !clears.is_empty() {
+        builder.push(quote!(.cancel_clears([#(#clears),*])));
+    }
+    if let Some(t) = &f.cancel_after_tool {
+        builder.push(quote!(.cancel_after_tool(#t)));
     }
     if f.reentrant {
         builder.push(quote!(.reentrant()));
@@ -122,6 +124,63 @@ pub(super) fn flow_calls(
     builder
 }
 
+/// `.interrupted(Interruption::..)` for a validated `interrupted = ..` value.
+fn interruption(i: &syn::Ident) -> TokenStream {
+    let rt = rt();
+    let v = match i.to_string().as_str() {
+        "end" => quote!(End),
+        "restart" => quote!(Restart),
+        _ => quote!(Resume),
+    };
+    quote!(.interrupted(#rt::Interruption::#v))
+}
+
+/// A compile-time check for each tool the flow offers by the path of a `#[tool]` fn
+/// (the common way to name one), when the flow does not say what a cancel says after
+/// a once-tool ran: `#[tool]` gives its type `__AGENT_ONCE`, and any other type reads
+/// `false` from the blanket fallback (`build()` checks those at run time).
+pub(super) fn once_tool_checks(def: &FlowDef) -> Vec<TokenStream> {
+    if def.flow.cancel_after_tool.is_some() {
+        return Vec::new();
+    }
+    let rt = rt();
+    let steps = def
+        .steps
+        .iter()
+        .filter_map(|s| s.tools.as_ref())
+        .flat_map(|(_, t)| t.iter());
+    def.flow
+        .tools
+        .iter()
+        .chain(steps)
+        .filter_map(|t| match t {
+            syn::Expr::Path(p) if p.qself.is_none() => Some(&p.path),
+            _ => None,
+        })
+        // Named like a fn: a `#[tool]` (types, variants and consts are checked by `build()`).
+        .filter(|p| {
+            p.segments
+                .last()
+                .and_then(|s| s.ident.to_string().chars().next())
+                .is_some_and(|c| c.is_lowercase() || c == '_')
+        })
+        .map(|p| {
+            let tool = p.segments.last().map(|s| name(&s.ident)).unwrap_or_default();
+            let msg = format!(
+                "flow `{}` offers the once-tool `{tool}`, whose effect a cancel does not undo: say what a cancel says after it ran with `cancel_after_tool = \"..\"` in `#[flow(..)]` (\"Your room stays booked.\")",
+                def.ident
+            );
+            quote_spanned! {p.span()=>
+                const _: () = {
+                    #[allow(unused_imports)]
+                    use #rt::ToolOnceFallback as _;
+                    ::core::assert!(!#p::__AGENT_ONCE, #msg);
+                };
+            }
+        })
+        .collect()
+}
+
 /// One `let __b = __b.step(..);` statement per step; hook wrappers go to `hooks`.
 pub(super) fn step_stmts(
     def: &FlowDef,
@@ -169,6 +228,9 @@ pub(super) fn step_stmts(
                 let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
                 sb.push(quote!(.tool(#t)));
             }
+        }
+        if let Some(i) = &s.interrupted {
+            sb.push(interruption(i));
         }
         if let Some(p) = &s.skip {
             let p = predicate(p, &view);

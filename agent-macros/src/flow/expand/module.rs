@@ -92,6 +92,7 @@ pub(super) fn module(
     };
     let builder = builder::flow_calls(def, &flow_view, &completed_view, &mut hooks);
     let step_stmts = builder::step_stmts(def, unique, step_names, &mut hooks);
+    hooks.extend(builder::once_tool_checks(def));
 
     let diagram = crate::flow::diagram::consts(def);
     let mod_attrs = &def.attrs;

@@ -48,6 +48,7 @@ pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> Token
             let requires = def.steps.iter().flat_map(|s| s.requires.idents.iter());
             let depends_on = def.steps.iter().flat_map(|s| s.depends_on.idents.iter());
             let optional = &def.flow.optional.idents;
+            let cancel_clears = &def.flow.cancel_clears.idents;
             quote! {
                 #p! {
                     data_name = #data_name;
@@ -62,6 +63,7 @@ pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> Token
                         depends_on [#(#depends_on)*]
                         required [#(#req)*]
                         optional [#(#optional)*]
+                        cancel_clears [#(#cancel_clears)*]
                     }
                 }
             }
