@@ -25,23 +25,11 @@ fn agent_handing(p: &ScriptedProvider, h: HumanHandoff) -> Agent<Booking, Concie
         .unwrap()
 }
 
-/// The booking flow waiting at `ask_date`, Lisbon stored.
-async fn at_ask_date(a: &Agent<Booking, Concierge>, p: &ScriptedProvider) {
-    p.respond(
-        Answer::message("Lisbon it is. When do you check in?")
-            .with_data(json!({"city": "Lisbon"}))
-            .claiming("ask_date"),
-    );
-    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
-    let r = a.respond("s", "A hotel in Lisbon").await.unwrap();
-    assert_eq!(r.step.as_deref(), Some("ask_date"));
-}
-
 #[tokio::test]
 async fn a_plain_request_for_a_person_hands_over_until_the_host_ends_it() {
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::hand_over());
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
     let r = a
         .respond("s", "can I talk to a real person please")
@@ -91,7 +79,7 @@ async fn a_plain_request_for_a_person_hands_over_until_the_host_ends_it() {
 async fn a_request_in_other_words_is_asked_about_first() {
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::hand_over().reply("Connecting you."));
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
     let r = a
         .respond("s", "is there someone I could write to instead?")
@@ -118,7 +106,7 @@ async fn a_request_in_other_words_is_asked_about_first() {
 async fn a_no_to_the_question_goes_on_with_the_flow() {
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::hand_over());
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
     a.respond("s", "is there someone else?").await.unwrap();
     // Not a plain yes or no: a short call judges the answer to the question.
@@ -139,7 +127,7 @@ async fn an_agent_with_no_one_to_hand_to_says_so_and_the_flow_goes_on() {
         &p,
         HumanHandoff::unavailable("Our staff answer at desk@example.com."),
     );
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
     let r = a.respond("s", "I want a human").await.unwrap();
     assert_eq!(r.message, "Our staff answer at desk@example.com.");
@@ -152,7 +140,7 @@ async fn an_agent_with_no_one_to_hand_to_says_so_and_the_flow_goes_on() {
 async fn an_agent_s_own_flow_can_take_the_request() {
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::flow("feedback"));
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
     p.respond(Answer::message("What would you like to tell our staff?"));
     let r = a.respond("s", "I want a human").await.unwrap();
@@ -183,7 +171,7 @@ fn a_handoff_flow_that_is_not_registered_is_a_build_error() {
 async fn repeat_says_the_last_message_again_written_by_code() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(
         Answer::message("I said: when?")
             .with_data(json!({"city": "Lisbon"}))
@@ -202,7 +190,7 @@ async fn repeat_says_the_last_message_again_written_by_code() {
 async fn a_repeat_read_beside_a_new_value_is_not_a_repeat() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(
         Answer::message("How many guests?")
             .with_data(json!({"check_in": "2026-07-01"}))
@@ -218,7 +206,7 @@ async fn a_repeat_read_beside_a_new_value_is_not_a_repeat() {
 async fn the_answer_s_is_asking_for_key_reads_as_commands() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::raw(
         json!({"cancel": false, "data": {}, "is_asking_for": "your_last_message_again", "message": "?"}).to_string(),
     ));
@@ -259,7 +247,7 @@ async fn outside_any_flow_a_plain_request_for_a_person_hands_over() {
 async fn in_a_flow_a_plain_request_for_a_person_hands_over_when_the_model_missed_it() {
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::hand_over());
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.respond(Answer::message("When do you check in?"));
     let r = a
         .respond("s", "Can I talk to someone from your staff?")
@@ -269,7 +257,7 @@ async fn in_a_flow_a_plain_request_for_a_person_hands_over_when_the_model_missed
     // "My manager told me to talk to you" names no request for a person.
     let p = ScriptedProvider::new();
     let a = agent_handing(&p, HumanHandoff::hand_over());
-    at_ask_date(&a, &p).await;
+    wait_at_ask_date(&a, &p, "booking").await;
     p.default_answer(
         agent_core::provider::CallKind::Respond,
         Answer::message("When do you check in?"),

@@ -19,14 +19,7 @@ use serde_json::json;
 /// The booking flow waiting at `ask_date` (Lisbon stored), the feedback flow beside it.
 async fn at_ask_date(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
     let a = agent(p, vec![booking_flow(false), feedback_flow()]);
-    p.respond(
-        Answer::message("Lisbon it is. When do you check in?")
-            .with_data(json!({"city": "Lisbon"}))
-            .claiming("ask_date"),
-    );
-    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
-    let r = a.respond("s", "A hotel in Lisbon").await.unwrap();
-    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    wait_at_ask_date(&a, p, "booking").await;
     a
 }
 
@@ -413,14 +406,7 @@ async fn trip_interrupted(
     at_date: Option<Interruption>,
 ) -> Agent<Booking, Concierge> {
     let a = agent(p, vec![trip(flow, at_date), feedback_flow()]);
-    p.respond(
-        Answer::message("Lisbon it is. When do you check in?")
-            .with_data(json!({"city": "Lisbon"}))
-            .claiming("ask_date"),
-    );
-    a.dispatch("s", Directive::go_to("trip")).await.unwrap();
-    let r = a.respond("s", "Lisbon").await.unwrap();
-    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    wait_at_ask_date(&a, p, "trip").await;
     p.respond(Answer::message("Sure.").switching_to("feedback"));
     p.respond(Answer::message("How did your last stay go?"));
     let r = a.respond("s", "before that, some feedback").await.unwrap();

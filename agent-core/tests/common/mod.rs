@@ -126,6 +126,19 @@ pub fn feedback_flow() -> Flow<Booking, Concierge> {
         .expect("feedback flow is valid")
 }
 
+/// `flow` (whose first step collects the city and whose second is `ask_date`)
+/// started and answered with Lisbon: it waits at `ask_date`.
+pub async fn wait_at_ask_date(a: &Agent<Booking, Concierge>, p: &ScriptedProvider, flow: &str) {
+    p.respond(
+        agent_core::testing::Answer::message("Lisbon it is. When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date"),
+    );
+    a.dispatch("s", Directive::go_to(flow)).await.unwrap();
+    let r = a.respond("s", "A hotel in Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+}
+
 /// The last call's latest message, with the per-turn state the engine appended.
 pub fn last_state(p: &ScriptedProvider) -> String {
     p.last_request()
