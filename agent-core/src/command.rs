@@ -95,6 +95,11 @@
 //! is not undone. When the answer also judges one of the step's own `when`
 //! conditions true, the agent's branch decides and the built-in cancel does not run.
 //!
+//! A code flow waiting for the answer to its `ask` stops the same way on a message
+//! made only of stop words, with no model call: its journal goes, the values it wrote
+//! stay, and it can be started again. Other phrasings go to its question's extraction
+//! as usual (an answer that is not one asks the question again).
+//!
 //! # The dialogue stack
 //!
 //! A flow the model starts while another is under way interrupts it: the active flow

@@ -1625,3 +1625,35 @@ async fn a_code_tool_whose_write_is_refused_fails_the_call_not_the_turn() {
     assert!(!r.tool_calls[0].ok);
     assert_eq!(r.data, Notes::default());
 }
+
+#[tokio::test]
+async fn a_plain_cancel_stops_a_code_flow_at_its_question_and_it_can_start_again() {
+    let p = ScriptedProvider::new();
+    let c = Counters::default();
+    let (agent, _) = agent_with(&p, &c, AgentConfig::default(), None);
+    p.route(Answer::route("tutor"));
+    let r = agent.respond("s", "English practice").await.unwrap();
+    assert_eq!(r.message, "What's your name?");
+    let calls = p.requests().len();
+    let r = agent.respond("s", "never mind").await.unwrap();
+    assert_eq!(
+        r.stopped,
+        StoppedReason::FlowCancelled {
+            flow: "tutor".into()
+        }
+    );
+    assert_eq!(
+        r.message,
+        "Okay, I've stopped english tutor. Is there anything else I can help with?"
+    );
+    assert_eq!(r.model_calls, 0, "code reads a plain cancel");
+    assert_eq!(p.requests().len(), calls);
+    assert!(r.commands.contains(&agent_core::command::Command::cancel_flow()));
+    let s = agent.session("s").await.unwrap().unwrap();
+    assert!(s.code.is_none() && s.step.is_none());
+    // Asked for again, it starts over at its first question.
+    p.route(Answer::route("tutor"));
+    let r = agent.respond("s", "English practice please").await.unwrap();
+    assert_eq!(r.message, "What's your name?");
+    assert_eq!(journal_len(&agent, "s").await, 1);
+}

@@ -60,7 +60,7 @@ const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "f
 
 /// Whether `message` only asks to stop: it names a stop word and nothing but
 /// [`STOP`] words and agreement filler.
-fn plainly_cancels(message: &str) -> bool {
+pub(super) fn plainly_cancels(message: &str) -> bool {
     let said = crate::data::ground::normalize(message);
     let mut stops = said.contains(" never mind ");
     for w in said.split_whitespace() {
@@ -293,10 +293,46 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// The flow's title as a reply names it.
     pub(super) fn flow_title(&self, fid: &str) -> String {
-        match self.a.flow(fid) {
-            Some(f) if !f.title.is_empty() => f.title.to_lowercase(),
-            _ => fid.replace('_', " "),
+        let title = match (self.a.flow(fid), self.a.code_flow(fid)) {
+            (Some(f), _) => f.title.as_str(),
+            (None, Some(c)) => c.title.as_str(),
+            _ => "",
+        };
+        if title.is_empty() {
+            fid.replace('_', " ")
+        } else {
+            title.to_lowercase()
         }
+    }
+
+    /// A code flow waiting for the answer to its question, stopped by a message that
+    /// only asks to stop ("cancel", "never mind"): nothing of it stays (its journal
+    /// goes), values it wrote are kept, and it can be started again. `None` when the
+    /// message does not plainly cancel.
+    pub(super) fn cancel_code_flow(&mut self) -> Option<(String, StoppedReason)> {
+        let state = self.s.code.as_ref()?;
+        if self.code_fresh || state.pending_ask().is_none() || !plainly_cancels(self.msg) {
+            return None;
+        }
+        let fid = state.flow.clone();
+        let c = Command::CancelFlow;
+        self.record(
+            &DirectiveSource::Command(c.to_string()),
+            &Directive::default(),
+            &[],
+            &[],
+            false,
+        );
+        self.handled(c);
+        tracing::info!(flow = %fid, "code flow cancelled");
+        self.s.code = None;
+        self.s.step = None;
+        let title = self.flow_title(&fid);
+        let reply = format!(
+            "Okay, I've stopped {title}. {}",
+            super::compose::ANYTHING_ELSE
+        );
+        Some((reply, StoppedReason::FlowCancelled { flow: fid }))
     }
 
     /// Stop the active flow `fid` without completing it: clear what it owns, leave

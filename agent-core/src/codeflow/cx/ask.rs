@@ -18,7 +18,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// The extraction is one small call: the question and the user's latest message,
     /// with an output bound from their lengths. An answer that cannot be read is
     /// repaired once; after that the turn fails with `MalformedModelOutput` and the
-    /// flow still waits on the question.
+    /// flow still waits on the question. A message made only of stop words ("cancel",
+    /// "never mind") stops the flow instead (see [`crate::command`], "Cancelling a
+    /// flow").
     pub async fn ask<T: DeserializeOwned + JsonSchema>(
         &self,
         key: &str,
@@ -32,7 +34,8 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
 
     /// Ask the user `text` and take their next message verbatim as the answer: no
     /// model call (for free text the flow wants untouched, such as a sentence to
-    /// correct). A blank message asks again.
+    /// correct). A blank message asks again; a message made only of stop words stops
+    /// the flow, as for [`FlowCx::ask`].
     pub async fn ask_text(&self, key: &str, text: impl Into<String>) -> String {
         self.ask_as(key, text.into(), || None).await
     }

@@ -64,6 +64,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Run the active code flow for this turn.
     pub(crate) async fn code_turn(&mut self) -> Result<CodeExit, AgentError> {
+        if let Some((reply, stopped)) = self.cancel_code_flow() {
+            return Ok(CodeExit::Reply(reply, stopped));
+        }
         let mut said: Vec<String> = Vec::new();
         loop {
             let Some(mut state) = self.s.code.take() else {
