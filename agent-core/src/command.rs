@@ -229,9 +229,11 @@
 //! [`HumanHandoff`](crate::agent::HumanHandoff), set with
 //! [`AgentBuilder::human_handoff`](crate::agent::AgentBuilder::human_handoff). By
 //! default the session is handed over: a plain request hands over at once; a request
-//! the model read in a message that names a person in other words is asked about
-//! first (a reading in a message that names no person is not acted on) ("Do you want me to pass you to a person from our
-//! team?"). The turn that hands over ends with
+//! the model read in other words is asked about first ("Do you want me to pass you to
+//! a person from our team?"). On a model profiled as small ([`crate::policy`]), the
+//! model's reading counts only in a message that names a person; in one that names
+//! none it is read as usual (small models read requests for a person into ordinary
+//! messages). The turn that hands over ends with
 //! [`StoppedReason::HumanHandoff`](crate::response::StoppedReason::HumanHandoff); the
 //! session is marked ([`Session::handed_off`](crate::session::Session::handed_off)),
 //! and every later message is kept in the history and answered with the waiting

@@ -60,6 +60,7 @@ pub mod journal;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipeline;
+pub mod policy;
 pub mod prompt;
 pub mod provider;
 mod reply;

@@ -394,6 +394,13 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// The model's profile ([`crate::policy`]): whether the behaviours that exist for
+    /// small models are on for its calls. [`ModelProfile::Capable`](crate::policy::ModelProfile::Capable)
+    /// unless the provider is told otherwise.
+    fn profile(&self) -> crate::policy::ModelProfile {
+        crate::policy::ModelProfile::Capable
+    }
+
     /// The host and port of the API this provider calls (`api.openai.com`, 443), for
     /// `server.address` and `server.port` in traces and metrics. `None` (the default)
     /// where there is no one server (scripted providers, fallback chains).

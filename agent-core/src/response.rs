@@ -198,6 +198,9 @@ pub struct AgentResponse<D> {
     pub transitions: Vec<Transition>,
     /// Model calls made.
     pub model_calls: u32,
+    /// The profile of the model that answered the turn's calls ([`crate::policy`]).
+    #[serde(default)]
+    pub profile: crate::policy::ModelProfile,
     /// Token usage of those calls.
     pub usage: Usage,
     /// Fields the model wrote that the active flow does not collect (not written).

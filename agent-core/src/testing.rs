@@ -408,6 +408,8 @@ struct Script {
     requests: Vec<ModelRequest>,
     /// Stream answers in pieces of this many characters (one piece when unset).
     chunk_chars: Option<usize>,
+    /// The profile it reports ([`crate::policy`]).
+    profile: crate::policy::ModelProfile,
 }
 
 /// A provider that answers from a script, by call kind, and records every request.
@@ -431,6 +433,14 @@ impl ScriptedProvider {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
         self.script.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Report `profile` as the model's ([`crate::policy`]), to test an agent's
+    /// behaviour on a small model (the default is
+    /// [`ModelProfile::Capable`](crate::policy::ModelProfile::Capable)).
+    pub fn with_profile(self, profile: crate::policy::ModelProfile) -> Self {
+        self.lock().profile = profile;
+        self
     }
 
     /// Queue an answer for the next call of `kind`.
@@ -548,6 +558,10 @@ impl ScriptedProvider {
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         "scripted"
+    }
+
+    fn profile(&self) -> crate::policy::ModelProfile {
+        self.lock().profile
     }
 
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {

@@ -1648,7 +1648,10 @@ async fn a_plain_cancel_stops_a_code_flow_at_its_question_and_it_can_start_again
     );
     assert_eq!(r.model_calls, 0, "code reads a plain cancel");
     assert_eq!(p.requests().len(), calls);
-    assert!(r.commands.contains(&agent_core::command::Command::cancel_flow()));
+    assert!(
+        r.commands
+            .contains(&agent_core::command::Command::cancel_flow())
+    );
     let s = agent.session("s").await.unwrap().unwrap();
     assert!(s.code.is_none() && s.step.is_none());
     // Asked for again, it starts over at its first question.

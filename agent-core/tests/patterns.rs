@@ -268,3 +268,45 @@ async fn in_a_flow_a_plain_request_for_a_person_hands_over_when_the_model_missed
         .unwrap();
     assert_eq!(r.stopped, StoppedReason::NeedsInput);
 }
+
+#[tokio::test]
+async fn a_request_for_a_person_read_in_a_message_naming_none_counts_by_the_models_profile() {
+    use agent_core::policy::ModelProfile;
+    const MSG: &str = "I have a question that the booking cannot answer";
+    // A capable model's reading is asked about.
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    wait_at_ask_date(&a, &p, "booking").await;
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    let r = a.respond("s", MSG).await.unwrap();
+    assert_eq!(r.profile, ModelProfile::Capable);
+    assert_eq!(
+        r.message,
+        "Do you want me to pass you to a person from our team?"
+    );
+    // A small model's reading needs the message to name a person: read as usual.
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    wait_at_ask_date(&a, &p, "booking").await;
+    p.respond(
+        Answer::message("When would you like to check in?").command(Command::ask_for_human()),
+    );
+    p.default_answer(
+        agent_core::provider::CallKind::Respond,
+        Answer::message("When would you like to check in?"),
+    );
+    let r = a.respond("s", MSG).await.unwrap();
+    assert_eq!(r.profile, ModelProfile::Small);
+    assert_eq!(r.message, "When would you like to check in?");
+    assert!(!a.session("s").await.unwrap().unwrap().asking_handoff);
+    // ... and counts when it names one.
+    p.respond(Answer::message("Sure.").command(Command::ask_for_human()));
+    let r = a
+        .respond("s", "is there someone I could write to instead?")
+        .await
+        .unwrap();
+    assert_eq!(
+        r.message,
+        "Do you want me to pass you to a person from our team?"
+    );
+}

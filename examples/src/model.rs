@@ -431,6 +431,7 @@ pub fn connect(
             let mut p = OpenAiCompatible::new(&server.base_url)?
                 .model(server.model.clone())
                 .temperature_default(0.0)
+                .profile(agent_core::policy::ModelProfile::Small)
                 .request_timeout(std::time::Duration::from_secs(300))
                 .first_byte_timeout(std::time::Duration::from_secs(300));
             if let Some(k) = server.api_key {

@@ -105,11 +105,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(read) = self.on_cancel(out).await? {
             return Ok(Some(read));
         }
-        // The model's reading, or a request code recognises (common phrasings).
-        // The model's reading counts only for a message that names a person: on the
-        // local model it read requests for a person into ordinary messages ("I'd like
-        // to book an appointment" at a clinic, where the patient is one).
-        let read = out.take(&Command::AskForHuman) && names_a_person(self.msg);
+        // The model's reading, or a request code recognises (common phrasings). On a
+        // small model, the reading counts only for a message that names a person
+        // (`ModelProfile::corroborates_person_requests`).
+        let read = out.take(&Command::AskForHuman)
+            && (!self.a.provider.profile().corroborates_person_requests()
+                || names_a_person(self.msg));
         // Code's recognition applies where the user answered: once a branch, hook or
         // signal of the agent moved the turn to another flow, that flow decides.
         let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);

@@ -261,6 +261,13 @@ impl Provider for Resilient {
         self.models.first()?.wire_body(req)
     }
 
+    /// The primary model's profile. A fallback of another profile answers under the
+    /// primary's: chain models of one profile, or wrap a small model's chain on its
+    /// own.
+    fn profile(&self) -> agent_core::policy::ModelProfile {
+        self.models.first().map(|m| m.profile()).unwrap_or_default()
+    }
+
     /// The server of the one model; none for a chain of several (any may answer).
     fn server(&self) -> Option<(&str, u16)> {
         match self.models.as_slice() {

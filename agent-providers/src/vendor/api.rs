@@ -65,6 +65,14 @@ macro_rules! client_api {
                 self
             }
 
+            /// The model's profile ([`agent_core::policy`]): `Small` turns on the
+            /// behaviours that exist for small models (local 1-3 B models); the
+            /// default is `Capable`.
+            pub fn profile(mut self, profile: ::agent_core::policy::ModelProfile) -> Self {
+                self.client.defaults.profile = profile;
+                self
+            }
+
             /// The model called.
             pub fn model_name(&self) -> &str {
                 self.client.model()
@@ -128,6 +136,10 @@ macro_rules! client_api {
 
             fn server(&self) -> Option<(&str, u16)> {
                 self.client.server()
+            }
+
+            fn profile(&self) -> ::agent_core::policy::ModelProfile {
+                self.client.defaults.profile
             }
         }
     };

@@ -36,6 +36,8 @@ pub(crate) struct Defaults {
     pub(crate) temperature: Option<f32>,
     /// Token limit sent when the request sets none.
     pub(crate) max_tokens: Option<u32>,
+    /// The model's profile (`agent_core::policy`).
+    pub(crate) profile: agent_core::policy::ModelProfile,
 }
 
 /// The vendor-specific part of a client: its wire format. Holds the vendor's own

@@ -1,0 +1,44 @@
+//! Model profiles, and the behaviours that exist to help small models, in one place.
+//!
+//! The engine's guarantees (validation, values the user confirms, the check of replies
+//! against the state, a summary and a yes before a once-tool) hold on every model.
+//! Some behaviours exist only because small models misread messages in ways capable
+//! ones do not; they are switched by the [`ModelProfile`] of the model answering the
+//! call ([`Provider::profile`](crate::provider::Provider::profile)), on for
+//! [`ModelProfile::Small`] and off for [`ModelProfile::Capable`]. Each is a method of
+//! `ModelProfile` named after what it does:
+//!
+//! | behaviour | small | capable |
+//! |---|---|---|
+//! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
+//!
+//! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
+//! `agent-providers` take `.profile(ModelProfile::Small)`, and the examples set it for
+//! the local default model. The turn's [`AgentResponse::profile`](crate::response::AgentResponse::profile)
+//! records the profile used.
+
+use serde::{Deserialize, Serialize};
+
+/// How much the engine trusts a model's reading of a message beyond its guarantees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelProfile {
+    /// A hosted model of the current generation: the small-model behaviours are off.
+    /// The default.
+    #[default]
+    Capable,
+    /// A small model (a local 1-3 B model such as the local default, Qwen2.5-Coder
+    /// 1.5B): the small-model behaviours are on.
+    Small,
+}
+
+impl ModelProfile {
+    /// Whether a request for a person the model read needs the message to name one
+    /// (a word of a short list: "human", "person", "someone", "staff", ...) to count.
+    /// Small models read such requests into ordinary messages ("I'd like to book an
+    /// appointment" at a clinic whose first step asks for the patient's name).
+    pub fn corroborates_person_requests(self) -> bool {
+        self == Self::Small
+    }
+}
