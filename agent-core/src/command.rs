@@ -83,7 +83,8 @@
 //! # Cancelling a flow
 //!
 //! In a flow, the answer says whether the user asks to stop it (`cancel`). A message made only of stop words ("cancel", "stop",
-//! "never mind", "forget it") and nothing else the answer reads stops the flow at once,
+//! "never mind", "forget it"), filler and the flow's own name ("cancel the booking" in
+//! a flow titled "Hotel booking"), with nothing else the answer reads, stops the flow at once,
 //! whether or not the model read it so (code recognises these); any other phrasing the model read as a cancel is asked about first
 //! ("Do you want to stop hotel booking?"), and the user's next message settles it (a
 //! yes stops the flow; anything else is read as usual and the flow goes on). A stopped

@@ -31,9 +31,9 @@ use crate::flow::Interruption;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::session::Interrupted;
 
-/// Words that ask to stop on their own ("cancel", "never mind"), normalised. A
-/// message made only of these and filler stops the flow without a question; any
-/// other phrasing the model reads as a cancel is asked about first.
+/// Words that may stand beside a stop word in a message that only asks to stop
+/// ("cancel it please", "forget the whole thing"), normalised. The active flow's own
+/// name may stand there too ("cancel the booking" in a flow titled "Hotel booking").
 const STOP: &[&str] = &[
     "cancel",
     "stop",
@@ -48,25 +48,26 @@ const STOP: &[&str] = &[
     "please",
     "the",
     "this",
-    "booking",
-    "order",
-    "request",
+    "my",
     "everything",
     "all",
+    "whole",
+    "thing",
 ];
 
 /// The words that ask to stop, normalised ("never mind" is also one).
 const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "forget"];
 
 /// Whether `message` only asks to stop: it names a stop word and nothing but
-/// [`STOP`] words and agreement filler.
-pub(super) fn plainly_cancels(message: &str) -> bool {
+/// [`STOP`] words, words of `names` (the active flow's title and id) and agreement
+/// filler.
+pub(super) fn plainly_cancels(message: &str, names: &[String]) -> bool {
     let said = crate::data::ground::normalize(message);
     let mut stops = said.contains(" never mind ");
     for w in said.split_whitespace() {
         match w {
             w if STOP_WORDS.contains(&w) => stops = true,
-            w if STOP.contains(&w) || plainly_agrees(w, &[]) => {}
+            w if STOP.contains(&w) || names.iter().any(|n| n == w) || plainly_agrees(w, &[]) => {}
             _ => return false,
         }
     }
@@ -96,7 +97,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let gives = |c: &Command| c.field().is_some() || matches!(c, Command::StartFlow { .. });
         let plain = !read
             && self.transitions.len() == self.read_from
-            && plainly_cancels(self.msg)
+            && self.plainly_cancels()
             && !out.commands.iter().any(gives)
             && !self.commands.iter().any(gives);
         // One cancel per turn: the flow resumed after it reads the same message.
@@ -263,7 +264,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(fid) = self.s.flow.clone() else {
             return Ok(None);
         };
-        if plainly_cancels(self.msg) {
+        if self.plainly_cancels() {
             return self.cancel_flow(&fid).await.map(Some);
         }
         let title = self.flow_title(&fid);
@@ -281,7 +282,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         }
         let agreed = plainly_agrees(self.msg, &[])
-            || plainly_cancels(self.msg)
+            || self.plainly_cancels()
             || self.agrees_with_last_question().await?;
         if !agreed {
             self.handled(Command::Decline);
@@ -289,6 +290,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.handled(Command::Agree);
         self.cancel_flow(&fid).await.map(Some)
+    }
+
+    /// Whether the message only asks to stop the active flow (declarative or code),
+    /// which it may name by its title or id.
+    fn plainly_cancels(&self) -> bool {
+        let fid = match (&self.s.flow, &self.s.code) {
+            (Some(f), _) => f.as_str(),
+            (None, Some(c)) => c.flow.as_str(),
+            (None, None) => "",
+        };
+        let title = self.flow_title(fid);
+        let names: Vec<String> = crate::data::ground::normalize(&format!("{title} {fid}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        plainly_cancels(self.msg, &names)
     }
 
     /// The flow's title as a reply names it.
@@ -311,7 +328,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// message does not plainly cancel.
     pub(super) fn cancel_code_flow(&mut self) -> Option<(String, StoppedReason)> {
         let state = self.s.code.as_ref()?;
-        if self.code_fresh || state.pending_ask().is_none() || !plainly_cancels(self.msg) {
+        if self.code_fresh || state.pending_ask().is_none() || !self.plainly_cancels() {
             return None;
         }
         let fid = state.flow.clone();
@@ -485,6 +502,7 @@ mod tests {
 
     #[test]
     fn a_plain_stop_is_read_by_code_and_anything_else_is_not() {
+        let names = ["hotel".to_owned(), "booking".to_owned()];
         for m in [
             "cancel",
             "Cancel please",
@@ -492,16 +510,18 @@ mod tests {
             "never mind",
             "forget it",
             "cancel the booking",
+            "forget the whole thing",
         ] {
-            assert!(plainly_cancels(m), "{m}");
+            assert!(plainly_cancels(m, &names), "{m}");
         }
         for m in [
             "I don't need the room anymore",
             "no",
             "stop at 5pm",
             "cancel my other order at 5",
+            "cancel the order",
         ] {
-            assert!(!plainly_cancels(m), "{m}");
+            assert!(!plainly_cancels(m, &names), "{m}");
         }
     }
 }
