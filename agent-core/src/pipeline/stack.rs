@@ -59,19 +59,29 @@ const STOP: &[&str] = &[
 const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "forget"];
 
 /// Whether `message` only asks to stop: it names a stop word and nothing but
-/// [`STOP`] words, words of `names` (the active flow's title and id) and agreement
-/// filler.
-pub(super) fn plainly_cancels(message: &str, names: &[String]) -> bool {
+/// [`STOP`] words, words of `names` (the active flow's title and id, asked for only
+/// when a word is none of the others) and agreement filler.
+pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>) -> bool {
     let said = crate::data::ground::normalize(message);
-    let mut stops = said.contains(" never mind ");
+    let stops = said.contains(" never mind ")
+        || said.split_whitespace().any(|w| STOP_WORDS.contains(&w));
+    if !stops {
+        return false;
+    }
+    let mut names = Some(names);
+    let mut known: Vec<String> = Vec::new();
     for w in said.split_whitespace() {
-        match w {
-            w if STOP_WORDS.contains(&w) => stops = true,
-            w if STOP.contains(&w) || names.iter().any(|n| n == w) || plainly_agrees(w, &[]) => {}
-            _ => return false,
+        if STOP.contains(&w) || plainly_agrees(w, &[]) {
+            continue;
+        }
+        if let Some(f) = names.take() {
+            known = f();
+        }
+        if !known.iter().any(|n| n == w) {
+            return false;
         }
     }
-    stops
+    true
 }
 
 /// Whether `message` names stopping at all ("Actually, forget that. My app
@@ -300,12 +310,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             (None, Some(c)) => c.flow.as_str(),
             (None, None) => "",
         };
-        let title = self.flow_title(fid);
-        let names: Vec<String> = crate::data::ground::normalize(&format!("{title} {fid}"))
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        plainly_cancels(self.msg, &names)
+        plainly_cancels(self.msg, || {
+            crate::data::ground::normalize(&format!("{} {fid}", self.flow_title(fid)))
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        })
     }
 
     /// The flow's title as a reply names it.
@@ -512,7 +522,7 @@ mod tests {
             "cancel the booking",
             "forget the whole thing",
         ] {
-            assert!(plainly_cancels(m, &names), "{m}");
+            assert!(plainly_cancels(m, || names.to_vec()), "{m}");
         }
         for m in [
             "I don't need the room anymore",
@@ -521,7 +531,7 @@ mod tests {
             "cancel my other order at 5",
             "cancel the order",
         ] {
-            assert!(!plainly_cancels(m, &names), "{m}");
+            assert!(!plainly_cancels(m, || names.to_vec()), "{m}");
         }
     }
 }
