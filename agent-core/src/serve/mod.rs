@@ -126,6 +126,7 @@ mod agui;
 mod auth;
 mod events;
 mod openai;
+mod responses;
 mod web;
 
 pub use auth::{
@@ -173,6 +174,8 @@ pub(crate) struct Shared<D, C> {
     pub(crate) models: Vec<String>,
     origins: Vec<HeaderValue>,
     body_limit: usize,
+    /// The Responses API's response ids, for `previous_response_id`.
+    responses: responses::ResponseIds,
 }
 
 /// Builds a [`Server`].
@@ -269,6 +272,7 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 models,
                 origins,
                 body_limit: self.body_limit,
+                responses: responses::ResponseIds::default(),
             }),
         })
     }
@@ -307,7 +311,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         )
     }
 
-    /// `POST /v1/chat/completions` and `GET /v1/models`.
+    /// `POST /v1/chat/completions`, `POST /v1/responses` and `GET /v1/models`.
     pub fn openai_router(&self) -> Router {
         self.finish(openai::routes::<D, C>())
     }
