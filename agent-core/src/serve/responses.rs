@@ -325,9 +325,9 @@ fn continued<D, C>(
     who: &Principal,
     id: &str,
     named: Option<&str>,
-) -> Result<String, Response> {
+) -> Result<String, Refusal> {
     let Some(origin) = server.shared.responses.find(id) else {
-        return Err(error(
+        return Err(Refusal::from(error(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             Some("previous_response_not_found"),
@@ -335,28 +335,28 @@ fn continued<D, C>(
             &format!(
                 "Previous response with id '{id}' not found: this server never gave it, or no longer remembers it (it keeps the last {REMEMBERED}); continue with the session id instead (the `x-session-id` header or `metadata.session_id`)"
             ),
-        ));
+        )));
     };
     if origin.owner != who.id() {
-        return Err(error(
+        return Err(Refusal::from(error(
             StatusCode::FORBIDDEN,
             "permission_error",
             Some("session_forbidden"),
             Some("previous_response_id"),
             &format!("response {id} belongs to another principal"),
-        ));
+        )));
     }
     if let Some(named) = named
         && named != origin.session
     {
-        return Err(invalid_param(
+        return Err(Refusal::from(invalid_param(
             "previous_response_id",
             "invalid_value",
             &format!(
                 "`previous_response_id` continues session {}, but the request names session {named}",
                 origin.session
             ),
-        ));
+        )));
     }
     Ok(origin.session)
 }
@@ -550,7 +550,7 @@ async fn responses<D: AgentData, C: AgentContext>(
     }
     let req = &parsed.request;
     let session = match &parsed.previous {
-        Some(id) => continued(&server, &who, id, req.named.as_deref()),
+        Some(id) => continued(&server, &who, id, req.named.as_deref()).map_err(|Refusal(r)| *r),
         None => session_of(&server, &who, &headers, req).await,
     };
     let session = match session {
