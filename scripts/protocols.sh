@@ -4,6 +4,9 @@
 #
 #   - the official `openai` Python package (PyPI), in a venv: examples/tests/protocols.rs
 #     runs examples/tests/protocols/openai_client.py with it against POST /v1/chat/completions;
+#   - the OpenAI Agents SDK (`openai-agents`, PyPI), in the same venv:
+#     examples/tests/protocols/agents_sdk_client.py runs an Agent on its
+#     OpenAIResponsesModel against POST /v1/responses;
 #   - `@ag-ui/client` (npm): examples/tests/protocols/agui_client.mjs uses its HttpAgent
 #     against POST /agui;
 #   - `mermaid` (npm): the server serves its dist/mermaid.min.js as /vendor/mermaid.min.js
@@ -11,7 +14,7 @@
 #
 # Usage: eval "$(bash scripts/protocols.sh)"
 #   Progress goes to stderr; stdout is only `export NAME=VALUE` lines:
-#     AGENT_OPENAI_PYTHON   a python3 that can `import openai`
+#     AGENT_OPENAI_PYTHON   a python3 that can `import openai` and `import agents`
 #     AGENT_AGUI_NODE_PATH  a node_modules folder with @ag-ui/client (for NODE_PATH)
 #     AGENT_MERMAID_JS      mermaid.min.js (the server example reads it from there)
 # Env: PROTOCOLS_HOME (default ~/.cache/agent-protocols), PYTHON (default python3),
@@ -20,6 +23,9 @@
 set -euo pipefail
 
 OPENAI_VERSION="3.57.0"
+# openai-agents 0.24.0 requires openai>=3.0.0,<4: it admits OPENAI_VERSION. Bump the two
+# together, within that range.
+OPENAI_AGENTS_VERSION="0.24.0"
 AGUI_CLIENT_VERSION="1.0.0"
 MERMAID_VERSION="11.17.2"
 
@@ -34,24 +40,25 @@ PROTOCOLS_HOME="$(cd "$PROTOCOLS_HOME" && pwd)"
 VENV="$PROTOCOLS_HOME/venv"
 NODE_DIR="$PROTOCOLS_HOME/node"
 
-# ------------------------------------------------------------------ openai (PyPI)
+# ------------------------------------------------------------------ openai, openai-agents (PyPI)
 python_ok() {
   [ -x "$VENV/bin/python" ] &&
-    [ "$("$VENV/bin/python" -c 'import openai; print(openai.__version__)' 2>/dev/null)" = "$OPENAI_VERSION" ]
+    [ "$("$VENV/bin/python" -c 'import openai, agents; print(openai.__version__, agents.__version__)' 2>/dev/null)" = "$OPENAI_VERSION $OPENAI_AGENTS_VERSION" ]
 }
 if python_ok; then
-  log "openai $OPENAI_VERSION: installed ($VENV)"
+  log "openai $OPENAI_VERSION, openai-agents $OPENAI_AGENTS_VERSION: installed ($VENV)"
 else
   command -v "$PY" >/dev/null || die "$PY not found (set PYTHON)"
   if [ ! -x "$VENV/bin/python" ]; then
     log "creating the venv $VENV"
     "$PY" -m venv "$VENV" >&2 || die "could not create a venv with $PY (python3-venv missing?)"
   fi
-  log "installing openai==$OPENAI_VERSION from PyPI"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "openai==$OPENAI_VERSION" >&2 ||
-    die "pip could not install openai==$OPENAI_VERSION"
-  python_ok || die "openai $OPENAI_VERSION does not import from $VENV"
-  log "openai $OPENAI_VERSION: installed"
+  log "installing openai==$OPENAI_VERSION and openai-agents==$OPENAI_AGENTS_VERSION from PyPI"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "openai==$OPENAI_VERSION" "openai-agents==$OPENAI_AGENTS_VERSION" >&2 ||
+    die "pip could not install openai==$OPENAI_VERSION and openai-agents==$OPENAI_AGENTS_VERSION"
+  python_ok || die "openai $OPENAI_VERSION and openai-agents $OPENAI_AGENTS_VERSION do not import from $VENV"
+  log "openai $OPENAI_VERSION, openai-agents $OPENAI_AGENTS_VERSION: installed"
 fi
 
 # ------------------------------------------------------------------ @ag-ui/client, mermaid (npm)

@@ -9,13 +9,18 @@
 //!   (`tests/protocols/openai_client.py`): a completion, the session continued through
 //!   the `x-session-id` header, a streamed completion, a session named by `user`, a 400,
 //!   and the `agent` field all along;
+//! - `POST /v1/responses` with the OpenAI Agents SDK (`openai-agents`,
+//!   `tests/protocols/agents_sdk_client.py`): an `Agent` on `OpenAIResponsesModel`, a
+//!   conversation carried by `previous_response_id` (two runs and a streamed one) and one
+//!   by the re-sent history (`to_input_list()`), a wrong key (401) and another user's
+//!   response id (403);
 //! - `POST /agui` with `HttpAgent` of `@ag-ui/client` (`tests/protocols/agui_client.cjs`),
 //!   which validates the event stream and applies it to its own state: three runs of a
 //!   booking, the second ending in an interrupt (the booking waits for approval) and the
 //!   third resuming it.
 //!
 //! The clients come from `scripts/protocols.sh` (`eval "$(bash scripts/protocols.sh)"`
-//! sets `AGENT_OPENAI_PYTHON` and `AGENT_AGUI_NODE_PATH`). Without them those two tests
+//! sets `AGENT_OPENAI_PYTHON` and `AGENT_AGUI_NODE_PATH`). Without them those three tests
 //! are skipped, except under `CI=true`, where they fail. The other tests check the
 //! routes over plain HTTP (errors, headers, failed turns) and need nothing.
 
@@ -379,6 +384,93 @@ async fn the_openai_python_client_talks_to_the_chat_completions_endpoint() {
     );
     assert_eq!(f["unknown_model"]["class"], "NotFoundError");
     assert_eq!(r["models"], json!(["concierge"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_agents_sdk_runs_on_the_responses_endpoint() {
+    let Some(python) = installed(
+        "AGENT_OPENAI_PYTHON",
+        "a python3 with the openai and openai-agents packages",
+    ) else {
+        return;
+    };
+    let (base, _) = start_scripted().await;
+    let mut cmd = Command::new(&python);
+    cmd.arg(script("agents_sdk_client.py"))
+        .arg(&base)
+        .arg(USER)
+        .arg(OTHER);
+    let r = run_client(cmd).await;
+    println!(
+        "openai {}, openai-agents {}",
+        r["openai_version"], r["agents_version"]
+    );
+    assert_eq!(r["paths"], json!(["/v1/responses"]), "{r}");
+
+    // previous_response_id carries the conversation: each turn builds on the last.
+    let (first, second, streamed) = (&r["first"], &r["second"], &r["streamed"]);
+    let session = first["session"].as_str().unwrap();
+    assert!(session.starts_with("oai-"), "{first}");
+    assert!(
+        first["output"].as_str().unwrap().contains("Which city"),
+        "{first}"
+    );
+    assert!(
+        first["response_id"].as_str().unwrap().starts_with("resp_"),
+        "{first}"
+    );
+    assert!(first["output_tokens"].as_u64().unwrap() > 0, "{first}");
+    assert_eq!(
+        first["total_tokens"].as_u64(),
+        Some(first["input_tokens"].as_u64().unwrap() + first["output_tokens"].as_u64().unwrap())
+    );
+    assert_eq!(second["session"], session, "{second}");
+    assert!(
+        second["output"].as_str().unwrap().contains("check in"),
+        "{second}"
+    );
+    assert_ne!(second["response_id"], first["response_id"]);
+    assert_eq!(streamed["session"], session, "{streamed}");
+    assert!(
+        streamed["output"]
+            .as_str()
+            .unwrap()
+            .contains("a room in Lisbon from 2026-07-01 for 2 guest(s). Shall I book it?"),
+        "the earlier turns are kept: {streamed}"
+    );
+    let deltas = streamed["deltas"].as_array().unwrap();
+    assert!(deltas.len() >= 2, "not streamed: {streamed}");
+    let joined: String = deltas.iter().map(|d| d.as_str().unwrap()).collect();
+    assert_eq!(joined, streamed["output"].as_str().unwrap());
+    let kinds = streamed["kinds"].as_array().unwrap();
+    assert_eq!(kinds.first().unwrap(), "response.created", "{streamed}");
+    assert_eq!(kinds.last().unwrap(), "response.completed", "{streamed}");
+    let numbers: Vec<u64> = streamed["sequence_numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..numbers.len() as u64).collect::<Vec<_>>());
+
+    // The history re-sent (`to_input_list()`): the derived session goes on.
+    let (porto, resent) = (&r["porto"], &r["resent"]);
+    assert!(r["resent_items"].as_u64().unwrap() >= 3, "{r}");
+    assert_ne!(porto["session"], session, "another conversation");
+    assert_eq!(resent["session"], porto["session"], "{resent}");
+    let said = resent["output"].as_str().unwrap();
+    assert!(
+        said.contains("Porto") && said.contains("3 guest(s)"),
+        "the earlier turn is kept: {resent}"
+    );
+
+    // A wrong API key; another user's previous_response_id.
+    let wrong = &r["wrong_token"];
+    assert_eq!(wrong["status"], 401, "{wrong}");
+    assert_eq!(wrong["class"], "AuthenticationError", "{wrong}");
+    let other = &r["other_user"];
+    assert_eq!(other["status"], 403, "{other}");
+    assert_eq!(other["class"], "PermissionDeniedError", "{other}");
 }
 
 /// The events of one run, with consecutive `TEXT_MESSAGE_CONTENT`s as one.

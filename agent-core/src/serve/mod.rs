@@ -1,5 +1,5 @@
 //! Serving any agent over HTTP (feature `serve`): an OpenAI-compatible chat endpoint,
-//! AG-UI events and the web chat's JSON API, each an [`axum`] router, behind
+//! the OpenAI Responses API, AG-UI events and the web chat's JSON API, each an [`axum`] router, behind
 //! authentication.
 //!
 //! ```no_run
@@ -17,11 +17,12 @@
 //! ```
 //!
 //! - [`Server::openai_router`]: `POST /v1/chat/completions`, `GET /v1/models`
-//!   ([`openai`](self#openai-compatible-chat) below).
+//!   ([below](self#openai-compatible-chat)) and `POST /v1/responses`
+//!   ([below](self#openai-responses-api)).
 //! - [`Server::agui_router`]: `POST /agui`, AG-UI's `RunAgentInput` answered with AG-UI
 //!   events ([below](self#ag-ui)).
 //! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
-//! - [`Server::router`]: the three together.
+//! - [`Server::router`]: all of them together.
 //!
 //! # Authentication and sessions
 //!
@@ -80,6 +81,59 @@
 //! `403`, `404` `model_not_found`, `413` for a body over [`ServerBuilder::body_limit`],
 //! `500` for a failed turn (the session is unchanged).
 //!
+//! # OpenAI Responses API
+//!
+//! `POST /v1/responses` runs one turn on the chat endpoint's rules (the same
+//! authentication, model names, sessions, limits and errors); it is what the OpenAI
+//! Agents SDK's default model class, `OpenAIResponsesModel`, calls. The answer is a
+//! `response` object (`id` `resp_...`, `status`, `model`, one `message` item in `output`
+//! whose content is one `output_text`, `usage` with the turn's `input_tokens`,
+//! `output_tokens` and `total_tokens`, `metadata.session_id`, and the `agent` field of
+//! the chat endpoint); `stream: true` streams it as server-sent events, each with its
+//! `sequence_number`: `response.created`, `response.in_progress`,
+//! `response.output_item.added`, `response.content_part.added`,
+//! `response.output_text.delta`..., `response.output_text.done`,
+//! `response.content_part.done`, `response.output_item.done`, then `response.completed`
+//! (or `response.incomplete`, below; `response.failed` when the turn fails, the session
+//! unchanged).
+//!
+//! **Input.** `input` is a string, or a list of input items: `user` messages (a string
+//! or `input_text` parts), `system`/`developer` messages and earlier output (`assistant`
+//! messages, reasoning items, ...). As on the chat endpoint, the turn's input is the last
+//! user message: earlier items are never read into the engine, which keeps its own
+//! history. `instructions` is echoed but not given to the engine (the agent has its own
+//! instructions).
+//!
+//! **Keeping a conversation**, in this order:
+//! 1. `previous_response_id`: the session of that response (the server remembers the
+//!    last 10 000 response ids; an id it does not know is a `404`
+//!    `previous_response_not_found`, another principal's a `403`);
+//! 2. the `x-session-id` header or `metadata.session_id`, as on the chat endpoint (every
+//!    response carries its session in the header and in `metadata.session_id`);
+//! 3. otherwise the chat endpoint's derived session, read from the `input` list: a
+//!    client that re-sends the whole history (the Agents SDK's `to_input_list()`)
+//!    continues its conversation.
+//!
+//! **Refused** with a `400` naming the parameter, because they would change what the
+//! answer means: `tools` that are not empty (the agent calls its own tools),
+//! `tool_choice` other than `auto` or `none`, `text.format` other than `text`
+//! (structured outputs), `conversation` (use `previous_response_id`), `prompt`,
+//! `background: true`, and `function_call_output` items. Parameters that do not apply to
+//! an agent (`include`, `store`, `temperature`, `top_p`, `max_output_tokens`,
+//! `truncation`, `parallel_tool_calls`, `reasoning`, `user`...) are accepted; `tools: []`
+//! (what the Agents SDK sends for an agent without tools) too. A user message over the
+//! agent's `max_message_bytes` is a `400` `string_above_max_length`, a body over
+//! [`ServerBuilder::body_limit`] a `413`: neither is retried by the clients.
+//!
+//! **Approvals.** A turn that ends with calls waiting for a person's approval is never
+//! reported as done: its status is `incomplete` with `incomplete_details.reason`
+//! `awaiting_approval` (streamed: `response.incomplete`), the message says the calls
+//! wait, and `agent.awaiting_approval` lists them (the Agents SDK raises a
+//! `ModelBehaviorError` naming the reason). While calls wait, a message runs no turn and
+//! is answered the same way. The calls are decided by an operator on the other routes
+//! (a `tool` message on `/v1/chat/completions` naming the session, an AG-UI `resume`, or
+//! the web chat's approval route), not here.
+//!
 //! # AG-UI
 //!
 //! `POST /agui`: `threadId` is the session; the input is the last `user` message, or a
@@ -126,6 +180,7 @@ mod agui;
 mod auth;
 mod events;
 mod openai;
+mod responses;
 mod web;
 
 pub use auth::{
@@ -173,6 +228,8 @@ pub(crate) struct Shared<D, C> {
     pub(crate) models: Vec<String>,
     origins: Vec<HeaderValue>,
     body_limit: usize,
+    /// The Responses API's response ids, for `previous_response_id`.
+    responses: responses::ResponseIds,
 }
 
 /// Builds a [`Server`].
@@ -269,6 +326,7 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 models,
                 origins,
                 body_limit: self.body_limit,
+                responses: responses::ResponseIds::default(),
             }),
         })
     }
@@ -307,7 +365,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         )
     }
 
-    /// `POST /v1/chat/completions` and `GET /v1/models`.
+    /// `POST /v1/chat/completions`, `POST /v1/responses` and `GET /v1/models`.
     pub fn openai_router(&self) -> Router {
         self.finish(openai::routes::<D, C>())
     }

@@ -1,5 +1,7 @@
 //! The OpenAI-compatible chat endpoint: `POST /v1/chat/completions` and
-//! `GET /v1/models` (the module docs of [`crate::serve`] say what it takes and answers).
+//! `GET /v1/models` (the module docs of [`crate::serve`] say what it takes and answers),
+//! and the helpers it shares with the Responses API (`responses.rs`): errors, the
+//! request checks, and the session a request continues.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,7 +19,8 @@ use sha2::{Digest, Sha256};
 
 use super::events::pending_list;
 use super::{
-    BodyError, OPERATOR_ONLY, Principal, Server, bearer_token, not_yours, read_json, valid_id,
+    AuthError, BodyError, OPERATOR_ONLY, Principal, Server, bearer_token, not_yours, read_json,
+    valid_id,
 };
 use crate::approval::{Decision, PendingCall};
 use crate::data::{AgentContext, AgentData};
@@ -34,10 +37,11 @@ pub(super) fn routes<D: AgentData, C: AgentContext>() -> Router<Server<D, C>> {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions::<D, C>))
         .route("/v1/models", get(models::<D, C>))
+        .merge(super::responses::routes::<D, C>())
 }
 
 /// An OpenAI-style error response.
-fn error(
+pub(super) fn error(
     status: StatusCode,
     kind: &str,
     code: Option<&str>,
@@ -53,7 +57,7 @@ fn error(
         .into_response()
 }
 
-fn invalid(message: &str) -> Response {
+pub(super) fn invalid(message: &str) -> Response {
     error(
         StatusCode::BAD_REQUEST,
         "invalid_request_error",
@@ -63,7 +67,7 @@ fn invalid(message: &str) -> Response {
     )
 }
 
-fn invalid_param(param: &str, code: &str, message: &str) -> Response {
+pub(super) fn invalid_param(param: &str, code: &str, message: &str) -> Response {
     error(
         StatusCode::BAD_REQUEST,
         "invalid_request_error",
@@ -91,19 +95,24 @@ pub(super) fn content_text(content: &Value) -> Option<String> {
 }
 
 /// A new session id: time and a counter, unique within this server.
-fn new_id(prefix: &str) -> String {
+pub(super) fn new_id(prefix: &str) -> String {
+    unique_id(prefix, '-')
+}
+
+/// `{prefix}{sep}{time}{sep}{counter}`: unique within this server.
+pub(super) fn unique_id(prefix: &str, sep: char) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!(
-        "{prefix}-{:x}-{}",
+        "{prefix}{sep}{:x}{sep}{}",
         nanos & 0xffff_ffff_ffff,
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -133,7 +142,7 @@ fn usage_json(u: &Usage) -> Value {
 }
 
 /// The `agent` field: where the conversation is after the turn, and what it did.
-fn agent_json<D: serde::Serialize>(r: &AgentResponse<D>) -> Value {
+pub(super) fn agent_json<D: serde::Serialize>(r: &AgentResponse<D>) -> Value {
     json!({
         "session_id": r.session_id,
         "flow": r.flow,
@@ -177,7 +186,7 @@ fn still_waiting(calls: &[PendingCall]) -> String {
 }
 
 /// What the turn is asked to do.
-enum Work {
+pub(super) enum Work {
     /// Answer the last user message.
     Message(String),
     /// Decide waiting calls (the trailing `tool` messages), in order.
@@ -185,18 +194,185 @@ enum Work {
 }
 
 /// What a request asks for, once checked.
-struct Request {
-    model: String,
-    stream: bool,
-    include_usage: bool,
+pub(super) struct Request {
+    pub(super) model: String,
+    pub(super) stream: bool,
+    pub(super) include_usage: bool,
     /// The session the request names (header or `metadata.session_id`).
-    named: Option<String>,
-    user: Option<String>,
+    pub(super) named: Option<String>,
+    pub(super) user: Option<String>,
     /// The user messages, trimmed, in order.
-    users: Vec<String>,
+    pub(super) users: Vec<String>,
     /// Whether the history has other messages than system and one user message.
-    history: bool,
-    work: Work,
+    pub(super) history: bool,
+    pub(super) work: Work,
+    /// The body field that holds the conversation (`messages`, `input`), for errors.
+    pub(super) param: &'static str,
+    /// How to carry a conversation on this endpoint, for the errors that need it.
+    pub(super) carry: &'static str,
+}
+
+/// The model a request names, if it is served (`400` without one, `404` for another).
+pub(super) fn served_model(models: &[String], body: &Value) -> Result<String, Refusal> {
+    let model = body["model"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            invalid_param(
+                "model",
+                "missing_required_parameter",
+                &format!("you must provide a `model` ({})", models.join(", ")),
+            )
+        })?
+        .to_owned();
+    if !models.contains(&model) {
+        return Err(Refusal::from(error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("model_not_found"),
+            Some("model"),
+            &format!(
+                "the model `{model}` does not exist here; this server serves {}",
+                models.join(", ")
+            ),
+        )));
+    }
+    Ok(model)
+}
+
+/// A `400` for client-side tools (`params`, each absent or an empty list): the agent
+/// calls its own tools.
+pub(super) fn no_client_tools(body: &Value, params: &[&str]) -> Result<(), Refusal> {
+    for param in params {
+        match &body[*param] {
+            Value::Null => {}
+            Value::Array(a) if a.is_empty() => {}
+            _ => {
+                return Err(Refusal::from(invalid_param(
+                    param,
+                    "unsupported_parameter",
+                    &format!(
+                        "`{param}` is not supported: the agent calls its own tools; send messages only"
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `stream`: absent, true or false.
+pub(super) fn stream_flag(body: &Value) -> Result<bool, Refusal> {
+    match &body["stream"] {
+        Value::Null => Ok(false),
+        Value::Bool(b) => Ok(*b),
+        other => Err(Refusal::from(invalid_param(
+            "stream",
+            "invalid_type",
+            &format!("`stream` must be true or false, got {other}"),
+        ))),
+    }
+}
+
+/// The session a request names: the `x-session-id` header, else `metadata.session_id`.
+pub(super) fn named_session(headers: &HeaderMap, body: &Value) -> Result<Option<String>, Refusal> {
+    let from_header = match headers.get(SESSION_HEADER) {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| invalid(&format!("the {SESSION_HEADER} header is not text")))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let named = from_header.or_else(|| body["metadata"]["session_id"].as_str().map(str::to_owned));
+    if let Some(id) = &named
+        && !valid_id(id)
+    {
+        return Err(Refusal::from(invalid(&format!(
+            "session id {id:?} ({SESSION_HEADER} header or `metadata.session_id`) must be 1 to 64 letters, digits, '-' or '_'"
+        ))));
+    }
+    Ok(named)
+}
+
+/// The `user` field, trimmed, when set.
+pub(super) fn user_field(body: &Value) -> Option<String> {
+    body["user"]
+        .as_str()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_owned)
+}
+
+/// A `400` the client does not retry for a user message over the agent's
+/// `max_message_bytes` (`param` names the field that holds it).
+pub(super) fn too_long<D: AgentData, C: AgentContext>(
+    server: &Server<D, C>,
+    text: &str,
+    param: &str,
+) -> Option<Response> {
+    let limit = server.agent().inner.config.max_message_bytes;
+    (text.len() > limit).then(|| {
+        invalid_param(
+            param,
+            "string_above_max_length",
+            &format!(
+                "the user message is {} bytes; this agent takes at most {limit} bytes per message: shorten it",
+                text.len()
+            ),
+        )
+    })
+}
+
+/// The `401` of a request whose caller is not authenticated.
+pub(super) fn unauthorized(e: &AuthError) -> Response {
+    let mut r = error(
+        StatusCode::UNAUTHORIZED,
+        "invalid_request_error",
+        Some("invalid_api_key"),
+        None,
+        &e.to_string(),
+    );
+    r.headers_mut().insert(
+        axum::http::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// A request body as JSON: `413` over the server's limit, `400` when not JSON (`what`
+/// names the request expected).
+pub(super) async fn request_body<D: AgentData, C: AgentContext>(
+    server: &Server<D, C>,
+    body: axum::body::Body,
+    what: &str,
+) -> Result<Value, Response> {
+    match read_json(body, server.shared.body_limit).await {
+        Ok(b) => Ok(b),
+        Err(BodyError::TooLarge(limit)) => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            Some("request_too_large"),
+            None,
+            &format!("the request body is larger than this server takes ({limit} bytes)"),
+        )),
+        Err(BodyError::Invalid(e)) => Err(invalid(&format!("the body is not a JSON {what}: {e}"))),
+    }
+}
+
+/// The `403` of a message in another principal's session.
+pub(super) fn session_forbidden(session: &str) -> Response {
+    with_session(
+        error(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some("session_forbidden"),
+            None,
+            &not_yours(session),
+        ),
+        session,
+    )
 }
 
 /// A `tool` message's content as a decision.
@@ -236,44 +412,8 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
             "the body must be a JSON object (a chat completion request)",
         )));
     }
-    let model = body["model"]
-        .as_str()
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| {
-            invalid_param(
-                "model",
-                "missing_required_parameter",
-                &format!("you must provide a `model` ({})", models.join(", ")),
-            )
-        })?
-        .to_owned();
-    if !models.contains(&model) {
-        return Err(Refusal::from(error(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            Some("model_not_found"),
-            Some("model"),
-            &format!(
-                "the model `{model}` does not exist here; this server serves {}",
-                models.join(", ")
-            ),
-        )));
-    }
-    for param in ["tools", "functions"] {
-        match &body[param] {
-            Value::Null => {}
-            Value::Array(a) if a.is_empty() => {}
-            _ => {
-                return Err(Refusal::from(invalid_param(
-                    param,
-                    "unsupported_parameter",
-                    &format!(
-                        "`{param}` is not supported: the agent calls its own tools; send messages only"
-                    ),
-                )));
-            }
-        }
-    }
+    let model = served_model(models, body)?;
+    no_client_tools(body, &["tools", "functions"])?;
     match &body["n"] {
         Value::Null => {}
         v if v.as_u64() == Some(1) => {}
@@ -292,17 +432,7 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
             "`messages` must be an array of messages",
         )
     })?;
-    let stream = match &body["stream"] {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        other => {
-            return Err(Refusal::from(invalid_param(
-                "stream",
-                "invalid_type",
-                &format!("`stream` must be true or false, got {other}"),
-            )));
-        }
-    };
+    let stream = stream_flag(body)?;
     let include_usage = body["stream_options"]["include_usage"] == true;
     let mut users = Vec::new();
     for m in messages.iter().filter(|m| m["role"] == "user") {
@@ -360,28 +490,8 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
         }
         Work::Decide(decisions)
     };
-    let from_header = match headers.get(SESSION_HEADER) {
-        Some(v) => Some(
-            v.to_str()
-                .map_err(|_| invalid(&format!("the {SESSION_HEADER} header is not text")))?
-                .trim()
-                .to_owned(),
-        ),
-        None => None,
-    };
-    let named = from_header.or_else(|| body["metadata"]["session_id"].as_str().map(str::to_owned));
-    if let Some(id) = &named
-        && !valid_id(id)
-    {
-        return Err(Refusal::from(invalid(&format!(
-            "session id {id:?} ({SESSION_HEADER} header or `metadata.session_id`) must be 1 to 64 letters, digits, '-' or '_'"
-        ))));
-    }
-    let user = body["user"]
-        .as_str()
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .map(str::to_owned);
+    let named = named_session(headers, body)?;
+    let user = user_field(body);
     Ok(Request {
         model,
         stream,
@@ -391,11 +501,13 @@ fn parse(models: &[String], headers: &HeaderMap, body: &Value) -> Result<Request
         users,
         history,
         work,
+        param: "messages",
+        carry: CARRY,
     })
 }
 
 /// A refused request, boxed (a response is large).
-struct Refusal(Box<Response>);
+pub(super) struct Refusal(pub(super) Box<Response>);
 
 impl From<Response> for Refusal {
     fn from(r: Response) -> Self {
@@ -421,7 +533,7 @@ fn identity(who: &Principal, headers: &HeaderMap, user: Option<&str>) -> Option<
 }
 
 /// The session a request continues or starts.
-async fn session_of<D: AgentData, C: AgentContext>(
+pub(super) async fn session_of<D: AgentData, C: AgentContext>(
     server: &Server<D, C>,
     who: &Principal,
     headers: &HeaderMap,
@@ -433,10 +545,11 @@ async fn session_of<D: AgentData, C: AgentContext>(
     let Some(identity) = identity(who, headers, req.user.as_deref()) else {
         if req.history || matches!(req.work, Work::Decide(_)) {
             return Err(invalid_param(
-                "messages",
+                req.param,
                 "session_required",
                 &format!(
-                    "this request re-sends a conversation but names no session, and the caller has no identity to find it by: {CARRY}"
+                    "this request re-sends a conversation but names no session, and the caller has no identity to find it by: {}",
+                    req.carry
                 ),
             ));
         }
@@ -444,9 +557,12 @@ async fn session_of<D: AgentData, C: AgentContext>(
     };
     let Some(first) = req.users.first() else {
         return Err(invalid_param(
-            "messages",
+            req.param,
             "session_required",
-            &format!("a request without user messages must name its session: {CARRY}"),
+            &format!(
+                "a request without user messages must name its session: {}",
+                req.carry
+            ),
         ));
     };
     // The user messages a session of this conversation may have answered last: the
@@ -500,24 +616,26 @@ async fn session_of<D: AgentData, C: AgentContext>(
     }
     Err(if earlier.is_empty() {
         invalid_param(
-            "messages",
+            req.param,
             "session_required",
             &format!(
-                "too many conversations of yours open with this message: name the session instead ({CARRY})"
+                "too many conversations of yours open with this message: name the session instead ({})",
+                req.carry
             ),
         )
     } else {
         invalid_param(
-            "messages",
+            req.param,
             "session_not_found",
             &format!(
-                "no conversation of yours continues with this history (it was not held here, or the session is gone); nothing was answered, so nothing is forgotten: {CARRY}"
+                "no conversation of yours continues with this history (it was not held here, or the session is gone); nothing was answered, so nothing is forgotten: {}",
+                req.carry
             ),
         )
     })
 }
 
-fn turn_failed<D, C>(
+pub(super) fn turn_failed<D, C>(
     server: &Server<D, C>,
     session: &str,
     e: &crate::error::AgentError,
@@ -534,7 +652,7 @@ fn turn_failed<D, C>(
     )
 }
 
-fn with_session(mut response: Response, session: &str) -> Response {
+pub(super) fn with_session(mut response: Response, session: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(session) {
         response.headers_mut().insert(SESSION_HEADER, v);
     }
@@ -542,15 +660,15 @@ fn with_session(mut response: Response, session: &str) -> Response {
 }
 
 /// What one answer says, whether a turn ran or not.
-struct Answer {
-    message: String,
-    waiting: Vec<PendingCall>,
-    usage: Usage,
-    agent: Value,
+pub(super) struct Answer {
+    pub(super) message: String,
+    pub(super) waiting: Vec<PendingCall>,
+    pub(super) usage: Usage,
+    pub(super) agent: Value,
 }
 
 impl Answer {
-    fn of<D: serde::Serialize>(r: &AgentResponse<D>) -> Self {
+    pub(super) fn of<D: serde::Serialize>(r: &AgentResponse<D>) -> Self {
         Self {
             message: r.message.clone(),
             waiting: r.awaiting_approval.clone(),
@@ -569,7 +687,7 @@ impl Answer {
 }
 
 /// The answer to a user message while calls wait: no turn runs.
-async fn waiting_answer<D: AgentData, C: AgentContext>(
+pub(super) async fn waiting_answer<D: AgentData, C: AgentContext>(
     server: &Server<D, C>,
     session: &str,
 ) -> Result<Option<Answer>, Response> {
@@ -714,35 +832,11 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
 ) -> Response {
     let who = match server.caller(&headers).await {
         Ok(p) => p,
-        Err(e) => {
-            let mut r = error(
-                StatusCode::UNAUTHORIZED,
-                "invalid_request_error",
-                Some("invalid_api_key"),
-                None,
-                &e.to_string(),
-            );
-            r.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer"),
-            );
-            return r;
-        }
+        Err(e) => return unauthorized(&e),
     };
-    let body = match read_json(body, server.shared.body_limit).await {
+    let body = match request_body(&server, body, "chat request").await {
         Ok(b) => b,
-        Err(BodyError::TooLarge(limit)) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_request_error",
-                Some("request_too_large"),
-                None,
-                &format!("the request body is larger than this server takes ({limit} bytes)"),
-            );
-        }
-        Err(BodyError::Invalid(e)) => {
-            return invalid(&format!("the body is not a JSON chat request: {e}"));
-        }
+        Err(r) => return r,
     };
     let req = match parse(&server.shared.models, &headers, &body) {
         Ok(r) => r,
@@ -757,34 +851,17 @@ async fn chat_completions<D: AgentData, C: AgentContext>(
             &format!("{OPERATOR_ONLY}: a `tool` message decides a waiting call"),
         );
     }
-    if let Work::Message(text) = &req.work {
-        let limit = server.agent().inner.config.max_message_bytes;
-        if text.len() > limit {
-            return invalid_param(
-                "messages",
-                "string_above_max_length",
-                &format!(
-                    "the user message is {} bytes; this agent takes at most {limit} bytes per message: shorten it",
-                    text.len()
-                ),
-            );
-        }
+    if let Work::Message(text) = &req.work
+        && let Some(r) = too_long(&server, text, "messages")
+    {
+        return r;
     }
     let session = match session_of(&server, &who, &headers, &req).await {
         Ok(s) => s,
         Err(r) => return r,
     };
     if matches!(req.work, Work::Message(_)) && !server.may_write(&who, &session).await {
-        return with_session(
-            error(
-                StatusCode::FORBIDDEN,
-                "permission_error",
-                Some("session_forbidden"),
-                None,
-                &not_yours(&session),
-            ),
-            &session,
-        );
+        return session_forbidden(&session);
     }
     let chunks = Chunks {
         id: new_id("chatcmpl"),
@@ -916,13 +993,7 @@ async fn models<D: AgentData, C: AgentContext>(
     headers: HeaderMap,
 ) -> Response {
     if let Err(e) = server.caller(&headers).await {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_request_error",
-            Some("invalid_api_key"),
-            None,
-            &e.to_string(),
-        );
+        return unauthorized(&e);
     }
     let data: Vec<Value> = server
         .shared

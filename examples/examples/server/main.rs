@@ -36,6 +36,7 @@
 //!   web chat's API;
 //! - `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI-compatible endpoint
 //!   (model `concierge`);
+//! - `POST /v1/responses`: the OpenAI Responses API (the OpenAI Agents SDK's default);
 //! - `POST /agui`: AG-UI events;
 //! - `GET /vendor/mermaid.min.js`: Mermaid from `AGENT_MERMAID_JS` (`vendor.rs`).
 //!
