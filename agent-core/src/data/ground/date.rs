@@ -8,12 +8,13 @@ use super::lexicon::{MONTHS, NUMBER_WORDS, ORDINALS, WEEKDAYS};
 use super::text::{normalize, words};
 
 /// The one day that `text` names, if it names exactly one (the nearest from today for
-/// an expression several days fit: "July 1st", "next Friday"). Used to correct a date
+/// an expression several days fit: "July 1st", "next Friday"; a day of the past week
+/// for "last Friday"). Used to correct a date
 /// the model wrote that the user's words do not support. Two different days named
 /// ("from July 1 to July 5") resolve to nothing.
 pub(crate) fn resolve_date(text: &str, today: Date) -> Option<Date> {
     let text = normalize(text);
-    let found: Vec<Date> = (-1..=400)
+    let found: Vec<Date> = (-7..=400)
         .map(|d| today + Duration::days(d))
         .filter(|d| names_date(&text, *d, today))
         .collect();
@@ -76,9 +77,22 @@ fn relative(ws: &[&str], date: Date, today: Date) -> bool {
             return true;
         }
     }
-    let weekday_named = WEEKDAYS.iter().any(|(w, d)| has(w) && *d == date.weekday());
-    if weekday_named && (0..=14).contains(&offset) {
-        return true;
+    // A weekday, with the word before it saying which one: "next Monday" is never
+    // today, "last Friday" is in the past week, "this Friday" within this week; a bare
+    // one is the nearest, today included.
+    for (i, w) in ws.iter().enumerate() {
+        if !WEEKDAYS.iter().any(|(n, d)| n == w && *d == date.weekday()) {
+            continue;
+        }
+        let days = match i.checked_sub(1).map(|k| ws[k]) {
+            Some("next" | "coming") => 1..=14,
+            Some("last" | "past" | "previous") => -7..=-1,
+            Some("this") => 0..=6,
+            _ => 0..=14,
+        };
+        if days.contains(&offset) {
+            return true;
+        }
     }
     if pairs("next", "week") && (1..=13).contains(&offset) {
         let monday =

@@ -72,6 +72,10 @@ fn dates_against_the_clock() {
     assert!(ok(&["the day after tomorrow"], json!("2026-06-17")));
     assert!(ok(&["next Friday"], json!("2026-06-19")));
     assert!(!ok(&["next Friday"], json!("2026-06-20")));
+    assert!(!ok(&["next Monday"], json!("2026-06-15")), "not today");
+    assert!(ok(&["next Monday"], json!("2026-06-22")));
+    assert!(!ok(&["last Friday"], json!("2026-06-19")), "not ahead");
+    assert!(ok(&["last Friday"], json!("2026-06-12")));
     assert!(ok(&["in 3 days"], json!("2026-06-18")));
     assert!(ok(&["March 3rd 2027"], json!("2027-03-03")));
     // March 3rd without a year: this year's or the next one.
@@ -99,6 +103,21 @@ fn one_named_day_resolves_two_do_not() {
         Some(date!(2026 - 06 - 19))
     );
     assert_eq!(resolve_date("from July 1 to July 5", today), None);
+    // Today is a Monday: "next Monday" is a week on, "Monday" today, "last Friday"
+    // three days back, "this Friday" four days on.
+    assert_eq!(
+        resolve_date("Next Monday", today),
+        Some(date!(2026 - 06 - 22))
+    );
+    assert_eq!(resolve_date("Monday", today), Some(today));
+    assert_eq!(
+        resolve_date("last Friday", today),
+        Some(date!(2026 - 06 - 12))
+    );
+    assert_eq!(
+        resolve_date("this Friday", today),
+        Some(date!(2026 - 06 - 19))
+    );
     // A day without a year is the next such day.
     assert_eq!(
         resolve_date("July 1st", date!(2026 - 11 - 25)),
