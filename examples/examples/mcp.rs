@@ -101,7 +101,7 @@ impl Source {
     }
 
     /// What to check when the server could not be used.
-    fn hint(&self) -> String {
+    pub fn hint(&self) -> String {
         match self {
             Self::Url(_) => "Check that an MCP server listens at AGENT_MCP_URL (its streamable HTTP endpoint, often ending in /mcp), or unset AGENT_MCP_URL to start the reference server".to_owned(),
             Self::Command(_) => "Check the command line in AGENT_MCP_COMMAND (a program that speaks MCP on stdio), or unset it to start the reference server".to_owned(),
