@@ -63,8 +63,8 @@ const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "f
 /// when a word is none of the others) and agreement filler.
 pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>) -> bool {
     let said = crate::data::ground::normalize(message);
-    let stops =
-        said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w));
+    let stops = said.contains(" never mind ")
+        || said.split_whitespace().any(|w| STOP_WORDS.contains(&w));
     if !stops {
         return false;
     }
