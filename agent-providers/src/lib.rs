@@ -16,7 +16,8 @@
 //! whole or in part (any run of 10 of their characters), whatever the server echoed
 //! back: an error body, a body that is not JSON, an `error` event inside a stream.
 //!
-//! No call waits forever. Each client has [timeouts] by default: 60 s for a whole call,
+//! No call waits forever. Each client has [timeouts] by default: 60 s for a whole call
+//! (300 s for [`OpenAiCompatible`], whose servers are often local models on a CPU),
 //! 30 s from a streamed call to its first event, 60 s between two events of a stream
 //! (`request_timeout`, `first_byte_timeout`, `stream_idle_timeout` on every builder).
 //! Past one, the call fails with `ProviderError::Timeout`, which the resilience layer
@@ -56,7 +57,8 @@ pub use resilience::{ResilienceError, Resilient, TimeoutError};
 pub use secret::ApiKey;
 pub use stream::StreamDelta;
 pub use timeouts::{
-    DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT,
+    COMPATIBLE_REQUEST_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT,
 };
 
 /// A provider could not be configured.

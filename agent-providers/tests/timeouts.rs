@@ -12,8 +12,8 @@ use agent_core::error::ProviderError;
 use agent_core::provider::StreamChunk;
 use agent_providers::resilience::{ManualClock, Resilient};
 use agent_providers::{
-    Anthropic, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT,
-    Gemini, OpenAi, OpenAiCompatible,
+    Anthropic, COMPATIBLE_REQUEST_TIMEOUT, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT, Gemini, OpenAi, OpenAiCompatible,
 };
 use futures::StreamExt;
 use support::server::{FixtureServer, Reply};
@@ -43,12 +43,18 @@ fn the_defaults_are_the_documented_ones() {
     assert_eq!(DEFAULT_REQUEST_TIMEOUT, Duration::from_secs(60));
     assert_eq!(DEFAULT_FIRST_BYTE_TIMEOUT, Duration::from_secs(30));
     assert_eq!(DEFAULT_STREAM_IDLE_TIMEOUT, Duration::from_secs(60));
+    assert_eq!(COMPATIBLE_REQUEST_TIMEOUT, Duration::from_secs(300));
+    // OpenAI-compatible servers are mostly local models on a CPU: 300 s for a whole call.
+    let compatible = format!(
+        "{:?}",
+        OpenAiCompatible::new("http://127.0.0.1:9/v1").unwrap()
+    );
+    assert!(
+        compatible.contains("Timeouts { request: 300s, first_byte: 30s, idle: 60s }"),
+        "{compatible}"
+    );
     let shown = [
         format!("{:?}", OpenAi::new(KEY)),
-        format!(
-            "{:?}",
-            OpenAiCompatible::new("http://127.0.0.1:9/v1").unwrap()
-        ),
         format!("{:?}", Anthropic::new(KEY)),
         format!("{:?}", Gemini::new(KEY)),
     ];

@@ -64,6 +64,9 @@
 //! concurrency-safe calls only when the server marks them read-only; [`McpTool::effect`],
 //! [`McpTool::needs_approval`] and [`McpTool::concurrency_safe`] change that per tool.
 //!
+//! A runnable example: `cargo run -p examples --example mcp --features mcp`
+//! (`examples/examples/mcp.rs`: an agent on the reference server's tools).
+//!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 use std::time::Duration;
 

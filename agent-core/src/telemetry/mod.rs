@@ -75,6 +75,9 @@
 //! the next `flush` or `shutdown` returns `TelemetryError::Export` with the same URL
 //! and cause.
 //!
+//! A runnable example: `cargo run -p examples --example otel --features otel`
+//! (`examples/examples/otel.rs`: `Telemetry::init`, two turns, `shutdown`).
+//!
 //! ```no_run
 //! # #[cfg(feature = "otel")]
 //! # fn main() -> Result<(), agent_core::telemetry::TelemetryError> {

@@ -16,7 +16,8 @@
 //! Defaults (`ResilienceConfig::default()`): 2 extra attempts per model, retry on
 //! transient errors ([`classifier::is_retryable`]), exponential backoff from 500 ms capped
 //! at 30 s with full jitter, no request timeout, no total timeout (each client still
-//! has its own [timeouts](crate::timeouts): 60 s per call, 30 s to a stream's first event).
+//! has its own [timeouts](crate::timeouts): 60 s per call (300 s for `OpenAiCompatible`),
+//! 30 s to a stream's first event).
 //!
 //! Decisions the spec leaves open, pinned here:
 //! - `Retry-After` (header, `retry-after-ms`, Gemini's `RetryInfo`) is a lower bound on

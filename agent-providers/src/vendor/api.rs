@@ -31,7 +31,9 @@ macro_rules! client_api {
             }
 
             /// Limit on a whole non-streamed call (default
-            /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s);
+            /// [`DEFAULT_REQUEST_TIMEOUT`](crate::timeouts::DEFAULT_REQUEST_TIMEOUT), 60 s;
+            /// [`COMPATIBLE_REQUEST_TIMEOUT`](crate::timeouts::COMPATIBLE_REQUEST_TIMEOUT),
+            /// 300 s, for [`OpenAiCompatible`](crate::OpenAiCompatible));
             /// past it the call fails with
             /// [`ProviderError::Timeout`](agent_core::error::ProviderError::Timeout).
             pub fn request_timeout(mut self, limit: std::time::Duration) -> Self {

@@ -124,9 +124,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !origins.is_empty() {
         println!("browser pages allowed from {}", origins.join(", "));
     }
-    if vendor::mermaid_from_env().is_none() {
-        println!(
-            "the flow graph is shown as text: set {} to mermaid.min.js (scripts/protocols.sh installs it) to draw it",
+    if !vendor::mermaid_from_env().is_some_and(|p| p.is_file()) {
+        eprintln!(
+            "the flow graph will not be drawn (shown as text): {} does not name mermaid.min.js; `eval \"$(bash scripts/protocols.sh)\"` installs Mermaid and exports it",
             vendor::MERMAID_ENV
         );
     }

@@ -28,6 +28,10 @@ mod eval;
 mod exit;
 mod flow_control;
 mod instructions;
+#[cfg(feature = "mcp")]
+mod mcp;
+#[cfg(feature = "otel")]
+mod otel;
 mod persistence;
 mod quickstart;
 mod repl;
