@@ -29,6 +29,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.commands.push(c);
     }
 
+    /// List a command that changes no data or position as handled, and put it in
+    /// the directive chain (source `command`).
+    pub(super) fn handled_in_chain(&mut self, c: Command) {
+        self.record(
+            &DirectiveSource::Command(c.to_string()),
+            &Directive::default(),
+            &[],
+            &[],
+            false,
+        );
+        self.handled(c);
+    }
+
     /// The model read that the user wants another flow: the conversation moves there.
     /// The answer's message is not shown but carried to the next rendering as context
     /// (A3 transitions), and the hop counts against the transition cap, which keeps

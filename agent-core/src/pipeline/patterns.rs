@@ -25,10 +25,9 @@ use super::model::CallOutcome;
 use crate::agent::HumanHandoff;
 use crate::command::Command;
 use crate::data::{AgentContext, AgentData};
-use crate::directive::Directive;
 use crate::error::AgentError;
 use crate::provider::Role;
-use crate::response::{DirectiveSource, StoppedReason};
+use crate::response::StoppedReason;
 use crate::session::HandedOff;
 
 /// Words that name a person to talk to, normalised: a request for a person that
@@ -200,15 +199,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Mark the session handed over to a person; `reply` is the turn's.
     fn hand_over(&mut self, reply: String) -> PatternRead {
-        let c = Command::AskForHuman;
-        self.record(
-            &DirectiveSource::Command(c.to_string()),
-            &Directive::default(),
-            &[],
-            &[],
-            false,
-        );
-        self.handled(c);
+        self.handled_in_chain(Command::AskForHuman);
         self.s.asking_handoff = false;
         self.s.handed_off = Some(HandedOff::new(
             self.a.clock.now_ms(),

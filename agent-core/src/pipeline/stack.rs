@@ -342,15 +342,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return None;
         }
         let fid = state.flow.clone();
-        let c = Command::CancelFlow;
-        self.record(
-            &DirectiveSource::Command(c.to_string()),
-            &Directive::default(),
-            &[],
-            &[],
-            false,
-        );
-        self.handled(c);
+        self.handled_in_chain(Command::CancelFlow);
         tracing::info!(flow = %fid, "code flow cancelled");
         self.s.code = None;
         self.s.step = None;
