@@ -431,4 +431,7 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     fn server(&self) -> Option<(&str, u16)> {
         (**self).server()
     }
+    fn profile(&self) -> crate::policy::ModelProfile {
+        (**self).profile()
+    }
 }

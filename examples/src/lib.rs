@@ -76,6 +76,9 @@ impl Provider for Recorder {
     fn name(&self) -> &str {
         self.inner.name()
     }
+    fn profile(&self) -> agent_core::policy::ModelProfile {
+        self.inner.profile()
+    }
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         self.keep(request);
         self.inner.generate(request).await

@@ -204,6 +204,9 @@ impl Provider for Recorder {
     fn name(&self) -> &str {
         self.inner.name()
     }
+    fn profile(&self) -> crate::policy::ModelProfile {
+        self.inner.profile()
+    }
 
     async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let request = self.adjust(request);
@@ -252,5 +255,24 @@ impl Provider for Recorder {
 
     fn server(&self) -> Option<(&str, u16)> {
         self.inner.server()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ModelProfile;
+    use crate::testing::ScriptedProvider;
+
+    #[test]
+    fn the_recorder_and_shared_providers_report_the_models_profile() {
+        let small: Arc<dyn Provider> =
+            Arc::new(ScriptedProvider::new().with_profile(ModelProfile::Small));
+        assert_eq!(small.profile(), ModelProfile::Small);
+        assert_eq!(Arc::new(small.clone()).profile(), ModelProfile::Small);
+        let r = Recorder::new(small, Some(0.0), None);
+        assert_eq!(r.profile(), ModelProfile::Small);
+        let shared: Arc<dyn Provider> = Arc::new(r);
+        assert_eq!(shared.profile(), ModelProfile::Small);
     }
 }

@@ -37,6 +37,10 @@ impl<P: Provider> Provider for Typewriter<P> {
         self.inner.name()
     }
 
+    fn profile(&self) -> agent_core::policy::ModelProfile {
+        self.inner.profile()
+    }
+
     async fn generate(
         &self,
         request: &ModelRequest,
