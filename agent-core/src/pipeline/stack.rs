@@ -63,9 +63,7 @@ const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "f
 /// when a word is none of the others) and agreement filler.
 pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>) -> bool {
     let said = crate::data::ground::normalize(message);
-    let stops =
-        said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w));
-    if !stops {
+    if !names_stopping(&said) {
         return false;
     }
     let mut names = Some(names);
@@ -89,7 +87,11 @@ pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>
 /// for good only then; otherwise that flow waits on the stack, and the user can
 /// still stop it when it asks again.
 pub(super) fn mentions_stopping(message: &str) -> bool {
-    let said = crate::data::ground::normalize(message);
+    names_stopping(&crate::data::ground::normalize(message))
+}
+
+/// Whether normalised text names a stop word (or "never mind").
+fn names_stopping(said: &str) -> bool {
     said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w))
 }
 
