@@ -76,6 +76,7 @@ use thiserror::Error;
 use crate::tool::{Effect, Tool, ToolError};
 
 mod connection;
+mod http;
 mod server;
 mod session;
 mod tool;
@@ -123,6 +124,19 @@ pub enum McpError {
         target: String,
         /// What failed.
         message: String,
+    },
+    /// Nothing answered at the server's URL (connection refused, an unknown host, a
+    /// TLS or HTTP failure before the MCP handshake).
+    #[error(
+        "could not reach MCP server `{server}` at {url}: {cause}; check the URL and that the server is running"
+    )]
+    Unreachable {
+        /// The server's name.
+        server: String,
+        /// The URL.
+        url: String,
+        /// What failed: `connection refused`, `HTTP 404 Not Found`, …
+        cause: String,
     },
     /// The server connected but listing its tools failed.
     #[error("MCP server `{server}` did not list its tools: {message}")]
