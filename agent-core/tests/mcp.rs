@@ -651,3 +651,74 @@ async fn tools_that_may_change_something_need_approval_by_default() {
         done.tool_calls[0]
     );
 }
+
+/// A writer into a shared buffer, for reading what a `tracing` subscriber printed.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Each `tools/call` has a client span with the MCP semantic conventions' attributes:
+/// the method, the tool, the session id and protocol version, the transport and the
+/// server's address; a refused call carries the JSON-RPC code.
+#[tokio::test]
+async fn calls_have_mcp_spans() {
+    let Some(entry) = everything() else { return };
+    let server = HttpServer::start(&entry);
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let mcp = McpServer::http("everything", &server.url)
+        .connect()
+        .await
+        .unwrap();
+    let sum = mcp.tool("get-sum").unwrap();
+    sum.call_detached(json!({ "a": 1, "b": 2 })).await.unwrap();
+    let e = sum.call_detached(json!({ "a": "x" })).await.unwrap_err();
+    eprintln!("refused: {e}");
+    let text = out.text();
+    eprintln!("{text}");
+    let closes: Vec<&str> = text.lines().filter(|l| l.contains("mcp_call")).collect();
+    assert_eq!(closes.len(), 2, "{text}");
+    let ok = closes[0];
+    for attr in [
+        "otel.name=tools/call get-sum",
+        "otel.kind=\"client\"",
+        "mcp.method.name=\"tools/call\"",
+        "gen_ai.operation.name=\"execute_tool\"",
+        "gen_ai.tool.name=\"get-sum\"",
+        "mcp.session.id=\"",
+        "mcp.protocol.version=\"",
+        "network.transport=\"tcp\"",
+        "network.protocol.name=\"http\"",
+        "server.address=\"127.0.0.1\"",
+        &format!("server.port={}", server.port()),
+    ] {
+        assert!(ok.contains(attr), "{attr} missing: {ok}");
+    }
+    assert!(!ok.contains("error.type"), "{ok}");
+    let failed = closes[1];
+    assert!(failed.contains("error.type="), "{failed}");
+    assert!(failed.contains("otel.status_code=\"error\""), "{failed}");
+}
