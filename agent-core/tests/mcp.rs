@@ -722,3 +722,25 @@ async fn calls_have_mcp_spans() {
     assert!(failed.contains("error.type="), "{failed}");
     assert!(failed.contains("otel.status_code=\"error\""), "{failed}");
 }
+
+/// A model that writes its tool call as text instead of calling the tool: the user
+/// never reads the raw JSON (the rest of the reply stays; with nothing else, the
+/// agent's `flow_error_reply`).
+#[tokio::test]
+async fn a_tool_call_written_as_text_never_reaches_the_user() {
+    let Some(entry) = everything() else { return };
+    let mcp = stdio(&entry).connect().await.unwrap();
+    let p = ScriptedProvider::new();
+    let a = agent(&p, &mcp);
+    let call = r#"{"name": "everything__echo", "arguments": {"message": "hi"}}"#;
+    p.respond(Answer::message(call));
+    let r = a.respond("s", "echo hi").await.unwrap();
+    eprintln!("reply: {}", r.message);
+    assert!(!r.message.contains('{'), "{}", r.message);
+    assert_eq!(r.message, AgentConfig::default().flow_error_reply);
+    p.respond(Answer::message(format!(
+        "Let me echo that.\n```json\n{call}\n```"
+    )));
+    let r = a.respond("s", "echo hi again").await.unwrap();
+    assert_eq!(r.message, "Let me echo that.");
+}
