@@ -87,6 +87,10 @@ pub struct UnknownOutcome {
 
 /// The application's answer to an [`UnknownOutcome`].
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per unknown outcome, and boxing would change the public variant"
+)]
 pub enum Resolution {
     /// Do not run it: the call fails with this message (the model sees it). Nothing
     /// is recorded, so a later retry of the same call asks again.
@@ -238,5 +242,6 @@ fn replay<D, C>(rec: Recorded, cx: &ToolCx<D, C>) -> Result<ToolOutput, ToolErro
     Ok(ToolOutput {
         content: rec.content,
         directive: rec.directive.unwrap_or_default(),
+        ..ToolOutput::default()
     })
 }

@@ -69,6 +69,69 @@ pub(crate) fn tidy(
     changed.then(|| kept.concat().trim_end().to_owned())
 }
 
+/// `text` without the tool calls a model wrote into it as JSON instead of calling the
+/// tool (the local default model wrote `{"name": "everything__echo", "arguments":
+/// {"message": "hi"}}` as its reply): every JSON object or array of objects that
+/// has the shape of a tool call (`name` with `arguments`/`parameters`/`args`/`input`,
+/// `tool` with arguments, a `function` object with a `name`, `tool_calls`), with the
+/// code fence or `<tool_call>` tags around it. `None` when there is none; the rest,
+/// trimmed and possibly empty, otherwise. A reply never reaches the user with one.
+pub(crate) fn without_tool_calls(text: &str) -> Option<String> {
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
+    while let Some(off) = text[at..].find(['{', '[']) {
+        let start = at + off;
+        let mut values =
+            serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>();
+        match values.next() {
+            Some(Ok(v)) if is_tool_call(&v) => {
+                let end = start + values.byte_offset();
+                cuts.push((start, end));
+                at = end;
+            }
+            _ => at = start + 1,
+        }
+    }
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut rest = String::with_capacity(text.len());
+    let mut from = 0;
+    for (start, end) in cuts {
+        rest.push_str(&text[from..start]);
+        from = end;
+    }
+    rest.push_str(&text[from..]);
+    // What wrapped the calls, now empty: a code fence, `<tool_call>` tags.
+    let wrappers = regex::Regex::new(
+        r"(?s)```[A-Za-z]*\s*```|<\|?tool_calls?\|?>\s*(</\|?tool_calls?\|?>)?|</\|?tool_calls?\|?>",
+    );
+    let rest = match wrappers {
+        Ok(re) => re.replace_all(&rest, "").into_owned(),
+        Err(_) => rest,
+    };
+    Some(rest.trim().to_owned())
+}
+
+/// Whether a JSON value has the shape of a tool call (or a list of them).
+fn is_tool_call(v: &serde_json::Value) -> bool {
+    const ARGS: [&str; 4] = ["arguments", "parameters", "args", "input"];
+    match v {
+        serde_json::Value::Array(items) => !items.is_empty() && items.iter().all(is_tool_call),
+        serde_json::Value::Object(o) => {
+            let named = |k: &str| o.get(k).is_some_and(serde_json::Value::is_string);
+            let with_args = ARGS.iter().any(|k| o.contains_key(*k));
+            ((named("name") || named("tool") || named("tool_name")) && with_args)
+                || o.get("function")
+                    .and_then(|f| f.get("name"))
+                    .is_some_and(serde_json::Value::is_string)
+                || o.contains_key("tool_calls")
+                || o.contains_key("tool_call")
+        }
+        _ => false,
+    }
+}
+
 /// Sentences of one line, each with its trailing spacing (joined, they are the line):
 /// a sentence ends at `.`, `!` or `?` followed by a space.
 pub(crate) fn sentences(line: &str) -> Vec<&str> {
@@ -392,5 +455,39 @@ mod tests {
             tidy("Which invoice is it about?", 400, "", "INV-7", Some(asked)),
             None
         );
+    }
+
+    #[test]
+    fn a_tool_call_written_as_text_is_removed() {
+        use super::without_tool_calls as w;
+        let call = r#"{"name": "everything__echo", "arguments": {"message": "hi"}}"#;
+        assert_eq!(w(call).as_deref(), Some(""));
+        assert_eq!(
+            w(&format!("Sure, let me check.\n```json\n{call}\n```")).as_deref(),
+            Some("Sure, let me check.")
+        );
+        assert_eq!(
+            w(&format!("<tool_call>\n{call}\n</tool_call>")).as_deref(),
+            Some("")
+        );
+        let openai = r#"{"type": "function", "function": {"name": "book", "arguments": "{}"}}"#;
+        assert_eq!(
+            w(&format!("Booking. {openai}")).as_deref(),
+            Some("Booking.")
+        );
+        assert_eq!(w(&format!("[{call}, {call}]")).as_deref(), Some(""));
+        assert_eq!(
+            w(r#"{"tool_calls": [{"id": "1"}]} Done."#).as_deref(),
+            Some("Done.")
+        );
+    }
+
+    #[test]
+    fn other_json_and_braces_stay() {
+        use super::without_tool_calls as w;
+        assert_eq!(w("Your booking: {\"room\": 12, \"name\": \"Ana\"}."), None);
+        assert_eq!(w("Use {braces} and [brackets] freely."), None);
+        assert_eq!(w("Plain reply."), None);
+        assert_eq!(w("[1, 2, 3]"), None);
     }
 }

@@ -52,6 +52,7 @@ pub struct AgentBuilder<D, C> {
     checks: Vec<crate::data::custom::FieldCheck>,
     claims: Vec<(String, Vec<String>)>,
     human_handoff: super::HumanHandoff,
+    approvals_resolved: bool,
 }
 
 impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
@@ -83,6 +84,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             checks: Vec::new(),
             claims: Vec::new(),
             human_handoff: super::HumanHandoff::default(),
+            approvals_resolved: false,
         }
     }
     /// The agent's name (used in the prompt).
@@ -297,14 +299,54 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self
     }
 
+    /// A warning naming the tools that need a person's approval when nothing says who
+    /// gives it.
+    fn warn_unresolved_approvals(&self) {
+        let no_args = serde_json::Value::Object(serde_json::Map::new());
+        let mut held: Vec<&str> = self
+            .tools
+            .iter()
+            .chain(self.flows.iter().flat_map(|f| f.tools.iter()))
+            .chain(
+                self.flows
+                    .iter()
+                    .flat_map(|f| f.steps.iter().flat_map(|s| s.tools.iter())),
+            )
+            .filter(|t| t.needs_approval(&no_args))
+            .map(|t| t.name())
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        if !held.is_empty() {
+            tracing::warn!(
+                target: "agent_core::approval",
+                tools = %held.join(", "),
+                "tools need a person's approval and nothing declares who gives it: their calls wait until `Agent::resolve_approval` decides them; call `AgentBuilder::approvals_resolved()` once the application does, or run them without approval (`McpServer::trusted`, `McpTool::approval(false)`)"
+            );
+        }
+    }
+
     /// The clock (default: system time).
     pub fn clock(mut self, c: impl Clock + 'static) -> Self {
         self.clock = Some(Arc::new(c));
         self
     }
 
+    /// Declare that the application decides the calls that wait for a person's
+    /// approval ([`crate::approval`]: it calls `Agent::resolve_approval`, or serves the
+    /// agent with an operator credential). Without it, `build()` logs a warning when a
+    /// tool needs approval (an MCP tool that may change something does by default),
+    /// since such calls would wait for ever.
+    pub fn approvals_resolved(mut self) -> Self {
+        self.approvals_resolved = true;
+        self
+    }
+
     /// Validate the registry and build.
     pub fn build(self) -> Result<Agent<D, C>, ConfigErrors> {
+        if !self.approvals_resolved {
+            self.warn_unresolved_approvals();
+        }
         let mut errs = self.flow_errors;
         let agent_err = |problem: String, help: String| FlowConfigurationError {
             flow: String::new(),

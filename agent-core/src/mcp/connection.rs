@@ -43,6 +43,30 @@ impl McpConnection {
         self.shared.tools.iter().map(|t| t.name.as_ref()).collect()
     }
 
+    /// The server's instructions from its handshake (how to use its tools), when it
+    /// gave any. [`AgentBuilder::tools_of`] adds them to the agent's prompt.
+    pub fn instructions(&self) -> Option<&str> {
+        self.shared.instructions.as_deref()
+    }
+
+    /// The server's instructions as the prompt entry [`AgentBuilder::tools_of`] adds
+    /// (naming the server and its tools' prefix), for an agent that offers single
+    /// tools: `builder.knowledge(entry)`.
+    pub fn prompt_entry(&self) -> Option<String> {
+        let text = self.instructions()?;
+        let server = self.name();
+        Some(match &self.shared.server.prefix {
+            Some(p) => format!(
+                "Instructions of the MCP server `{server}` (its tools are named `{p}__…`):\n{}",
+                text.trim()
+            ),
+            None => format!(
+                "Instructions of the MCP server `{server}`:\n{}",
+                text.trim()
+            ),
+        })
+    }
+
     /// Every tool of the server, as agent tools.
     pub fn tools(&self) -> Vec<McpTool> {
         self.shared
@@ -91,10 +115,15 @@ impl McpConnection {
 
 /// Offer every tool of a connected MCP server agent-wide.
 impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
-    /// Offer every tool of a connected MCP server ([`crate::mcp`]) agent-wide; pick
-    /// single tools with [`McpConnection::tool`] to offer them in a flow or a step
-    /// only.
+    /// Offer every tool of a connected MCP server ([`crate::mcp`]) agent-wide, and add
+    /// the server's instructions, if it gave any, to the prompt's knowledge
+    /// ([`McpConnection::prompt_entry`]); pick single tools with
+    /// [`McpConnection::tool`] to offer them in a flow or a step only.
     pub fn tools_of(self, server: &McpConnection) -> Self {
-        server.tools().into_iter().fold(self, |b, t| b.tool(t))
+        let with_tools = server.tools().into_iter().fold(self, |b, t| b.tool(t));
+        match server.prompt_entry() {
+            Some(entry) => with_tools.knowledge(entry),
+            None => with_tools,
+        }
     }
 }

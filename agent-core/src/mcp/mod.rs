@@ -53,16 +53,71 @@
 //! [`ToolError`], a failed tool result the model reads, never a failed turn: a result
 //! the server flags as an error (`isError`), a JSON-RPC error (bad arguments become
 //! [`ToolError::InvalidArguments`]), a connection that broke, a server that does not
-//! answer in time ([`ToolError::TimedOut`]). A lost connection is opened again once, on
-//! the next call ([`McpServer::reconnect`]): a stdio server is started anew, an HTTP
-//! endpoint gets a new session. A call whose connection broke while it ran is not sent
-//! again, since the server may have run it.
+//! answer in time ([`ToolError::TimedOut`]). Messages name the server and the cause in
+//! words ("connection refused", "the server no longer knows the session"); an URL
+//! nothing answers at fails [`McpServer::connect`] with [`McpError::Unreachable`].
+//!
+//! # Lost sessions, and what is sent twice
+//!
+//! A lost session is opened again ([`McpServer::reconnect`], on by default): a stdio
+//! server is started anew, an HTTP endpoint gets a new session. A streamable-HTTP
+//! server that restarted no longer knows the session: it answers `404` (what the
+//! specification asks) or, on the TypeScript SDK's example routing (the reference
+//! servers), `400` with an id-less JSON-RPC error naming the session; both are read as
+//! the session having ended, and the next call opens a new one at once.
+//!
+//! A call is sent a second time, once, on a new session, only when that cannot run a
+//! side effect twice:
+//!
+//! - the server provably did not run it (it refused the request for an unknown
+//!   session, or no connection could be made): sent again, whatever the tool;
+//! - the connection broke after the request was sent (the server may have run it):
+//!   sent again only for a read-only tool (annotated `readOnlyHint: true` and not set
+//!   to [`Effect::Once`], or set to [`Effect::Pure`]); any other call fails saying it
+//!   may or may not have run, and the model reads that.
+//!
+//! # Results
+//!
+//! The model reads a result's text content, other parts described in a line
+//! (`[image: image/png, 2048 bytes; …]`), or the structured content as JSON when
+//! there is no text. Code that calls a tool itself ([`McpTool::call_detached`]) also
+//! gets `structuredContent` as JSON in [`ToolOutput::structured`] and the images in
+//! [`ToolOutput::images`]. Images do not reach the model: the engine's provider
+//! messages ([`Message`](crate::provider::Message)) carry text only, so a tool result
+//! is text in every vendor's request.
+//!
+//! # Instructions, capabilities
+//!
+//! A server's `instructions` are kept ([`McpConnection::instructions`]);
+//! [`AgentBuilder::tools_of`](crate::agent::AgentBuilder::tools_of) adds them to the
+//! prompt's knowledge, naming the server and its tools' prefix
+//! ([`McpConnection::prompt_entry`]). The client declares `roots` only when the
+//! application gives some ([`McpServer::root`]), and answers `roots/list` with them.
+//! It declares neither sampling nor elicitation (no model or person is at hand to
+//! answer a server's request), so a server does not send them.
 //!
 //! # Effects and approvals
 //!
-//! MCP tools default to [`Effect::Idempotent`] and are run in parallel with other
-//! concurrency-safe calls only when the server marks them read-only; [`McpTool::effect`],
-//! [`McpTool::needs_approval`] and [`McpTool::concurrency_safe`] change that per tool.
+//! A tool that may change something (annotated `destructiveHint: true`, or not
+//! annotated `readOnlyHint: true`) waits for a person's approval before each call
+//! ([`crate::approval`]) unless the server is [`McpServer::trusted`];
+//! [`McpTool::approval`] decides per tool. An agent with such tools and no
+//! [`AgentBuilder::approvals_resolved`](crate::agent::AgentBuilder::approvals_resolved)
+//! logs a warning at `build()`. MCP tools default to [`Effect::Idempotent`] and run in
+//! parallel with other concurrency-safe calls only when the server marks them
+//! read-only; [`McpTool::effect`] and [`McpTool::concurrency_safe`] change that.
+//!
+//! # Spans
+//!
+//! Each call has an `INFO` span `mcp_call` (OpenTelemetry name `tools/call {tool}`,
+//! kind client) with the MCP semantic conventions' attributes: `mcp.method.name`,
+//! `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `mcp.session.id` (the
+//! HTTP session id), `mcp.protocol.version`, `network.transport` (`pipe` for stdio,
+//! `tcp` for HTTP), `network.protocol.name`, `server.address`, `server.port`, and on
+//! failure `error.type` (the JSON-RPC code, `tool_error`, `timeout`, `transport`,
+//! `connection`) and `rpc.response.status_code`. In a turn it is a child of the
+//! `execute_tool` span. `jsonrpc.request.id` is left out (rmcp does not expose it), and
+//! no trace context is sent in `params._meta`.
 //!
 //! A runnable example: `cargo run -p examples --example mcp --features mcp`
 //! (`examples/examples/mcp.rs`: an agent on the reference server's tools).
@@ -73,9 +128,10 @@ use std::time::Duration;
 use thiserror::Error;
 
 #[cfg(doc)]
-use crate::tool::{Effect, Tool, ToolError};
+use crate::tool::{Effect, Tool, ToolError, ToolOutput};
 
 mod connection;
+mod http;
 mod server;
 mod session;
 mod tool;
@@ -123,6 +179,19 @@ pub enum McpError {
         target: String,
         /// What failed.
         message: String,
+    },
+    /// Nothing answered at the server's URL (connection refused, an unknown host, a
+    /// TLS or HTTP failure before the MCP handshake).
+    #[error(
+        "could not reach MCP server `{server}` at {url}: {cause}; check the URL and that the server is running"
+    )]
+    Unreachable {
+        /// The server's name.
+        server: String,
+        /// The URL.
+        url: String,
+        /// What failed: `connection refused`, `HTTP 404 Not Found`, …
+        cause: String,
     },
     /// The server connected but listing its tools failed.
     #[error("MCP server `{server}` did not list its tools: {message}")]

@@ -8,11 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+#[allow(deprecated)] // roots: see `session::Client`
+use rmcp::model::Root;
+use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 #[cfg(doc)]
 use super::McpTool;
+use super::http::{SessionAwareClient, SessionIdCell};
 use super::session::{Session, Shared, Slot};
 use super::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, McpConnection, McpError};
 #[cfg(doc)]
@@ -59,6 +63,9 @@ pub struct McpServer {
     pub(super) timeout: Duration,
     connect_timeout: Duration,
     pub(super) reconnect: bool,
+    pub(super) trusted: bool,
+    #[allow(deprecated)]
+    roots: Vec<Root>,
 }
 
 impl McpServer {
@@ -71,6 +78,8 @@ impl McpServer {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             reconnect: true,
+            trusted: false,
+            roots: Vec::new(),
         }
     }
 
@@ -191,6 +200,24 @@ impl McpServer {
         self
     }
 
+    /// Trust this server's tools to run without a person's approval. By default a tool
+    /// that may change something (annotated `destructiveHint: true`, or not annotated
+    /// `readOnlyHint: true`) waits for a person's decision before each call
+    /// ([`crate::approval`]); [`McpTool::needs_approval`] still decides per tool.
+    pub fn trusted(mut self) -> Self {
+        self.trusted = true;
+        self
+    }
+
+    /// Offer the server a root: a `file://` URI of a directory it may work in, with a
+    /// name for people. With at least one root the client declares the `roots`
+    /// capability and answers the server's `roots/list`; without, it declares none.
+    #[allow(deprecated)]
+    pub fn root(mut self, uri: impl Into<String>, name: impl Into<String>) -> Self {
+        self.roots.push(Root::new(uri).with_name(name));
+        self
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -221,9 +248,15 @@ impl McpServer {
         let (session, tools) = tokio::time::timeout(limit, connecting)
             .await
             .map_err(|_| self.connect_timed_out())??;
+        let instructions = session
+            .service
+            .peer_info()
+            .and_then(|i| i.instructions.clone())
+            .filter(|i| !i.trim().is_empty());
         Ok(McpConnection::new(Arc::new(Shared {
             server: self,
             tools,
+            instructions,
             session: tokio::sync::Mutex::new(Slot {
                 session: Some(session),
                 generation: 0,
@@ -245,6 +278,23 @@ impl McpServer {
             server: self.name.clone(),
             target: self.target.to_string(),
             message,
+        };
+        let failed = |e: ClientInitializeError| match &e {
+            ClientInitializeError::TransportError { error, .. } => {
+                let cause = super::session::cause(error.error.as_ref());
+                match &self.target {
+                    Target::Http { url, .. } => McpError::Unreachable {
+                        server: self.name.clone(),
+                        url: url.clone(),
+                        cause,
+                    },
+                    Target::Stdio { .. } => handshake(cause),
+                }
+            }
+            _ => handshake(e.to_string()),
+        };
+        let client = super::session::Client {
+            roots: self.roots.clone(),
         };
         match &self.target {
             Target::Stdio {
@@ -273,8 +323,12 @@ impl McpServer {
                         message: e.to_string(),
                     })?;
                 let pid = process.id();
-                let service = ().serve(process).await.map_err(|e| handshake(e.to_string()))?;
-                Ok(Session { service, pid })
+                let service = client.serve(process).await.map_err(failed)?;
+                Ok(Session {
+                    service,
+                    pid,
+                    http_session: None,
+                })
             }
             Target::Http { url, bearer } => {
                 ensure_crypto_provider();
@@ -282,9 +336,15 @@ impl McpServer {
                 if let Some(token) = bearer {
                     config = config.auth_header(token.clone());
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = ().serve(transport).await.map_err(|e| handshake(e.to_string()))?;
-                Ok(Session { service, pid: None })
+                let seen = SessionIdCell::default();
+                let http = SessionAwareClient::new(seen.clone()).map_err(handshake)?;
+                let transport = StreamableHttpClientTransport::with_client(http, config);
+                let service = client.serve(transport).await.map_err(failed)?;
+                Ok(Session {
+                    service,
+                    pid: None,
+                    http_session: Some(seen),
+                })
             }
         }
     }

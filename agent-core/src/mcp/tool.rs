@@ -24,6 +24,7 @@ pub struct McpTool {
     parameters: Value,
     effect: Effect,
     approval: bool,
+    read_only: bool,
     concurrency_safe: bool,
     timeout: Duration,
 }
@@ -35,6 +36,7 @@ impl std::fmt::Debug for McpTool {
             .field("remote", &self.remote)
             .field("name", &self.name)
             .field("effect", &self.effect)
+            .field("needs_approval", &self.approval)
             .finish()
     }
 }
@@ -57,20 +59,19 @@ impl McpTool {
             });
         let mut schema = tool.input_schema.as_ref().clone();
         schema.remove("$schema");
-        let read_only = tool
-            .annotations
-            .as_ref()
-            .and_then(|a| a.read_only_hint)
-            .unwrap_or(false);
+        let annotations = tool.annotations.as_ref();
+        let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+        let destructive = annotations.and_then(|a| a.destructive_hint) == Some(true);
         Self {
             timeout: shared.server.timeout,
+            approval: (destructive || !read_only) && !shared.server.trusted,
             shared,
             remote,
             name,
             description,
             parameters: Value::Object(schema),
             effect: Effect::Idempotent,
-            approval: false,
+            read_only,
             concurrency_safe: read_only,
         }
     }
@@ -105,10 +106,32 @@ impl McpTool {
     }
 
     /// Every call waits for a person's decision before it runs
-    /// ([`crate::approval`]).
+    /// ([`crate::approval`]). The default for a tool that may change something: one
+    /// the server annotates `destructiveHint: true`, or does not annotate
+    /// `readOnlyHint: true`, unless the server is [`McpServer::trusted`].
     pub fn needs_approval(mut self) -> Self {
         self.approval = true;
         self
+    }
+
+    /// Whether calls wait for a person's decision (see [`Self::needs_approval`]);
+    /// `false` runs this tool without approval, whatever its annotations say.
+    pub fn approval(mut self, needed: bool) -> Self {
+        self.approval = needed;
+        self
+    }
+
+    /// Whether calls wait for a person's decision before they run.
+    pub fn requires_approval(&self) -> bool {
+        self.approval
+    }
+
+    /// Whether the server annotates the tool `readOnlyHint: true` (it changes
+    /// nothing). Only such a tool's call (unless its effect is set to
+    /// [`Effect::Once`]), or one set to [`Effect::Pure`], is sent again after the
+    /// connection broke while it ran (see the [module docs](super)).
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Whether calls may run in parallel with other concurrency-safe calls (default:
@@ -131,7 +154,15 @@ impl McpTool {
     }
 
     async fn run(&self, args: Value) -> Result<ToolOutput, ToolError> {
-        match tokio::time::timeout(self.timeout, self.shared.call(&self.remote, args)).await {
+        // Read-only (by the server's word) or pure (by the application's), and not
+        // declared `Once` by the application: running it twice changes nothing.
+        let repeatable = match self.effect {
+            Effect::Pure => true,
+            Effect::Idempotent => self.read_only,
+            Effect::Once => false,
+        };
+        let call = self.shared.call(&self.remote, args, repeatable);
+        match tokio::time::timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(ToolError::TimedOut(self.timeout)),
         }

@@ -474,6 +474,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             if let Some(st) = self.stopped.clone() {
                 stopped = st;
             }
+            // A model-written reply never carries a tool call the model wrote as text.
+            if stopped != StoppedReason::Reply
+                && let Some(rest) = crate::reply::without_tool_calls(&message)
+            {
+                tracing::warn!(reply = %message, "a tool call written as text was removed from the reply");
+                message = if rest.is_empty() {
+                    self.a.config.flow_error_reply.clone()
+                } else {
+                    rest
+                };
+            }
             // A model-written reply the user has not seen yet loses what a model running
             // on adds: sentences said twice or said back, a last sentence the length limit cut.
             if stopped != StoppedReason::Reply

@@ -8,6 +8,7 @@
 //! | `turn` | `invoke_agent {agent}` | internal | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.agent.name`, `gen_ai.conversation.id` (the session id), `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.usage.*`, `error.type` |
 //! | `model_call` | `chat {model}` | client | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.request.seed`, `gen_ai.request.stream`, `gen_ai.output.type`, `gen_ai.conversation.id`, `server.address`, `server.port`, `gen_ai.response.model`, `gen_ai.response.id`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.response.finish_reasons`, `error.type` |
 //! | `tool_call` | `execute_tool {tool}` | internal | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `gen_ai.tool.description`, `error.type` |
+//! | `mcp_call` (feature `mcp`) | `tools/call {tool}` | client | `mcp.method.name`, `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `mcp.session.id`, `mcp.protocol.version`, `network.transport`, `network.protocol.name`, `server.address`, `server.port`, `rpc.response.status_code`, `error.type` (see the `mcp` module) |
 //!
 //! Attributes the engine does not know are left out: `server.address` and
 //! `server.port` come from the provider's [`server`](crate::provider::Provider::server)

@@ -105,12 +105,56 @@ impl From<serde_json::Error> for ToolError {
 
 /// What a tool returns: content for the model and an optional directive for the
 /// post-LLM bus.
+///
+/// `structured` and `images` are for code that calls a tool itself (a wrapping tool, a
+/// script using the `mcp` feature's `McpTool::call_detached`); the model is shown
+/// `content` only: [`Message`](crate::provider::Message) carries text, so a tool's
+/// images do not reach the model, and the engine neither journals nor records them in
+/// [`ToolCallRecord`](crate::response::ToolCallRecord). A tool that has an image for
+/// the model says what it is in `content`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolOutput {
     /// Text the model sees as the tool result.
     pub content: String,
     /// Directive joining the post-LLM bus.
     pub directive: Directive,
+    /// The result as JSON, when the tool gives one besides its text (an MCP tool's
+    /// `structuredContent`).
+    pub structured: Option<Value>,
+    /// Images the tool returned (an MCP tool's image content), not shown to the model.
+    pub images: Vec<ToolImage>,
+}
+
+/// An image in a tool's result: its MIME type and its bytes in base64, as MCP sends
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolImage {
+    /// `image/png`, `image/jpeg`, …
+    pub mime_type: String,
+    /// The image's bytes, base64-encoded.
+    pub data: String,
+}
+
+impl ToolImage {
+    /// An image from its MIME type and base64 data.
+    pub fn base64(mime_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Self {
+            mime_type: mime_type.into(),
+            data: data.into(),
+        }
+    }
+
+    /// The decoded size in bytes (from the base64 length).
+    pub fn len(&self) -> usize {
+        let pad = self.data.bytes().rev().take_while(|b| *b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(pad)
+    }
+
+    /// Whether the image has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl ToolOutput {
@@ -118,12 +162,23 @@ impl ToolOutput {
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
-            directive: Directive::default(),
+            ..Self::default()
         }
     }
     /// A JSON result.
     pub fn json(value: &Value) -> Self {
         Self::text(value.to_string())
+    }
+    /// Attach the result as JSON ([`Self::structured`]); the model still reads
+    /// `content`.
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+    /// Attach an image ([`Self::images`]; not shown to the model).
+    pub fn with_image(mut self, image: ToolImage) -> Self {
+        self.images.push(image);
+        self
     }
     /// Add a data write.
     pub fn data(mut self, patch: impl Into<Patch>) -> Self {
