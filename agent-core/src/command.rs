@@ -112,6 +112,16 @@
 //! waiting flows (3 by default), a new flow is not started and the reply says to
 //! finish the current one first.
 //!
+//! On a model profiled as small ([`ModelProfile::checks_digressions`](crate::policy::ModelProfile::checks_digressions)),
+//! an answer to a flow's question is first sorted in a short call of its own (a
+//! [`CallKind::Route`](crate::provider::CallKind::Route) call: what the step asks
+//! for, and the `when` of each flow the active one hands over to). When it names
+//! another flow, that flow starts as above and reads the message; otherwise the
+//! active flow reads it as usual. A plain yes and a message that speaks of stopping
+//! are read without it. With the scripted provider, queue that call's answer with
+//! `provider.route(Answer::route("feedback"))` for a digression, and
+//! `provider.route(Answer::raw(r#"{"about": "answer"}"#))` for an answer.
+//!
 //! ```
 //! use agent_core::command::Command;
 //! use agent_core::prelude::*;

@@ -10,6 +10,7 @@
 //!
 //! | behaviour | small | capable |
 //! |---|---|---|
+//! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns | on | off: the flow's own call judges hand-overs |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -39,6 +40,18 @@ impl ModelProfile {
     /// Small models read such requests into ordinary messages ("I'd like to book an
     /// appointment" at a clinic whose first step asks for the patient's name).
     pub fn corroborates_person_requests(self) -> bool {
+        self == Self::Small
+    }
+
+    /// Whether the answer to a flow's question is first sorted in a call of its own:
+    /// does it give what the step asks for, or ask for another flow the active one
+    /// hands over to? A message that asks for another flow starts it, and the flow
+    /// asking waits on the dialogue stack. Small models judge hand-overs badly inside
+    /// the flow's own call, which also reads values and writes the reply (see
+    /// [`crate::command`], Digressions). It costs one short call on turns that answer
+    /// a flow's question with something other than a plain yes, in agents whose
+    /// flows hand over to flows that say `when` they apply.
+    pub fn checks_digressions(self) -> bool {
         self == Self::Small
     }
 }

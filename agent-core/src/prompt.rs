@@ -170,7 +170,7 @@ pub(crate) fn reply_labels<D, C>(steps: &[Step<D, C>]) -> Vec<Option<std::sync::
 
 /// What a model step asks the model to do: its prompt, else a question for what it
 /// collects.
-fn step_task<D, C>(step: &Step<D, C>) -> String {
+pub(crate) fn step_task<D, C>(step: &Step<D, C>) -> String {
     match (&step.prompt, step.collect.is_empty()) {
         (Some(p), _) => p.clone(),
         (None, false) => format!(
@@ -201,7 +201,7 @@ pub(crate) fn opening_step<D, C>(flow: &Flow<D, C>) -> Option<usize> {
 }
 
 /// A field's description (its doc comment) for a field list, on one line.
-fn field_desc(schema: &DataSchema, field: &str) -> String {
+pub(crate) fn field_desc(schema: &DataSchema, field: &str) -> String {
     one_line(
         schema
             .property(field)

@@ -116,6 +116,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(Some((None, alt)));
         }
+        // On a small model, whether the answer to the flow's question asks for
+        // another flow instead, in a short call of its own (`model/digress.rs`).
+        if let Some(target) = self.digression(&flow).await? {
+            return match self.start_flow(target, String::new(), false).await? {
+                None => Ok(None),
+                Some(not_started) => {
+                    self.not_started = Some(not_started);
+                    Ok(None)
+                }
+            };
+        }
         // A step not asked yet is read as answered too (unless the hand-over's answer
         // was written for it) when that predicts a step one call can render with it
         // as the fallback; otherwise (a condition no call has judged, a closing, a

@@ -12,6 +12,7 @@
 //! with them.
 
 mod agree;
+mod digress;
 pub(super) mod answer;
 mod call;
 pub(super) mod classify;
