@@ -594,3 +594,109 @@ async fn a_cancel_after_a_once_tool_ran_says_the_flows_reply_and_clears_what_it_
     assert_eq!(r.data.booking_id, None, "declared in cancel_clears");
     assert_eq!(r.data.city, None);
 }
+
+// ---------------------------------------------------------------------------
+// The digression check of small models (`ModelProfile::checks_digressions`)
+// ---------------------------------------------------------------------------
+
+/// A scripted small model whose sorting calls read an answer unless a test queues
+/// another.
+fn small() -> ScriptedProvider {
+    let p = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    p.default_answer(CallKind::Route, Answer::raw(r#"{"about": "answer"}"#));
+    p
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_message_sorted_as_another_flow_starts_it_without_the_flows_call() {
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.clear_requests();
+    p.route(Answer::route("feedback"));
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("How did your last stay go?").claiming("ask_feedback"),
+    );
+    let r = a
+        .respond("s", "hold on, I have something to say about my last stay")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert_eq!(r.message, "How did your last stay go?");
+    assert!(r.commands.contains(&Command::start_flow("feedback")));
+    // One short call sorted the message; the booking's own call was not made.
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    let requests = p.requests();
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.kind == CallKind::Respond)
+            .all(|r| !r.system.contains("Current task: Hotel booking")),
+        "the booking did not read the message"
+    );
+    let sort = &requests[0];
+    assert_eq!(sort.kind, CallKind::Route);
+    assert!(sort.system.contains("date"), "{}", sort.system);
+    assert!(sort.system.contains("feedback:"), "{}", sort.system);
+    assert_eq!(sort.messages.len(), 1, "the message alone, not the history");
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(
+        s.stack,
+        vec![Interrupted::new("booking", Some("ask_date".into()), "feedback")]
+    );
+    // Feedback completes; the booking resumes at ask_date and asks again.
+    p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "It was great").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_date"))
+    );
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_message_sorted_as_an_answer_is_read_by_the_flow() {
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.clear_requests();
+    p.route(Answer::raw(r#"{"about": "answer"}"#));
+    p.respond(Answer::message("Noted.").with_data(json!({"check_in": "2026-07-01"})));
+    p.default_answer(CallKind::Respond, Answer::message("Shall I book it?"));
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    assert!(!r.commands.iter().any(|c| matches!(c, Command::StartFlow { .. })));
+}
+
+#[tokio::test]
+async fn an_unreadable_sorting_answer_leaves_the_message_to_the_flow() {
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.clear_requests();
+    p.route(Answer::raw("not json"));
+    p.default_answer(CallKind::Respond, Answer::message("When do you check in?"));
+    let r = a.respond("s", "hmm").await.unwrap();
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+}
+
+#[tokio::test]
+async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_or_for_a_stop() {
+    // Capable: the flow's own call judges hand-overs.
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    p.default_answer(CallKind::Respond, Answer::message("When do you check in?"));
+    a.respond("s", "hold on, I have something to say").await.unwrap();
+    assert_eq!(p.calls_of(CallKind::Route), 0);
+    // Small: a plain yes and a message that speaks of stopping are read without it.
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.clear_requests();
+    p.default_answer(CallKind::Respond, Answer::message("When do you check in?"));
+    a.respond("s", "yes").await.unwrap();
+    a.respond("s", "stop, never mind").await.unwrap();
+    assert_eq!(p.calls_of(CallKind::Route), 0);
+}
