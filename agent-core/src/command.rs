@@ -5,7 +5,7 @@
 //! what it understood. That understanding is a list of [`Command`]s: set a value
 //! with the user's words it came from, correct a stored value, start another flow,
 //! cancel the active one, agree or decline to the question just asked, ask for a
-//! person, hear the last message again. The model never moves the
+//! person, hear the last message again, or ask which of two flows the user means. The model never moves the
 //! conversation itself: each command has one handler in the engine, which checks it
 //! (a value against the user's words and the field's constraints, a flow against the
 //! flows the agent lets it start) and turns what it accepts into a directive with the
@@ -160,6 +160,54 @@
 //! assert_eq!(r.message, "Okay, I've stopped feedback.\n\nWhen would you like to arrive?");
 //! assert_eq!((r.flow.as_deref(), r.step.as_deref()), (Some("booking"), Some("ask_date")));
 //! assert_eq!(r.data.city.as_deref(), Some("Rome"));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
+//! # Clarification
+//!
+//! An answer that starts two or more flows the active one hands over to (several
+//! judged true, or written out as `start_flow` commands) starts none: it reads as
+//! [`Command::Clarify`], and the reply, written by code from the flows' titles, asks
+//! which one the user means. The flow asking stays at its step, with any value the
+//! message gave; the user's next message starts the flow they name. When the
+//! active step's own condition holds in the same answer, the agent's branch decides.
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Desk { city: Option<String>, note: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let note = |id: &str, title: &str, when: &str| {
+//!     Flow::builder(id).title(title).when(when)
+//!         .step(Step::model("ask_note").prompt("Ask for the details.").collect(["note"]))
+//!         .build().unwrap()
+//! };
+//! let agent: Agent<Desk, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("booking").title("Hotel booking")
+//!         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+//!         .build().unwrap())
+//!     .flow(note("feedback", "Feedback", "the user wants to leave feedback"))
+//!     .flow(note("complaint", "Complaint", "the user wants to complain"))
+//!     .build().unwrap();
+//! agent.dispatch("s1", Directive::go_to("booking")).await.unwrap();
+//! provider.respond(Answer::message("Which city?"));
+//! agent.respond("s1", "hi").await.unwrap();
+//! // The model reads both flows into the message: code asks which one.
+//! provider.respond(Answer::message("Sure.").switching_to("feedback")
+//!     .command(Command::start_flow("complaint")));
+//! let r = agent.respond("s1", "about my last stay...").await.unwrap();
+//! assert_eq!(r.message, "Do you mean feedback or complaint?");
+//! assert_eq!(r.step.as_deref(), Some("ask_city"));
+//! assert!(r.commands.contains(&Command::clarify(["feedback", "complaint"])));
 //! # });
 //! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
 //! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
@@ -423,6 +471,16 @@ pub enum Command {
     /// The user asks to hear the last message again ("sorry, what was the
     /// question?"): the reply is the agent's last message, written by code.
     Repeat,
+    /// More than one flow fits the message (the answer started two): none is started,
+    /// and the reply, written by code, asks which one the user means ("Do you want
+    /// appointment booking or prescription renewal?"). The flow asking stays where it
+    /// is; the user's next message starts the one they name. See
+    /// [Clarification](self#clarification).
+    #[non_exhaustive]
+    Clarify {
+        /// The flows that fit, in the order the answer named them.
+        flows: Vec<String>,
+    },
 }
 
 impl Command {
@@ -464,6 +522,17 @@ impl Command {
         Self::CancelFlow
     }
 
+    /// Ask which of `flows` the user means.
+    pub fn clarify<I, S>(flows: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Clarify {
+            flows: flows.into_iter().map(Into::into).collect(),
+        }
+    }
+
     /// Ask for a person.
     pub fn ask_for_human() -> Self {
         Self::AskForHuman
@@ -502,6 +571,7 @@ impl Command {
             Self::CancelFlow => "cancel_flow",
             Self::AskForHuman => "ask_for_human",
             Self::Repeat => "repeat",
+            Self::Clarify { .. } => "clarify",
         }
     }
 }
@@ -515,6 +585,7 @@ impl fmt::Display for Command {
                 write!(f, "{} {field}", self.name())
             }
             Self::StartFlow { flow } => write!(f, "{} {flow}", self.name()),
+            Self::Clarify { flows } => write!(f, "{} {}", self.name(), flows.join("|")),
             _ => f.write_str(self.name()),
         }
     }

@@ -355,7 +355,7 @@ fn support_flow() -> Flow<Booking, Concierge> {
 }
 
 #[tokio::test]
-async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_lists_them() {
+async fn two_flows_judged_true_are_asked_about_and_the_prompt_lists_them() {
     let p = ScriptedProvider::new();
     let a = agent(
         &p,
@@ -368,13 +368,17 @@ async fn two_flows_judged_true_hand_over_to_the_first_listed_and_the_prompt_list
     p.respond(Answer::raw(
         r#"{"data":{},"handoff":{"feedback":true,"support":true},"message":"One moment."}"#,
     ));
-    p.respond(Answer::message("What went wrong?"));
     let r = a
         .respond("s", "the app broke, and I have feedback")
         .await
         .unwrap();
-    assert_eq!(r.flow.as_deref(), Some("support"));
-    assert_eq!(r.message, "What went wrong?");
+    // Clarification: neither starts; code asks which one, in the order listed.
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert!(
+        r.message.starts_with("Do you mean ") && r.message.ends_with(" or feedback?"),
+        "{}",
+        r.message
+    );
     let first = &p.requests()[1];
     let sys = first.instructions();
     // Listed in registration order.

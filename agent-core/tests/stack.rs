@@ -642,7 +642,11 @@ async fn on_a_small_model_a_message_sorted_as_another_flow_starts_it_without_the
     let s = a.session("s").await.unwrap().unwrap();
     assert_eq!(
         s.stack,
-        vec![Interrupted::new("booking", Some("ask_date".into()), "feedback")]
+        vec![Interrupted::new(
+            "booking",
+            Some("ask_date".into()),
+            "feedback"
+        )]
     );
     // Feedback completes; the booking resumes at ask_date and asks again.
     p.respond(Answer::message("Thanks!").with_data(json!({"feedback": "great"})));
@@ -667,7 +671,11 @@ async fn on_a_small_model_a_message_sorted_as_an_answer_is_read_by_the_flow() {
     assert_eq!(r.flow.as_deref(), Some("booking"));
     assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
     assert_eq!(p.calls_of(CallKind::Route), 1);
-    assert!(!r.commands.iter().any(|c| matches!(c, Command::StartFlow { .. })));
+    assert!(
+        !r.commands
+            .iter()
+            .any(|c| matches!(c, Command::StartFlow { .. }))
+    );
 }
 
 #[tokio::test]
@@ -689,7 +697,9 @@ async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_or_for_a_stop() {
     let p = ScriptedProvider::new();
     let a = at_ask_date(&p).await;
     p.default_answer(CallKind::Respond, Answer::message("When do you check in?"));
-    a.respond("s", "hold on, I have something to say").await.unwrap();
+    a.respond("s", "hold on, I have something to say")
+        .await
+        .unwrap();
     assert_eq!(p.calls_of(CallKind::Route), 0);
     // Small: a plain yes and a message that speaks of stopping are read without it.
     let p = small();
@@ -699,4 +709,111 @@ async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_or_for_a_stop() {
     a.respond("s", "yes").await.unwrap();
     a.respond("s", "stop, never mind").await.unwrap();
     assert_eq!(p.calls_of(CallKind::Route), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Clarification: two flows fit
+// ---------------------------------------------------------------------------
+
+fn complaint_flow() -> Flow<Booking, Concierge> {
+    Flow::builder("complaint")
+        .title("Complaint")
+        .when("the user wants to complain about a stay")
+        .step(
+            Step::model("ask_what")
+                .prompt("Ask what went wrong.")
+                .collect(["feedback"]),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn two_flows_that_fit_are_asked_about_and_none_starts_until_the_user_names_one() {
+    let p = ScriptedProvider::new();
+    let a = agent(
+        &p,
+        vec![booking_flow(false), feedback_flow(), complaint_flow()],
+    );
+    wait_at_ask_date(&a, &p, "booking").await;
+    p.respond(
+        Answer::message("Sure.")
+            .switching_to("feedback")
+            .command(Command::start_flow("complaint")),
+    );
+    let r = a
+        .respond("s", "about my last stay, it was not great")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Do you mean feedback or complaint?");
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_date"))
+    );
+    assert_eq!(r.stopped, StoppedReason::NeedsInput);
+    assert!(
+        r.commands
+            .contains(&Command::clarify(["feedback", "complaint"]))
+    );
+    assert!(
+        r.directive_chain
+            .iter()
+            .any(|d| d.source.to_string().contains("clarify feedback|complaint")),
+        "{:?}",
+        r.directive_chain
+    );
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.stack.is_empty(), "nothing was interrupted");
+    // The user names one: it starts, and the booking waits.
+    p.respond(Answer::message("Sorry to hear that.").switching_to("complaint"));
+    p.respond(Answer::message("What went wrong?"));
+    let r = a.respond("s", "a complaint").await.unwrap();
+    assert_eq!(r.flow.as_deref(), Some("complaint"));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.stack.len(), 1);
+}
+
+#[tokio::test]
+async fn the_agents_own_branch_decides_over_the_built_in_clarification() {
+    let p = ScriptedProvider::new();
+    let a = agent(
+        &p,
+        vec![booking_flow(true), feedback_flow(), complaint_flow()],
+    );
+    a.dispatch(
+        "s",
+        Directive::go_to_step_in("booking", "confirm").data(
+            json!({"city": "Rome", "check_in": "2026-07-01", "guests": 2})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    p.respond(Answer::message("A room in Rome: shall I book it?"));
+    a.respond("s", "hello?").await.unwrap();
+    // The answer starts two flows; the step's own condition holds too.
+    p.respond(
+        Answer::message("Sure.")
+            .switching_to("feedback")
+            .command(Command::start_flow("complaint"))
+            .judging("the user wants to leave feedback", true),
+    );
+    p.default_answer(
+        CallKind::Classify,
+        Answer::verdicts([("the user wants to leave feedback", true)]),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("How did it go?"));
+    let r = a
+        .respond("s", "first some feedback about my stay")
+        .await
+        .unwrap();
+    assert!(!r.message.starts_with("Do you mean"), "{}", r.message);
+    assert_eq!(r.flow.as_deref(), Some("feedback"));
+    assert!(
+        !r.commands
+            .iter()
+            .any(|c| matches!(c, Command::Clarify { .. }))
+    );
 }

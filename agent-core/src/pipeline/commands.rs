@@ -32,13 +32,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// List a command that changes no data or position as handled, and put it in
     /// the directive chain (source `command`).
     pub(super) fn handled_in_chain(&mut self, c: Command) {
-        self.record(
-            &DirectiveSource::Command(c.to_string()),
-            &Directive::default(),
-            &[],
-            &[],
-            false,
-        );
+        // Pushed as is: `record` leaves out directives that change nothing.
+        self.chain.push(crate::response::ChainEntry {
+            source: DirectiveSource::Command(c.to_string()),
+            directive: Directive::default(),
+            append_prompt: Vec::new(),
+            inject_tools: Vec::new(),
+            halt: false,
+        });
         self.handled(c);
     }
 

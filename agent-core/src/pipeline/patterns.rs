@@ -1,7 +1,11 @@
 //! The repair patterns a respond answer can read besides values and flows, handled in
-//! one order: a cancel (`stack.rs`), a request for a person (the human handoff), a
-//! request to hear the last message again (repeat).
+//! one order: a cancel (`stack.rs`), two flows that fit (clarification), a request for
+//! a person (the human handoff), a request to hear the last message again (repeat).
 //!
+//! - **Clarification** ([`Command::Clarify`]): the answer started more than one flow.
+//!   None starts; the reply, written by code from the flows' titles, asks which one
+//!   the user means ("Do you mean appointment booking or prescription renewal?"), and
+//!   the active flow stays at its step.
 //! - **Human handoff** ([`Command::AskForHuman`]): what the agent's
 //!   [`HumanHandoff`] says. Handing over happens at once when the message plainly
 //!   asks for a person; a request the model read in a message that names a person in
@@ -104,6 +108,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(read) = self.on_cancel(out).await? {
             return Ok(Some(read));
         }
+        if let Some(read) = self.on_clarify(out).await? {
+            return Ok(Some(read));
+        }
         // The model's reading, or a request code recognises (common phrasings). On a
         // small model, the reading counts only for a message that names a person
         // (`ModelProfile::corroborates_person_requests`).
@@ -134,6 +141,42 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         self.handled(Command::Repeat);
         Ok(Some(PatternRead::Reply(last, StoppedReason::NeedsInput)))
+    }
+
+    /// Clarification: the answer started more than one flow. None starts; the reply,
+    /// written by code from the flows' titles, asks which one the user means, and the
+    /// active flow stays where it is (its values read from the message are kept).
+    async fn on_clarify(
+        &mut self,
+        out: &mut CallOutcome,
+    ) -> Result<Option<PatternRead>, AgentError> {
+        let Some(i) = out
+            .commands
+            .iter()
+            .position(|c| matches!(c, Command::Clarify { .. }))
+        else {
+            return Ok(None);
+        };
+        let c = out.commands.remove(i);
+        let Command::Clarify { flows } = &c else {
+            return Ok(None);
+        };
+        if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
+            tracing::info!("two flows fit, but a condition of the step holds: the branch decides");
+            return Ok(None);
+        }
+        let titles: Vec<String> = flows.iter().map(|f| self.flow_title(f)).collect();
+        let question = match titles.split_last() {
+            Some((last, rest)) if !rest.is_empty() => {
+                format!("Do you mean {} or {last}?", rest.join(", "))
+            }
+            _ => return Ok(None),
+        };
+        self.handled_in_chain(c);
+        Ok(Some(PatternRead::Reply(
+            question,
+            StoppedReason::NeedsInput,
+        )))
     }
 
     /// Whether the answer read a value the data does not already hold, or a flow to

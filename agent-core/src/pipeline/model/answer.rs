@@ -49,19 +49,32 @@ pub(super) struct RespondOut {
 }
 
 impl RespondOut {
-    /// The flow this answer hands over to: the first of `ids` (the order the prompt
-    /// lists them) judged true in `handoff`, else a `switch_flow` id as written.
-    pub(super) fn handoff_target(
-        handoff: Option<Map<String, Value>>,
-        switch_flow: Option<String>,
-        ids: &[String],
-    ) -> Option<String> {
-        let picked = handoff.as_ref().and_then(|h| {
-            ids.iter()
-                .find(|id| h.get(id.as_str()) == Some(&Value::Bool(true)))
+    /// The flows this answer starts, each once: those of `ids` (the order the
+    /// prompt lists them) judged true in `handoff`, then a `switch_flow` id and the
+    /// `start_flow` commands as written.
+    pub(super) fn handoff_targets(&self, ids: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        if let Some(h) = &self.handoff {
+            out.extend(
+                ids.iter()
+                    .filter(|id| h.get(id.as_str()) == Some(&Value::Bool(true)))
+                    .cloned(),
+            );
+        }
+        let written =
+            self.switch_flow
+                .iter()
                 .cloned()
-        });
-        picked.or(switch_flow)
+                .chain(self.commands.iter().flatten().filter_map(|c| match c {
+                    Command::StartFlow { flow } => Some(flow.clone()),
+                    _ => None,
+                }));
+        for f in written {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
     }
 
     /// Whether the answer asks for any hand-over at all.
@@ -76,15 +89,6 @@ impl RespondOut {
                 .iter()
                 .flatten()
                 .any(|c| matches!(c, Command::StartFlow { .. }))
-    }
-
-    /// The flow a written-out `start_flow` command names (the first), for answers
-    /// that say it that way instead of `handoff` or `switch_flow`.
-    pub(super) fn listed_start(&self) -> Option<String> {
-        self.commands.iter().flatten().find_map(|c| match c {
-            Command::StartFlow { flow } => Some(flow.clone()),
-            _ => None,
-        })
     }
 
     /// Whether the answer read the message for values: a `data` object (its values

@@ -84,7 +84,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             one_line(&flow.title)
         };
-        let mut sys = format!("You sort the user's latest message. The assistant is helping with: {title}. ");
+        let mut sys =
+            format!("You sort the user's latest message. The assistant is helping with: {title}. ");
         if step.collect.is_empty() {
             let _ = writeln!(sys, "Its current step: {}", one_line(&step_task(step)));
         } else {

@@ -12,10 +12,10 @@
 //! with them.
 
 mod agree;
-mod digress;
 pub(super) mod answer;
 mod call;
 pub(super) mod classify;
+mod digress;
 mod extract;
 mod live;
 mod prompt;

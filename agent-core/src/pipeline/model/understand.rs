@@ -50,31 +50,31 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .map(str::to_owned),
             _ => None,
         };
-        // A flow to start: the first other flow judged a yes in `handoff`, else one
-        // named (`switch_flow`, a `start_flow` command); only a flow the active one
-        // may hand over to (the schema lists them) is followed. Without an active
-        // flow, a schema intent among the listed ones.
+        // A flow to start: another flow judged a yes in `handoff`, or one named
+        // (`switch_flow`, a `start_flow` command); only a flow the active one may hand
+        // over to (the schema lists them) is followed, and two or more ask which one
+        // the user means (clarification). Without an active flow, a schema intent
+        // among the listed ones.
         let ids = flow
             .as_ref()
             .map_or(&[][..], |f| &self.a.switch_ids[f.index][..]);
-        let listed = out.listed_start();
-        let handoff = RespondOut::handoff_target(out.handoff, out.switch_flow.or(listed), ids);
+        let mut starts = out.handoff_targets(ids);
+        starts.retain(|t| {
+            let known = ids.iter().any(|id| id == t);
+            if !known {
+                tracing::warn!(target = %t, "the answer starts no flow the active one hands over to; ignored");
+            }
+            known
+        });
         let intent = out.intent.filter(|i| {
             intents
                 .as_ref()
                 .is_some_and(|ids| ids.iter().any(|(id, _)| id == i))
         });
-        let start = handoff
-            .filter(|t| {
-                let known = ids.iter().any(|id| id == t);
-                if !known {
-                    tracing::warn!(target = %t, "the answer starts no flow the active one hands over to; ignored");
-                }
-                known
-            })
-            .or(intent);
-        if let Some(flow) = start {
-            commands.push(Command::StartFlow { flow });
+        match starts.len() {
+            0 => commands.extend(intent.map(|flow| Command::StartFlow { flow })),
+            1 => commands.extend(starts.pop().map(|flow| Command::StartFlow { flow })),
+            _ => commands.push(Command::Clarify { flows: starts }),
         }
         // Agree or decline, from the consent form of `action` or written out.
         let mut tool_call = None;
