@@ -34,6 +34,12 @@ pub(crate) enum Verdict {
     Refused(String),
 }
 
+/// A day more than this many days ahead, said without its year, is shown back before
+/// it is stored (see `Turn::year_unsaid`): this year's day passed less than three
+/// months ago, so the user may have meant it ("June 1st" said on June 15), while
+/// "July 1st" said in November is next year's without a doubt.
+const FAR_DAYS: i64 = 275;
+
 /// A date field: `format: date`, also as the non-null branch of an optional one.
 fn is_date(prop: &Value) -> bool {
     let date = |p: &Value| p.get("format").and_then(Value::as_str) == Some("date");
@@ -291,13 +297,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         Some((day, v)) => {
                             tracing::info!(field = %x.field, model = %x.value, %day, "refused date replaced by the day the user named");
                             x.value = v;
-                            (x, Verdict::Keep { inferred })
+                            match self.year_unsaid(&x.value) {
+                                Some(r) => (x, Verdict::Tentative(r)),
+                                None => (x, Verdict::Keep { inferred }),
+                            }
                         }
                         None => (x, Verdict::Refused(r)),
                     },
                     Ok(v) => {
                         x.value = v;
-                        match unshown {
+                        match unshown.or_else(|| self.year_unsaid(&x.value)) {
                             Some(r) => (x, Verdict::Tentative(r)),
                             None => (x, Verdict::Keep { inferred }),
                         }
@@ -364,6 +373,24 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The agent clock's local date: what a day named without a year is read against.
+    /// For a date more than [`FAR_DAYS`] days ahead whose year the latest message does
+    /// not write out (nor "next year"): why it is shown back before it is stored.
+    /// "June 1st" said on June 15 reads as next year's June 1st, which the user may
+    /// mean, or may have said for the day just past; the user decides. `None` for
+    /// other values.
+    fn year_unsaid(&self, value: &Value) -> Option<String> {
+        let day = value.as_str().and_then(crate::data::validate::parse_date)?;
+        let ahead = (day - self.today()).whole_days();
+        let year = day.year().to_string();
+        let said = crate::data::ground::normalize(self.msg);
+        (ahead > FAR_DAYS && !said.contains(&year) && !said.contains("next year")).then(|| {
+            format!(
+                "{day} is {} months away, and the message names no year",
+                ahead / 30
+            )
+        })
+    }
+
     fn today(&self) -> time::Date {
         self.a.config.time_zone.local(self.a.clock.now_ms()).date()
     }
