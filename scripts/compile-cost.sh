@@ -3,7 +3,7 @@
 # generated crate with N `#[flow]`s of 8 steps each, for every N given (default 1 10 50).
 # Dependencies are checked once first; each measured run re-checks only the generated
 # crate (its source is touched), so the numbers are the macros' expansion plus rustc's
-# check of what they emit.
+# check of what they emit (the median of $REPEAT runs, default 5).
 #
 #   bash scripts/compile-cost.sh            # 1, 10 and 50 flows
 #   bash scripts/compile-cost.sh 1 10 50 100
@@ -101,9 +101,14 @@ EOF
         cargo check -j1 --manifest-path "$dir/Cargo.toml"
         exit 1
     }
-    touch "$dir/src/lib.rs"
-    /usr/bin/time -o "$work/time_$n" -f "%U %S" \
-        cargo check -q -j1 --manifest-path "$dir/Cargo.toml" >/dev/null 2>&1
-    cpu=$(tail -1 "$work/time_$n" | awk '{printf "%.2f", $1 + $2}')
+    # The median of $REPEAT runs (default 5).
+    runs=()
+    for _ in $(seq 1 "${REPEAT:-5}"); do
+        touch "$dir/src/lib.rs"
+        /usr/bin/time -o "$work/time_$n" -f "%U %S" \
+            cargo check -q -j1 --manifest-path "$dir/Cargo.toml" >/dev/null 2>&1
+        runs+=("$(tail -1 "$work/time_$n" | awk '{printf "%.2f", $1 + $2}')")
+    done
+    cpu=$(printf '%s\n' "${runs[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR + 1) / 2)]}')
     echo "flows=$n cpu_s=$cpu per_flow_s=$(echo "$cpu $n" | awk '{printf "%.3f", $1 / $2}')"
 done
