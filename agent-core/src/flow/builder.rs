@@ -265,7 +265,13 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             }
         }
         // Fields collected on every path to each step (a template may name them).
-        let on_entry = super::edges::collected_on_entry(&steps, &step_index);
+        let initial: Vec<Arc<str>> = self
+            .initial_data
+            .iter()
+            .flat_map(|p| p.keys())
+            .map(|k| Arc::from(k.as_ref()))
+            .collect();
+        let on_entry = super::edges::collected_on_entry(&steps, &step_index, &initial);
         for (si, s) in steps.iter_mut().enumerate() {
             let sid = s.id.clone();
             let collected: &[Arc<str>] = on_entry[si].as_deref().unwrap_or(&[]);

@@ -96,12 +96,13 @@ pub(crate) fn auto_cycles<D, C>(
 /// The fields present on entering each step whatever path of the graph led there
 /// (`None`: no path from the entry step does). A model step is left only once what it
 /// `collect`s and `requires` is present, unless its `skip` predicate passes it by;
-/// `auto` and `reply` steps move on regardless. The rule `#[flow]` checks templates
-/// with at compile time (which also counts the steps a directive jumps to as entered
-/// with nothing).
+/// `auto` and `reply` steps move on regardless; the flow's `initial` data is there from
+/// the start. The rule `#[flow]` checks templates with at compile time (which also
+/// counts the steps a directive jumps to as entered with only the initial data).
 pub(crate) fn collected_on_entry<D, C>(
     steps: &[Step<D, C>],
     index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+    initial: &[std::sync::Arc<str>],
 ) -> Vec<Option<Vec<std::sync::Arc<str>>>> {
     use std::collections::BTreeSet;
     use std::sync::Arc;
@@ -110,7 +111,7 @@ pub(crate) fn collected_on_entry<D, C>(
     if n == 0 {
         return Vec::new();
     }
-    on_entry[0] = Some(BTreeSet::new());
+    on_entry[0] = Some(initial.iter().cloned().collect());
     let mut work = vec![0];
     while let Some(i) = work.pop() {
         let Some(mut out) = on_entry[i].clone() else {

@@ -232,10 +232,11 @@ pub fn fields_on_entry(
     entry: usize,
 ) -> Vec<Option<BTreeSet<String>>> {
     let n = def.steps.len();
+    let initial = initial_fields(def);
     let mut on_entry: Vec<Option<BTreeSet<String>>> = vec![None; n];
     let mut work: Vec<usize> = Vec::new();
     for r in roots(def, present, entry) {
-        on_entry[r] = Some(BTreeSet::new());
+        on_entry[r] = Some(initial.clone());
         work.push(r);
     }
     while let Some(i) = work.pop() {
@@ -260,6 +261,35 @@ pub fn fields_on_entry(
         }
     }
     on_entry
+}
+
+/// The fields `initial_data` sets, when it is written as a patch chain
+/// (`Booking::patch().city("Lisbon")`): there from the flow's start. Another expression
+/// sets fields the macro cannot see (none are counted).
+fn initial_fields(def: &FlowDef) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Some(mut e) = def.flow.initial_data.as_ref() else {
+        return out;
+    };
+    let mut fields = Vec::new();
+    loop {
+        match e {
+            syn::Expr::MethodCall(m) => {
+                fields.push(name(&m.method));
+                e = &m.receiver;
+            }
+            syn::Expr::Call(c) => {
+                let patch = matches!(&*c.func, syn::Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| s.ident == "patch"));
+                if patch {
+                    out.extend(fields.into_iter().filter(|f| f != "into_patch"));
+                }
+                return out;
+            }
+            syn::Expr::Paren(p) => e = &p.expr,
+            _ => return out,
+        }
+    }
 }
 
 /// Every `{field}` of a step's template (`reply`, `ask`) is present when the step

@@ -1,8 +1,9 @@
 //! More forms an outside audit found wrongly rejected, each accepted and working: a step
 //! reached only by a directive target, a step behind `#[cfg_attr(.., step(..))]`, a step
 //! fn named like the tool it offers, a `prepare` hook with a named lifetime, a tool
-//! under another attribute macro (`#[tracing::instrument]`), and steps named like the
-//! diagram's own nodes (`END`, `end`, `on_complete`).
+//! under another attribute macro (`#[tracing::instrument]`), steps named like the
+//! diagram's own nodes (`END`, `end`, `on_complete`), and template fields present
+//! without `requires`: collected on every path to the step, or set by `initial_data`.
 use agent_core::typed::prelude::*;
 
 /// What the agent collects.
@@ -59,7 +60,33 @@ mod names {
     fn on_complete() {}
 }
 
+#[flow(data = Booking, initial_data = Booking::patch().city("Lisbon"))]
+mod preset {
+    #[step(end, reply = "Booking in {city}.")]
+    fn hello() {}
+}
+
+#[flow(data = Booking)]
+mod paths {
+    #[step(prompt = "Ask how to go on.", branches(
+        when "the user is in a hurry" => quick,
+        else => slow,
+    ))]
+    fn start() {}
+
+    #[step(prompt = "Ask the city quickly.", collect(city), branches(else => done))]
+    fn quick() {}
+
+    #[step(prompt = "Ask the city slowly.", collect(city))]
+    fn slow() {}
+
+    #[step(end, reply = "Booked in {city}.")]
+    fn done() {}
+}
+
 fn main() {
+    preset::flow().expect("`initial_data` sets the city from the start");
+    paths::flow().expect("both paths to `done` collect the city");
     let f = booking::flow().expect("valid");
     assert!(f.step("extra").is_some());
     assert!(f.step("goodbye").is_some());
