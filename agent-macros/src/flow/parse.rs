@@ -743,7 +743,11 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                         }),
                 };
                 if let Some(attr) = attr {
-                    if let Some(dup) = f.attrs.iter().find(|a| is_step_attr(a)) {
+                    if let Some(dup) = f
+                        .attrs
+                        .iter()
+                        .find(|a| is_step_attr(a) || split_cfg_attr(&a.meta).is_some())
+                    {
                         errors.push_spanned(dup, "a fn can carry one `#[step]`");
                     }
                     f.attrs.retain(|a| !is_step_attr(a));
@@ -823,5 +827,65 @@ fn directive_targets(steps: &mut [StepDef], module: &str) {
                 e.plain_jump = e.named_steps.len() == 1 && plain_jump(d);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(ts: TokenStream) -> Vec<String> {
+        let mut out = Vec::new();
+        mentions(ts, "booking", &mut out);
+        out
+    }
+
+    #[test]
+    fn only_paths_to_this_flows_steps_name_its_steps() {
+        assert_eq!(named(quote::quote!(Directive::go_to_step(Step::a))), ["a"]);
+        assert_eq!(named(quote::quote!(self::Step::b)), ["b"]);
+        assert_eq!(named(quote::quote!(crate::booking::Step::c)), ["c"]);
+        assert!(named(quote::quote!(other::Step::d)).is_empty());
+        assert!(named(quote::quote!(super::other::Step::e)).is_empty());
+    }
+
+    #[test]
+    fn a_plain_jump_is_go_to_step_alone() {
+        let e = |ts: TokenStream| syn::parse2::<syn::Expr>(ts).map(|e| plain_jump(&e));
+        assert!(matches!(
+            e(quote::quote!(Directive::go_to_step(Step::b))),
+            Ok(true)
+        ));
+        assert!(matches!(
+            e(quote::quote!(Directive::new().go_to_step(Step::b))),
+            Ok(true)
+        ));
+        assert!(matches!(
+            e(quote::quote!(Directive::go_to_step(Step::b).reply("x"))),
+            Ok(false)
+        ));
+        assert!(matches!(e(quote::quote!(helper())), Ok(false)));
+    }
+
+    #[test]
+    fn cfg_attr_steps_are_split_from_the_other_attributes() {
+        let a: syn::Attribute =
+            syn::parse_quote!(#[cfg_attr(all(feature = "x", test), step(end), allow(dead_code))]);
+        let Some((preds, step, rest)) = split_cfg_attr(&a.meta) else {
+            panic!("a step");
+        };
+        assert_eq!(preds.len(), 1);
+        assert_eq!(quote::quote!(#step).to_string(), "step (end)");
+        let rest = rest.map(|r| quote::quote!(#r).to_string());
+        assert_eq!(
+            rest.as_deref(),
+            Some("cfg_attr (all (feature = \"x\" , test) , allow (dead_code))")
+        );
+        let nested: syn::Attribute = syn::parse_quote!(#[cfg_attr(a, cfg_attr(b, step))]);
+        let Some((preds, _, rest)) = split_cfg_attr(&nested.meta) else {
+            panic!("a nested step");
+        };
+        assert_eq!(preds.len(), 2);
+        assert!(rest.is_none());
     }
 }
