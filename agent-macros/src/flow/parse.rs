@@ -743,11 +743,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                         }),
                 };
                 if let Some(attr) = attr {
-                    if let Some(dup) = f
-                        .attrs
-                        .iter()
-                        .find(|a| is_step_attr(a) || split_cfg_attr(&a.meta).is_some())
-                    {
+                    if let Some(dup) = f.attrs.iter().find(|a| is_step_attr(a)) {
                         errors.push_spanned(dup, "a fn can carry one `#[step]`");
                     }
                     f.attrs.retain(|a| !is_step_attr(a));
