@@ -1,9 +1,10 @@
 //! Reply templates: a `reply` step's text may name data fields, `"Booked {booking_id}
 //! in {city}."`, rendered by code from the session's data, so the message the user
 //! reads is the state, not the model's account of it. `{{` and `}}` write braces.
-//! Every placeholder must name a field that is present at that step (the step's
-//! `requires` or the flow's `required`): checked by `#[step]` at compile time and by
-//! `Flow::builder().build()`.
+//! Every placeholder must name a field that is present at that step: checked by
+//! `#[flow]` at compile time (the step's `requires`, or collected on every path to the
+//! step) and by `Flow::builder().build()` (those, or the flow's `required`). A placeholder
+//! is a field's JSON name (`#[flow]` maps the Rust names written in the attribute).
 
 use serde_json::Value;
 
@@ -24,8 +25,12 @@ pub fn placeholders(text: &str) -> Result<Vec<&str>, String> {
             return Err("a `{` without its `}` (write `{{` for a brace)".into());
         };
         let name = tail[1..end].trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            return Err(format!("`{{{name}}}` is not a field name"));
+        // A field's JSON name may be anything serde renames it to (`start-city`).
+        if name.contains('{') {
+            return Err("a `{` without its `}` (write `{{` for a brace)".into());
+        }
+        if name.is_empty() {
+            return Err("`{}` names no field".into());
         }
         out.push(name);
         rest = &tail[end + 1..];
@@ -77,7 +82,13 @@ mod tests {
         assert_eq!(placeholders("{{literal}} only"), Ok(vec![]));
         assert!(placeholders("a { b").is_err());
         assert!(placeholders("a } b").is_err());
-        assert!(placeholders("{not a field}").is_err());
+        assert!(placeholders("a {} b").is_err());
+        assert!(placeholders("a {b {c} d").is_err());
+        // Any JSON name serde may give a field; whether it is one is the caller's check.
+        assert_eq!(
+            placeholders("From {start-city} ({start city})."),
+            Ok(vec!["start-city", "start city"])
+        );
     }
 
     #[test]

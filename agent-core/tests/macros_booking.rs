@@ -396,8 +396,8 @@ fn flow_types_steps_and_diagrams_are_generated() {
     );
     let d = branching::booking::diagram();
     assert!(
-        d.contains("confirm -->|\"the user wants another date\"| ask_date"),
+        d.contains("s_confirm -->|\"the user wants another date\"| s_ask_date"),
         "{d}"
     );
-    assert!(d.contains("flow_FeedbackFlow[[\"FeedbackFlow\"]]"), "{d}");
+    assert!(d.contains("f_FeedbackFlow[[\"FeedbackFlow\"]]"), "{d}");
 }

@@ -196,7 +196,7 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
                 ))]
                 fn route() {}
 
-                #[step(end, prompt = "Confirm.", ask = "Book {guests} guests?", tools(book_room), act_on_answer, finalize = done, branches(
+                #[step(end, prompt = "Confirm.", requires(guests), ask = "Book {guests} guests?", tools(book_room), act_on_answer, finalize = done, branches(
                     when "the user asks about pets" => PetsFlow,
                     when "the user wants to leave feedback" => feedback::Step::ask,
                     when "the user gives up" => Directive::abort("gave up"),
@@ -247,7 +247,8 @@ fn data_callback_implements_step_views_and_checks_fields() {
         prefix = __agent_flow_booking;
         vis = ();
         views { route [guests] #[cfg(feature = "x")] extra [] __flow [] }
-        checks { collect [city cache] requires [gusts] }
+        checks { collect [city cache] requires [gusts] template [cty] }
+        absent { done [guests] #[cfg(feature = "x")] extra [city] greet [cty] }
     });
     expect_file!["snapshots/callback.expanded.rs"].assert_eq(&pretty(out));
 }

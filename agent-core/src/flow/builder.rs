@@ -264,8 +264,17 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 ));
             }
         }
-        for s in &mut steps {
+        // Fields collected on every path to each step (a template may name them).
+        let initial: Vec<Arc<str>> = self
+            .initial_data
+            .iter()
+            .flat_map(|p| p.keys())
+            .map(|k| Arc::from(k.as_ref()))
+            .collect();
+        let on_entry = super::edges::collected_on_entry(&steps, &step_index, &initial);
+        for (si, s) in steps.iter_mut().enumerate() {
             let sid = s.id.clone();
+            let collected: &[Arc<str>] = on_entry[si].as_deref().unwrap_or(&[]);
             let mut cidx = Vec::new();
             for f in &s.collect {
                 if let Some(i) = check_field(&mut errs, Some(&sid), "collect", f) {
@@ -290,9 +299,14 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
             }
             if let Some(t) = &s.ask {
                 if s.kind == StepKind::Model {
-                    for (msg, hint) in
-                        template_errors(t, "ask", &s.requires, &self.required, &known_fields)
-                    {
+                    for (msg, hint) in template_errors(
+                        t,
+                        "ask",
+                        &s.requires,
+                        collected,
+                        &self.required,
+                        &known_fields,
+                    ) {
                         errs.push(err(Some(&sid), msg, hint));
                     }
                 } else {
@@ -337,9 +351,14 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                     }
                 }
                 StepKind::Reply(text) => {
-                    for (msg, hint) in
-                        template_errors(text, "reply", &s.requires, &self.required, &known_fields)
-                    {
+                    for (msg, hint) in template_errors(
+                        text,
+                        "reply",
+                        &s.requires,
+                        collected,
+                        &self.required,
+                        &known_fields,
+                    ) {
                         errs.push(err(Some(&sid), msg, hint));
                     }
                     for (what, bad) in [

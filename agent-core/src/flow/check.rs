@@ -104,12 +104,15 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// The problems of a `{field}` template (a `reply` step's text, a step's `ask`): its
-/// syntax, and each placeholder a data field present at the step (in its `requires` or
-/// the flow's `required`), as (message, hint) pairs.
+/// syntax, and each placeholder a data field present at the step (in its `requires`,
+/// collected on every path to it, or in the flow's `required`), as (message, hint)
+/// pairs. (`#[flow]` is stricter: the flow's `required` fields are checked only when
+/// the flow ends, so it does not count them.)
 pub(super) fn template_errors(
     text: &str,
     what: &str,
     requires: &[Arc<str>],
+    collected: &[Arc<str>],
     required: &[String],
     known_fields: &[String],
 ) -> Vec<(String, String)> {
@@ -124,8 +127,8 @@ pub(super) fn template_errors(
     };
     let mut out = Vec::new();
     for name in names {
-        let present =
-            requires.iter().any(|f| f.as_ref() == name) || required.iter().any(|f| f == name);
+        let present = requires.iter().chain(collected).any(|f| f.as_ref() == name)
+            || required.iter().any(|f| f == name);
         if !known_fields.iter().any(|f| f == name) {
             out.push((
                 format!("the {what} template names `{{{name}}}`, which is not a data field"),

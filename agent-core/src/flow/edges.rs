@@ -92,3 +92,49 @@ pub(crate) fn auto_cycles<D, C>(
     }
     out
 }
+
+/// The fields present on entering each step whatever path of the graph led there
+/// (`None`: no path from the entry step does). A model step is left only once what it
+/// `collect`s and `requires` is present, unless its `skip` predicate passes it by;
+/// `auto` and `reply` steps move on regardless; the flow's `initial` data is there from
+/// the start. The rule `#[flow]` checks templates with at compile time (which also
+/// counts the steps a directive jumps to as entered with only the initial data).
+pub(crate) fn collected_on_entry<D, C>(
+    steps: &[Step<D, C>],
+    index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+    initial: &[std::sync::Arc<str>],
+) -> Vec<Option<Vec<std::sync::Arc<str>>>> {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    let n = steps.len();
+    let mut on_entry: Vec<Option<BTreeSet<Arc<str>>>> = vec![None; n];
+    if n == 0 {
+        return Vec::new();
+    }
+    on_entry[0] = Some(initial.iter().cloned().collect());
+    let mut work = vec![0];
+    while let Some(i) = work.pop() {
+        let Some(mut out) = on_entry[i].clone() else {
+            continue;
+        };
+        let s = &steps[i];
+        if matches!(s.kind, StepKind::Model) && s.skip.is_none() {
+            out.extend(s.collect.iter().cloned());
+            out.extend(s.requires.iter().cloned());
+        }
+        for j in walk_edges(steps, index, i).into_iter().flatten() {
+            let next: BTreeSet<Arc<str>> = match &on_entry[j] {
+                None => out.clone(),
+                Some(cur) => cur.intersection(&out).cloned().collect(),
+            };
+            if on_entry[j].as_ref() != Some(&next) {
+                on_entry[j] = Some(next);
+                work.push(j);
+            }
+        }
+    }
+    on_entry
+        .into_iter()
+        .map(|s| s.map(|s| s.into_iter().collect()))
+        .collect()
+}

@@ -299,12 +299,15 @@ pub trait IntoDirective {
     fn into_directive(self) -> rt::Directive;
 }
 
+// Not listed in errors: the `on_unimplemented` note names what is allowed.
+#[diagnostic::do_not_recommend]
 impl<P, R> IntoDirective for TypedDirective<P, R> {
     fn into_directive(self) -> rt::Directive {
         self.inner
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl IntoDirective for rt::Directive {
     fn into_directive(self) -> rt::Directive {
         self

@@ -83,6 +83,44 @@ pub trait ToolOnceFallback {
 
 impl<T: ?Sized> ToolOnceFallback for T {}
 
+/// A branch or `on_complete` target of a flow over `D`: a flow type over `D`
+/// ([`FlowOver`]). `#[flow]` names a target as `<F as FlowTarget<D>>::flow_id()`, so
+/// that a type that is not one is reported at the type in one short error (no note
+/// about a helper's bound, no list of the flows that are).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a flow with `data = {D}`",
+    label = "not a `#[flow]` type over `{D}`: a flow is named by the type `#[flow]` generates (`mod feedback` → `FeedbackFlow`), and hands over only to flows of the same data type"
+)]
+pub trait FlowTarget<D> {
+    /// The flow id.
+    fn flow_id() -> &'static str;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D, F: FlowOver<D>> FlowTarget<D> for F {
+    fn flow_id() -> &'static str {
+        <F as FlowRef>::ID
+    }
+}
+
+/// A typed step of another flow as a branch target of a flow over `D`: a step of a flow
+/// over `D` ([`StepOver`]); see [`FlowTarget`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a step of a flow with `data = {D}`",
+    label = "a step of a flow over another data type: a flow hands over only to flows of the same data type; declare both with the same `data = ..`"
+)]
+pub trait StepTarget<D> {
+    /// The jump to the step.
+    fn go_to(self) -> RtDirective;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D, S: StepOver<D>> StepTarget<D> for S {
+    fn go_to(self) -> RtDirective {
+        RtDirective::go_to_step_in(S::FLOW_ID, self.id())
+    }
+}
+
 /// The id of a flow over `D` (a branch or `on_complete` target of a flow over `D`).
 pub fn flow_id_over<D, F: FlowOver<D>>() -> &'static str {
     F::ID
@@ -202,13 +240,16 @@ pub fn tool_args<A: DeserializeOwned>(args: Value) -> Result<A, ToolError> {
 /// output and an error convertible into [`ToolError`].
 #[diagnostic::on_unimplemented(
     message = "a `#[tool]` must return `Result<ToolOutput, ToolError>`, found `{Self}`",
-    label = "not a tool result"
+    label = "not a tool result: return `Result<ToolOutput, ToolError>` (text is `Ok(ToolOutput::text(..))`)"
 )]
 pub trait IntoToolResult {
     /// The runtime result.
     fn into_tool_result(self) -> Result<RtToolOutput, ToolError>;
 }
 
+// Not looked through in errors: `Result<String, ToolError>` is reported as not a tool
+// result, with `IntoToolResult`'s message.
+#[diagnostic::do_not_recommend]
 impl<O: TryIntoToolOutput, E: Into<ToolError>> IntoToolResult for Result<O, E> {
     fn into_tool_result(self) -> Result<RtToolOutput, ToolError> {
         self.map_err(Into::into)?
@@ -220,17 +261,24 @@ impl<O: TryIntoToolOutput, E: Into<ToolError>> IntoToolResult for Result<O, E> {
 /// A tool's output, checked where a `#[tool]` converts it: a directive with `reply`
 /// and `abort`, or (typed output) two position fields, is an error instead of a
 /// silently dropped field.
+#[diagnostic::on_unimplemented(
+    message = "a `#[tool]` returns `Result<ToolOutput, ToolError>`; `{Self}` is not a `ToolOutput`",
+    label = "write `ToolOutput` here and wrap the value, `Ok(ToolOutput::text(..))`"
+)]
 pub trait TryIntoToolOutput {
     /// The runtime output, or why its directive breaks the rules.
     fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError>;
 }
 
+// Not listed in errors: the `on_unimplemented` message names the type to return.
+#[diagnostic::do_not_recommend]
 impl TryIntoToolOutput for super::tool::ToolOutput {
     fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError> {
         self.try_into_runtime()
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl TryIntoToolOutput for RtToolOutput {
     fn try_into_tool_output(self) -> Result<RtToolOutput, crate::error::DirectiveError> {
         self.directive.validate()?;

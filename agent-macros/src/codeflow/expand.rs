@@ -55,6 +55,7 @@ pub fn expand(def: &CodeFlowDef, valid: bool) -> TokenStream {
     );
     let register = valid.then(|| {
         quote! {
+            #[diagnostic::do_not_recommend]
             impl ::agent_core::__private::FlowOver<#data> for #ty {}
 
             impl ::agent_core::__private::IntoCodeFlow<#data, #context> for #ty {

@@ -12,11 +12,13 @@
 //! prefix = __agent_flow_booking;
 //! vis = (pub(crate));
 //! views { confirm [city guests] __flow [] }
-//! checks { collect [city] requires [citty] }
+//! checks { collect [city] requires [citty] template [city] }
+//! absent { done [guests] }      // template fields that may be empty at a step
 //! ```
 //!
-//! It implements `StepView` for the marker of each entry of `views` and a spanned error for every name in
-//! `checks` that is not a field.
+//! It implements `StepView` for the marker of each entry of `views`, a spanned error for
+//! every name in `checks` that is not a field, and one for every field in `absent` (a
+//! name there that is not a field is already reported by the `template` check).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -42,7 +44,7 @@ fn entries(input: ParseStream) -> syn::Result<Vec<Entry>> {
         syn::bracketed!(list in content);
         let mut idents = Vec::new();
         while !list.is_empty() {
-            idents.push(list.parse()?);
+            idents.push(list.call(syn::ext::IdentExt::parse_any)?);
         }
         out.push(Entry {
             attrs,
@@ -64,6 +66,9 @@ struct Request {
     vis: syn::Visibility,
     views: Vec<Entry>,
     checks: Vec<Entry>,
+    /// Per step, template fields that may be empty there (reported if they are fields;
+    /// a name that is not one is reported by the `template` check).
+    absent: Vec<Entry>,
 }
 
 fn key(input: ParseStream, name: &str) -> syn::Result<()> {
@@ -114,6 +119,8 @@ impl Parse for Request {
         let views = entries(input)?;
         key(input, "checks")?;
         let checks = entries(input)?;
+        key(input, "absent")?;
+        let absent = entries(input)?;
         Ok(Request {
             fields,
             skipped,
@@ -124,6 +131,7 @@ impl Parse for Request {
             vis,
             views,
             checks,
+            absent,
         })
     }
 }
@@ -149,15 +157,38 @@ pub fn expand(input: TokenStream) -> TokenStream {
                     ),
                 );
             } else if !known.contains(&s) {
+                let what = if check.name == "template" {
+                    format!("the template names `{{{s}}}`")
+                } else {
+                    format!("`{}` names `{s}`", check.name)
+                };
                 errors.push(
                     id.span(),
                     format!(
-                        "`{}` names `{s}`, which is not a field of `{data_name}`; {}",
-                        check.name,
+                        "{what}, which is not a field of `{data_name}`; {}",
                         suggest(&s, &known, "fields")
                     ),
                 );
             }
+        }
+    }
+    let mut gated = Vec::new();
+    for entry in &req.absent {
+        let step = crate::diag::name(&entry.name);
+        for id in &entry.idents {
+            let f = crate::diag::name(id);
+            if !known.contains(&f) {
+                continue;
+            }
+            let e = syn::Error::new(
+                id.span(),
+                format!(
+                    "the template of step `{step}` names `{{{f}}}`, which may be empty there: not every path to `{step}` collects `{f}`; add `requires({f})` to the step"
+                ),
+            )
+            .to_compile_error();
+            let attrs = &entry.attrs;
+            gated.push(quote!(#(#attrs)* #e));
         }
     }
     let view = &req.view;
@@ -185,5 +216,5 @@ pub fn expand(input: TokenStream) -> TokenStream {
         }
     });
     let ce = errors.to_compile_errors();
-    quote! { #ce #(#impls)* }
+    quote! { #ce #(#gated)* #(#impls)* }
 }

@@ -94,6 +94,13 @@ pub fn consts(def: &FlowDef) -> TokenStream {
     quote!(#(#defs)*)
 }
 
+/// The node id of a step. Every node id has a prefix by kind (`s_` steps, `f_` flows,
+/// `c_` steps of other flows, `d_` directives, `e_` the end and what follows it), so no
+/// step name can clash with another node or with a Mermaid keyword (`end`).
+fn step_node(name: &str) -> String {
+    format!("s_{name}")
+}
+
 /// `flowchart TD` source for the flow with the steps in `present` (a step whose
 /// `#[cfg(..)]` is off is not drawn, and the steps after it follow in its place).
 pub fn render(def: &FlowDef, present: &[bool]) -> String {
@@ -118,6 +125,7 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
     {
         let id = crate::diag::name(&s.ident);
         let mut label = id.clone();
+        let id = step_node(&id);
         if !s.collect.idents.is_empty() {
             let f: Vec<String> = s.collect.idents.iter().map(crate::diag::name).collect();
             label.push_str(&format!(" · collect {}", f.join(", ")));
@@ -142,7 +150,7 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
         of.clone().next().is_some() && !of.any(|(_, p)| *p)
     };
     for (i, s) in def.steps.iter().enumerate().filter(|(i, _)| present[*i]) {
-        let from = crate::diag::name(&s.ident);
+        let from = step_node(&crate::diag::name(&s.ident));
         let mut falls_through = true;
         if let Some(b) = &s.branches {
             for e in &b.entries {
@@ -165,22 +173,22 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
                         }
                         continue;
                     }
-                    Target::Step(t) => crate::diag::name(t),
+                    Target::Step(t) => step_node(&crate::diag::name(t)),
                     Target::Flow(p) => {
                         let name = path_text(p);
-                        let id = format!("flow_{}", name.replace("::", "_"));
+                        let id = format!("f_{}", name.replace("::", "_"));
                         extra.push(format!("    {id}[[\"{}\"]]\n", esc(&name)));
                         id
                     }
                     Target::CrossStep(p) => {
                         let name = path_text(p);
-                        let id = format!("step_{}", name.replace("::", "_"));
+                        let id = format!("c_{}", name.replace("::", "_"));
                         extra.push(format!("    {id}[[\"{}\"]]\n", esc(&name)));
                         id
                     }
                     Target::Directive(d) => {
                         directive_n += 1;
-                        let id = format!("directive_{directive_n}");
+                        let id = format!("d_{directive_n}");
                         extra.push(format!("    {id}([\"{}\"])\n", esc(&tokens_text(d))));
                         id
                     }
@@ -205,19 +213,19 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
                         if cond.is_empty() {
                             out.push_str(&format!(
                                 "    {from} --> {}\n",
-                                crate::diag::name(&t.ident)
+                                step_node(&crate::diag::name(&t.ident))
                             ));
                         } else {
                             out.push_str(&format!(
                                 "    {from} -->|\"{}\"| {}\n",
                                 esc(&cond.join(" and ")),
-                                crate::diag::name(&t.ident)
+                                step_node(&crate::diag::name(&t.ident))
                             ));
                         }
                     }
                     Node::Exit => {
                         uses_end = true;
-                        out.push_str(&format!("    {from} --> END\n"));
+                        out.push_str(&format!("    {from} --> e_end\n"));
                     }
                 }
             }
@@ -231,7 +239,7 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
         };
         uses_end = true;
         extra.push(format!(
-            "    on_complete[[\"{}\"]]\n    END -.->|on_complete| on_complete\n",
+            "    e_on_complete[[\"{}\"]]\n    e_end -.->|on_complete| e_on_complete\n",
             esc(&name)
         ));
     }
@@ -240,7 +248,7 @@ pub fn render(def: &FlowDef, present: &[bool]) -> String {
         out.push_str(&e);
     }
     if uses_end {
-        out.push_str("    END(((end)))\n");
+        out.push_str("    e_end(((end)))\n");
     }
     out
 }

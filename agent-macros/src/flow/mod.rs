@@ -23,8 +23,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let ce = errors.to_compile_errors();
         return quote::quote! { #ce #item };
     };
-    validate::validate(&def, &mut errors);
-    let out = expand::expand(&def);
+    let absent = validate::validate(&def, &mut errors);
+    let out = expand::expand(&def, &absent);
     let ce = errors.to_compile_errors();
     quote::quote! { #ce #out }
 }

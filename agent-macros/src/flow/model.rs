@@ -36,6 +36,12 @@ pub struct BranchEntry {
     pub target_span: Span,
     /// `as "label"`.
     pub label: Option<syn::LitStr>,
+    /// For a directive target: the steps of this flow it names (`Step::extra`), which
+    /// it may jump to.
+    pub named_steps: Vec<String>,
+    /// For a directive target: it is a plain jump to its one named step
+    /// (`Directive::go_to_step(Step::b)`), so it surely lands there and nowhere else.
+    pub plain_jump: bool,
 }
 
 /// `branches(...)`.

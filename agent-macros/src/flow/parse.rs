@@ -69,11 +69,49 @@ fn unknown_key(key: &syn::Ident, known: &[&str], what: &str) -> syn::Error {
     )
 }
 
+/// A name written as a string (`"city"`): the error, naming the fix.
+fn quoted(lit: &syn::LitStr, what: &str) -> syn::Error {
+    let v = lit.value();
+    let bare = if v.chars().all(|c| c.is_alphanumeric() || c == '_') && !v.is_empty() {
+        format!(": write `{v}`")
+    } else {
+        String::new()
+    };
+    syn::Error::new(lit.span(), format!("{what} is named without quotes{bare}"))
+}
+
 fn ident_list(input: ParseStream) -> syn::Result<Vec<syn::Ident>> {
     let content;
     parenthesized!(content in input);
-    let list = content.parse_terminated(syn::Ident::parse, Token![,])?;
+    let list = content.parse_terminated(
+        |input: ParseStream| {
+            if input.peek(syn::LitStr) {
+                let lit: syn::LitStr = input.parse()?;
+                return Err(quoted(&lit, "a field"));
+            }
+            syn::Ident::parse(input)
+        },
+        Token![,],
+    )?;
     Ok(list.into_iter().collect())
+}
+
+/// `tools(..)`, `requires_tool(..)`: tool values (`book_room`), not their names.
+fn tool_list(input: ParseStream) -> syn::Result<Vec<syn::Expr>> {
+    let list = expr_list(input)?;
+    for e in &list {
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) = e
+        {
+            return Err(quoted(
+                s,
+                "a tool (the `#[tool]` fn, or a value implementing `Tool`)",
+            ));
+        }
+    }
+    Ok(list)
 }
 
 fn expr_list(input: ParseStream) -> syn::Result<Vec<syn::Expr>> {
@@ -88,6 +126,16 @@ fn value<T: syn::parse::Parse>(input: ParseStream) -> syn::Result<T> {
     input.parse()
 }
 
+/// `key = path` (a type, a hook fn): a string there is an error naming the fix.
+fn path_value<T: syn::parse::Parse>(input: ParseStream, what: &str) -> syn::Result<T> {
+    input.parse::<Token![=]>()?;
+    if input.peek(syn::LitStr) {
+        let lit: syn::LitStr = input.parse()?;
+        return Err(quoted(&lit, what));
+    }
+    input.parse()
+}
+
 /// A branch target: a path (step, flow type, typed cross-flow step) optionally labelled
 /// `as "label"`, or a directive expression.
 fn target(input: ParseStream) -> syn::Result<(Target, Span, Option<syn::LitStr>)> {
@@ -97,6 +145,16 @@ fn target(input: ParseStream) -> syn::Result<(Target, Span, Option<syn::LitStr>)
             span,
             "expected a branch target after `=>`: a step (`confirm`), a flow type (`FeedbackFlow`), a typed step of another flow (`feedback::Step::ask`) or a `Directive`",
         ));
+    }
+    if input.peek(syn::LitStr) {
+        let fork = input.fork();
+        let lit: syn::LitStr = fork.parse()?;
+        if fork.is_empty() || fork.peek(Token![,]) || fork.peek(Token![as]) {
+            return Err(quoted(
+                &lit,
+                "a branch target (a step of this flow, a flow type, `other::Step::x`)",
+            ));
+        }
     }
     let fork = input.fork();
     if let Ok(path) = fork.call(syn::Path::parse_mod_style)
@@ -177,6 +235,8 @@ fn branch_entry(input: ParseStream) -> syn::Result<BranchEntry> {
         target,
         target_span,
         label,
+        named_steps: Vec::new(),
+        plain_jump: false,
     })
 }
 
@@ -185,7 +245,15 @@ fn branches(input: ParseStream, span: Span) -> syn::Result<Branches> {
     parenthesized!(content in input);
     let mut entries = Vec::new();
     while !content.is_empty() {
-        entries.push(branch_entry(&content)?);
+        match branch_entry(&content) {
+            Ok(e) => entries.push(e),
+            Err(e) => {
+                // The rest of the table is not read: consumed, so that syn does not add
+                // an "unexpected token" error of its own.
+                content.parse::<TokenStream>()?;
+                return Err(e);
+            }
+        }
     }
     Ok(Branches { span, entries })
 }
@@ -289,7 +357,12 @@ fn keyed(
     Ok(())
 }
 
-fn hook(path: syn::Path, fns: &[(String, bool)]) -> HookRef {
+fn hook(input: ParseStream, fns: &[(String, bool)]) -> syn::Result<HookRef> {
+    let path: syn::Path = path_value(input, "a hook (the fn's path)")?;
+    Ok(hook_ref(path, fns))
+}
+
+fn hook_ref(path: syn::Path, fns: &[(String, bool)]) -> HookRef {
     let is_async = path
         .get_ident()
         .and_then(|i| fns.iter().find(|(n, _)| name(i) == *n))
@@ -308,8 +381,8 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                 "description" => a.description = Some(value(input)?),
                 "when" => a.when = Some(value(input)?),
                 "if" => a.if_ = Some(value(input)?),
-                "data" => a.data = Some(value(input)?),
-                "context" => a.context = Some(value(input)?),
+                "data" => a.data = Some(path_value(input, "the data type")?),
+                "context" => a.context = Some(path_value(input, "the context type")?),
                 "required" => {
                     a.required = FieldList {
                         key: Some(key.span()),
@@ -322,12 +395,29 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                         idents: ident_list(input)?,
                     }
                 }
-                "on_complete" => a.on_complete = Some(flow_target(value(input)?)),
-                "on_enter" => a.on_enter = Some(hook(value(input)?, fns)),
-                "on_exit" => a.on_exit = Some(hook(value(input)?, fns)),
-                "on_data_update" => a.on_data_update = Some(hook(value(input)?, fns)),
-                "on_context_update" => a.on_context_update = Some(hook(value(input)?, fns)),
-                "on_complete_hook" => a.on_complete_hook = Some(hook(value(input)?, fns)),
+                "on_complete" => {
+                    let e: syn::Expr = value(input)?;
+                    if let syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) = &e
+                    {
+                        let v = s.value();
+                        let ty = crate::flow::expand::flow_type_name(&v);
+                        return Err(syn::Error::new(
+                            s.span(),
+                            format!(
+                                "`on_complete` names a flow by its type, without quotes: `on_complete = {ty}` for `mod {v}` (or takes a directive)"
+                            ),
+                        ));
+                    }
+                    a.on_complete = Some(flow_target(e));
+                }
+                "on_enter" => a.on_enter = Some(hook(input, fns)?),
+                "on_exit" => a.on_exit = Some(hook(input, fns)?),
+                "on_data_update" => a.on_data_update = Some(hook(input, fns)?),
+                "on_context_update" => a.on_context_update = Some(hook(input, fns)?),
+                "on_complete_hook" => a.on_complete_hook = Some(hook(input, fns)?),
                 "reentrant" => a.reentrant = true,
                 "corrections" => a.corrections = Some(value(input)?),
                 "interrupted" => a.interrupted = Some(value(input)?),
@@ -338,7 +428,7 @@ pub fn flow_attrs(attr: TokenStream, fns: &[(String, bool)], errors: &mut Errors
                     }
                 }
                 "cancel_after_tool" => a.cancel_after_tool = Some(value(input)?),
-                "tools" => a.tools = expr_list(input)?,
+                "tools" => a.tools = tool_list(input)?,
                 "initial_data" => a.initial_data = Some(value(input)?),
                 _ => return Err(unknown_key(key, FLOW_KEYS, "flow")),
             }
@@ -440,16 +530,16 @@ fn step(
                         idents: ident_list(input)?,
                     }
                 }
-                "tools" => s.tools = Some((key.span(), expr_list(input)?)),
-                "requires_tool" => s.requires_tool.extend(expr_list(input)?),
+                "tools" => s.tools = Some((key.span(), tool_list(input)?)),
+                "requires_tool" => s.requires_tool.extend(tool_list(input)?),
                 "act_on_answer" => s.act_on_answer = Some(key.span()),
                 "ask" => s.ask = Some(value(input)?),
                 "end" => s.end = true,
                 "skip" => s.skip = Some(value(input)?),
                 "if" => s.if_ = Some(value(input)?),
                 "when" => s.when = Some(value(input)?),
-                "on_enter" => s.on_enter = Some(hook(value(input)?, fns)),
-                "finalize" => s.finalize = Some(hook(value(input)?, fns)),
+                "on_enter" => s.on_enter = Some(hook(input, fns)?),
+                "finalize" => s.finalize = Some(hook(input, fns)?),
                 "branches" => s.branches = Some(branches(input, key.span())?),
                 "jump_target" => s.jump_target = true,
                 "interrupted" => s.interrupted = Some(value(input)?),
@@ -474,29 +564,122 @@ fn step(
 }
 
 fn is_step_attr(a: &syn::Attribute) -> bool {
-    a.path().segments.last().is_some_and(|s| s.ident == "step")
+    is_step_meta(&a.meta)
 }
 
-/// `Step :: name` sequences in `ts`.
-fn mentions(ts: TokenStream, out: &mut Vec<String>) {
+fn is_step_meta(m: &syn::Meta) -> bool {
+    m.path().segments.last().is_some_and(|s| s.ident == "step")
+}
+
+/// A `cfg_attr(pred, .., step(..), ..)` (nested `cfg_attr`s too): the predicates that
+/// must all hold for the `step(..)`, the `step(..)`, and the `cfg_attr` left without it
+/// (`None` when nothing is left).
+fn split_cfg_attr(meta: &syn::Meta) -> Option<(Vec<TokenStream>, syn::Meta, Option<syn::Meta>)> {
+    let syn::Meta::List(l) = meta else {
+        return None;
+    };
+    if !l.path.is_ident("cfg_attr") {
+        return None;
+    }
+    let items = syn::punctuated::Punctuated::<syn::Meta, Token![,]>::parse_terminated
+        .parse2(l.tokens.clone())
+        .ok()?;
+    let mut items: Vec<syn::Meta> = items.into_iter().collect();
+    if items.len() < 2 {
+        return None;
+    }
+    let pred = items.remove(0);
+    let (k, preds, step, rest) = items.iter().enumerate().find_map(|(k, m)| {
+        if is_step_meta(m) {
+            Some((k, Vec::new(), m.clone(), None))
+        } else {
+            let (p, s, r) = split_cfg_attr(m)?;
+            Some((k, p, s, r))
+        }
+    })?;
+    match rest {
+        Some(r) => items[k] = r,
+        None => {
+            items.remove(k);
+        }
+    }
+    let rest = (!items.is_empty()).then(|| {
+        let path = &l.path;
+        syn::Meta::List(syn::MetaList {
+            path: path.clone(),
+            delimiter: l.delimiter.clone(),
+            tokens: quote::quote!(#pred, #(#items),*),
+        })
+    });
+    let mut preds = preds;
+    preds.insert(0, pred.to_token_stream());
+    Some((preds, step, rest))
+}
+
+/// `#[meta]`, an outer attribute like `like`.
+fn meta_attr(meta: &syn::Meta, like: &syn::Attribute) -> Option<syn::Attribute> {
+    Some(syn::Attribute {
+        pound_token: like.pound_token,
+        style: like.style,
+        bracket_token: like.bracket_token,
+        meta: meta.clone(),
+    })
+}
+
+/// The steps of the flow `module` that `ts` names: `Step::name`, `self::Step::name` or
+/// `..module::Step::name`. A path through another module (`other::Step::name`) names a
+/// step of another flow, not of this one.
+pub(crate) fn mentions(ts: TokenStream, module: &str, out: &mut Vec<String>) {
     let tts: Vec<TokenTree> = ts.into_iter().collect();
+    let colons = |i: usize| {
+        matches!(
+            (tts.get(i), tts.get(i + 1)),
+            (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                if a.as_char() == ':' && b.as_char() == ':'
+        )
+    };
     for (i, t) in tts.iter().enumerate() {
         match t {
-            TokenTree::Group(g) => mentions(g.stream(), out),
+            TokenTree::Group(g) => mentions(g.stream(), module, out),
             TokenTree::Ident(id) if id == "Step" => {
-                if let (
-                    Some(TokenTree::Punct(a)),
-                    Some(TokenTree::Punct(b)),
-                    Some(TokenTree::Ident(n)),
-                ) = (tts.get(i + 1), tts.get(i + 2), tts.get(i + 3))
-                    && a.as_char() == ':'
-                    && b.as_char() == ':'
-                {
+                let Some(TokenTree::Ident(n)) = tts.get(i + 3) else {
+                    continue;
+                };
+                if !colons(i + 1) {
+                    continue;
+                }
+                // What comes before `Step`: nothing path-like, or `self ::`/`module ::`.
+                let own = i < 2
+                    || !colons(i - 2)
+                    || matches!(tts.get(i.wrapping_sub(3)), Some(TokenTree::Ident(m))
+                        if *m == "self" || name(m) == module);
+                if own {
                     out.push(name(n));
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// Whether `e` is a plain jump to a step: `Directive::go_to_step(..)` or
+/// `Directive::new().go_to_step(..)`, nothing else in the chain.
+fn plain_jump(e: &syn::Expr) -> bool {
+    let is_directive = |p: &syn::ExprPath, last: &str| {
+        let segs: Vec<String> = p.path.segments.iter().map(|s| name(&s.ident)).collect();
+        segs.len() >= 2 && segs[segs.len() - 2] == "Directive" && segs[segs.len() - 1] == last
+    };
+    match e {
+        syn::Expr::Call(c) if c.args.len() == 1 => {
+            matches!(&*c.func, syn::Expr::Path(p) if is_directive(p, "go_to_step"))
+        }
+        syn::Expr::MethodCall(m) if m.method == "go_to_step" && m.args.len() == 1 => {
+            matches!(&*m.receiver, syn::Expr::Call(c)
+                if c.args.is_empty()
+                    && matches!(&*c.func, syn::Expr::Path(p) if is_directive(p, "new")))
+        }
+        syn::Expr::Paren(p) => plain_jump(&p.expr),
+        _ => false,
     }
 }
 
@@ -526,6 +709,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             _ => None,
         })
         .collect();
+    let module_name = name(&module.ident);
     let flow = flow_attrs(attr, &fns, errors);
     let mut steps = Vec::new();
     let mut items = Vec::new();
@@ -534,17 +718,41 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         match item {
             syn::Item::Fn(mut f) => {
                 let pos = f.attrs.iter().position(is_step_attr);
-                if let Some(pos) = pos {
-                    let attr = f.attrs.remove(pos);
+                // `#[cfg_attr(pred, step(..))]`: a step when `pred` holds.
+                let mut step_cfg = Vec::new();
+                let attr = match pos {
+                    Some(pos) => Some(f.attrs.remove(pos)),
+                    None => f
+                        .attrs
+                        .iter()
+                        .enumerate()
+                        .find_map(|(k, a)| {
+                            let (preds, step, rest) = split_cfg_attr(&a.meta)?;
+                            Some((k, preds, step, rest))
+                        })
+                        .and_then(|(k, preds, step, rest)| {
+                            let step = meta_attr(&step, &f.attrs[k])?;
+                            match rest.and_then(|r| meta_attr(&r, &f.attrs[k])) {
+                                Some(r) => f.attrs[k] = r,
+                                None => {
+                                    f.attrs.remove(k);
+                                }
+                            }
+                            step_cfg = preds;
+                            Some(step)
+                        }),
+                };
+                if let Some(attr) = attr {
                     if let Some(dup) = f.attrs.iter().find(|a| is_step_attr(a)) {
                         errors.push_spanned(dup, "a fn can carry one `#[step]`");
                     }
                     f.attrs.retain(|a| !is_step_attr(a));
-                    mentions(f.block.to_token_stream(), &mut mentioned);
-                    let s = step(&attr, f.clone(), &fns, errors);
+                    mentions(f.block.to_token_stream(), &module_name, &mut mentioned);
+                    let mut s = step(&attr, f.clone(), &fns, errors);
+                    s.cfg.extend(step_cfg);
                     steps.push(s);
                 } else {
-                    mentions(f.to_token_stream(), &mut mentioned);
+                    mentions(f.to_token_stream(), &module_name, &mut mentioned);
                 }
                 items.push(syn::Item::Fn(f));
             }
@@ -564,12 +772,17 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                 if let Some(sp) = stray {
                     errors.push(sp, "`#[step]` goes on a fn of the flow module");
                 }
-                mentions(other.to_token_stream(), &mut mentioned);
+                mentions(other.to_token_stream(), &module_name, &mut mentioned);
                 items.push(other);
             }
         }
     }
     own_step_targets(&mut steps);
+    directive_targets(&mut steps, &module_name);
+    // A directive that completes the flow may name a step to go on at.
+    if let Some(Target::Directive(e)) = &flow.on_complete {
+        mentions(e.to_token_stream(), &module_name, &mut mentioned);
+    }
     Some(FlowDef {
         ident: module.ident,
         vis: module.vis,
@@ -596,5 +809,79 @@ fn own_step_targets(steps: &mut [StepDef]) {
                 e.target = Target::Step(id.clone());
             }
         }
+    }
+}
+
+/// The steps of this flow each directive target names (`=> Directive::go_to_step(Step::x)`
+/// reaches `x`), and whether it is a plain jump to one of them.
+fn directive_targets(steps: &mut [StepDef], module: &str) {
+    for s in steps.iter_mut() {
+        let Some(b) = &mut s.branches else { continue };
+        for e in &mut b.entries {
+            if let Target::Directive(d) = &e.target {
+                mentions(d.to_token_stream(), module, &mut e.named_steps);
+                e.plain_jump = e.named_steps.len() == 1 && plain_jump(d);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(ts: TokenStream) -> Vec<String> {
+        let mut out = Vec::new();
+        mentions(ts, "booking", &mut out);
+        out
+    }
+
+    #[test]
+    fn only_paths_to_this_flows_steps_name_its_steps() {
+        assert_eq!(named(quote::quote!(Directive::go_to_step(Step::a))), ["a"]);
+        assert_eq!(named(quote::quote!(self::Step::b)), ["b"]);
+        assert_eq!(named(quote::quote!(crate::booking::Step::c)), ["c"]);
+        assert!(named(quote::quote!(other::Step::d)).is_empty());
+        assert!(named(quote::quote!(super::other::Step::e)).is_empty());
+    }
+
+    #[test]
+    fn a_plain_jump_is_go_to_step_alone() {
+        let e = |ts: TokenStream| syn::parse2::<syn::Expr>(ts).map(|e| plain_jump(&e));
+        assert!(matches!(
+            e(quote::quote!(Directive::go_to_step(Step::b))),
+            Ok(true)
+        ));
+        assert!(matches!(
+            e(quote::quote!(Directive::new().go_to_step(Step::b))),
+            Ok(true)
+        ));
+        assert!(matches!(
+            e(quote::quote!(Directive::go_to_step(Step::b).reply("x"))),
+            Ok(false)
+        ));
+        assert!(matches!(e(quote::quote!(helper())), Ok(false)));
+    }
+
+    #[test]
+    fn cfg_attr_steps_are_split_from_the_other_attributes() {
+        let a: syn::Attribute =
+            syn::parse_quote!(#[cfg_attr(all(feature = "x", test), step(end), allow(dead_code))]);
+        let Some((preds, step, rest)) = split_cfg_attr(&a.meta) else {
+            panic!("a step");
+        };
+        assert_eq!(preds.len(), 1);
+        assert_eq!(quote::quote!(#step).to_string(), "step (end)");
+        let rest = rest.map(|r| quote::quote!(#r).to_string());
+        assert_eq!(
+            rest.as_deref(),
+            Some("cfg_attr (all (feature = \"x\" , test) , allow (dead_code))")
+        );
+        let nested: syn::Attribute = syn::parse_quote!(#[cfg_attr(a, cfg_attr(b, step))]);
+        let Some((preds, _, rest)) = split_cfg_attr(&nested.meta) else {
+            panic!("a nested step");
+        };
+        assert_eq!(preds.len(), 2);
+        assert!(rest.is_none());
     }
 }

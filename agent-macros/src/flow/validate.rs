@@ -3,13 +3,26 @@
 //! is recorded; nothing stops at the first.
 
 use proc_macro2::TokenStream;
+use syn::ext::IdentExt;
 
 use super::graph;
 use super::model::*;
 use crate::diag::{Errors, name, suggest};
 
-/// Record every problem of the flow.
-pub fn validate(def: &FlowDef, errors: &mut Errors) {
+/// A template field that may be empty at its step, under the cfg predicate (`None`:
+/// always), for the data type's callback to report (see `graph::Absent`).
+pub struct AbsentField {
+    /// Holds only when this cfg predicate does.
+    pub cfg: Option<TokenStream>,
+    /// The step, by index.
+    pub step: usize,
+    /// The field, spanned on the template.
+    pub field: syn::Ident,
+}
+
+/// Record every problem of the flow; the template fields that may be empty are returned
+/// for the data type's callback to report.
+pub fn validate(def: &FlowDef, errors: &mut Errors) -> Vec<AbsentField> {
     if def.flow.data.is_none() {
         errors.push(
             proc_macro2::Span::call_site(),
@@ -26,6 +39,12 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
         );
     }
     duplicate_tools(&def.flow.tools, "the flow", errors);
+    if let (Some(_), Some(h)) = (&def.flow.on_complete, &def.flow.on_complete_hook) {
+        errors.push_spanned(
+            &h.path,
+            "`on_complete` and `on_complete_hook` both say what follows the flow's completion: keep one (the hook can return the directive, e.g. `Directive::go_to::<FeedbackFlow>()`)",
+        );
+    }
     if let Some(c) = &def.flow.corrections
         && c != "refuse"
         && c != "reopen"
@@ -56,6 +75,7 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             );
         }
     }
+    reserved_names(def, errors);
     let names: Vec<String> = def.steps.iter().map(|s| name(&s.ident)).collect();
     for (i, s) in def.steps.iter().enumerate() {
         if def.steps[..i]
@@ -70,12 +90,7 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
                 ),
             );
         }
-        if names[i] == "View" || names[i] == "Step" {
-            errors.push(
-                s.ident.span(),
-                "`Step` and `View` are generated names; rename the step",
-            );
-        }
+
         if let Some((_, tools)) = &s.tools {
             duplicate_tools(tools, &format!("step `{}`", s.ident), errors);
         }
@@ -97,24 +112,26 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) {
             );
         }
         if let Shape::Reply(lit) = &s.shape {
-            template(s, lit, "reply", &def.flow.required.idents, errors);
+            template(lit, "reply", errors);
         }
         if let (Some(lit), Shape::Model) = (&s.ask, &s.shape) {
-            template(s, lit, "ask", &def.flow.required.idents, errors);
+            template(lit, "ask", errors);
         }
         hook_shape(s, errors);
         if let Some(b) = &s.branches {
             branch_table(s, b, &names, errors);
         }
     }
-    if errors.is_empty() {
-        graph_per_cfg(def, errors);
-    }
+    // The graph's shape is checked on a flow without other errors (a misspelled branch
+    // target would add "unreachable" noise); the templates' fields always.
+    let shape = errors.is_empty();
+    let absent = graph_per_cfg(def, shape, errors);
     for item in &def.items {
         if let syn::Item::Fn(f) = item {
             crate::chains::check_block(&f.block, errors);
         }
     }
+    absent
 }
 
 /// An `interrupted = ..` value: `resume`, `restart` or `end`.
@@ -139,24 +156,40 @@ pub(crate) const MAX_CFG_STEPS: usize = 6;
 /// The graph checks for every combination of the `#[cfg]`-gated steps being on or off:
 /// an error of every combination is reported as is, one of some combinations behind a
 /// `#[cfg(..)]` of those (the macro cannot evaluate cfg predicates; the compiler does).
-fn graph_per_cfg(def: &FlowDef, errors: &mut Errors) {
+fn graph_per_cfg(def: &FlowDef, shape: bool, errors: &mut Errors) -> Vec<AbsentField> {
     let gated: Vec<usize> = (0..def.steps.len())
         .filter(|&i| !def.steps[i].cfg.is_empty())
         .collect();
     if gated.is_empty() || gated.len() > MAX_CFG_STEPS {
-        graph::check(def, &vec![true; def.steps.len()], errors);
-        return;
+        let mut absent = Vec::new();
+        graph::check(
+            def,
+            &vec![true; def.steps.len()],
+            shape,
+            errors,
+            &mut absent,
+        );
+        return absent
+            .into_iter()
+            .map(|a| AbsentField {
+                cfg: None,
+                step: a.step,
+                field: a.field,
+            })
+            .collect();
     }
     let combos = 1usize << gated.len();
     // (error, the combinations it holds in), in order of first appearance.
     let mut found: Vec<(syn::Error, Vec<usize>)> = Vec::new();
+    // The same for the template fields that may be empty.
+    let mut found_absent: Vec<(graph::Absent, Vec<usize>)> = Vec::new();
     for c in 0..combos {
         let mut present = vec![true; def.steps.len()];
         for (bit, &i) in gated.iter().enumerate() {
             present[i] = c & (1 << bit) != 0;
         }
         let mut errs = Errors::default();
-        if present.iter().all(|p| !p) {
+        if shape && present.iter().all(|p| !p) {
             errs.push(
                 def.ident.span(),
                 format!(
@@ -165,7 +198,17 @@ fn graph_per_cfg(def: &FlowDef, errors: &mut Errors) {
                 ),
             );
         }
-        graph::check(def, &present, &mut errs);
+        let mut absent = Vec::new();
+        graph::check(def, &present, shape, &mut errs, &mut absent);
+        for a in absent {
+            match found_absent
+                .iter_mut()
+                .find(|(f, _)| f.step == a.step && f.field == a.field)
+            {
+                Some((_, cs)) => cs.push(c),
+                None => found_absent.push((a, vec![c])),
+            }
+        }
         for e in errs.into_vec() {
             let key = (e.to_string(), format!("{:?}", e.span()));
             match found
@@ -188,6 +231,20 @@ fn graph_per_cfg(def: &FlowDef, errors: &mut Errors) {
             .collect();
         errors.push_gated(combine("any", &preds), e);
     }
+    found_absent
+        .into_iter()
+        .map(|(a, cs)| AbsentField {
+            cfg: (cs.len() != combos).then(|| {
+                let preds: Vec<TokenStream> = cs
+                    .iter()
+                    .map(|&c| cfg_combination(def, &gated, c))
+                    .collect();
+                combine("any", &preds)
+            }),
+            step: a.step,
+            field: a.field,
+        })
+        .collect()
 }
 
 /// The cfg predicate of combination `c` of the `gated` steps (bit `n` of `c`: whether
@@ -291,18 +348,12 @@ fn when_branches(s: &StepDef, kind: &str, why: &str, errors: &mut Errors) {
     }
 }
 
-/// A template's (`reply`, `ask`) `{field}` placeholders must be present at the step: in
-/// its `requires` or the flow's `required` (both already checked against the data type).
-/// The syntax is the runtime's (`agent_core::template`), which this crate cannot import.
-fn template(
-    s: &StepDef,
-    lit: &syn::LitStr,
-    what: &str,
-    required: &[syn::Ident],
-    errors: &mut Errors,
-) {
-    let text = lit.value();
-    let mut rest = text.as_str();
+/// The `{field}` placeholders of a template (`reply`, `ask`), or why it is malformed.
+/// The syntax is the runtime's (`agent_core::template`), which this crate cannot import;
+/// here a placeholder is a field's Rust name (the expansion maps it to the JSON name).
+pub fn placeholders(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = text;
     while let Some(i) = rest.find(['{', '}']) {
         let tail = &rest[i..];
         if let Some(t) = tail.strip_prefix("{{").or_else(|| tail.strip_prefix("}}")) {
@@ -310,39 +361,47 @@ fn template(
             continue;
         }
         let Some(end) = tail.find('}').filter(|_| tail.starts_with('{')) else {
-            errors.push(
-                lit.span(),
-                format!("malformed {what} template: a brace without its pair; placeholders are `{{field}}`, and `{{{{` / `}}}}` write braces"),
-            );
-            return;
+            return Err("a brace without its pair; placeholders are `{field}`, and `{{` / `}}` write braces".into());
         };
         let name = tail[1..end].trim();
+        if name.contains('{') || name.is_empty() {
+            return Err("a brace without its pair, or `{}`; placeholders are `{field}`, and `{{` / `}}` write braces".into());
+        }
+        out.push(name.to_owned());
         rest = &tail[end + 1..];
-        let present = s
-            .requires
-            .idents
-            .iter()
-            .chain(required)
-            .any(|f| crate::diag::name(f) == name);
-        if !present {
-            let known: Vec<String> = s
-                .requires
-                .idents
-                .iter()
-                .chain(required)
-                .map(crate::diag::name)
+    }
+    Ok(out)
+}
+
+/// The placeholder `n` as an identifier (keywords included: `{type}` is `r#type`), if
+/// it is one.
+pub fn template_ident(n: &str, span: proc_macro2::Span) -> Option<syn::Ident> {
+    let mut id: syn::Ident = syn::parse::Parser::parse_str(syn::Ident::parse_any, n).ok()?;
+    id.set_span(span);
+    Some(id)
+}
+
+/// A template's (`reply`, `ask`) syntax, and that each placeholder is a field's Rust
+/// name. Whether the field is present at the step is a graph question
+/// (`graph::templates`); whether it is a field of the data type, the data type's
+/// callback's.
+fn template(lit: &syn::LitStr, what: &str, errors: &mut Errors) {
+    let names = match placeholders(&lit.value()) {
+        Ok(n) => n,
+        Err(why) => {
+            errors.push(lit.span(), format!("malformed {what} template: {why}"));
+            return;
+        }
+    };
+    for n in names {
+        if template_ident(&n, lit.span()).is_none() {
+            let rust: String = n
+                .chars()
+                .map(|c| if c.is_alphanumeric() { c } else { '_' })
                 .collect();
             errors.push(
                 lit.span(),
-                format!(
-                    "the {what} names `{{{name}}}`, which may be empty at step `{}`: add `{name}` to the step's `requires(..)` or the flow's `required(..)`{}",
-                    s.ident,
-                    if known.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (present here: {})", known.join(", "))
-                    }
-                ),
+                format!("the {what} names `{{{n}}}`, which is not a field name: placeholders name a field as Rust code does (`{{{rust}}}`), even when serde renames it"),
             );
         }
     }
@@ -371,8 +430,20 @@ fn hook_shape(s: &StepDef, errors: &mut Errors) {
             ),
         );
     }
-    if !f.sig.generics.params.is_empty() {
-        errors.push_spanned(&f.sig.generics, "step fns cannot be generic");
+    // Lifetimes are fine (`fn confirm<'a>(v: confirm::View<'a>)`); the engine calls the
+    // fn with its one view type, so there is nothing to pick a type or const for.
+    let generic: Vec<&syn::GenericParam> = f
+        .sig
+        .generics
+        .params
+        .iter()
+        .filter(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+        .collect();
+    for p in generic {
+        errors.push_spanned(
+            p,
+            format!("step fns cannot have type or const parameters: the engine calls `{}` with its view, `{}::View<'_>`", s.ident, s.ident),
+        );
     }
 }
 
@@ -422,5 +493,66 @@ fn duplicate_tools(tools: &[syn::Expr], owner: &str, errors: &mut Errors) {
             );
         }
         seen.push(key);
+    }
+}
+
+/// The names `#[flow]` generates inside the module (`booking::flow()`, `booking::Step`,
+/// ..): a step or another item of the module cannot have one of them.
+pub const RESERVED: &[&str] = &[
+    "flow",
+    "diagram",
+    "Step",
+    "View",
+    "Completed",
+    "ID",
+    "DIAGRAM",
+];
+
+/// Whether `n` is a name the expansion uses inside the module.
+pub fn is_reserved(n: &str) -> bool {
+    RESERVED.contains(&n) || n == "__D" || n == "__C" || n.starts_with("__agent_")
+}
+
+/// The name an item of the module declares, if it has one.
+pub fn item_ident(item: &syn::Item) -> Option<&syn::Ident> {
+    match item {
+        syn::Item::Fn(x) => Some(&x.sig.ident),
+        syn::Item::Const(x) => Some(&x.ident),
+        syn::Item::Static(x) => Some(&x.ident),
+        syn::Item::Struct(x) => Some(&x.ident),
+        syn::Item::Enum(x) => Some(&x.ident),
+        syn::Item::Union(x) => Some(&x.ident),
+        syn::Item::Type(x) => Some(&x.ident),
+        syn::Item::Mod(x) => Some(&x.ident),
+        syn::Item::Trait(x) => Some(&x.ident),
+        _ => None,
+    }
+}
+
+/// A step, or another item of the module, named like something `#[flow]` generates there.
+fn reserved_names(def: &FlowDef, errors: &mut Errors) {
+    for item in &def.items {
+        let Some(id) = item_ident(item) else { continue };
+        let n = name(id);
+        if !is_reserved(&n) {
+            continue;
+        }
+        let what = if def.steps.iter().any(|s| s.ident == *id) {
+            "step"
+        } else {
+            "item"
+        };
+        errors.push(
+            id.span(),
+            format!(
+                "`{n}` is a name `#[flow]` generates in the flow module (`{}::{n}`); rename the {what} (reserved: {}, and names starting with `__agent_`)",
+                def.ident,
+                RESERVED
+                    .iter()
+                    .map(|r| format!("`{r}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
     }
 }

@@ -14,6 +14,7 @@ pub struct TutorFlow;
 impl ::agent_core::__private::FlowRef for TutorFlow {
     const ID: &'static str = "tutor";
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<Notes> for TutorFlow {}
 impl ::agent_core::__private::IntoCodeFlow<Notes, ()> for TutorFlow {
     fn into_code_flow(self) -> ::agent_core::__private::CodeFlow<Notes, ()> {

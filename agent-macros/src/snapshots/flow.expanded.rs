@@ -69,6 +69,7 @@ type __agent_flow_booking_Data = Booking;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_booking_Context = Concierge;
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
 #[allow(dead_code)]
 impl BookingFlow {
@@ -96,9 +97,9 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
 Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
     prefix = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
-    confirm[] large_group[] __flow[] __completed[city guests] } checks { collect[city
-    hotel] requires[guests] depends_on[city] required[city guests] optional[]
-    cancel_clears[hotel] }
+    confirm[guests] large_group[] __flow[] __completed[city guests] } checks {
+    collect[city hotel] requires[guests guests] depends_on[city] required[city guests]
+    optional[] cancel_clears[hotel] template[guests] } absent {}
 }
 mod booking {
     #[allow(unused_imports)]
@@ -171,6 +172,7 @@ mod booking {
             Step::id(self)
         }
     }
+    #[diagnostic::do_not_recommend]
     impl ::agent_core::__private::StepOver<__D> for Step {}
     ///Step `ask_city`.
     #[allow(non_snake_case)]
@@ -218,7 +220,7 @@ mod booking {
     pub const ID: &str = "booking";
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
-    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: Hotel booking\n    ask_city[\"ask_city · collect city\"]\n    ask_hotel[\"ask_hotel · collect hotel\"]\n    route{{\"route (auto)\"}}\n    confirm[\"confirm\"]\n    large_group>\"large_group: A specialist will call you.\"]\n    ask_city --> ask_hotel\n    ask_hotel --> route\n    route -->|\"if |b| b.guests > 8\"| large_group\n    route -->|\"else\"| confirm\n    confirm -->|\"the user asks about pets\"| flow_PetsFlow\n    confirm -->|\"the user wants to leave feedback\"| step_feedback_Step_ask\n    confirm -->|\"the user gives up\"| directive_1\n    confirm --> END\n    large_group --> END\n    flow_PetsFlow[[\"PetsFlow\"]]\n    step_feedback_Step_ask[[\"feedback::Step::ask\"]]\n    directive_1([\"Directive::abort(#quot;gave up#quot;)\"])\n    on_complete[[\"FeedbackFlow\"]]\n    END -.->|on_complete| on_complete\n    END(((end)))\n";
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: Hotel booking\n    s_ask_city[\"ask_city · collect city\"]\n    s_ask_hotel[\"ask_hotel · collect hotel\"]\n    s_route{{\"route (auto)\"}}\n    s_confirm[\"confirm\"]\n    s_large_group>\"large_group: A specialist will call you.\"]\n    s_ask_city --> s_ask_hotel\n    s_ask_hotel --> s_route\n    s_route -->|\"if |b| b.guests > 8\"| s_large_group\n    s_route -->|\"else\"| s_confirm\n    s_confirm -->|\"the user asks about pets\"| f_PetsFlow\n    s_confirm -->|\"the user wants to leave feedback\"| c_feedback_Step_ask\n    s_confirm -->|\"the user gives up\"| d_1\n    s_confirm --> e_end\n    s_large_group --> e_end\n    f_PetsFlow[[\"PetsFlow\"]]\n    c_feedback_Step_ask[[\"feedback::Step::ask\"]]\n    d_1([\"Directive::abort(#quot;gave up#quot;)\"])\n    e_on_complete[[\"FeedbackFlow\"]]\n    e_end -.->|on_complete| e_on_complete\n    e_end(((end)))\n";
     /// The Mermaid diagram of the flow.
     #[allow(dead_code)]
     pub fn diagram() -> &'static str {
@@ -252,7 +254,7 @@ mod booking {
         ) -> ::agent_core::__private::RtDirective {
             match <confirm::View<'_>>::__new(__cx) {
                 ::core::option::Option::Some(__v) => {
-                    ::agent_core::__private::into_directive(done(__v))
+                    ::agent_core::__private::IntoDirective::into_directive(done(__v))
                 }
                 ::core::option::Option::None => ::core::default::Default::default(),
             }
@@ -284,7 +286,7 @@ mod booking {
             .cancel_clears([__field("hotel")])
             .on_complete(
                 ::agent_core::__private::RtDirective::go_to(
-                    ::agent_core::__private::flow_id_over::<__D, FeedbackFlow>(),
+                    <FeedbackFlow as ::agent_core::__private::FlowTarget<__D>>::flow_id(),
                 ),
             );
         let __b = __b
@@ -334,6 +336,7 @@ mod booking {
             .step(
                 ::agent_core::__private::RtStep::<__D, __C>::model("confirm")
                     .prompt("Confirm.")
+                    .requires([__field("guests")])
                     .tool(::agent_core::__private::tool_arc::<__D, __C, _>(book_room))
                     .prepare(__agent_prepare_confirm)
                     .finalize(__agent_finalize_confirm)
@@ -343,24 +346,25 @@ mod booking {
                                 __D,
                                 __C,
                             >::to_flow(
-                                    ::agent_core::__private::flow_id_over::<__D, PetsFlow>(),
+                                    <PetsFlow as ::agent_core::__private::FlowTarget<
+                                        __D,
+                                    >>::flow_id(),
                                 )
                                 .when("the user asks about pets"),
                             ::agent_core::__private::Branch::<
                                 __D,
                                 __C,
                             >::to_directive(
-                                    ::agent_core::__private::step_directive_over::<
+                                    <feedback::Step as ::agent_core::__private::StepTarget<
                                         __D,
-                                        _,
-                                    >(feedback::Step::ask),
+                                    >>::go_to(feedback::Step::ask),
                                 )
                                 .when("the user wants to leave feedback"),
                             ::agent_core::__private::Branch::<
                                 __D,
                                 __C,
                             >::to_directive(
-                                    ::agent_core::__private::into_directive(
+                                    ::agent_core::__private::IntoDirective::into_directive(
                                         Directive::abort("gave up"),
                                     ),
                                 )

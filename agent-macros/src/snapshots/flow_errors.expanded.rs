@@ -60,6 +60,7 @@ type __agent_flow_booking_Data = Booking;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_booking_Context = ();
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
 #[allow(dead_code)]
 impl BookingFlow {
@@ -88,7 +89,7 @@ Booking! {
     data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
     prefix = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[]
     __completed[] } checks { collect[] requires[] depends_on[] required[] optional[]
-    cancel_clears[] }
+    cancel_clears[] template[] } absent {}
 }
 mod booking {
     #[allow(unused_imports)]
@@ -135,6 +136,7 @@ mod booking {
             Step::id(self)
         }
     }
+    #[diagnostic::do_not_recommend]
     impl ::agent_core::__private::StepOver<__D> for Step {}
     ///Step `route`.
     #[allow(non_snake_case)]
@@ -161,7 +163,7 @@ mod booking {
     pub const ID: &str = "booking";
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
-    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: booking\n    route{{\"route (auto)\"}}\n    confirm[\"confirm\"]\n    route -->|\"else\"| confrim\n    route -->|\"never\"| confirm\n    confirm --> END\n    END(((end)))\n";
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `booking`: booking\n    s_route{{\"route (auto)\"}}\n    s_confirm[\"confirm\"]\n    s_route -->|\"else\"| s_confrim\n    s_route -->|\"never\"| s_confirm\n    s_confirm --> e_end\n    e_end(((end)))\n";
     /// The Mermaid diagram of the flow.
     #[allow(dead_code)]
     pub fn diagram() -> &'static str {

@@ -59,6 +59,7 @@ type __agent_flow_match_Data = Order;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_match_Context = ();
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_match_Data> for MatchFlow {}
 #[allow(dead_code)]
 impl MatchFlow {
@@ -87,7 +88,7 @@ Order! {
     data_name = "Order"; view = OrderView; context = __agent_flow_match_Context; prefix =
     __agent_flow_match; vis = (); views { ask[] #[cfg(feature = "loops")] r#loop[] done[]
     __flow[] __completed[r#type] } checks { collect[r#type r#loop] requires[]
-    depends_on[] required[r#type] optional[] cancel_clears[] }
+    depends_on[] required[r#type] optional[] cancel_clears[] template[type] } absent {}
 }
 mod r#match {
     #[allow(unused_imports)]
@@ -148,6 +149,7 @@ mod r#match {
             Step::id(self)
         }
     }
+    #[diagnostic::do_not_recommend]
     impl ::agent_core::__private::StepOver<__D> for Step {}
     ///Step `ask`.
     #[allow(non_snake_case)]
@@ -183,11 +185,11 @@ mod r#match {
     #[cfg(not(feature = "loops"))]
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
-    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    ask[\"ask · collect type\"]\n    done>\"done: Done: {type}.\"]\n    ask --> done\n    done --> END\n    END(((end)))\n";
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    s_ask[\"ask · collect type\"]\n    s_done>\"done: Done: {type}.\"]\n    s_ask --> s_done\n    s_done --> e_end\n    e_end(((end)))\n";
     #[cfg(feature = "loops")]
     /// The Mermaid diagram of the flow (steps, branch labels, cross-flow edges).
     #[allow(dead_code)]
-    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    ask[\"ask · collect type\"]\n    loop[\"loop · collect loop\"]\n    done>\"done: Done: {type}.\"]\n    ask -->|\"the user wants a loop\"| loop\n    ask --> loop\n    loop --> done\n    done --> END\n    END(((end)))\n";
+    pub const DIAGRAM: &str = "flowchart TD\n    %% flow `match`: match\n    s_ask[\"ask · collect type\"]\n    s_loop[\"loop · collect loop\"]\n    s_done>\"done: Done: {type}.\"]\n    s_ask -->|\"the user wants a loop\"| s_loop\n    s_ask --> s_loop\n    s_loop --> s_done\n    s_done --> e_end\n    e_end(((end)))\n";
     /// The Mermaid diagram of the flow.
     #[allow(dead_code)]
     pub fn diagram() -> &'static str {

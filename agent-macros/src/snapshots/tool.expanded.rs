@@ -17,16 +17,16 @@ const _: () = {
     const __AGENT_ARG_2: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
         Option<String>,
     >::new();
+    #[allow(clippy::too_many_arguments, clippy::unused_async)]
+    async fn book_room(
+        cx: ToolCx<Booking, Concierge>,
+        hotel: String,
+        notes: Option<String>,
+        query: Option<String>,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(hotel))
+    }
     impl book_room {
-        #[allow(clippy::too_many_arguments, clippy::unused_async)]
-        async fn __run(
-            cx: ToolCx<Booking, Concierge>,
-            hotel: String,
-            notes: Option<String>,
-            query: Option<String>,
-        ) -> Result<ToolOutput, ToolError> {
-            Ok(ToolOutput::text(hotel))
-        }
         /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
         #[doc(hidden)]
         #[allow(dead_code)]
@@ -100,7 +100,7 @@ const _: () = {
             let hotel: String = __AGENT_ARG_0.decode(&__obj, "hotel", true)?;
             let notes: Option<String> = __AGENT_ARG_1.decode(&__obj, "notes", false)?;
             let query: Option<String> = __AGENT_ARG_2.decode(&__obj, "query", false)?;
-            let __result = Self::__run(__cx, hotel, notes, query).await;
+            let __result = book_room(__cx, hotel, notes, query).await;
             ::agent_core::__private::IntoToolResult::into_tool_result(__result)
         }
     }

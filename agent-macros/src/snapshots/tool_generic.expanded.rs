@@ -8,11 +8,11 @@
 )]
 struct now;
 const _: () = {
+    #[allow(clippy::too_many_arguments, clippy::unused_async)]
+    fn now() -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("12:00"))
+    }
     impl now {
-        #[allow(clippy::too_many_arguments, clippy::unused_async)]
-        fn __run() -> Result<ToolOutput, ToolError> {
-            Ok(ToolOutput::text("12:00"))
-        }
         /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
         #[doc(hidden)]
         #[allow(dead_code)]
@@ -79,7 +79,7 @@ const _: () = {
         > {
             #[allow(unused_variables)]
             let __obj = ::agent_core::__private::tool_args_object(__args)?;
-            let __result = Self::__run();
+            let __result = now();
             ::agent_core::__private::IntoToolResult::into_tool_result(__result)
         }
     }

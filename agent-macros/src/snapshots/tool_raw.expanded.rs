@@ -11,11 +11,11 @@ const _: () = {
     const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = ::agent_core::__private::ToolArgSpec::<
         String,
     >::new();
+    #[allow(clippy::too_many_arguments, clippy::unused_async)]
+    async fn r#move(r#type: String) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(r#type))
+    }
     impl r#move {
-        #[allow(clippy::too_many_arguments, clippy::unused_async)]
-        async fn __run(r#type: String) -> Result<ToolOutput, ToolError> {
-            Ok(ToolOutput::text(r#type))
-        }
         /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
         #[doc(hidden)]
         #[allow(dead_code)]
@@ -68,7 +68,7 @@ const _: () = {
             #[allow(unused_variables)]
             let __obj = ::agent_core::__private::tool_args_object(__args)?;
             let r#type: String = __AGENT_ARG_0.decode(&__obj, "type", true)?;
-            let __result = Self::__run(r#type).await;
+            let __result = r#move(r#type).await;
             ::agent_core::__private::IntoToolResult::into_tool_result(__result)
         }
     }

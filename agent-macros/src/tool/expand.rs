@@ -35,7 +35,7 @@ fn shell(def: &ToolDef) -> TokenStream {
     let item = &def.item;
     let ident = &item.sig.ident;
     let vis = &item.vis;
-    let attrs = &item.attrs;
+    let (attrs, _) = split_attrs(&item.attrs);
     let name = &def.name;
     quote! {
         #(#attrs)*
@@ -69,6 +69,20 @@ fn shell(def: &ToolDef) -> TokenStream {
     }
 }
 
+/// The fn's attributes split between the generated unit struct (doc comments, `cfg`,
+/// `deprecated`: what describes or gates the tool) and the fn that runs (everything else:
+/// `#[tracing::instrument]`, `#[allow(..)]`, `#[cfg_attr(..)]`, ..). `cfg` goes on both.
+fn split_attrs(attrs: &[syn::Attribute]) -> (Vec<&syn::Attribute>, Vec<&syn::Attribute>) {
+    let on_struct = |a: &syn::Attribute| {
+        a.path().is_ident("doc") || a.path().is_ident("cfg") || a.path().is_ident("deprecated")
+    };
+    let on_fn = |a: &syn::Attribute| !a.path().is_ident("doc") && !a.path().is_ident("deprecated");
+    (
+        attrs.iter().filter(|a| on_struct(a)).collect(),
+        attrs.iter().filter(|a| on_fn(a)).collect(),
+    )
+}
+
 /// The whole expansion.
 pub fn expand(def: &ToolDef) -> TokenStream {
     if def.shell() {
@@ -77,7 +91,8 @@ pub fn expand(def: &ToolDef) -> TokenStream {
     let item = &def.item;
     let ident = &item.sig.ident;
     let vis = &item.vis;
-    let attrs: Vec<&syn::Attribute> = item.attrs.iter().collect();
+    let (attrs, fn_attrs) = split_attrs(&item.attrs);
+    let cfgs: Vec<&&syn::Attribute> = attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
     let name = &def.name;
     let description = def.description.clone().unwrap_or_else(|| quote!(""));
     let asyncness = &item.sig.asyncness;
@@ -200,10 +215,12 @@ pub fn expand(def: &ToolDef) -> TokenStream {
             const #n: ::agent_core::__private::ToolArgSpec<#ty> = #ctor;
         }
     });
+    // The user's fn keeps its name (a span `#[tracing::instrument]` opens is named like
+    // the tool): a free fn inside the `const _` block, where it shadows the struct's value.
     let call = if asyncness.is_some() {
-        quote!(Self::__run(#cx_arg #(#arg_names),*).await)
+        quote!(#ident(#cx_arg #(#arg_names),*).await)
     } else {
-        quote!(Self::__run(#cx_arg #(#arg_names),*))
+        quote!(#ident(#cx_arg #(#arg_names),*))
     };
     let ret_span = match output {
         syn::ReturnType::Type(_, t) => t.span(),
@@ -223,13 +240,15 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
         #vis struct #ident;
 
+        #(#cfgs)*
         const _: () = {
             #(#arg_specs)*
 
-            impl #ident {
-                #[allow(clippy::too_many_arguments, clippy::unused_async)]
-                #asyncness fn __run(#cx_param #(#arg_params),*) #output #block
+            #[allow(clippy::too_many_arguments, clippy::unused_async)]
+            #(#fn_attrs)*
+            #asyncness fn #ident(#cx_param #(#arg_params),*) #output #block
 
+            impl #ident {
                 /// Whether the tool is a once-tool, as `#[flow]` reads it at compile time.
                 #[doc(hidden)]
                 #[allow(dead_code)]

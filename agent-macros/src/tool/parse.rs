@@ -63,7 +63,13 @@ pub struct ToolDef {
 impl ToolDef {
     /// Whether the signature has a reported problem the body cannot be compiled with.
     pub fn shell(&self) -> bool {
-        !self.bad_params.is_empty() || matches!(self.item.sig.output, syn::ReturnType::Default)
+        let sig = &self.item.sig;
+        !self.bad_params.is_empty()
+            || matches!(sig.output, syn::ReturnType::Default)
+            || sig.unsafety.is_some()
+            || sig.abi.is_some()
+            || sig.variadic.is_some()
+            || super::validate::wrong_return(&sig.output).is_some()
     }
 }
 
@@ -117,7 +123,19 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut effect = None;
     let mut request_words = None;
     let mut approval = None;
+    let mut seen: Vec<String> = Vec::new();
+    let mut later: Vec<syn::Error> = Vec::new();
     let parser = syn::meta::parser(|meta| {
+        // A key given twice is an error (as in `#[flow]` and `#[step]`), not "last wins";
+        // the rest of the list is still read.
+        if let Some(key) = meta.path.get_ident().map(ToString::to_string) {
+            if seen.contains(&key) {
+                later.push(meta.error(format!(
+                    "duplicate key `{key}`: give each `#[tool]` key once"
+                )));
+            }
+            seen.push(key);
+        }
         if meta.path.is_ident("name") {
             let s: syn::LitStr = meta.value()?.parse()?;
             name = s.value();
@@ -133,15 +151,14 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         } else if meta.path.is_ident("timeout_ms") {
             let n: syn::LitInt = meta.value()?.parse()?;
             match n.base10_parse::<u64>() {
-                Ok(0) | Err(_) => Err(syn::Error::new(
+                // Recorded, and the rest of the list still read.
+                Ok(0) | Err(_) => later.push(syn::Error::new(
                     n.span(),
                     "`timeout_ms` is a whole number of milliseconds above 0",
                 )),
-                Ok(ms) => {
-                    timeout_ms = Some(ms);
-                    Ok(())
-                }
+                Ok(ms) => timeout_ms = Some(ms),
             }
+            Ok(())
         } else if meta.path.is_ident("effect") {
             let value = meta.value()?;
             let id: syn::Ident = value.parse().map_err(|e| {
@@ -196,6 +213,9 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     if let Err(e) = parser.parse2(attr) {
         errors.add(e);
     }
+    for e in later {
+        errors.add(e);
+    }
     let mut cx = None;
     let mut args = Vec::new();
     let mut bad_params = Vec::new();
@@ -247,6 +267,11 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                 for a in pt.attrs.iter().filter(|a| a.path().is_ident("arg")) {
                     let read = a.parse_nested_meta(|meta| {
                         if meta.path.is_ident("derived") {
+                            if derived {
+                                return Err(meta.error(
+                                    "duplicate option `derived`: give it once",
+                                ));
+                            }
                             derived = true;
                             Ok(())
                         } else {

@@ -51,11 +51,33 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
     for e in &def.bad_params {
         errors.add(e.clone());
     }
+    let sig = &def.item.sig;
+    if let Some(u) = &sig.unsafety {
+        errors.push(
+            u.span,
+            format!("a `#[tool]` cannot be an `unsafe fn`: the model calls `{}` with arguments it chose, and no caller is there to uphold a safety contract; make it a safe fn and keep the `unsafe {{ .. }}` block inside, with its safety argument", def.name),
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push_spanned(
+            abi,
+            "a `#[tool]` cannot be an `extern` fn: the agent calls it as a Rust fn; remove the ABI",
+        );
+    }
+    if let Some(v) = &sig.variadic {
+        errors.push_spanned(
+            v,
+            "a `#[tool]` cannot be variadic: each argument is named in its schema",
+        );
+    }
     if !def.item.sig.generics.params.is_empty() {
         errors.push_spanned(
             &def.item.sig.generics,
             "a `#[tool]` fn cannot be generic: its argument schema is sent to the model",
         );
+    }
+    if let Some((ty, why)) = wrong_return(&def.item.sig.output) {
+        errors.push_spanned(ty, why);
     }
     if matches!(def.item.sig.output, syn::ReturnType::Default) {
         errors.push(
@@ -72,4 +94,53 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
         }
         seen.push(s);
     }
+}
+
+/// The last path segment's name of `ty` (`String` for `std::string::String`), `str`
+/// for a reference to one.
+fn type_name(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().map(|s| s.ident.to_string())
+        }
+        syn::Type::Reference(r) => type_name(&r.elem),
+        syn::Type::Paren(p) => type_name(&p.elem),
+        _ => None,
+    }
+}
+
+/// A return type that is surely not a tool result (`String`, `Result<String, _>`,
+/// `ToolOutput` without the `Result`), with the message naming the fix. Other types
+/// (aliases included) are checked by the compiler through `IntoToolResult`.
+pub fn wrong_return(output: &syn::ReturnType) -> Option<(&syn::Type, String)> {
+    let syn::ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let text = ["String", "str", "Cow"];
+    let name = type_name(ty)?;
+    if text.contains(&name.as_str()) {
+        return Some((ty, "a `#[tool]` returns `Result<ToolOutput, ToolError>`, not text: return `Ok(ToolOutput::text(..))`".into()));
+    }
+    if name == "ToolOutput" {
+        return Some((ty, "a `#[tool]` returns `Result<ToolOutput, ToolError>`: write `-> Result<ToolOutput, ToolError>` and return `Ok(..)`".into()));
+    }
+    if name != "Result" {
+        return None;
+    }
+    let syn::Type::Path(p) = &**ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(a) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    let Some(syn::GenericArgument::Type(ok)) = a.args.first() else {
+        return None;
+    };
+    let ok_name = type_name(ok)?;
+    text.contains(&ok_name.as_str()).then(|| {
+        (
+            ok,
+            "a `#[tool]` returns `Result<ToolOutput, ToolError>`: write `ToolOutput` here and wrap the text, `Ok(ToolOutput::text(..))`".to_owned(),
+        )
+    })
 }

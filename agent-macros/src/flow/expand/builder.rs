@@ -118,10 +118,34 @@ pub(super) fn flow_calls(
         }
     }
     for t in &f.tools {
+        let t = tool_path(def, t);
         let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
         builder.push(quote!(.tool(#t)));
     }
     builder
+}
+
+/// A tool as the flow module's code reaches it. A tool named by a single name that a fn
+/// of the module also has (`fn book_room()` offering `tools(book_room)`) is the one from
+/// outside, `super::book_room`: inside the module the fn shadows the tool's value (a
+/// `#[tool]` defined in the module could not share its name with a fn).
+fn tool_path(def: &FlowDef, t: &syn::Expr) -> syn::Expr {
+    if let syn::Expr::Path(p) = t
+        && p.qself.is_none()
+        && let Some(id) = p.path.get_ident()
+        && def.items.iter().any(|i| {
+            matches!(i, syn::Item::Fn(f)
+                if name(&f.sig.ident) == name(id)
+                    && !f.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "tool")))
+        })
+    {
+        let mut p = p.clone();
+        p.path
+            .segments
+            .insert(0, syn::PathSegment::from(syn::Ident::new("super", id.span())));
+        return syn::Expr::Path(p);
+    }
+    t.clone()
 }
 
 /// `.interrupted(Interruption::..)` for a validated `interrupted = ..` value.
@@ -166,6 +190,11 @@ pub(super) fn once_tool_checks(def: &FlowDef) -> Vec<TokenStream> {
         })
         .map(|p| {
             let tool = p.segments.last().map(|s| name(&s.ident)).unwrap_or_default();
+            let p = tool_path(def, &syn::Expr::Path(syn::ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: p.clone(),
+            }));
             let msg = format!(
                 "flow `{}` offers the once-tool `{tool}`, whose effect a cancel does not undo: say what a cancel says after it ran with `cancel_after_tool = \"..\"` in `#[flow(..)]` (\"Your room stays booked.\")",
                 def.ident
@@ -225,6 +254,7 @@ pub(super) fn step_stmts(
         }
         if let Some((_, tools)) = &s.tools {
             for t in tools {
+                let t = tool_path(def, t);
                 let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t));
                 sb.push(quote!(.tool(#t)));
             }
@@ -291,7 +321,7 @@ pub(super) fn step_stmts(
                         quote!(#rt::Branch::<__D, __C>::to_step(#t))
                     }
                     Target::Flow(p) => {
-                        let f = quote_spanned!(p.span()=> #rt::flow_id_over::<__D, #p>());
+                        let f = super::wrappers::flow_id(p);
                         quote!(#rt::Branch::<__D, __C>::to_flow(#f))
                     }
                     other => {
@@ -312,6 +342,7 @@ pub(super) fn step_stmts(
             sb.push(quote!(.branches(::std::vec::Vec::from([#(#entries),*]))));
         }
         for t in &s.requires_tool {
+            let t = tool_path(def, t);
             let t = quote_spanned!(t.span()=> #rt::tool_arc::<__D, __C, _>(#t).name());
             sb.push(quote!(.requires_tool(#t)));
         }

@@ -34,6 +34,11 @@ fn camel(s: &str) -> String {
         .collect()
 }
 
+/// The flow type's name for the module name `module`: `booking` → `BookingFlow`.
+pub fn flow_type_name(module: &str) -> String {
+    format!("{}Flow", camel(module))
+}
+
 /// The flow type's name: `mod booking` → `BookingFlow`.
 pub fn flow_type_ident(module: &syn::Ident) -> syn::Ident {
     format_ident!("{}Flow", camel(&name(module)), span = module.span())
@@ -50,7 +55,7 @@ fn view_alias(n: &Names, view: &str) -> syn::Ident {
 }
 
 /// The whole expansion.
-pub fn expand(def: &FlowDef) -> TokenStream {
+pub fn expand(def: &FlowDef, absent: &[crate::flow::validate::AbsentField]) -> TokenStream {
     let module = &def.ident;
     let names = Names {
         d: format_ident!("__agent_flow_{}_Data", module),
@@ -61,6 +66,10 @@ pub fn expand(def: &FlowDef) -> TokenStream {
     // Steps that survive (duplicates dropped so rustc reports nothing twice).
     let mut unique: Vec<&StepDef> = Vec::new();
     for s in &def.steps {
+        // A step with a reserved name is reported; generating it would clash.
+        if crate::flow::validate::is_reserved(&name(&s.ident)) {
+            continue;
+        }
         if !unique
             .iter()
             .any(|u| name(&u.ident) == name(&s.ident) && !u.cfg_alternative(s))
@@ -69,7 +78,7 @@ pub fn expand(def: &FlowDef) -> TokenStream {
         }
     }
 
-    let parent = parent::parent(def, &names, &unique);
+    let parent = parent::parent(def, &names, &unique, absent);
     let module = module::module(def, &names, &unique, &step_names);
     quote! {
         #parent

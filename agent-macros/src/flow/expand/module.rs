@@ -26,6 +26,12 @@ pub(super) fn module(
         .items
         .iter()
         .filter_map(|item| match item {
+            // Named like a generated item (reported): dropped so rustc adds no clash.
+            i if crate::flow::validate::item_ident(i)
+                .is_some_and(|id| crate::flow::validate::is_reserved(&name(id))) =>
+            {
+                None
+            }
             syn::Item::Fn(f) if step_names.contains(&name(&f.sig.ident)) => {
                 let n = name(&f.sig.ident);
                 let gated = f.attrs.iter().any(|a| a.path().is_ident("cfg"));
@@ -149,6 +155,7 @@ pub(super) fn module(
                 }
             }
 
+            #[diagnostic::do_not_recommend]
             impl #rt::StepOver<__D> for Step {}
 
             #(#view_mods)*

@@ -10,7 +10,12 @@ use crate::diag::name;
 use crate::flow::model::*;
 
 /// Everything the expansion emits outside the flow's module.
-pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> TokenStream {
+pub(super) fn parent(
+    def: &FlowDef,
+    names: &Names,
+    unique: &[&StepDef],
+    absent: &[crate::flow::validate::AbsentField],
+) -> TokenStream {
     let rt = rt();
     let module = &def.ident;
     let id = name(module);
@@ -49,6 +54,24 @@ pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> Token
             let depends_on = def.steps.iter().flat_map(|s| s.depends_on.idents.iter());
             let optional = &def.flow.optional.idents;
             let cancel_clears = &def.flow.cancel_clears.idents;
+            // The fields templates name, checked like the lists.
+            let template = def.steps.iter().flat_map(|s| {
+                let lit = match (&s.shape, &s.ask) {
+                    (Shape::Reply(l), _) | (Shape::Model, Some(l)) => l,
+                    _ => return Vec::new(),
+                };
+                crate::flow::validate::placeholders(&lit.value())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|n| crate::flow::validate::template_ident(n, lit.span()))
+                    .collect()
+            });
+            let absent = absent.iter().map(|a| {
+                let step = &def.steps[a.step].ident;
+                let field = &a.field;
+                let cfg = a.cfg.as_ref().map(|c| quote!(#[cfg(#c)]));
+                quote!(#cfg #step [#field])
+            });
             quote! {
                 #p! {
                     data_name = #data_name;
@@ -64,7 +87,9 @@ pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> Token
                         required [#(#req)*]
                         optional [#(#optional)*]
                         cancel_clears [#(#cancel_clears)*]
+                        template [#(#template)*]
                     }
+                    absent { #(#absent)* }
                 }
             }
         }
@@ -122,6 +147,8 @@ pub(super) fn parent(def: &FlowDef, names: &Names, unique: &[&StepDef]) -> Token
         #[allow(non_camel_case_types, dead_code)]
         #ctx_alias
 
+        // Not listed in errors: the trait's message says what a target must be.
+        #[diagnostic::do_not_recommend]
         impl #rt::FlowOver<#alias_d> for #flow_ty {}
 
         #[allow(dead_code)]

@@ -3,7 +3,7 @@
 //! targets, each spanned so rustc's errors land on the user's tokens.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::rt;
@@ -57,7 +57,7 @@ pub(super) fn hook_wrapper(
         HookKind::Post => (
             quote!(PostHook),
             quote!(#rt::RtDirective),
-            quote_spanned!(path.span()=> #rt::into_directive(#call)),
+            quote_spanned!(path.span()=> #rt::IntoDirective::into_directive(#call)),
             quote!(::core::default::Default::default()),
         ),
         HookKind::Notify => (
@@ -85,30 +85,10 @@ pub(super) fn hook_wrapper(
     }
 }
 
-/// `head(args)` spanned from the first to the last token of `over`, so that an error on
-/// the call underlines all of `over` (`notes::Step::ask`), not its first token.
-fn call_spanning(over: &impl ToTokens, head: TokenStream, args: TokenStream) -> TokenStream {
-    fn respan(ts: TokenStream, span: Span) -> TokenStream {
-        ts.into_iter()
-            .map(|t| match t {
-                proc_macro2::TokenTree::Group(g) => {
-                    let mut n = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                    n.set_span(span);
-                    proc_macro2::TokenTree::Group(n)
-                }
-                mut other => {
-                    other.set_span(span);
-                    other
-                }
-            })
-            .collect()
-    }
-    let mut toks = over.to_token_stream().into_iter();
-    let first = toks.next().map_or_else(Span::call_site, |t| t.span());
-    let last = toks.last().map_or(first, |t| t.span());
-    let head = respan(head, first);
-    let args = quote_spanned!(last=> (#args));
-    quote!(#head #args)
+/// The id of the flow type `p`, checked to be a flow over the flow's data type at `p`.
+pub(super) fn flow_id(p: &syn::Path) -> TokenStream {
+    let rt = rt();
+    quote_spanned!(p.span()=> <#p as #rt::FlowTarget<__D>>::flow_id())
 }
 
 pub(super) fn target_directive(t: &Target, span: Span) -> Option<TokenStream> {
@@ -119,13 +99,21 @@ pub(super) fn target_directive(t: &Target, span: Span) -> Option<TokenStream> {
             quote!(#rt::RtDirective::go_to_step(#s))
         }
         Target::Flow(p) => {
-            let f = quote_spanned!(p.span()=> #rt::flow_id_over::<__D, #p>());
+            let f = flow_id(p);
             quote!(#rt::RtDirective::go_to(#f))
         }
         Target::CrossStep(p) => {
-            call_spanning(p, quote!(#rt::step_directive_over::<__D, _>), quote!(#p))
+            // `<other::Step as StepOver<D>>::__go_to(other::Step::x)`: a step of a flow
+            // over another data type is reported at `other::Step`.
+            let mut ty = p.clone();
+            ty.segments.pop();
+            ty.segments.pop_punct();
+            let f = quote_spanned!(ty.span()=> <#ty as #rt::StepTarget<__D>>::go_to);
+            quote!(#f(#p))
         }
-        Target::Directive(e) => quote_spanned!(span=> #rt::into_directive(#e)),
+        // The trait's fn (not a helper with a bound): rustc reports a value that is no
+        // post-LLM directive at the value, without a note about the helper.
+        Target::Directive(e) => quote_spanned!(span=> #rt::IntoDirective::into_directive(#e)),
     })
 }
 

@@ -1,5 +1,5 @@
-//! A reply template may only name fields present at its step (`requires` or the
-//! flow's `required`): `{booking_id}` may be empty here.
+//! A reply template may only name fields present at its step (its `requires`, or
+//! collected on every path to it): `{booking_id}` may be empty here.
 use agent_core::typed::prelude::*;
 
 #[data]

@@ -60,7 +60,7 @@ fn main() {
     assert_eq!(booking::Step::confirm.id(), "confirm");
     assert_eq!(booking::Step::ALL.len(), 5);
     let d = booking::diagram();
-    assert!(d.contains("route -->|\"large group\"| large_group"), "{d}");
-    assert!(d.contains("flow_PetsFlow[[\"PetsFlow\"]]"), "{d}");
-    assert!(d.contains("step_pets_Step_ask_pet"), "{d}");
+    assert!(d.contains("s_route -->|\"large group\"| s_large_group"), "{d}");
+    assert!(d.contains("f_PetsFlow[[\"PetsFlow\"]]"), "{d}");
+    assert!(d.contains("c_pets_Step_ask_pet"), "{d}");
 }

@@ -51,13 +51,13 @@ fn main() {
     // The diagram of this build: no `gone`, the model-step `done`.
     let expected = r#"flowchart TD
     %% flow `booking`: booking
-    ask_city["ask_city · collect city"]
-    ask_guests["ask_guests · collect guests"]
-    done["done"]
-    ask_city --> ask_guests
-    ask_guests --> done
-    done --> END
-    END(((end)))
+    s_ask_city["ask_city · collect city"]
+    s_ask_guests["ask_guests · collect guests"]
+    s_done["done"]
+    s_ask_city --> s_ask_guests
+    s_ask_guests --> s_done
+    s_done --> e_end
+    e_end(((end)))
 "#;
     assert_eq!(booking::DIAGRAM, expected, "\n{}", booking::DIAGRAM);
     assert_eq!(<BookingFlow as FlowDef>::diagram(), expected);

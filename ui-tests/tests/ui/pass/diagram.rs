@@ -41,21 +41,21 @@ fn main() {
     let d = booking::diagram();
     let expected = r#"flowchart TD
     %% flow `booking`: booking
-    ask["ask · collect city, guests"]
-    route{{"route (auto)"}}
-    confirm["confirm"]
-    large_group>"large_group: A specialist will call you."]
-    ask --> route
-    route -->|"if |b| b.guests > 8"| large_group
-    route -->|"else"| confirm
-    confirm -->|"the user wants to leave feedback"| flow_FeedbackFlow
-    confirm -->|"the user changes the city"| ask
-    confirm --> END
-    large_group --> END
-    flow_FeedbackFlow[["FeedbackFlow"]]
-    on_complete[["FeedbackFlow"]]
-    END -.->|on_complete| on_complete
-    END(((end)))
+    s_ask["ask · collect city, guests"]
+    s_route{{"route (auto)"}}
+    s_confirm["confirm"]
+    s_large_group>"large_group: A specialist will call you."]
+    s_ask --> s_route
+    s_route -->|"if |b| b.guests > 8"| s_large_group
+    s_route -->|"else"| s_confirm
+    s_confirm -->|"the user wants to leave feedback"| f_FeedbackFlow
+    s_confirm -->|"the user changes the city"| s_ask
+    s_confirm --> e_end
+    s_large_group --> e_end
+    f_FeedbackFlow[["FeedbackFlow"]]
+    e_on_complete[["FeedbackFlow"]]
+    e_end -.->|on_complete| e_on_complete
+    e_end(((end)))
 "#;
     assert_eq!(d, expected, "\n{d}");
     assert_eq!(<BookingFlow as FlowDef>::diagram(), d);
