@@ -1088,37 +1088,29 @@ async fn a_reply_that_only_mentions_the_action_offers_nothing() {
 
 #[tokio::test]
 async fn a_day_just_past_said_without_a_year_is_shown_back_before_it_is_stored() {
-    // 2026-06-15: "June 1st" is two weeks past; next year's is 351 days ahead.
-    let p = ScriptedProvider::new();
-    let a = dated(&p, TODAY_MS, booking_flow(false));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
-    a.respond("s", "Lisbon").await.unwrap();
-    p.default_answer(CallKind::Respond, Answer::message("Is that right?"));
-    p.respond(
-        Answer::message("How many guests?")
-            .with_data(json!({ "check_in": "2027-06-01" }))
-            .claiming("ask_guests"),
-    );
-    let r = a.respond("s", "June 1st").await.unwrap();
+    // 2026-06-15: "June 1st" is two weeks past; next year's is 351 days ahead. The
+    // model reads next year's June 1st, from `said`, at the date step.
+    async fn read_as_next_june_first(said: &str) -> AgentResponse<Booking> {
+        let p = ScriptedProvider::new();
+        let a = dated(&p, TODAY_MS, booking_flow(false));
+        p.respond(Answer::message("Which city?"));
+        a.respond("s", "I need a hotel").await.unwrap();
+        p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
+        a.respond("s", "Lisbon").await.unwrap();
+        p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
+        p.respond(
+            Answer::message("How many guests?")
+                .with_data(json!({ "check_in": "2027-06-01" }))
+                .claiming("ask_guests"),
+        );
+        a.respond("s", said).await.unwrap()
+    }
+    let r = read_as_next_june_first("June 1st").await;
     assert_eq!(r.data.check_in, None, "not stored before the user agrees");
     assert_eq!(r.tentative.len(), 1, "{:?}", r.tentative);
     assert!(r.message.contains("2027-06-01"), "{}", r.message);
     // Said with its year, the same day is stored.
-    let p = ScriptedProvider::new();
-    let a = dated(&p, TODAY_MS, booking_flow(false));
-    p.respond(Answer::message("Which city?"));
-    a.respond("s", "I need a hotel").await.unwrap();
-    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
-    a.respond("s", "Lisbon").await.unwrap();
-    p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
-    p.respond(
-        Answer::message("How many guests?")
-            .with_data(json!({ "check_in": "2027-06-01" }))
-            .claiming("ask_guests"),
-    );
-    let r = a.respond("s", "June 1st 2027").await.unwrap();
+    let r = read_as_next_june_first("June 1st 2027").await;
     assert_eq!(r.data.check_in.as_deref(), Some("2027-06-01"));
     assert!(r.tentative.is_empty(), "{:?}", r.tentative);
 }
