@@ -1090,7 +1090,13 @@ async fn a_reply_that_only_mentions_the_action_offers_nothing() {
 async fn a_day_just_past_said_without_a_year_is_shown_back_before_it_is_stored() {
     // 2026-06-15: "June 1st" is two weeks past; next year's is 351 days ahead. The
     // model reads next year's June 1st, from `said`, at the date step.
-    async fn read_as_next_june_first(said: &str) -> AgentResponse<Booking> {
+    async fn read_as_next_june_first(
+        said: &str,
+    ) -> (
+        AgentResponse<Booking>,
+        ScriptedProvider,
+        Agent<Booking, Concierge>,
+    ) {
         let p = ScriptedProvider::new();
         let a = dated(&p, TODAY_MS, booking_flow(false));
         p.respond(Answer::message("Which city?"));
@@ -1103,14 +1109,26 @@ async fn a_day_just_past_said_without_a_year_is_shown_back_before_it_is_stored()
                 .with_data(json!({ "check_in": "2027-06-01" }))
                 .claiming("ask_guests"),
         );
-        a.respond("s", said).await.unwrap()
+        let r = a.respond("s", said).await.unwrap();
+        (r, p, a)
     }
-    let r = read_as_next_june_first("June 1st").await;
+    let (r, p, a) = read_as_next_june_first("June 1st").await;
     assert_eq!(r.data.check_in, None, "not stored before the user agrees");
     assert_eq!(r.tentative.len(), 1, "{:?}", r.tentative);
     assert!(r.message.contains("2027-06-01"), "{}", r.message);
+    // A yes stores it; the model writing it again later is not asked about again.
+    let r = a.respond("s", "yes").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2027-06-01"));
+    p.respond(
+        Answer::message("Shall I book?")
+            .with_data(json!({ "check_in": "2027-06-01", "guests": 2 }))
+            .claiming("confirm"),
+    );
+    let r = a.respond("s", "two of us").await.unwrap();
+    assert_eq!(r.data.guests, Some(2));
+    assert!(r.tentative.is_empty(), "{:?}", r.tentative);
     // Said with its year, the same day is stored.
-    let r = read_as_next_june_first("June 1st 2027").await;
+    let (r, _, _) = read_as_next_june_first("June 1st 2027").await;
     assert_eq!(r.data.check_in.as_deref(), Some("2027-06-01"));
     assert!(r.tentative.is_empty(), "{:?}", r.tentative);
 }

@@ -297,7 +297,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         Some((day, v)) => {
                             tracing::info!(field = %x.field, model = %x.value, %day, "refused date replaced by the day the user named");
                             x.value = v;
-                            match self.year_unsaid(&x.value) {
+                            match self.year_unsaid(&x) {
                                 Some(r) => (x, Verdict::Tentative(r)),
                                 None => (x, Verdict::Keep { inferred }),
                             }
@@ -306,7 +306,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     },
                     Ok(v) => {
                         x.value = v;
-                        match unshown.or_else(|| self.year_unsaid(&x.value)) {
+                        match unshown.or_else(|| self.year_unsaid(&x)) {
                             Some(r) => (x, Verdict::Tentative(r)),
                             None => (x, Verdict::Keep { inferred }),
                         }
@@ -372,14 +372,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         })
     }
 
-    /// The agent clock's local date: what a day named without a year is read against.
     /// For a date more than [`FAR_DAYS`] days ahead whose year the latest message does
     /// not write out (nor "next year"): why it is shown back before it is stored.
     /// "June 1st" said on June 15 reads as next year's June 1st, which the user may
     /// mean, or may have said for the day just past; the user decides. `None` for
-    /// other values.
-    fn year_unsaid(&self, value: &Value) -> Option<String> {
-        let day = value.as_str().and_then(crate::data::validate::parse_date)?;
+    /// other values, and for the value already stored (said or confirmed when it was
+    /// stored).
+    fn year_unsaid(&self, x: &Extracted) -> Option<String> {
+        if self.stored_already(x) {
+            return None;
+        }
+        let day = x
+            .value
+            .as_str()
+            .and_then(crate::data::validate::parse_date)?;
         let ahead = (day - self.today()).whole_days();
         let year = day.year().to_string();
         let said = crate::data::ground::normalize(self.msg);
@@ -391,6 +397,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         })
     }
 
+    /// The agent clock's local date: what a day named without a year is read against.
     fn today(&self) -> time::Date {
         self.a.config.time_zone.local(self.a.clock.now_ms()).date()
     }
