@@ -118,7 +118,8 @@
 //! for, and the `when` of each flow the active one hands over to). When it names
 //! another flow, that flow starts as above and reads the message; otherwise the
 //! active flow reads it as usual. A plain yes and a message that speaks of stopping
-//! are read without it. With the scripted provider, queue that call's answer with
+//! are read without it, and a step whose branches judge conditions (or whose
+//! `prepare` hook may route in code) decides for itself. With the scripted provider, queue that call's answer with
 //! `provider.route(Answer::route("feedback"))` for a digression, and
 //! `provider.route(Answer::raw(r#"{"about": "answer"}"#))` for an answer.
 //!

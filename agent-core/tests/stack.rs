@@ -692,7 +692,7 @@ async fn an_unreadable_sorting_answer_leaves_the_message_to_the_flow() {
 }
 
 #[tokio::test]
-async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_or_for_a_stop() {
+async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_a_stop_or_a_step_that_branches() {
     // Capable: the flow's own call judges hand-overs.
     let p = ScriptedProvider::new();
     let a = at_ask_date(&p).await;
@@ -708,6 +708,35 @@ async fn no_sorting_call_on_a_capable_model_for_a_plain_yes_or_for_a_stop() {
     p.default_answer(CallKind::Respond, Answer::message("When do you check in?"));
     a.respond("s", "yes").await.unwrap();
     a.respond("s", "stop, never mind").await.unwrap();
+    assert_eq!(p.calls_of(CallKind::Route), 0);
+    // Small: a step whose own branches judge conditions decides for itself.
+    let p = small();
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .when("the user wants to book a hotel room")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"])
+                .branch(Branch::to_flow("feedback").when("the user is unhappy")),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask the date.")
+                .collect(["check_in"]),
+        )
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow, feedback_flow()]);
+    a.dispatch("s", Directive::go_to("booking")).await.unwrap();
+    p.default_answer(CallKind::Respond, Answer::message("Which city?"));
+    p.default_answer(
+        CallKind::Classify,
+        Answer::verdicts([("the user is unhappy", false)]),
+    );
+    a.respond("s", "hello").await.unwrap();
+    let r = a.respond("s", "hmm, something else first").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
     assert_eq!(p.calls_of(CallKind::Route), 0);
 }
 

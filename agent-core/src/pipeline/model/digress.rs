@@ -43,7 +43,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// when the model profile checks digressions and the message is the answer to a
     /// question of `flow`'s that code cannot read as an answer by itself (a plain yes
     /// needs no check, nor a message that speaks of stopping, which the flow's
-    /// call reads as a cancel). `None`: the message is read by `flow` as usual.
+    /// call reads as a cancel). A step whose branches judge conditions, or whose
+    /// `prepare` hook may route in code, decides for itself.. `None`: the message is read by `flow` as usual.
     pub(in crate::pipeline) async fn digression(
         &mut self,
         flow: &Arc<Flow<D, C>>,
@@ -59,6 +60,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if self.transitions.len() != self.read_from
             || plainly_agrees(self.msg, &[])
             || crate::pipeline::stack::mentions_stopping(self.msg)
+        {
+            return Ok(None);
+        }
+        // The agent's own step decides where its answers go: a condition of its
+        // branches (or of a step after it), or its `prepare` hook, which may route in
+        // code. The built-in check does not run there.
+        let step = &flow.steps[j];
+        if step.prepare.is_some()
+            || step.branch_table().iter().any(|b| !b.when.is_empty())
+            || flow
+                .successors(j)
+                .iter()
+                .any(|&k| flow.steps[k].when.is_some())
         {
             return Ok(None);
         }
@@ -78,7 +92,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .into_iter()
             .find(|l| !others.iter().any(|(id, _)| id == l))
             .unwrap_or("this_task");
-        let step = &flow.steps[j];
         let title = if flow.title.is_empty() {
             flow.id.replace('_', " ")
         } else {
