@@ -379,17 +379,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// other values, and for the value already stored (said or confirmed when it was
     /// stored).
     fn year_unsaid(&self, x: &Extracted) -> Option<String> {
-        if self.stored_already(x) {
-            return None;
-        }
         let day = x
             .value
             .as_str()
             .and_then(crate::data::validate::parse_date)?;
         let ahead = (day - self.today()).whole_days();
+        if ahead <= FAR_DAYS || self.stored_already(x) {
+            return None;
+        }
         let year = day.year().to_string();
         let said = crate::data::ground::normalize(self.msg);
-        (ahead > FAR_DAYS && !said.contains(&year) && !said.contains("next year")).then(|| {
+        (!said.contains(&year) && !said.contains("next year")).then(|| {
             format!(
                 "{day} is {} months away, and the message names no year",
                 ahead / 30
