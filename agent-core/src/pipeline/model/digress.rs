@@ -44,7 +44,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// question of `flow`'s that code cannot read as an answer by itself (a plain yes
     /// needs no check, nor a message that speaks of stopping, which the flow's
     /// call reads as a cancel). A step whose branches judge conditions, or whose
-    /// `prepare` hook may route in code, decides for itself.. `None`: the message is read by `flow` as usual.
+    /// `prepare` hook may route in code, decides for itself. `None`: the message is
+    /// read by `flow` as usual.
     pub(in crate::pipeline) async fn digression(
         &mut self,
         flow: &Arc<Flow<D, C>>,
