@@ -161,6 +161,10 @@ pub(crate) struct Turn<'a, D, C> {
     /// The reply when a flow the model started was not started (the dialogue stack
     /// is full).
     pub(crate) not_started: Option<String>,
+    /// The flow (its index) whose question the digression check sorted this turn's
+    /// message for, finding no other flow (`model/digress.rs`): that flow's own call
+    /// does not start one.
+    pub(crate) sorted: Option<usize>,
     /// The instructions (system prompt and state block) of the last respond call: the
     /// reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -310,6 +314,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             resumed: None,
             read_from: 0,
             not_started: None,
+            sorted: None,
             prompt: String::new(),
             preview: None,
             aug: Augment {

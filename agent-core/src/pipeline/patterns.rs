@@ -75,7 +75,7 @@ const FILLER: &[&str] = &[
 /// ("can I talk to a human?", "connect me with someone from your staff"), or a
 /// person word with nothing but filler ("representative please"). "My manager told
 /// me to talk to you" is not one: the person comes before the verb.
-fn plainly_asks_for_person(message: &str) -> bool {
+pub(super) fn plainly_asks_for_person(message: &str) -> bool {
     let said = crate::data::ground::normalize(message);
     let words: Vec<&str> = said.split_whitespace().collect();
     let person =

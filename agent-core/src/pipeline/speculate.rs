@@ -110,14 +110,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .flatten();
         }
         // A resumed turn has no new words to read: it answers with the tools' results.
-        if self.tools_off
-            || self.turn_over()
-            || (!self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none())
-        {
+        if self.tools_off || self.turn_over() {
             return Ok(Some((None, alt)));
         }
         // On a small model, whether the answer to the flow's question asks for
-        // another flow instead, in a short call of its own (`model/digress.rs`).
+        // another flow instead, in a short call of its own (`model/digress.rs`); also
+        // where code sees that the message does not give what the step asks for.
         if let Some(target) = self.digression(&flow).await? {
             return match self.start_flow(target, String::new(), false).await? {
                 None => Ok(None),
@@ -126,6 +124,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     Ok(None)
                 }
             };
+        }
+        if !self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none() {
+            return Ok(Some((None, alt)));
         }
         // A step not asked yet is read as answered too (unless the hand-over's answer
         // was written for it) when that predicts a step one call can render with it

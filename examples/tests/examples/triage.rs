@@ -263,3 +263,95 @@ async fn an_invoice_number_at_the_desk_goes_to_billing_by_code() {
     let r = agent.respond("s", "My invoice looks odd").await.unwrap();
     assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
 }
+
+/// The help desk on a scripted small model, at billing's question for the invoice
+/// (the refund words send the user there by code; billing's question is code's).
+async fn small_at_ask_invoice() -> (ScriptedProvider, Agent<triage::Case, ()>) {
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    let r = agent.respond("s", "I want a refund").await.unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.message, ASK_INVOICE);
+    model.clear_requests();
+    (model, agent)
+}
+
+#[tokio::test]
+async fn a_small_model_sorts_a_message_that_cannot_be_the_invoice_and_tech_takes_it() {
+    let (model, agent) = small_at_ask_invoice().await;
+    // The label is the flow's title: "technical_support", not the id "tech".
+    model.route(Answer::raw(r#"{"about": "technical_support"}"#));
+    model.respond(Answer::message("Which device has the problem?"));
+    let r = agent
+        .respond("s", "Before that, my app keeps crashing")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("tech"), Some("ask_device")));
+    let sort = &model.requests()[0];
+    assert_eq!(sort.kind, CallKind::Route);
+    // Code sees no invoice number in the message: the options are the other flows
+    // and something else, not an answer.
+    assert!(
+        sort.system.contains("the message does not give it"),
+        "{}",
+        sort.system
+    );
+    assert!(
+        sort.system
+            .contains("- technical_support: the user reports a technical problem"),
+        "{}",
+        sort.system
+    );
+    assert!(
+        sort.system.contains("- other: something else"),
+        "{}",
+        sort.system
+    );
+    assert!(!sort.system.contains("- answer:"), "{}", sort.system);
+}
+
+#[tokio::test]
+async fn once_sorted_as_something_else_billings_call_starts_no_other_flow() {
+    let (model, agent) = small_at_ask_invoice().await;
+    model.route(Answer::raw(r#"{"about": "other"}"#));
+    // The full call judged a hand-over to tech (what Qwen2.5 1.5B did for "who won
+    // the World Cup?"): the sorting call's reading stands.
+    model.respond(
+        Answer::message("I can only help with billing. Which invoice is it about?")
+            .command(agent_core::command::Command::start_flow("tech")),
+    );
+    let r = agent
+        .respond("s", "By the way, who won the football World Cup in 2018?")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert!(r.transitions.is_empty(), "{:?}", r.transitions);
+    assert_eq!(r.data.invoice, None);
+    assert_eq!(model.calls_of(CallKind::Route), 1);
+}
+
+#[tokio::test]
+async fn a_plain_request_for_a_person_in_billing_is_not_sorted_and_starts_no_flow() {
+    let (model, agent) = small_at_ask_invoice().await;
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("I can't help you with that.")
+            .command(agent_core::command::Command::start_flow("tech")),
+    );
+    let r = agent
+        .respond("s", "Can I talk to a human please?")
+        .await
+        .unwrap();
+    assert_eq!(model.calls_of(CallKind::Route), 0);
+    assert_ne!(r.flow.as_deref(), Some("tech"), "{r:?}");
+    assert!(
+        r.transitions.iter().all(|t| t.to != "tech"),
+        "{:?}",
+        r.transitions
+    );
+    assert_eq!(
+        r.stopped,
+        agent_core::response::StoppedReason::HumanHandoff,
+        "{r:?}"
+    );
+}

@@ -29,6 +29,7 @@ use crate::error::AgentError;
 use crate::flow::Flow;
 use crate::pipeline::Turn;
 use crate::pipeline::consent::plainly_agrees;
+use crate::pipeline::patterns::plainly_asks_for_person;
 use crate::prompt::{field_desc, one_line, step_task};
 use crate::provider::{CallKind, FinishReason, Message, OutputSchema};
 
@@ -64,6 +65,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(None);
         }
+        // A plain request for a person is code's to read (the human handoff): no
+        // other flow starts for it.
+        if plainly_asks_for_person(self.msg) {
+            self.sorted = Some(flow.index);
+            return Ok(None);
+        }
         // The agent's own step decides where its answers go: a condition of its
         // branches (or of a step after it), or its `prepare` hook, which may route in
         // code. The built-in check does not run there.
@@ -77,21 +84,43 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(None);
         }
-        let others: Vec<(&str, &str)> = self.a.switch_ids[flow.index]
+        let others: Vec<(&str, &str, String)> = self.a.switch_ids[flow.index]
             .iter()
             .filter(|id| self.may_switch_to(id))
             .filter_map(|id| {
                 let g = self.a.flow(id)?;
-                Some((g.id.as_ref(), g.when.as_deref()?))
+                Some((g.id.as_ref(), g.when.as_deref()?, label(&g.title, &g.id)))
             })
             .collect();
         if others.is_empty() {
             return Ok(None);
         }
-        // The label of "an answer", unless a flow is called that.
-        let answer = ["answer", "answer_to_this", "this_task"]
-            .into_iter()
-            .find(|l| !others.iter().any(|(id, _)| id == l))
+        // The labels the model picks from name what each option is: a small model
+        // reads a flow's title better than its id ("technical_support" was picked for
+        // "my app keeps crashing" where "tech" never was). Ids stand in for titles
+        // that are missing or would give two options one label.
+        let mut labels: Vec<String> = others.iter().map(|(_, _, l)| l.clone()).collect();
+        let unique = |ls: &[String]| {
+            ls.iter()
+                .enumerate()
+                .all(|(i, l)| !l.is_empty() && !ls[..i].contains(l))
+        };
+        if !unique(&labels) {
+            labels = others.iter().map(|(id, _, _)| (*id).to_owned()).collect();
+        }
+        // Fields the step asks for that code sees the message cannot give (a pattern
+        // nothing said matches): the message is then something else than an answer.
+        let unsaid = !step.collect.is_empty() && self.readable(&step.collect).is_empty();
+        // The label of the current task's option, unless a flow is called that.
+        let own = if unsaid {
+            ["other", "something_else", "this_task"].as_slice()
+        } else {
+            ["answer", "answer_to_this", "this_task"].as_slice()
+        };
+        let answer = own
+            .iter()
+            .find(|l| !labels.iter().any(|x| x == *l))
+            .copied()
             .unwrap_or("this_task");
         let title = if flow.title.is_empty() {
             flow.id.replace('_', " ")
@@ -115,18 +144,36 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                 })
                 .collect();
-            let _ = writeln!(sys, "It just asked the user for {}", asked.join("; "));
+            if unsaid {
+                let _ = writeln!(
+                    sys,
+                    "It asked the user for {}; the message does not give it.",
+                    asked.join("; ")
+                );
+            } else {
+                let _ = writeln!(sys, "It just asked the user for {}", asked.join("; "));
+            }
         }
-        let _ = writeln!(
-            sys,
-            "Options for `{ABOUT}`:\n- {answer}: the message gives that, or goes on with {title}"
-        );
-        for (id, when) in &others {
-            let _ = writeln!(sys, "- {id}: {}", one_line(when));
+        let _ = writeln!(sys, "Options for `{ABOUT}`:");
+        if !unsaid {
+            let _ = writeln!(
+                sys,
+                "- {answer}: the message gives that, or goes on with {title}"
+            );
+        }
+        for ((_, when, _), l) in others.iter().zip(&labels) {
+            let _ = writeln!(sys, "- {l}: {}", one_line(when));
+        }
+        if unsaid {
+            let _ = writeln!(sys, "- {answer}: something else");
         }
         sys.push_str("Answer with JSON only.");
-        let mut ids: Vec<Value> = vec![Value::String(answer.to_owned())];
-        ids.extend(others.iter().map(|(id, _)| Value::String((*id).to_owned())));
+        let mut ids: Vec<Value> = labels.iter().map(|l| Value::String(l.clone())).collect();
+        if unsaid {
+            ids.push(Value::String(answer.to_owned()));
+        } else {
+            ids.insert(0, Value::String(answer.to_owned()));
+        }
         let schema = json!({
             "type": "object",
             "properties": { ABOUT: { "enum": ids } },
@@ -151,16 +198,43 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     _ => None,
                 }
             });
-        match picked {
-            Some(p) if p != answer && others.iter().any(|(id, _)| *id == p) => {
+        // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
+        let target = picked.as_deref().and_then(|p| {
+            others
+                .iter()
+                .zip(&labels)
+                .find(|((id, _, _), l)| p != answer && (l.as_str() == p || *id == p))
+                .map(|((id, _, _), _)| (*id).to_owned())
+        });
+        match (picked, target) {
+            (_, Some(p)) => {
                 tracing::info!(flow = %flow.id, to = %p, "the message asks for another flow (digression check)");
                 Ok(Some(p))
             }
-            Some(_) => Ok(None),
-            None => {
+            (Some(_), None) => {
+                self.sorted = Some(flow.index);
+                Ok(None)
+            }
+            (None, None) => {
                 tracing::warn!(answer = %resp.content, "digression answer unreadable; the message is read as an answer");
                 Ok(None)
             }
         }
+    }
+}
+
+/// A flow's title as an option's label: lower case, words joined by `_`, nothing
+/// but letters and digits ("Technical support" → `technical_support`). Empty for an
+/// empty title (the id stands in).
+fn label(title: &str, id: &str) -> String {
+    let words: Vec<String> = title
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words.is_empty() {
+        id.to_owned()
+    } else {
+        words.join("_")
     }
 }

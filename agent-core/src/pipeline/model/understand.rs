@@ -59,6 +59,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .as_ref()
             .map_or(&[][..], |f| &self.a.switch_ids[f.index][..]);
         let mut starts = out.handoff_targets(ids);
+        // The digression check sorted the message for this flow and found no other
+        // flow: its reading stands (a small model's hand-over judgement in the full
+        // call is the one it replaces).
+        if !starts.is_empty() && flow.as_ref().is_some_and(|f| self.sorted == Some(f.index)) {
+            tracing::info!(
+                ?starts,
+                "the digression check found no other flow; the answer's hand-over is not followed"
+            );
+            starts.clear();
+        }
         starts.retain(|t| {
             let known = ids.iter().any(|id| id == t);
             if !known {
