@@ -116,6 +116,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // On a small model, whether the answer to the flow's question asks for
         // another flow instead, in a short call of its own (`model/digress.rs`); also
         // where code sees that the message does not give what the step asks for.
+        let before = self.pos_gen;
         if let Some(target) = self.digression(&flow).await? {
             return match self.start_flow(target, String::new(), false).await? {
                 None => Ok(None),
@@ -124,6 +125,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     Ok(None)
                 }
             };
+        }
+        // The step's own hooks ran before the check and moved the conversation.
+        if self.turn_over() {
+            return Ok(Some((None, alt)));
+        }
+        if self.pos_gen != before {
+            if self.left_for_another_flow(&flow) {
+                return Ok(None);
+            }
+            if self.needs_extraction(&flow) {
+                let data = self.extract_call(&flow).await?;
+                self.absorb_model_data(&flow, data).await?;
+            }
+            return Ok(Some((None, alt)));
         }
         if !self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none() {
             return Ok(Some((None, alt)));

@@ -355,3 +355,42 @@ async fn a_plain_request_for_a_person_in_billing_is_not_sorted_and_starts_no_flo
         "{r:?}"
     );
 }
+
+#[tokio::test]
+async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditions_lead_to() {
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.clear_requests();
+    model.route(Answer::raw(r#"{"about": "billing"}"#));
+    let r = agent
+        .respond("s", "I have a question about my latest invoice")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.message, ASK_INVOICE);
+    // One short call decided the branch; billing's question is code's.
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+    let sort = &model.requests()[0];
+    assert_eq!(sort.kind, CallKind::Route);
+    for option in [
+        "- billing: the user has a billing or payment question",
+        "- technical_support: the user reports a technical problem",
+        "- other: something else",
+    ] {
+        assert!(sort.system.contains(option), "{}", sort.system);
+    }
+
+    // Something else: no condition holds, the desk asks again (its own call).
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.route(Answer::raw(r#"{"about": "other"}"#));
+    model.default_answer(CallKind::Respond, Answer::message("Hi! How can I help?"));
+    let r = agent.respond("s", "hi").await.unwrap();
+    assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
+    assert_eq!(r.message, "Hi! How can I help?");
+    assert!(
+        r.transitions.iter().all(|t| t.to == "triage"),
+        "{:?}",
+        r.transitions
+    );
+}

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::answer::strip_fences;
+use crate::branch::Target;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::flow::Flow;
@@ -54,8 +55,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if !self.a.provider.profile().checks_digressions() {
             return Ok(None);
         }
-        let Some(j) = self.awaiting_model_step(flow) else {
-            return Ok(None);
+        // The step that asked, or one the conversation stands on without having
+        // asked it (a flow a directive started), which reads the message too.
+        let (j, asked) = match self.awaiting_model_step(flow) {
+            Some(j) => (j, true),
+            None if !self.awaiting => {
+                let j = self.step_idx(flow);
+                if !matches!(flow.steps[j].kind, crate::step::StepKind::Model) {
+                    return Ok(None);
+                }
+                (j, false)
+            }
+            None => return Ok(None),
         };
         // Only the message as first read: once a flow was started or resumed this
         // turn, the message is that flow's.
@@ -72,11 +83,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         }
         // The agent's own step decides where its answers go: a condition of its
-        // branches (or of a step after it), or its `prepare` hook, which may route in
-        // code. The built-in check does not run there.
+        // branches that leads anywhere but to another flow (or a condition of a step
+        // after it), or its `prepare` hook, which may route in code. The built-in
+        // check does not run there. A step whose conditions only pick the flow to go
+        // to (a front desk) is sorted among those flows: its hook runs only when
+        // none applies and the step asks again.
         let step = &flow.steps[j];
-        if step.prepare.is_some()
-            || step.branch_table().iter().any(|b| !b.when.is_empty())
+        let table = step.branch_table();
+        let to_flow = |t: &Target| match t {
+            Target::Flow(id) => Some(id.clone()),
+            Target::Id(id) if flow.step_pos(id).is_none() => Some(id.clone()),
+            _ => None,
+        };
+        let conditional = || table.iter().filter(|b| !b.when.is_empty());
+        let routing = step.collect.is_empty()
+            && conditional().next().is_some()
+            && conditional().all(|b| to_flow(&b.then).is_some());
+        // A step not asked yet is sorted only when it routes.
+        if (!asked && !routing)
+            || (step.prepare.is_some() && !routing)
+            || (conditional().next().is_some() && !routing)
             || flow
                 .successors(j)
                 .iter()
@@ -84,42 +110,85 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             return Ok(None);
         }
-        let others: Vec<(&str, &str, String)> = self.a.switch_ids[flow.index]
-            .iter()
-            .filter(|id| self.may_switch_to(id))
-            .filter_map(|id| {
-                let g = self.a.flow(id)?;
-                Some((g.id.as_ref(), g.when.as_deref()?, label(&g.title, &g.id)))
-            })
-            .collect();
-        if others.is_empty() {
+        // The options besides the step's own: the flows its conditions lead to (those
+        // still to judge), then the other flows the active one hands over to.
+        let due = self.due_branch_conditions(step, 0);
+        let mut options: Vec<Opt> = Vec::new();
+        for b in conditional() {
+            if let Some(id) = to_flow(&b.then)
+                && b.when.iter().all(|w| due.contains(w))
+                && let Some(g) = self.a.flow(&id)
+            {
+                // Before the step asked, its branches are not walked: the flow
+                // starts as the flows the active one hands over to do.
+                options.push(Opt {
+                    id: g.id.to_string(),
+                    desc: b
+                        .when
+                        .iter()
+                        .map(|w| one_line(w))
+                        .collect::<Vec<_>>()
+                        .join(", and "),
+                    label: label(&g.title, &g.id),
+                    whens: if asked { b.when.clone() } else { Vec::new() },
+                });
+            }
+        }
+        for id in &self.a.switch_ids[flow.index] {
+            if options.iter().any(|o| &o.id == id) || !self.may_switch_to(id) {
+                continue;
+            }
+            if let Some(g) = self.a.flow(id)
+                && let Some(when) = g.when.as_deref()
+            {
+                options.push(Opt {
+                    id: g.id.to_string(),
+                    desc: one_line(when),
+                    label: label(&g.title, &g.id),
+                    whens: Vec::new(),
+                });
+            }
+        }
+        if options.is_empty() {
+            return Ok(None);
+        }
+        // Code routes first: a step not asked yet runs its hooks before the call
+        // that reads the message (as the walk would), and one that moves the
+        // conversation decides.
+        if !asked
+            && (self.enter_hooks(flow, j).await?
+                || self.prepare(flow, j).await?
+                || self.turn_over())
+        {
             return Ok(None);
         }
         // The labels the model picks from name what each option is: a small model
         // reads a flow's title better than its id ("technical_support" was picked for
         // "my app keeps crashing" where "tech" never was). Ids stand in for titles
         // that are missing or would give two options one label.
-        let mut labels: Vec<String> = others.iter().map(|(_, _, l)| l.clone()).collect();
-        let unique = |ls: &[String]| {
-            ls.iter()
-                .enumerate()
-                .all(|(i, l)| !l.is_empty() && !ls[..i].contains(l))
-        };
-        if !unique(&labels) {
-            labels = others.iter().map(|(id, _, _)| (*id).to_owned()).collect();
+        let unique = options
+            .iter()
+            .enumerate()
+            .all(|(i, o)| !o.label.is_empty() && !options[..i].iter().any(|p| p.label == o.label));
+        if !unique {
+            for o in &mut options {
+                o.label.clone_from(&o.id);
+            }
         }
         // Fields the step asks for that code sees the message cannot give (a pattern
         // nothing said matches): the message is then something else than an answer.
         let unsaid = !step.collect.is_empty() && self.readable(&step.collect).is_empty();
-        // The label of the current task's option, unless a flow is called that.
-        let own = if unsaid {
+        // The option of staying: "something else" where the message is no answer (or
+        // the step only routes), "answer" otherwise; named so no flow's label is taken.
+        let other = unsaid || routing;
+        let own = if other {
             ["other", "something_else", "this_task"].as_slice()
         } else {
             ["answer", "answer_to_this", "this_task"].as_slice()
         };
         let answer = own
             .iter()
-            .find(|l| !labels.iter().any(|x| x == *l))
+            .find(|l| !options.iter().any(|o| o.label == **l))
             .copied()
             .unwrap_or("this_task");
         let title = if flow.title.is_empty() {
@@ -155,21 +224,24 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         let _ = writeln!(sys, "Options for `{ABOUT}`:");
-        if !unsaid {
+        if !other {
             let _ = writeln!(
                 sys,
                 "- {answer}: the message gives that, or goes on with {title}"
             );
         }
-        for ((_, when, _), l) in others.iter().zip(&labels) {
-            let _ = writeln!(sys, "- {l}: {}", one_line(when));
+        for o in &options {
+            let _ = writeln!(sys, "- {}: {}", o.label, o.desc);
         }
-        if unsaid {
+        if other {
             let _ = writeln!(sys, "- {answer}: something else");
         }
         sys.push_str("Answer with JSON only.");
-        let mut ids: Vec<Value> = labels.iter().map(|l| Value::String(l.clone())).collect();
-        if unsaid {
+        let mut ids: Vec<Value> = options
+            .iter()
+            .map(|o| Value::String(o.label.clone()))
+            .collect();
+        if other {
             ids.push(Value::String(answer.to_owned()));
         } else {
             ids.insert(0, Value::String(answer.to_owned()));
@@ -200,27 +272,53 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             });
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
-            others
+            options
                 .iter()
-                .zip(&labels)
-                .find(|((id, _, _), l)| p != answer && (l.as_str() == p || *id == p))
-                .map(|((id, _, _), _)| (*id).to_owned())
+                .find(|o| p != answer && (o.label == p || o.id == p))
         });
-        match (picked, target) {
-            (_, Some(p)) => {
-                tracing::info!(flow = %flow.id, to = %p, "the message asks for another flow (digression check)");
-                Ok(Some(p))
+        let Some(p) = picked.as_deref() else {
+            tracing::warn!(answer = %resp.content, "digression answer unreadable; the message is read as an answer");
+            return Ok(None);
+        };
+        // The step's conditions are judged by the pick: the one it names holds, the
+        // others do not, and the branch table decides as usual.
+        for o in &options {
+            for w in &o.whens {
+                self.judged.entry(w.clone()).or_insert(false);
             }
-            (Some(_), None) => {
-                self.sorted = Some(flow.index);
+        }
+        match target {
+            Some(o) if !o.whens.is_empty() => {
+                tracing::info!(flow = %flow.id, to = %o.id, "the message picks a branch of the step (digression check)");
+                for w in &o.whens {
+                    self.judged.insert(w.clone(), true);
+                }
                 Ok(None)
             }
-            (None, None) => {
-                tracing::warn!(answer = %resp.content, "digression answer unreadable; the message is read as an answer");
+            Some(o) => {
+                tracing::info!(flow = %flow.id, to = %o.id, "the message asks for another flow (digression check)");
+                Ok(Some(o.id.clone()))
+            }
+            None => {
+                tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
+                self.sorted = Some(flow.index);
                 Ok(None)
             }
         }
     }
+}
+
+/// One option of the sorting call besides the step's own.
+struct Opt {
+    /// The flow it leads to.
+    id: String,
+    /// What it says (the flow's `when`, or the branch's conditions).
+    desc: String,
+    /// The label the model picks.
+    label: String,
+    /// The branch conditions it stands for (empty for a flow the active one hands
+    /// over to).
+    whens: Vec<String>,
 }
 
 /// A flow's title as an option's label: lower case, words joined by `_`, nothing
