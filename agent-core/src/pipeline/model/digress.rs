@@ -99,10 +99,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let routing = step.collect.is_empty()
             && conditional().next().is_some()
             && conditional().all(|b| to_flow(&b.then).is_some());
-        // A step not asked yet is sorted only when it routes.
-        if (!asked && !routing)
-            || (step.prepare.is_some() && !routing)
-            || (conditional().next().is_some() && !routing)
+        // A step that routes is sorted; any other only once it asked, and only
+        // without a hook or condition of its own (nor a condition of a step after it).
+        let own_rules = step.prepare.is_some() || conditional().next().is_some();
+        if !(routing || (asked && !own_rules))
             || flow
                 .successors(j)
                 .iter()
