@@ -22,7 +22,10 @@
 //! - [`Server::agui_router`]: `POST /agui`, AG-UI's `RunAgentInput` answered with AG-UI
 //!   events ([below](self#ag-ui)).
 //! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
-//! - [`Server::router`]: all of them together.
+//! - `Server::mcp_router` (feature `mcp-server`): the agent as an MCP server over
+//!   streamable HTTP ([below](self#mcp-server)).
+//! - [`Server::router`]: all of them together (the MCP server at `/mcp` with the feature
+//!   `mcp-server`).
 //!
 //! # Authentication and sessions
 //!
@@ -165,6 +168,39 @@
 //!   same events; a call that does not wait is a `409`.
 //! - `GET /api/graph?session={id}`: every flow as Mermaid text, the session's step in
 //!   the `current` class.
+//!
+//! # MCP server
+//!
+//! With the feature `mcp-server` (which turns on `serve` and `mcp`), `Server::mcp_router`
+//! serves the agent to MCP clients (an IDE, a desktop assistant, another agent) over
+//! streamable HTTP, through the server side of the official Rust SDK (`rmcp`): `POST`
+//! for requests, `GET` for the server's stream, `DELETE` to end an MCP session. Every
+//! request is authenticated first, like every other route (a refused one is a `401`,
+//! before any MCP session opens: send the token as `Authorization: Bearer`). Two tools:
+//!
+//! - `message` (`{"text", "session_id"?}`): the user's message; the result's text is the
+//!   reply, and its `structuredContent` is `{session_id, message, flow, step, stopped,
+//!   awaiting_approval}`. The tool's description names the agent's flows.
+//! - `decide` (`{"session_id", "call_id", "decision": "approve" | "deny", "reason"?}`,
+//!   operators only): decides a call that waits for a person's approval; the result is
+//!   the resumed turn.
+//!
+//! **Conversations.** One conversation per MCP session (its `Mcp-Session-Id`): the calls
+//! of one MCP session continue one conversation, whose id (`mcp-` and the MCP session
+//! id) the results carry. A `session_id` argument names the conversation instead (to
+//! continue it from another MCP session, or with a client that opens no session: one
+//! is required then). A conversation belongs to the principal that started it, as on
+//! every protocol: another principal's call on it is refused with a tool error.
+//!
+//! **Approvals.** A turn that ends with calls waiting for a person's approval returns a
+//! result naming each waiting call (tool and call id) and saying it has not run; its
+//! `awaiting_approval` lists them. While calls wait, a `message` runs no turn and names
+//! them again: a "yes" in the chat never decides a call. An operator decides with
+//! `decide` (or on the other protocols' routes); from anyone else it is a tool error.
+//!
+//! rmcp refuses a request whose `Host` is not a loopback name unless it is listed with
+//! `ServerBuilder::mcp_allowed_host` (protection against DNS rebinding); a request body
+//! over [`ServerBuilder::body_limit`] is a `413`.
 
 use std::sync::Arc;
 
@@ -179,6 +215,8 @@ use crate::data::{AgentContext, AgentData};
 mod agui;
 mod auth;
 mod events;
+#[cfg(feature = "mcp-server")]
+mod mcp;
 mod openai;
 mod responses;
 mod web;
@@ -189,6 +227,8 @@ pub use auth::{
 };
 /// The axum version the routers are built with (to serve them: `axum::serve`).
 pub use axum;
+#[cfg(feature = "mcp-server")]
+pub use mcp::{DECIDE_TOOL, MESSAGE_TOOL};
 pub use openai::SESSION_HEADER;
 
 /// Where the server logs what went wrong (failed turns, ignored AG-UI input).
@@ -228,6 +268,9 @@ pub(crate) struct Shared<D, C> {
     pub(crate) models: Vec<String>,
     origins: Vec<HeaderValue>,
     body_limit: usize,
+    /// The `Host` names the MCP endpoint answers (empty: rmcp's loopback names).
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    mcp_hosts: Vec<String>,
     /// The Responses API's response ids, for `previous_response_id`.
     responses: responses::ResponseIds,
 }
@@ -241,6 +284,7 @@ pub struct ServerBuilder<D, C> {
     models: Vec<String>,
     origins: Vec<String>,
     body_limit: usize,
+    mcp_hosts: Vec<String>,
 }
 
 /// The default limit of a request body: 1 MiB.
@@ -296,6 +340,18 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
         self
     }
 
+    /// The `Host` names (`example.com`, or `example.com:8080` for one port) the MCP
+    /// endpoint ([`Server::mcp_router`]) answers; call it once per name. By default
+    /// `localhost`, `127.0.0.1` and `::1` only: a request naming another host is refused
+    /// (`403`), which keeps web pages from reaching a server on the developer's machine
+    /// through DNS rebinding. A server reached under a public name lists that name (the
+    /// names listed replace the loopback ones: list those too if they are used).
+    #[cfg(feature = "mcp-server")]
+    pub fn mcp_allowed_host(mut self, host: impl Into<String>) -> Self {
+        self.mcp_hosts.push(host.into());
+        self
+    }
+
     /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
     pub fn build(self) -> Result<Server<D, C>, ServeError> {
         let origins = self
@@ -326,6 +382,7 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 models,
                 origins,
                 body_limit: self.body_limit,
+                mcp_hosts: self.mcp_hosts,
                 responses: responses::ResponseIds::default(),
             }),
         })
@@ -343,6 +400,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             models: Vec::new(),
             origins: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
+            mcp_hosts: Vec::new(),
         }
     }
 
@@ -356,13 +414,36 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         &self.shared.models
     }
 
-    /// Every protocol: the OpenAI-compatible endpoint, AG-UI and the web chat's API.
+    /// Every protocol: the OpenAI-compatible endpoint, AG-UI, the web chat's API and,
+    /// with the feature `mcp-server`, the MCP server at `/mcp`.
     pub fn router(&self) -> Router {
-        self.finish(
-            openai::routes::<D, C>()
-                .merge(agui::routes::<D, C>())
-                .merge(web::routes::<D, C>()),
-        )
+        let routes = openai::routes::<D, C>()
+            .merge(agui::routes::<D, C>())
+            .merge(web::routes::<D, C>());
+        #[cfg(feature = "mcp-server")]
+        let routes = routes.merge(mcp::routes(self, "/mcp"));
+        self.finish(routes)
+    }
+
+    /// The MCP server (streamable HTTP) at `path` (`/mcp` in [`Server::router`]);
+    /// feature `mcp-server` (the [module docs](self#mcp-server) say what it serves).
+    ///
+    /// ```no_run
+    /// use agent_core::prelude::*;
+    /// use agent_core::serve::{BearerTokens, Server};
+    /// # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder(agent)
+    ///     .auth(BearerTokens::new().user("token-of-ana", "ana").operator("token-of-the-desk", "desk"))
+    ///     .mcp_allowed_host("agent.example.com") // the name clients reach it by
+    ///     .build()?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+    /// // MCP clients connect to http://agent.example.com:3000/mcp with a bearer token.
+    /// agent_core::serve::axum::serve(listener, server.mcp_router("/mcp")).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "mcp-server")]
+    pub fn mcp_router(&self, path: &str) -> Router {
+        self.finish(mcp::routes(self, path))
     }
 
     /// `POST /v1/chat/completions`, `POST /v1/responses` and `GET /v1/models`.
