@@ -24,8 +24,10 @@
 //! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
 //! - `Server::mcp_router` (feature `mcp-server`): the agent as an MCP server over
 //!   streamable HTTP ([below](self#mcp-server)).
+//! - `Server::a2a_router` (feature `a2a`): the agent over the A2A protocol
+//!   ([below](self#a2a)).
 //! - [`Server::router`]: all of them together (the MCP server at `/mcp` with the feature
-//!   `mcp-server`).
+//!   `mcp-server`, A2A with the feature `a2a`).
 //!
 //! # Authentication and sessions
 //!
@@ -201,6 +203,45 @@
 //! rmcp refuses a request whose `Host` is not a loopback name unless it is listed with
 //! `ServerBuilder::mcp_allowed_host` (protection against DNS rebinding); a request body
 //! over [`ServerBuilder::body_limit`] is a `413`.
+//!
+//! # A2A
+//!
+//! With the feature `a2a`, `Server::a2a_router` serves the agent over the A2A protocol,
+//! version 1.0, JSON-RPC binding (what the official SDKs speak by default). There is no
+//! official Rust SDK: the module writes the protocol's JSON itself, and is tested with
+//! the official Python SDK's client (`a2a-sdk` 1.3.0):
+//!
+//! - `GET /.well-known/agent-card.json`: the agent card (public, like every agent card):
+//!   the agent's name, one skill per flow, streaming, the bearer scheme the endpoint
+//!   requires, and the endpoint's URL (`ServerBuilder::a2a_url`, by default `http://`,
+//!   the request's `Host` and `/a2a`).
+//! - `POST /a2a`, authenticated like every route (`401`): `SendMessage`,
+//!   `SendStreamingMessage` (server-sent events: the task, the reply as `artifactUpdate`
+//!   chunks, then a `statusUpdate` with the final status) and `GetTask` (`historyLength`
+//!   honoured). `CancelTask` is `TaskNotCancelableError` (a task ends with its turn);
+//!   other methods are `-32601`.
+//!
+//! **Conversations and tasks.** A message's `contextId` is the conversation (the agent's
+//! session); without one, a new context is opened and named in the task. Each message
+//! is a task: the reply is its status message and an artifact (`reply`), the history
+//! holds the user's and the agent's messages, and `metadata` carries `session_id`,
+//! `flow`, `step` and `awaiting_approval`. Its state: `TASK_STATE_INPUT_REQUIRED` when
+//! the agent waits for the user's answer or for a person's approval,
+//! `TASK_STATE_FAILED` when a flow failed, else `TASK_STATE_COMPLETED`. A message
+//! naming a task that waits for input (`taskId`) continues that task; a finished task
+//! is `UnsupportedOperationError` (send the message in its context instead). The last
+//! 10 000 tasks are remembered.
+//!
+//! **Principals.** A context is its first principal's, as on every protocol: another
+//! principal's message in it is a `403`, and another principal's task is
+//! `TaskNotFoundError` (operators read every task).
+//!
+//! **Approvals.** A turn that ends with calls waiting for a person's approval is
+//! `TASK_STATE_INPUT_REQUIRED`, its status message naming each waiting call (tool and
+//! call id) and saying it has not run. While calls wait, a message runs no turn and
+//! names them again: a "yes" never decides a call. An operator decides on the other
+//! routes (the web chat's approval route, the MCP server's `decide`, an AG-UI `resume`,
+//! an OpenAI `tool` message); the next message in the context continues from there.
 
 use std::sync::Arc;
 
@@ -212,6 +253,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::agent::Agent;
 use crate::data::{AgentContext, AgentData};
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod agui;
 mod auth;
 mod events;
@@ -221,6 +264,8 @@ mod openai;
 mod responses;
 mod web;
 
+#[cfg(feature = "a2a")]
+pub use a2a::{A2A_PATH, A2A_VERSION, AGENT_CARD_PATH};
 pub use auth::{
     Anonymous, AuthError, Authenticator, BearerTokens, MemoryOwners, Principal, SessionOwners,
     bearer_token,
@@ -271,6 +316,12 @@ pub(crate) struct Shared<D, C> {
     /// The `Host` names the MCP endpoint answers (empty: rmcp's loopback names).
     #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
     mcp_hosts: Vec<String>,
+    /// The URL the agent card names for the A2A endpoint (none: from `Host`).
+    #[cfg_attr(not(feature = "a2a"), allow(dead_code))]
+    a2a_url: Option<String>,
+    /// The A2A tasks.
+    #[cfg(feature = "a2a")]
+    a2a: a2a::Tasks,
     /// The Responses API's response ids, for `previous_response_id`.
     responses: responses::ResponseIds,
 }
@@ -285,6 +336,7 @@ pub struct ServerBuilder<D, C> {
     origins: Vec<String>,
     body_limit: usize,
     mcp_hosts: Vec<String>,
+    a2a_url: Option<String>,
 }
 
 /// The default limit of a request body: 1 MiB.
@@ -352,6 +404,15 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
         self
     }
 
+    /// The URL of the A2A endpoint the agent card names (`https://agent.example.com/a2a`):
+    /// where A2A clients send their requests. By default `http://` and the `Host` the
+    /// card was asked from, then `/a2a`: set it behind a proxy or TLS terminator.
+    #[cfg(feature = "a2a")]
+    pub fn a2a_url(mut self, url: impl Into<String>) -> Self {
+        self.a2a_url = Some(url.into());
+        self
+    }
+
     /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
     pub fn build(self) -> Result<Server<D, C>, ServeError> {
         let origins = self
@@ -383,6 +444,9 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 origins,
                 body_limit: self.body_limit,
                 mcp_hosts: self.mcp_hosts,
+                a2a_url: self.a2a_url,
+                #[cfg(feature = "a2a")]
+                a2a: a2a::Tasks::default(),
                 responses: responses::ResponseIds::default(),
             }),
         })
@@ -401,6 +465,7 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             origins: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
             mcp_hosts: Vec::new(),
+            a2a_url: None,
         }
     }
 
@@ -422,7 +487,29 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             .merge(web::routes::<D, C>());
         #[cfg(feature = "mcp-server")]
         let routes = routes.merge(mcp::routes(self, "/mcp"));
+        #[cfg(feature = "a2a")]
+        let routes = routes.merge(a2a::routes::<D, C>());
         self.finish(routes)
+    }
+
+    /// A2A (feature `a2a`): the agent card at `/.well-known/agent-card.json` and the
+    /// JSON-RPC endpoint at `POST /a2a` ([module docs](self#a2a)).
+    ///
+    /// ```no_run
+    /// use agent_core::prelude::*;
+    /// use agent_core::serve::{BearerTokens, Server};
+    /// # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder(agent)
+    ///     .auth(BearerTokens::new().user("token-of-ana", "ana"))
+    ///     .a2a_url("https://agent.example.com/a2a") // what the agent card names
+    ///     .build()?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+    /// agent_core::serve::axum::serve(listener, server.a2a_router()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "a2a")]
+    pub fn a2a_router(&self) -> Router {
+        self.finish(a2a::routes::<D, C>())
     }
 
     /// The MCP server (streamable HTTP) at `path` (`/mcp` in [`Server::router`]);
