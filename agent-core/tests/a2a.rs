@@ -194,18 +194,21 @@ async fn a_task_pending_approval_is_input_required_and_only_tasks_of_the_caller_
     let port = listener.local_addr().unwrap().port();
     let app = server.a2a_router();
     let serving = tokio::spawn(async move { agent_core::serve::axum::serve(listener, app).await });
-    let rpc = |token: &'static str, method: &str, params: Value| {
+    let rpc_as = |token: &'static str, version: &'static str, method: &str, params: Value| {
         let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
         async move {
-            let (status, body) = tokio::task::spawn_blocking(move || http(port, token, &body))
-                .await
-                .unwrap();
+            let (status, body) =
+                tokio::task::spawn_blocking(move || http(port, token, version, &body))
+                    .await
+                    .unwrap();
             (
                 status,
                 serde_json::from_str::<Value>(&body).unwrap_or(Value::Null),
             )
         }
     };
+    let rpc =
+        |token: &'static str, method: &str, params: Value| rpc_as(token, "1.0", method, params);
     let send = |text: &str, context: Option<&str>| {
         let mut m = json!({ "messageId": "m", "role": "ROLE_USER", "parts": [{ "text": text }] });
         if let Some(c) = context {
@@ -247,11 +250,13 @@ async fn a_task_pending_approval_is_input_required_and_only_tasks_of_the_caller_
     assert_eq!(status, 401);
     let (_, r) = rpc("t-ana", "tasks/resubscribe", json!({})).await;
     assert_eq!(r["error"]["code"], -32601, "{r}");
+    let (_, r) = rpc_as("t-ana", "0.3", "SendMessage", send("hi", None)).await;
+    assert_eq!(r["error"]["code"], -32009, "{r}");
     serving.abort();
 }
 
-/// One HTTP/1.0 `POST /a2a` as `token`: the status and the body.
-fn http(port: u16, token: &str, body: &Value) -> (u16, String) {
+/// One HTTP/1.0 `POST /a2a` as `token`, naming A2A `version`: the status and the body.
+fn http(port: u16, token: &str, version: &str, body: &Value) -> (u16, String) {
     use std::io::{Read, Write};
     let body = body.to_string();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -259,7 +264,7 @@ fn http(port: u16, token: &str, body: &Value) -> (u16, String) {
         .unwrap();
     write!(
         s,
-        "POST /a2a HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /a2a HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nA2A-Version: {version}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

@@ -174,6 +174,7 @@ const INVALID_PARAMS: i64 = -32602;
 const TASK_NOT_FOUND: i64 = -32001;
 const TASK_NOT_CANCELABLE: i64 = -32002;
 const UNSUPPORTED: i64 = -32004;
+const VERSION_NOT_SUPPORTED: i64 = -32009;
 
 /// `POST /a2a`.
 async fn rpc<D: AgentData, C: AgentContext>(
@@ -201,6 +202,18 @@ async fn rpc<D: AgentData, C: AgentContext>(
     };
     let id = body["id"].clone();
     let params = &body["params"];
+    // A client that names another version of the protocol is told so (none: 1.0).
+    if let Some(v) = headers.get("a2a-version").and_then(|v| v.to_str().ok())
+        && !v.trim().is_empty()
+        && !(v.trim() == A2A_VERSION || v.trim().starts_with("1.0."))
+    {
+        return rpc_error(
+            StatusCode::OK,
+            &id,
+            VERSION_NOT_SUPPORTED,
+            &format!("A2A version {v} is not served: this server speaks {A2A_VERSION}"),
+        );
+    }
     match body["method"].as_str() {
         Some("SendMessage") => send(&server, &who, &id, params, false).await,
         Some("SendStreamingMessage") => send(&server, &who, &id, params, true).await,

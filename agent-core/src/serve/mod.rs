@@ -219,7 +219,8 @@
 //!   `SendStreamingMessage` (server-sent events: the task, the reply as `artifactUpdate`
 //!   chunks, then a `statusUpdate` with the final status) and `GetTask` (`historyLength`
 //!   honoured). `CancelTask` is `TaskNotCancelableError` (a task ends with its turn);
-//!   other methods are `-32601`.
+//!   other methods are `-32601`; a request whose `A2A-Version` header names another
+//!   version than 1.0 is `VersionNotSupportedError` (without the header, 1.0 is read).
 //!
 //! **Conversations and tasks.** A message's `contextId` is the conversation (the agent's
 //! session); without one, a new context is opened and named in the task. Each message
