@@ -173,7 +173,7 @@
 //!
 //! # MCP server
 //!
-//! With the feature `mcp-server` (which turns on `serve` and `mcp`), `Server::mcp_router`
+//! With the feature `mcp-server` (which turns on `serve`, not the MCP client), `Server::mcp_router`
 //! serves the agent to MCP clients (an IDE, a desktop assistant, another agent) over
 //! streamable HTTP, through the server side of the official Rust SDK (`rmcp`): `POST`
 //! for requests, `GET` for the server's stream, `DELETE` to end an MCP session. Every
