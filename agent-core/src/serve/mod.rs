@@ -22,7 +22,12 @@
 //! - [`Server::agui_router`]: `POST /agui`, AG-UI's `RunAgentInput` answered with AG-UI
 //!   events ([below](self#ag-ui)).
 //! - [`Server::web_router`]: the web chat's API under `/api` ([below](self#web-chat-api)).
-//! - [`Server::router`]: all of them together.
+//! - `Server::mcp_router` (feature `mcp-server`): the agent as an MCP server over
+//!   streamable HTTP ([below](self#mcp-server)).
+//! - `Server::a2a_router` (feature `a2a`): the agent over the A2A protocol
+//!   ([below](self#a2a)).
+//! - [`Server::router`]: all of them together (the MCP server at `/mcp` with the feature
+//!   `mcp-server`, A2A with the feature `a2a`).
 //!
 //! # Authentication and sessions
 //!
@@ -165,6 +170,79 @@
 //!   same events; a call that does not wait is a `409`.
 //! - `GET /api/graph?session={id}`: every flow as Mermaid text, the session's step in
 //!   the `current` class.
+//!
+//! # MCP server
+//!
+//! With the feature `mcp-server` (which turns on `serve`, not the MCP client), `Server::mcp_router`
+//! serves the agent to MCP clients (an IDE, a desktop assistant, another agent) over
+//! streamable HTTP, through the server side of the official Rust SDK (`rmcp`): `POST`
+//! for requests, `GET` for the server's stream, `DELETE` to end an MCP session. Every
+//! request is authenticated first, like every other route (a refused one is a `401`,
+//! before any MCP session opens: send the token as `Authorization: Bearer`). Two tools:
+//!
+//! - `message` (`{"text", "session_id"?}`): the user's message; the result's text is the
+//!   reply, and its `structuredContent` is `{session_id, message, flow, step, stopped,
+//!   awaiting_approval}`. The tool's description names the agent's flows.
+//! - `decide` (`{"session_id", "call_id", "decision": "approve" | "deny", "reason"?}`,
+//!   operators only): decides a call that waits for a person's approval; the result is
+//!   the resumed turn.
+//!
+//! **Conversations.** One conversation per MCP session (its `Mcp-Session-Id`): the calls
+//! of one MCP session continue one conversation, whose id (`mcp-` and the MCP session
+//! id) the results carry. A `session_id` argument names the conversation instead (to
+//! continue it from another MCP session, or with a client that opens no session: one
+//! is required then). A conversation belongs to the principal that started it, as on
+//! every protocol: another principal's call on it is refused with a tool error.
+//!
+//! **Approvals.** A turn that ends with calls waiting for a person's approval returns a
+//! result naming each waiting call (tool and call id) and saying it has not run; its
+//! `awaiting_approval` lists them. While calls wait, a `message` runs no turn and names
+//! them again: a "yes" in the chat never decides a call. An operator decides with
+//! `decide` (or on the other protocols' routes); from anyone else it is a tool error.
+//!
+//! rmcp refuses a request whose `Host` is not a loopback name unless it is listed with
+//! `ServerBuilder::mcp_allowed_host` (protection against DNS rebinding); a request body
+//! over [`ServerBuilder::body_limit`] is a `413`.
+//!
+//! # A2A
+//!
+//! With the feature `a2a`, `Server::a2a_router` serves the agent over the A2A protocol,
+//! version 1.0, JSON-RPC binding (what the official SDKs speak by default). There is no
+//! official Rust SDK: the module writes the protocol's JSON itself, and is tested with
+//! the official Python SDK's client (`a2a-sdk` 1.3.0):
+//!
+//! - `GET /.well-known/agent-card.json`: the agent card (public, like every agent card):
+//!   the agent's name, one skill per flow, streaming, the bearer scheme the endpoint
+//!   requires, and the endpoint's URL (`ServerBuilder::a2a_url`, by default `http://`,
+//!   the request's `Host` and `/a2a`).
+//! - `POST /a2a`, authenticated like every route (`401`): `SendMessage`,
+//!   `SendStreamingMessage` (server-sent events: the task, the reply as `artifactUpdate`
+//!   chunks, then a `statusUpdate` with the final status) and `GetTask` (`historyLength`
+//!   honoured). `CancelTask` is `TaskNotCancelableError` (a task ends with its turn);
+//!   other methods are `-32601`; a request whose `A2A-Version` header names another
+//!   version than 1.0 is `VersionNotSupportedError` (without the header, 1.0 is read).
+//!
+//! **Conversations and tasks.** A message's `contextId` is the conversation (the agent's
+//! session); without one, a new context is opened and named in the task. Each message
+//! is a task: the reply is its status message and an artifact (`reply`), the history
+//! holds the user's and the agent's messages, and `metadata` carries `session_id`,
+//! `flow`, `step` and `awaiting_approval`. Its state: `TASK_STATE_INPUT_REQUIRED` when
+//! the agent waits for the user's answer or for a person's approval,
+//! `TASK_STATE_FAILED` when a flow failed, else `TASK_STATE_COMPLETED`. A message
+//! naming a task that waits for input (`taskId`) continues that task; a finished task
+//! is `UnsupportedOperationError` (send the message in its context instead). The last
+//! 10 000 tasks are remembered.
+//!
+//! **Principals.** A context is its first principal's, as on every protocol: another
+//! principal's message in it is a `403`, and another principal's task is
+//! `TaskNotFoundError` (operators read every task).
+//!
+//! **Approvals.** A turn that ends with calls waiting for a person's approval is
+//! `TASK_STATE_INPUT_REQUIRED`, its status message naming each waiting call (tool and
+//! call id) and saying it has not run. While calls wait, a message runs no turn and
+//! names them again: a "yes" never decides a call. An operator decides on the other
+//! routes (the web chat's approval route, the MCP server's `decide`, an AG-UI `resume`,
+//! an OpenAI `tool` message); the next message in the context continues from there.
 
 use std::sync::Arc;
 
@@ -176,19 +254,27 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::agent::Agent;
 use crate::data::{AgentContext, AgentData};
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod agui;
 mod auth;
 mod events;
+#[cfg(feature = "mcp-server")]
+mod mcp;
 mod openai;
 mod responses;
 mod web;
 
+#[cfg(feature = "a2a")]
+pub use a2a::{A2A_PATH, A2A_VERSION, AGENT_CARD_PATH};
 pub use auth::{
     Anonymous, AuthError, Authenticator, BearerTokens, MemoryOwners, Principal, SessionOwners,
     bearer_token,
 };
 /// The axum version the routers are built with (to serve them: `axum::serve`).
 pub use axum;
+#[cfg(feature = "mcp-server")]
+pub use mcp::{DECIDE_TOOL, MESSAGE_TOOL};
 pub use openai::SESSION_HEADER;
 
 /// Where the server logs what went wrong (failed turns, ignored AG-UI input).
@@ -228,6 +314,15 @@ pub(crate) struct Shared<D, C> {
     pub(crate) models: Vec<String>,
     origins: Vec<HeaderValue>,
     body_limit: usize,
+    /// The `Host` names the MCP endpoint answers (empty: rmcp's loopback names).
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    mcp_hosts: Vec<String>,
+    /// The URL the agent card names for the A2A endpoint (none: from `Host`).
+    #[cfg_attr(not(feature = "a2a"), allow(dead_code))]
+    a2a_url: Option<String>,
+    /// The A2A tasks.
+    #[cfg(feature = "a2a")]
+    a2a: a2a::Tasks,
     /// The Responses API's response ids, for `previous_response_id`.
     responses: responses::ResponseIds,
 }
@@ -241,6 +336,8 @@ pub struct ServerBuilder<D, C> {
     models: Vec<String>,
     origins: Vec<String>,
     body_limit: usize,
+    mcp_hosts: Vec<String>,
+    a2a_url: Option<String>,
 }
 
 /// The default limit of a request body: 1 MiB.
@@ -296,6 +393,27 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
         self
     }
 
+    /// The `Host` names (`example.com`, or `example.com:8080` for one port) the MCP
+    /// endpoint ([`Server::mcp_router`]) answers; call it once per name. By default
+    /// `localhost`, `127.0.0.1` and `::1` only: a request naming another host is refused
+    /// (`403`), which keeps web pages from reaching a server on the developer's machine
+    /// through DNS rebinding. A server reached under a public name lists that name (the
+    /// names listed replace the loopback ones: list those too if they are used).
+    #[cfg(feature = "mcp-server")]
+    pub fn mcp_allowed_host(mut self, host: impl Into<String>) -> Self {
+        self.mcp_hosts.push(host.into());
+        self
+    }
+
+    /// The URL of the A2A endpoint the agent card names (`https://agent.example.com/a2a`):
+    /// where A2A clients send their requests. By default `http://` and the `Host` the
+    /// card was asked from, then `/a2a`: set it behind a proxy or TLS terminator.
+    #[cfg(feature = "a2a")]
+    pub fn a2a_url(mut self, url: impl Into<String>) -> Self {
+        self.a2a_url = Some(url.into());
+        self
+    }
+
     /// The server. Without [`ServerBuilder::auth`], [`Anonymous`].
     pub fn build(self) -> Result<Server<D, C>, ServeError> {
         let origins = self
@@ -326,6 +444,10 @@ impl<D: AgentData, C: AgentContext> ServerBuilder<D, C> {
                 models,
                 origins,
                 body_limit: self.body_limit,
+                mcp_hosts: self.mcp_hosts,
+                a2a_url: self.a2a_url,
+                #[cfg(feature = "a2a")]
+                a2a: a2a::Tasks::default(),
                 responses: responses::ResponseIds::default(),
             }),
         })
@@ -343,6 +465,8 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
             models: Vec::new(),
             origins: Vec::new(),
             body_limit: DEFAULT_BODY_LIMIT,
+            mcp_hosts: Vec::new(),
+            a2a_url: None,
         }
     }
 
@@ -356,13 +480,58 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         &self.shared.models
     }
 
-    /// Every protocol: the OpenAI-compatible endpoint, AG-UI and the web chat's API.
+    /// Every protocol: the OpenAI-compatible endpoint, AG-UI, the web chat's API and,
+    /// with the feature `mcp-server`, the MCP server at `/mcp`.
     pub fn router(&self) -> Router {
-        self.finish(
-            openai::routes::<D, C>()
-                .merge(agui::routes::<D, C>())
-                .merge(web::routes::<D, C>()),
-        )
+        let routes = openai::routes::<D, C>()
+            .merge(agui::routes::<D, C>())
+            .merge(web::routes::<D, C>());
+        #[cfg(feature = "mcp-server")]
+        let routes = routes.merge(mcp::routes(self, "/mcp"));
+        #[cfg(feature = "a2a")]
+        let routes = routes.merge(a2a::routes::<D, C>());
+        self.finish(routes)
+    }
+
+    /// A2A (feature `a2a`): the agent card at `/.well-known/agent-card.json` and the
+    /// JSON-RPC endpoint at `POST /a2a` ([module docs](self#a2a)).
+    ///
+    /// ```no_run
+    /// use agent_core::prelude::*;
+    /// use agent_core::serve::{BearerTokens, Server};
+    /// # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder(agent)
+    ///     .auth(BearerTokens::new().user("token-of-ana", "ana"))
+    ///     .a2a_url("https://agent.example.com/a2a") // what the agent card names
+    ///     .build()?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+    /// agent_core::serve::axum::serve(listener, server.a2a_router()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "a2a")]
+    pub fn a2a_router(&self) -> Router {
+        self.finish(a2a::routes::<D, C>())
+    }
+
+    /// The MCP server (streamable HTTP) at `path` (`/mcp` in [`Server::router`]);
+    /// feature `mcp-server` (the [module docs](self#mcp-server) say what it serves).
+    ///
+    /// ```no_run
+    /// use agent_core::prelude::*;
+    /// use agent_core::serve::{BearerTokens, Server};
+    /// # async fn run(agent: Agent<serde_json::Value, ()>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder(agent)
+    ///     .auth(BearerTokens::new().user("token-of-ana", "ana").operator("token-of-the-desk", "desk"))
+    ///     .mcp_allowed_host("agent.example.com") // the name clients reach it by
+    ///     .build()?;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:3000").await?;
+    /// // MCP clients connect to http://agent.example.com:3000/mcp with a bearer token.
+    /// agent_core::serve::axum::serve(listener, server.mcp_router("/mcp")).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "mcp-server")]
+    pub fn mcp_router(&self, path: &str) -> Router {
+        self.finish(mcp::routes(self, path))
     }
 
     /// `POST /v1/chat/completions`, `POST /v1/responses` and `GET /v1/models`.

@@ -38,6 +38,9 @@
 //!   (model `concierge`);
 //! - `POST /v1/responses`: the OpenAI Responses API (the OpenAI Agents SDK's default);
 //! - `POST /agui`: AG-UI events;
+//! - `POST /mcp` (and `GET`, `DELETE`): the agent as an MCP server over streamable
+//!   HTTP (its `message` tool; `decide` for the operator);
+//! - `GET /.well-known/agent-card.json`, `POST /a2a`: the agent over A2A;
 //! - `GET /vendor/mermaid.min.js`: Mermaid from `AGENT_MERMAID_JS` (`vendor.rs`).
 //!
 //! The modules: `booking` (the agent and its flow), `scripted` (the offline model),
@@ -136,6 +139,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokens.operator
     );
     println!("OpenAI-compatible endpoint: http://{addr}/v1 (API key: a token; model {MODEL_ID})");
+    println!("MCP server (streamable HTTP): http://{addr}/mcp (bearer token: a token)");
+    println!(
+        "A2A agent card: http://{addr}/.well-known/agent-card.json (endpoint /a2a, bearer token: a token)"
+    );
     axum::serve(listener, app).await?;
     Ok(())
 }
