@@ -191,6 +191,9 @@ impl<D: DataType> FitsData<D> for D {}
 #[derive(Debug, Clone, Copy)]
 pub struct Directive;
 
+/// The type-level state of a [`TypedDirective`] (no value: covariant, `Send`, `Sync`).
+type State<P, R, D> = PhantomData<fn() -> (P, R, D)>;
+
 /// A directive under construction; the type parameters record its position field,
 /// whether it has a reply (see [`state`]) and the data type its patches and targets are
 /// over (`D`, [`AnyData`] while it has none). A `#[flow]` over `Booking` takes only
@@ -199,7 +202,7 @@ pub struct Directive;
 #[must_use = "a directive does nothing until it is returned or dispatched"]
 pub struct TypedDirective<P = NoPosition, R = NoReply, D = AnyData> {
     inner: rt::Directive,
-    _state: PhantomData<fn() -> (P, R, D)>,
+    _state: State<P, R, D>,
 }
 
 impl<P, R, D> Clone for TypedDirective<P, R, D> {
