@@ -16,14 +16,16 @@
 //! over `Booking` rejects `Directive::go_to::<SurveyFlow>()` for a flow over another
 //! data type, or `Directive::data(Survey::patch()..)`, wherever the value comes from:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0277
 //! use agent_core::typed::prelude::*;
 //! #[data] pub struct Booking { /// City
 //!     pub city: String }
 //! #[data] pub struct Survey { /// Score
 //!     pub score: String }
-//! // A directive cannot carry patches of two data types.
-//! let d = Directive::data(Booking::patch().city("Lisbon")).data(Survey::patch().score("5"));
+//! fn main() {
+//!     // A directive cannot carry patches of two data types.
+//!     let d = Directive::data(Booking::patch().city("Lisbon")).data(Survey::patch().score("5"));
+//! }
 //! ```
 //!
 //! Every typed directive converts into the runtime [`crate::directive::Directive`]
@@ -627,7 +629,7 @@ type MergedReply<R, T> = <R as JoinReply<<T as TypedParts>::Reply>>::Out;
 /// [`state`]), so merging a second position or an `abort` after a `reply` does not
 /// compile, wherever the merged directive comes from:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use agent_core::typed::prelude::*;
 /// let abort = Directive::new().abort("spam");
 /// let p: PreDirective<(), ()> = PreDirective::new().reply("bye").directive(abort);
