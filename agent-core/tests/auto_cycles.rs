@@ -31,6 +31,38 @@ fn a_closed_auto_cycle_is_a_build_error_naming_it() {
 }
 
 #[test]
+fn a_cycle_closed_through_a_directive_jump_is_a_build_error() {
+    // `ping` jumps to `pong` by a directive (`go_to_step`, this flow or unnamed).
+    for d in [
+        Directive::go_to_step("pong"),
+        Directive::go_to_step_in("order", "pong").reply("Again."),
+    ] {
+        let Err(e) = Flow::<Order, ()>::builder("order")
+            .step(Step::auto("ping").branch(Branch::to_directive(d)))
+            .step(Step::auto("pong").branch(Branch::to_step("ping")))
+            .build()
+        else {
+            panic!("a closed auto cycle must not build");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("`auto` cycle with no exit: `ping` → `pong`"),
+            "{text}"
+        );
+    }
+    // A jump to a step of another flow is a way out.
+    let out = Flow::<Order, ()>::builder("order")
+        .step(
+            Step::auto("ping").branch(Branch::to_directive(Directive::go_to_step_in(
+                "checkout", "pong",
+            ))),
+        )
+        .step(Step::auto("pong").branch(Branch::to_step("ping")))
+        .build();
+    assert!(out.is_ok(), "{:?}", out.err());
+}
+
+#[test]
 fn a_cycle_through_a_model_step_or_out_of_the_flow_builds() {
     let via_model = Flow::<Order, ()>::builder("order")
         .step(Step::auto("ping").branch(Branch::to_step("ask")))

@@ -1,5 +1,6 @@
-//! A typed `PreDirective` given two position fields by separate `.directive(..)` calls
-//! (which the compiler cannot see, unlike a one-expression chain) fails the turn with
+//! A typed `PreDirective` given two position fields by merging erased directives
+//! (`.erase()`: their shapes are not in their types, so the compiler cannot see them;
+//! typed ones are compile errors) fails the turn with
 //! `AgentError::Directive` naming the hook that returned it, instead of the runtime
 //! merge keeping one of the two positions silently. The failed turn changes nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -8,8 +9,11 @@ use agent_core::__private::IntoPreDirective;
 use agent_core::error::{AgentError, DirectiveError};
 use agent_core::provider::CallKind;
 use agent_core::testing::{Answer, ScriptedProvider};
+use agent_core::typed::directive::state::Checked;
 use agent_core::typed::prelude::*;
 use serde_json::json;
+
+type Erased = PreDirective<Trip, (), Checked, Checked>;
 
 /// What the trip flow collects.
 #[data]
@@ -23,29 +27,31 @@ pub struct Trip {
 #[flow(data = Trip, on_enter = entering)]
 mod trip {
     /// Builds its directive across statements; two positions on "enter twice".
-    fn entering(v: View<'_>) -> PreDirective<Trip, ()> {
-        let p = PreDirective::new().data(Trip::patch().note("entered"));
+    fn entering(v: View<'_>) -> Erased {
+        let p = PreDirective::new()
+            .data(Trip::patch().note("entered"))
+            .erase();
         if v.message() != "enter twice" {
             return p;
         }
-        let p = p.directive(Directive::complete());
-        p.directive(Directive::go_to_step(Step::confirm))
+        let p = p.directive(Directive::complete().erase());
+        p.directive(Directive::go_to_step(Step::confirm).erase())
     }
 
     /// Two positions on "two positions"; one position set across statements (with a
     /// reply and a data write added later) on "one position".
     #[step(prompt = "Ask the city.", collect(city))]
-    fn ask_city(v: ask_city::View<'_>) -> PreDirective<Trip, ()> {
-        let mut p = PreDirective::new().append_prompt("Be brief.");
+    fn ask_city(v: ask_city::View<'_>) -> Erased {
+        let mut p = PreDirective::new().append_prompt("Be brief.").erase();
         match v.message() {
             "two positions" => {
-                p = p.directive(Directive::go_to_step(Step::confirm));
+                p = p.directive(Directive::go_to_step(Step::confirm).erase());
                 p = p.data(Trip::patch().note("lost"));
-                p = p.directive(Directive::complete());
+                p = p.directive(Directive::complete().erase());
             }
             "one position" => {
-                p = p.directive(Directive::go_to_step(Step::confirm));
-                p = p.directive(Directive::reply("Straight to the confirmation."));
+                p = p.directive(Directive::go_to_step(Step::confirm).erase());
+                p = p.directive(Directive::reply("Straight to the confirmation.").erase());
                 p = p.data(Trip::patch().city("Lisbon"));
             }
             _ => {}
@@ -145,29 +151,30 @@ async fn one_position_set_across_statements_is_applied() {
 
 #[test]
 fn the_conversions_report_the_two_positions() {
-    let p: PreDirective<Trip, ()> = PreDirective::new().directive(Directive::complete());
-    let p = p.directive(Directive::reset());
+    let p: Erased = PreDirective::new().directive(Directive::complete().erase());
+    let p = p.directive(Directive::reset().erase());
     assert_eq!(
         p.try_into_runtime().unwrap_err(),
         DirectiveError::MultiplePositions {
             fields: vec!["complete".into(), "reset".into()],
         }
     );
-    let p: PreDirective<Trip, ()> = PreDirective::new().directive(Directive::abort("spam"));
-    let p = p.directive(Directive::go_to_step(trip::Step::confirm));
+    let p: Erased = PreDirective::new().directive(Directive::abort("spam").erase());
+    let p = p.directive(Directive::go_to_step(trip::Step::confirm).erase());
     assert!(matches!(
         p.try_into_pre_directive(),
         Err(DirectiveError::MultiplePositions { .. })
     ));
-    // `reply` with `abort` set by separate calls is reported by `try_into_runtime` too.
-    let p: PreDirective<Trip, ()> = PreDirective::new().directive(Directive::abort("spam"));
-    let p = p.reply("bye");
+    // `reply` with `abort` merged from erased directives is reported by
+    // `try_into_runtime` too.
+    let p: Erased = PreDirective::new().directive(Directive::abort("spam").erase());
+    let p = p.directive(Directive::reply("bye").erase());
     assert_eq!(
         p.try_into_runtime().unwrap_err(),
         DirectiveError::ReplyWithAbort
     );
-    // One position, a reply and writes convert.
-    let p: PreDirective<Trip, ()> = PreDirective::new()
+    // One position, a reply and writes convert (typed: checked by the compiler).
+    let p = PreDirective::<Trip, ()>::new()
         .directive(Directive::complete())
         .reply("Done.")
         .data(Trip::patch().city("Porto"));
@@ -178,8 +185,8 @@ fn the_conversions_report_the_two_positions() {
         Some(json!({"city": "Porto"}).as_object().unwrap().clone())
     );
     // The unchecked conversions keep working as before.
-    let p: PreDirective<Trip, ()> = PreDirective::new().directive(Directive::complete());
-    let p = p.directive(Directive::reset());
+    let p: Erased = PreDirective::new().directive(Directive::complete().erase());
+    let p = p.directive(Directive::reset().erase());
     assert_eq!(
         p.into_runtime().base.position.map(|p| p.field_name()),
         Some("complete")

@@ -73,7 +73,7 @@ mod trip {
     #[step(end, prompt = "Confirm the trip.", requires(city, travellers), finalize = confirmed)]
     fn confirm() {}
 
-    fn confirmed(v: confirm::View<'_>) -> impl IntoDirective {
+    fn confirmed(v: confirm::View<'_>) -> impl IntoDirective<Trip> {
         Directive::data(Trip::patch().confirmed(v.travellers > 0)).complete()
     }
 

@@ -1,10 +1,11 @@
-//! Directive builder chains written out in a hook or tool body:
-//! `PreDirective::new().reply("bye").directive(Directive::abort("spam"))` and
+//! Directive builder chains written out in a tool body:
 //! `ToolOutput::text(..).directive(Directive::complete()).directive(Directive::go_to::<F>())`
-//! type-check (`directive(..)` merges into what is set, and the declared return types
-//! carry no state), but hold `reply` with `abort` or two positions. Where the chain is
-//! written in one expression the macro sees it and rejects it; chains built across
-//! statements are caught at run time (`ToolError::InvalidDirective`, `AgentError`).
+//! type-checks (`directive(..)` merges into what is set, and a tool's declared return
+//! type carries no state), but holds two positions (or `reply` with `abort`). Where the
+//! chain is written in one expression the macro sees it and rejects it; chains built
+//! across statements are caught at run time (`ToolError::InvalidDirective`). A typed
+//! `PreDirective` records its position and reply in its type, so the compiler rejects
+//! the same chains in hooks in any form.
 
 use syn::visit::Visit;
 

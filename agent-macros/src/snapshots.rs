@@ -205,7 +205,7 @@ fn flow_expands_to_flow_type_steps_views_hooks_and_builder() {
                     PreDirective::new().append_prompt(v.context().tier.clone())
                 }
 
-                fn done(_v: confirm::View<'_>) -> impl IntoDirective {
+                fn done(_v: confirm::View<'_>) -> impl IntoDirective<Booking> {
                     Directive::complete()
                 }
 

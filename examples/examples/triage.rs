@@ -90,11 +90,13 @@ mod triage {
         when "the user reports a technical problem" => TechFlow,
         else => ask_need,
     ))]
-    fn ask_need(v: ask_need::View<'_>) -> PreDirective<Case, ()> {
+    fn ask_need(v: ask_need::View<'_>) -> impl IntoPreDirective<Case, ()> {
         if Tool::<Case, ()>::requested_in(&refund, v.message()) || names_invoice(v.message()) {
-            PreDirective::new().directive(Directive::go_to::<BillingFlow>())
-        } else {
             PreDirective::new()
+                .directive(Directive::go_to::<BillingFlow>())
+                .erase()
+        } else {
+            PreDirective::new().erase()
         }
     }
 }

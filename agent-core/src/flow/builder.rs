@@ -490,7 +490,7 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
                 ));
             }
         }
-        for cycle in super::edges::auto_cycles(&steps, &step_index) {
+        for cycle in super::edges::auto_cycles(&steps, &step_index, &fid) {
             let names: Vec<String> = cycle.iter().map(|s| format!("`{s}`")).collect();
             errs.push(err(
                 cycle.first().map(String::as_str),

@@ -17,10 +17,13 @@ pub(crate) fn fallback_moves<D, C>(table: &[Branch<D, C>]) -> bool {
 
 /// Where a step can go next as the engine walks `auto` steps: step indices, or `None`
 /// for a way out (the flow ends, another flow, a directive that may land anywhere).
+/// With `flow` (this flow's id), a directive target that only jumps to a step of this
+/// flow (`go_to_step`) leads to that step.
 fn walk_edges<D, C>(
     steps: &[Step<D, C>],
     index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
     i: usize,
+    flow: Option<&str>,
 ) -> Vec<Option<usize>> {
     let s = &steps[i];
     let mut out = Vec::new();
@@ -29,7 +32,8 @@ fn walk_edges<D, C>(
         for b in table {
             match &b.then {
                 Target::Step(t) | Target::Id(t) => out.push(index.get(t.as_str()).copied()),
-                Target::Flow(_) | Target::Directive(_) => out.push(None),
+                Target::Directive(d) => out.push(flow.and_then(|f| own_jump(d, f, index))),
+                Target::Flow(_) => out.push(None),
             }
         }
         falls_through = !fallback_moves(table);
@@ -50,13 +54,32 @@ fn walk_edges<D, C>(
     out
 }
 
+/// The step of the flow `flow` a directive target jumps to, when that is all its
+/// position does (`go_to_step` to a step of this flow); `None` for any other position.
+fn own_jump(
+    d: &crate::directive::Directive,
+    flow: &str,
+    index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+) -> Option<usize> {
+    match &d.position {
+        Some(crate::directive::Position::GoToStep(g))
+            if g.flow.as_deref().is_none_or(|f| f == flow) =>
+        {
+            index.get(g.step.as_str()).copied()
+        }
+        _ => None,
+    }
+}
+
 /// `auto` steps that only lead to each other: a turn entering them loops until the
 /// auto-step cap. Each group is listed once, in step order. A step with a model call,
 /// a `reply`, or a hook that may move the position (`on_enter`, `prepare`) is a way
-/// out. The same check `#[flow]` makes at compile time, for flows built at run time.
+/// out; a directive target that jumps to a step of this flow (`flow`) is not. The same
+/// check `#[flow]` makes at compile time, for flows built at run time.
 pub(crate) fn auto_cycles<D, C>(
     steps: &[Step<D, C>],
     index: &crate::fxhash::FxHashMap<std::sync::Arc<str>, usize>,
+    flow: &str,
 ) -> Vec<Vec<String>> {
     let n = steps.len();
     let closed = |s: &Step<D, C>| {
@@ -75,7 +98,7 @@ pub(crate) fn auto_cycles<D, C>(
             if std::mem::replace(&mut visited[k], true) {
                 continue;
             }
-            for e in walk_edges(steps, index, k) {
+            for e in walk_edges(steps, index, k, Some(flow)) {
                 match e {
                     Some(j) if closed(&steps[j]) => stack.push(j),
                     _ => exits = true,
@@ -122,7 +145,7 @@ pub(crate) fn collected_on_entry<D, C>(
             out.extend(s.collect.iter().cloned());
             out.extend(s.requires.iter().cloned());
         }
-        for j in walk_edges(steps, index, i).into_iter().flatten() {
+        for j in walk_edges(steps, index, i, None).into_iter().flatten() {
             let next: BTreeSet<Arc<str>> = match &on_entry[j] {
                 None => out.clone(),
                 Some(cur) => cur.intersection(&out).cloned().collect(),

@@ -12,8 +12,27 @@
 //! let d = Directive::abort("spam").reply("bye"); // `reply` cannot be combined with `abort`
 //! ```
 //!
+//! A typed directive also carries the data type of its patches and targets, so a flow
+//! over `Booking` rejects `Directive::go_to::<SurveyFlow>()` for a flow over another
+//! data type, or `Directive::data(Survey::patch()..)`, wherever the value comes from:
+//!
+//! ```compile_fail,E0277
+//! use agent_core::typed::prelude::*;
+//! #[data] pub struct Booking { /// City
+//!     pub city: String }
+//! #[data] pub struct Survey { /// Score
+//!     pub score: String }
+//! fn main() {
+//!     // A directive cannot carry patches of two data types.
+//!     let d = Directive::data(Booking::patch().city("Lisbon")).data(Survey::patch().score("5"));
+//! }
+//! ```
+//!
 //! Every typed directive converts into the runtime [`crate::directive::Directive`]
-//! (`.into()`), which is what hooks with several possible outcomes return.
+//! (`.into()`). The other way, a runtime directive enters a typed flow only through
+//! [`TypedDirective::try_from_untyped`], which checks it and returns a typed error; a
+//! hook whose branches build directives of different shapes returns
+//! [`TypedDirective::erase`]d ones.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -22,9 +41,8 @@ use crate::directive as rt;
 use crate::error::DirectiveError;
 use crate::tool::Tool;
 
-use super::data::{IntoContextPatch, IntoDataPatch};
-use super::flow::StepId;
-use crate::codeflow::FlowRef;
+use super::data::{DataPatch, DataType, IntoContextPatch};
+use super::flow::{OfData, StepId};
 
 /// Position and reply states of a [`TypedDirective`].
 pub mod state {
@@ -56,6 +74,15 @@ pub mod state {
     /// Has a verbatim reply.
     #[derive(Debug, Clone, Copy)]
     pub enum WithReply {}
+    /// Position or reply not tracked by the type: a directive checked at run time
+    /// ([`TypedDirective::try_from_untyped`]) or erased ([`TypedDirective::erase`]). It
+    /// takes no further position and no reply (only `data`, `context` and `because`).
+    #[derive(Debug, Clone, Copy)]
+    pub enum Checked {}
+    /// The data-type parameter of a directive that writes no data and names no flow or
+    /// step: it fits a flow over any data type.
+    #[derive(Debug, Clone, Copy)]
+    pub enum AnyData {}
 }
 
 use state::*;
@@ -120,70 +147,176 @@ impl ThenState for CompleteThenAbort {
 pub trait NoReplyYet {}
 impl NoReplyYet for NoReply {}
 
+/// The data type of a directive that combines a part over `Self` (its patches and
+/// targets so far) with a part over `D` (a new patch or target): the one data type
+/// that is not [`AnyData`]. An agent has one data type, so two others do not combine.
+#[diagnostic::on_unimplemented(
+    message = "a directive over `{Self}` cannot also carry a patch or target over `{D}`",
+    label = "a patch or target over `{D}` on a directive over `{Self}`",
+    note = "an agent has one data type: write `{Self}::patch()..` and name flows and steps with `data = {Self}`"
+)]
+pub trait JoinData<D> {
+    /// The combined data type.
+    type Out;
+}
+impl<D> JoinData<D> for AnyData {
+    type Out = D;
+}
+impl<D: DataType> JoinData<AnyData> for D {
+    type Out = D;
+}
+impl<D: DataType> JoinData<D> for D {
+    type Out = D;
+}
+
+/// A patch over `Self` written where data of `D` is expected: `Self` is `D`.
+#[diagnostic::on_unimplemented(
+    message = "a patch of `{Self}` where the flow's data is `{D}`",
+    label = "a `{Self}` patch here",
+    note = "an agent has one data type: write `{D}::patch()..`"
+)]
+pub trait SameData<D> {}
+impl<D> SameData<D> for D {}
+
+/// A directive over `Self` fits a flow over `D`: `Self` is `D` or [`AnyData`].
+#[diagnostic::on_unimplemented(
+    message = "a directive over `{Self}` used in a flow with `data = {D}`",
+    label = "its patch or target is over `{Self}`, not `{D}`",
+    note = "an agent has one data type: write `{D}::patch()..` and name flows and steps with `data = {D}`"
+)]
+pub trait FitsData<D> {}
+impl<D> FitsData<D> for AnyData {}
+impl<D: DataType> FitsData<D> for D {}
+
 /// Constructors of typed post-LLM directives (`Directive::go_to::<FeedbackFlow>()`).
 /// The values are [`TypedDirective`]s.
 #[derive(Debug, Clone, Copy)]
 pub struct Directive;
 
-/// A directive under construction; the type parameters record its position field and
-/// whether it has a reply (see [`state`]).
+/// The type-level state of a [`TypedDirective`] (no value: covariant, `Send`, `Sync`).
+type State<P, R, D> = PhantomData<fn() -> (P, R, D)>;
+
+/// A directive under construction; the type parameters record its position field,
+/// whether it has a reply (see [`state`]) and the data type its patches and targets are
+/// over (`D`, [`AnyData`] while it has none). A `#[flow]` over `Booking` takes only
+/// directives over `Booking` or [`AnyData`], wherever the value comes from (a literal,
+/// a variable, a helper fn, a generic, a closure).
 #[must_use = "a directive does nothing until it is returned or dispatched"]
-pub struct TypedDirective<P = NoPosition, R = NoReply> {
+pub struct TypedDirective<P = NoPosition, R = NoReply, D = AnyData> {
     inner: rt::Directive,
-    _state: PhantomData<fn() -> (P, R)>,
+    _state: State<P, R, D>,
 }
 
-impl<P, R> Clone for TypedDirective<P, R> {
+impl<P, R, D> Clone for TypedDirective<P, R, D> {
     fn clone(&self) -> Self {
         Self::wrap(self.inner.clone())
     }
 }
 
-impl<P, R> std::fmt::Debug for TypedDirective<P, R> {
+impl<P, R, D> std::fmt::Debug for TypedDirective<P, R, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.inner.fmt(f)
     }
 }
 
-impl<P, R> TypedDirective<P, R> {
+/// A runtime directive that [`TypedDirective::try_from_untyped`] refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UntypedDirectiveError {
+    /// Its shape breaks the rules (`reply` with `abort`, an empty target).
+    #[error(transparent)]
+    Shape(#[from] DirectiveError),
+    /// It writes a key the data type does not have.
+    #[error("the directive writes `{key}`, which is not a field of `{data}`")]
+    UnknownField {
+        /// The key written.
+        key: String,
+        /// The data type.
+        data: &'static str,
+    },
+}
+
+impl<D: DataType> TypedDirective<Checked, Checked, D> {
+    /// The one way in for a runtime (untyped) [`crate::directive::Directive`], such as one
+    /// parsed from JSON or built by code shared with runtime-built flows: checked now,
+    /// at run time, since its type says nothing. Refused when its shape breaks the
+    /// rules (`reply` with `abort`, an empty target) or when it writes a key `D` does
+    /// not have; its flow and step targets are checked by `build()` and when it is
+    /// applied. The result takes no further position or reply.
+    ///
+    /// ```
+    /// use agent_core::typed::prelude::*;
+    /// # #[data] pub struct Booking { /// City
+    /// #     pub city: String }
+    /// let raw = agent_core::directive::Directive::complete();
+    /// let d = TypedDirective::<_, _, Booking>::try_from_untyped(raw)?;
+    /// # let _ = d;
+    /// # Ok::<(), agent_core::typed::directive::UntypedDirectiveError>(())
+    /// ```
+    pub fn try_from_untyped(d: rt::Directive) -> Result<Self, UntypedDirectiveError> {
+        d.validate()?;
+        check_keys::<D>(&d)?;
+        Ok(Self::wrap(d))
+    }
+}
+
+fn check_keys<D: DataType>(d: &rt::Directive) -> Result<(), UntypedDirectiveError> {
+    for p in d.data_patches() {
+        if let Some(k) = p.keys().find(|k| !D::FIELDS.contains(&k.as_str())) {
+            return Err(UntypedDirectiveError::UnknownField {
+                key: k.clone(),
+                data: std::any::type_name::<D>(),
+            });
+        }
+    }
+    if let Some(rt::Position::Complete(c)) = &d.position
+        && let Some(next) = &c.next
+    {
+        check_keys::<D>(next)?;
+    }
+    Ok(())
+}
+
+impl<P, R, D> TypedDirective<P, R, D> {
     fn wrap(inner: rt::Directive) -> Self {
         Self {
             inner,
             _state: PhantomData,
         }
     }
-    fn retype<P2, R2>(self) -> TypedDirective<P2, R2> {
+    fn retype<P2, R2, D2>(self) -> TypedDirective<P2, R2, D2> {
         TypedDirective::wrap(self.inner)
     }
-    fn with_position<P2>(mut self, d: rt::Directive) -> TypedDirective<P2, R> {
+    fn with_position<P2, D2>(mut self, d: rt::Directive) -> TypedDirective<P2, R, D2> {
         self.inner.position = d.position;
         self.retype()
     }
 
     /// Jump to flow `F` (a `#[flow]` type: a declarative flow's entry step, or the
     /// start of a code flow).
-    pub fn go_to<F: FlowRef>(self) -> TypedDirective<JumpToFlow, R>
+    pub fn go_to<F: OfData>(self) -> TypedDirective<JumpToFlow, R, D::Out>
     where
         P: Unpositioned,
+        D: JoinData<F::Data>,
     {
         self.with_position(rt::Directive::go_to(F::ID))
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another.
-    pub fn go_to_step<S: StepId>(self, step: S) -> TypedDirective<JumpToStep, R>
+    pub fn go_to_step<S: StepId>(self, step: S) -> TypedDirective<JumpToStep, R, D::Out>
     where
         P: Unpositioned,
+        D: JoinData<S::Data>,
     {
         self.with_position(rt::Directive::go_to_step_in(S::FLOW_ID, step.id()))
     }
     /// Complete the current flow.
-    pub fn complete(self) -> TypedDirective<CompleteFlow, R>
+    pub fn complete(self) -> TypedDirective<CompleteFlow, R, D>
     where
         P: Unpositioned,
     {
         self.with_position(rt::Directive::complete())
     }
     /// End the conversation.
-    pub fn abort(self, reason: impl Into<String>) -> TypedDirective<AbortConversation, R>
+    pub fn abort(self, reason: impl Into<String>) -> TypedDirective<AbortConversation, R, D>
     where
         P: Unpositioned,
         R: NoReplyYet,
@@ -191,23 +324,42 @@ impl<P, R> TypedDirective<P, R> {
         self.with_position(rt::Directive::abort(reason))
     }
     /// Restart the current flow.
-    pub fn reset(self) -> TypedDirective<ResetFlow, R>
+    pub fn reset(self) -> TypedDirective<ResetFlow, R, D>
     where
         P: Unpositioned,
     {
         self.with_position(rt::Directive::reset())
     }
     /// A verbatim reply (the model is bypassed for the message body).
-    pub fn reply(self, text: impl Into<String>) -> TypedDirective<P, WithReply>
+    pub fn reply(self, text: impl Into<String>) -> TypedDirective<P, WithReply, D>
     where
         P: AllowsReply,
     {
         let inner = self.inner.reply(text);
         TypedDirective::wrap(inner)
     }
-    /// Write session data (`Booking::patch().city("Lisbon")`); shallow-merged.
-    pub fn data(self, patch: impl IntoDataPatch) -> Self {
-        Self::wrap(self.inner.data(patch.into_data_patch()))
+    /// Write session data (`Booking::patch().city("Lisbon")`, a patch of the data type
+    /// `#[data]` generates); shallow-merged.
+    pub fn data<T: DataPatch>(self, patch: T) -> TypedDirective<P, R, D::Out>
+    where
+        D: JoinData<T::Data>,
+    {
+        TypedDirective::wrap(self.inner.data(patch.into_data_patch()))
+    }
+    /// The same directive with its position and reply no longer tracked by the type
+    /// (for a hook whose branches build directives of different shapes): it takes no
+    /// further position or reply. Cannot fail: a typed directive is valid by construction.
+    pub fn erase(self) -> TypedDirective<Checked, Checked, D> {
+        self.retype()
+    }
+    /// The same directive as one over the data type `D2` (a directive over [`AnyData`],
+    /// or already over `D2`), for a helper whose branches build directives that name
+    /// `D2` in some branches only.
+    pub fn over<D2>(self) -> TypedDirective<P, R, D2>
+    where
+        D: FitsData<D2>,
+    {
+        self.retype()
     }
     /// Write session context (`Concierge::patch().tier("gold")`); shallow-merged.
     pub fn context(self, patch: impl IntoContextPatch) -> Self {
@@ -234,12 +386,13 @@ impl Directive {
         TypedDirective::wrap(rt::Directive::new())
     }
     /// Jump to flow `F` (a `#[flow]` type such as `FeedbackFlow`, or a code flow such
-    /// as `TutorFlow`).
-    pub fn go_to<F: FlowRef>() -> TypedDirective<JumpToFlow> {
+    /// as `TutorFlow`); the directive is over `F`'s data type.
+    pub fn go_to<F: OfData>() -> TypedDirective<JumpToFlow, NoReply, F::Data> {
         Self::new().go_to::<F>()
     }
-    /// Jump to a step (`booking::Step::confirm`), of this flow or another.
-    pub fn go_to_step<S: StepId>(step: S) -> TypedDirective<JumpToStep> {
+    /// Jump to a step (`booking::Step::confirm`), of this flow or another; the directive
+    /// is over its flow's data type.
+    pub fn go_to_step<S: StepId>(step: S) -> TypedDirective<JumpToStep, NoReply, S::Data> {
         Self::new().go_to_step(step)
     }
     /// Complete the current flow.
@@ -248,7 +401,9 @@ impl Directive {
     }
     /// Complete the current flow, then apply `next` (typically a `go_to`). When `next`
     /// aborts, the result takes no `reply` (the abort would swallow it).
-    pub fn complete_then<P: ThenState, R>(next: TypedDirective<P, R>) -> TypedDirective<P::After> {
+    pub fn complete_then<P: ThenState, R, D>(
+        next: TypedDirective<P, R, D>,
+    ) -> TypedDirective<P::After, NoReply, D> {
         TypedDirective::wrap(rt::Directive::complete_then(next.inner))
     }
     /// End the conversation.
@@ -271,8 +426,8 @@ impl Directive {
     pub fn reply(text: impl Into<String>) -> TypedDirective<NoPosition, WithReply> {
         Self::new().reply(text)
     }
-    /// A data write and nothing else.
-    pub fn data(patch: impl IntoDataPatch) -> TypedDirective {
+    /// A data write and nothing else; the directive is over the patch's data type.
+    pub fn data<T: DataPatch>(patch: T) -> TypedDirective<NoPosition, NoReply, T::Data> {
         Self::new().data(patch)
     }
     /// A context write and nothing else.
@@ -281,47 +436,215 @@ impl Directive {
     }
 }
 
-impl<P, R> From<TypedDirective<P, R>> for rt::Directive {
-    fn from(d: TypedDirective<P, R>) -> Self {
+impl<P, R, D> From<TypedDirective<P, R, D>> for rt::Directive {
+    fn from(d: TypedDirective<P, R, D>) -> Self {
         d.inner
     }
 }
 
-/// A post-LLM directive: what tool results, `finalize` hooks, `on_complete` and branch
-/// targets carry. Typed directives and runtime directives qualify; pre-directives do not.
+/// A post-LLM directive for a flow over `D`: what branch targets, `on_complete`,
+/// `finalize` and `on_complete_hook` take in a `#[flow]` over `D`. A [`TypedDirective`]
+/// over `D` (or over no data type) qualifies; a pre-directive, a directive over another
+/// data type and the untyped runtime directive do not (the latter enters through
+/// [`TypedDirective::try_from_untyped`]).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a post-LLM directive",
-    label = "only a `Directive` is allowed here",
-    note = "`append_prompt`, `inject_tool` and `halt` exist only before the model call (`prepare`, `on_enter`); tool results, `finalize`, `on_complete` and branch targets take a `Directive` such as `Directive::complete()`"
+    message = "`{Self}` is not a typed directive for a flow with `data = {D}`",
+    label = "expected a `Directive` over `{D}` here",
+    note = "build it with `Directive::..` (`agent_core::typed::prelude`); a hook returns `TypedDirective<_, _, {D}>` or `impl IntoDirective<{D}>`; patches and targets must be over `{D}`; `append_prompt`, `inject_tool` and `halt` exist only before the model call; a runtime `Directive` enters through `TypedDirective::try_from_untyped(d)?`"
 )]
-pub trait IntoDirective {
+pub trait IntoDirective<D = AnyData> {
     /// The runtime directive.
     fn into_directive(self) -> rt::Directive;
 }
 
 // Not listed in errors: the `on_unimplemented` note names what is allowed.
 #[diagnostic::do_not_recommend]
-impl<P, R> IntoDirective for TypedDirective<P, R> {
+impl<P, R, E: FitsData<D>, D> IntoDirective<D> for TypedDirective<P, R, E> {
     fn into_directive(self) -> rt::Directive {
         self.inner
     }
 }
 
+/// A directive a typed [`ToolOutput`](super::tool::ToolOutput) carries: a typed
+/// directive (over any data type: a tool is not bound to one flow) or a runtime one.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a post-LLM directive",
+    label = "only a `Directive` is allowed here",
+    note = "`append_prompt`, `inject_tool` and `halt` exist only before the model call (`prepare`, `on_enter`); tool results take a `Directive` such as `Directive::complete()`"
+)]
+pub trait IntoToolDirective {
+    /// The runtime directive.
+    fn into_tool_directive(self) -> rt::Directive;
+}
+
 #[diagnostic::do_not_recommend]
-impl IntoDirective for rt::Directive {
-    fn into_directive(self) -> rt::Directive {
+impl<P, R, D> IntoToolDirective for TypedDirective<P, R, D> {
+    fn into_tool_directive(self) -> rt::Directive {
+        self.inner
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl IntoToolDirective for rt::Directive {
+    fn into_tool_directive(self) -> rt::Directive {
         self
     }
 }
 
+/// The position of a pre-directive holding `Self` after a directive holding `P` is
+/// merged into it: at most one of them has a position field.
+#[diagnostic::on_unimplemented(
+    message = "this pre-directive already has a position field (`{Self}`) and the merged directive brings another (`{P}`)",
+    label = "second position field",
+    note = "a directive holds at most one of `go_to`, `go_to_step`, `complete`, `abort`, `reset`; to move on after completing the flow, use `Directive::complete_then(next)`"
+)]
+pub trait JoinPosition<P> {
+    /// The merged position state.
+    type Out;
+}
+#[diagnostic::do_not_recommend]
+impl<P> JoinPosition<P> for NoPosition {
+    type Out = P;
+}
+macro_rules! join_no_position {
+    ($($p:ty),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl JoinPosition<NoPosition> for $p {
+            type Out = $p;
+        }
+    )*};
+}
+// A position and an erased directive (which may hold one): checked at run time.
+macro_rules! join_checked {
+    ($($p:ty),*) => {$(
+        #[diagnostic::do_not_recommend]
+        impl JoinPosition<Checked> for $p {
+            type Out = Checked;
+        }
+    )*};
+}
+join_checked!(
+    JumpToFlow,
+    JumpToStep,
+    CompleteFlow,
+    AbortConversation,
+    ResetFlow,
+    CompleteThenAbort
+);
+join_no_position!(
+    JumpToFlow,
+    JumpToStep,
+    CompleteFlow,
+    AbortConversation,
+    ResetFlow,
+    CompleteThenAbort,
+    Checked
+);
+
+/// The reply state of a pre-directive holding `Self` after a directive holding `R` is
+/// merged into it.
+pub trait JoinReply<R> {
+    /// The merged reply state.
+    type Out;
+}
+impl<R> JoinReply<R> for NoReply {
+    type Out = R;
+}
+impl JoinReply<NoReply> for WithReply {
+    type Out = WithReply;
+}
+impl JoinReply<WithReply> for WithReply {
+    type Out = WithReply;
+}
+impl JoinReply<Checked> for WithReply {
+    type Out = WithReply;
+}
+impl JoinReply<NoReply> for Checked {
+    type Out = Checked;
+}
+impl JoinReply<WithReply> for Checked {
+    type Out = Checked;
+}
+impl JoinReply<Checked> for Checked {
+    type Out = Checked;
+}
+// Two erased directives: their positions are checked at run time (see `conflict`).
+#[diagnostic::do_not_recommend]
+impl JoinPosition<Checked> for Checked {
+    type Out = Checked;
+}
+
+/// A merged pre-directive with the position `Self` may hold the reply state `R`.
+#[diagnostic::on_unimplemented(
+    message = "`reply` cannot be combined with `abort`: an aborted conversation delivers no reply",
+    label = "a reply and an `abort` (or a position not known at compile time) in one pre-directive",
+    note = "put the farewell in the abort reason, or use `complete` instead of `abort`"
+)]
+pub trait ReplyFits<R> {}
+impl<P> ReplyFits<NoReply> for P {}
+impl<P> ReplyFits<Checked> for P {}
+macro_rules! reply_fits {
+    ($($p:ty),*) => {$(
+        // Not listed in errors: the message says what is wrong.
+        #[diagnostic::do_not_recommend]
+        impl ReplyFits<WithReply> for $p {}
+    )*};
+}
+reply_fits!(NoPosition, JumpToFlow, JumpToStep, CompleteFlow, ResetFlow);
+
+/// A typed directive's parts as types: what [`PreDirective::directive`] merges.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a typed directive",
+    label = "expected a typed `Directive::..` here",
+    note = "a runtime `agent_core::directive::Directive` enters through `TypedDirective::try_from_untyped(d)?`"
+)]
+pub trait TypedParts {
+    /// Its position state.
+    type Position;
+    /// Its reply state.
+    type Reply;
+    /// The data type of its patches and targets.
+    type Data;
+    /// The runtime directive.
+    fn into_runtime_directive(self) -> rt::Directive;
+}
+
+#[diagnostic::do_not_recommend]
+impl<P, R, D> TypedParts for TypedDirective<P, R, D> {
+    type Position = P;
+    type Reply = R;
+    type Data = D;
+    fn into_runtime_directive(self) -> rt::Directive {
+        self.inner
+    }
+}
+
+type MergedPosition<P, T> = <P as JoinPosition<<T as TypedParts>::Position>>::Out;
+type MergedReply<R, T> = <R as JoinReply<<T as TypedParts>::Reply>>::Out;
+
 /// A pre-LLM directive under construction: what `prepare` and `on_enter` hooks return. Adds
 /// `append_prompt`, `inject_tool` and `halt` (this turn only) to a [`Directive`].
+///
+/// Like [`TypedDirective`], its type records its position field and reply (`P`, `R`; see
+/// [`state`]), so merging a second position or an `abort` after a `reply` does not
+/// compile, wherever the merged directive comes from:
+///
+/// ```compile_fail,E0277
+/// use agent_core::typed::prelude::*;
+/// let abort = Directive::new().abort("spam");
+/// let p: PreDirective<(), ()> = PreDirective::new().reply("bye").directive(abort);
+/// ```
+///
+/// A hook that sets a reply or a position declares it (`-> impl IntoPreDirective<Booking,
+/// Concierge>`, or `PreDirective<Booking, Concierge, NoPosition, WithReply>`); the
+/// default `PreDirective<D, C>` has neither.
 #[must_use = "a pre-directive does nothing until it is returned"]
-pub struct PreDirective<D, C> {
+pub struct PreDirective<D, C, P = NoPosition, R = NoReply> {
     inner: rt::PreDirective<D, C>,
-    /// A second position field given by a later `.directive(..)` (the runtime
-    /// pre-directive keeps one), reported where a `#[flow]` hook's result is converted.
+    /// A second position field given by merging erased directives (whose positions the
+    /// type does not track), reported where a `#[flow]` hook's result is converted.
     conflict: Option<DirectiveError>,
+    _state: PhantomData<fn() -> (P, R)>,
 }
 
 impl<D, C> Default for PreDirective<D, C> {
@@ -329,11 +652,12 @@ impl<D, C> Default for PreDirective<D, C> {
         Self {
             inner: rt::PreDirective::default(),
             conflict: None,
+            _state: PhantomData,
         }
     }
 }
 
-impl<D, C> std::fmt::Debug for PreDirective<D, C> {
+impl<D, C, P, R> std::fmt::Debug for PreDirective<D, C, P, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.inner.fmt(f)
     }
@@ -343,6 +667,16 @@ impl<D, C> PreDirective<D, C> {
     /// An empty pre-directive.
     pub fn new() -> Self {
         Self::default()
+    }
+}
+
+impl<D, C, P, R> PreDirective<D, C, P, R> {
+    fn retype<P2, R2>(self) -> PreDirective<D, C, P2, R2> {
+        PreDirective {
+            inner: self.inner,
+            conflict: self.conflict,
+            _state: PhantomData,
+        }
     }
     /// Append a sentence to this turn's system prompt.
     pub fn append_prompt(mut self, text: impl Into<String>) -> Self {
@@ -364,13 +698,22 @@ impl<D, C> PreDirective<D, C> {
         self.inner = self.inner.halt();
         self
     }
-    /// Merge a directive (position, reply, data, context) into this one. A directive
-    /// holds one position: a second one (`.directive(complete())` then
-    /// `.directive(go_to::<F>())`) makes the turn fail with
-    /// [`AgentError::Directive`](crate::error::AgentError::Directive) naming the hook
-    /// when a `#[flow]` hook returns it (see [`Self::try_into_runtime`]).
-    pub fn directive(mut self, d: impl IntoDirective) -> Self {
-        let d = d.into_directive();
+    /// Merge a typed directive (position, reply, data, context) over `D` into this one.
+    /// A directive holds one position and no `reply` with `abort`: merging a second
+    /// position, or an `abort` into a pre-directive with a `reply`, does not compile.
+    /// Two [erased](TypedDirective::erase) positions are checked when a `#[flow]` hook
+    /// returns them (see [`Self::try_into_runtime`]).
+    pub fn directive<T: TypedParts>(
+        mut self,
+        d: T,
+    ) -> PreDirective<D, C, MergedPosition<P, T>, MergedReply<R, T>>
+    where
+        T::Data: FitsData<D>,
+        P: JoinPosition<T::Position>,
+        R: JoinReply<T::Reply>,
+        MergedPosition<P, T>: ReplyFits<MergedReply<R, T>>,
+    {
+        let d = d.into_runtime_directive();
         if let (Some(a), Some(b)) = (&self.inner.base.position, &d.position)
             && self.conflict.is_none()
         {
@@ -379,15 +722,21 @@ impl<D, C> PreDirective<D, C> {
             });
         }
         self.inner = self.inner.directive(d);
-        self
+        self.retype()
     }
     /// Set a verbatim reply.
-    pub fn reply(mut self, text: impl Into<String>) -> Self {
+    pub fn reply(mut self, text: impl Into<String>) -> PreDirective<D, C, P, WithReply>
+    where
+        P: AllowsReply,
+    {
         self.inner = self.inner.reply(text);
-        self
+        self.retype()
     }
-    /// Write session data.
-    pub fn data(mut self, patch: impl IntoDataPatch) -> Self {
+    /// Write session data (a patch of `D`, `Booking::patch().city("Lisbon")`).
+    pub fn data<T: DataPatch>(mut self, patch: T) -> Self
+    where
+        T::Data: SameData<D>,
+    {
         self.inner = self.inner.data(patch.into_data_patch());
         self
     }
@@ -396,8 +745,13 @@ impl<D, C> PreDirective<D, C> {
         self.inner = self.inner.context(patch.into_context_patch());
         self
     }
+    /// The same pre-directive with its position and reply no longer tracked by the type
+    /// (for a hook whose branches build pre-directives of different shapes).
+    pub fn erase(self) -> PreDirective<D, C, Checked, Checked> {
+        self.retype()
+    }
     /// The runtime pre-directive, or why it breaks the rules: two position fields
-    /// given by separate `.directive(..)` calls, or `reply` with `abort`. The hooks
+    /// given by merging erased directives, or `reply` with `abort`. The hooks
     /// `#[flow]` generates convert with it; a hook given to the runtime builders can too.
     pub fn try_into_runtime(self) -> Result<rt::PreDirective<D, C>, DirectiveError> {
         if let Some(e) = self.conflict {
@@ -406,15 +760,14 @@ impl<D, C> PreDirective<D, C> {
         self.inner.base.validate()?;
         Ok(self.inner)
     }
-    /// The runtime pre-directive (unchecked: a second position field replaced or
-    /// outranked the first by the runtime merge; see [`Self::try_into_runtime`]).
+    /// The runtime pre-directive (unchecked: see [`Self::try_into_runtime`]).
     pub fn into_runtime(self) -> rt::PreDirective<D, C> {
         self.inner
     }
 }
 
-impl<D, C> From<PreDirective<D, C>> for rt::PreDirective<D, C> {
-    fn from(p: PreDirective<D, C>) -> Self {
+impl<D, C, P, R> From<PreDirective<D, C, P, R>> for rt::PreDirective<D, C> {
+    fn from(p: PreDirective<D, C, P, R>) -> Self {
         p.inner
     }
 }
@@ -422,8 +775,8 @@ impl<D, C> From<PreDirective<D, C>> for rt::PreDirective<D, C> {
 /// What a pre-LLM hook (`prepare`, `on_enter`) may return.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a pre-LLM hook",
-    label = "expected a `PreDirective<D, C>` or a `Directive`",
-    note = "`prepare` and `on_enter` hooks return `PreDirective::new()...` or a `Directive`; async hooks must be declared inside the flow module"
+    label = "expected a `PreDirective<{D}, {C}>` or a `Directive` over `{D}`",
+    note = "`prepare` and `on_enter` hooks return `PreDirective::new()...` or a typed `Directive`; a runtime `Directive` enters through `TypedDirective::try_from_untyped(d)?`; async hooks must be declared inside the flow module"
 )]
 pub trait IntoPreDirective<D, C> {
     /// The runtime pre-directive.
@@ -439,7 +792,7 @@ pub trait IntoPreDirective<D, C> {
     }
 }
 
-impl<D, C> IntoPreDirective<D, C> for PreDirective<D, C> {
+impl<D, C, P, R> IntoPreDirective<D, C> for PreDirective<D, C, P, R> {
     fn into_pre_directive(self) -> rt::PreDirective<D, C> {
         self.inner
     }
@@ -450,18 +803,8 @@ impl<D, C> IntoPreDirective<D, C> for PreDirective<D, C> {
         }
     }
 }
-impl<D, C> IntoPreDirective<D, C> for rt::PreDirective<D, C> {
-    fn into_pre_directive(self) -> rt::PreDirective<D, C> {
-        self
-    }
-}
-impl<D, C, P, R> IntoPreDirective<D, C> for TypedDirective<P, R> {
+impl<D, C, P, R, E: FitsData<D>> IntoPreDirective<D, C> for TypedDirective<P, R, E> {
     fn into_pre_directive(self) -> rt::PreDirective<D, C> {
         self.inner.into()
-    }
-}
-impl<D, C> IntoPreDirective<D, C> for rt::Directive {
-    fn into_pre_directive(self) -> rt::PreDirective<D, C> {
-        self.into()
     }
 }

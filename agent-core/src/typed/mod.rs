@@ -5,7 +5,10 @@
 //! the crate prelude with the typed [`Directive`](directive::Directive),
 //! [`PreDirective`](directive::PreDirective) and [`ToolOutput`](tool::ToolOutput), whose
 //! misuse (two position fields, `reply` with `abort`, pre-LLM fields after the model
-//! call) fails to compile. The full macro reference is in [`reference`](mod@reference).
+//! call, a patch or target over another data type) fails to compile wherever the value
+//! comes from. The untyped runtime directive enters a typed flow only through
+//! [`TypedDirective::try_from_untyped`](directive::TypedDirective::try_from_untyped).
+//! The full macro reference is in [`reference`](mod@reference).
 
 pub mod data;
 pub mod directive;

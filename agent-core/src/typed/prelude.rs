@@ -4,8 +4,10 @@
 
 pub use crate::prelude::*;
 
-pub use super::data::{ContextType, DataType, IntoContextPatch, IntoDataPatch};
-pub use super::directive::{Directive, IntoDirective, PreDirective, TypedDirective};
-pub use super::flow::{FlowDef, StepId};
+pub use super::data::{ContextType, DataPatch, DataType, IntoContextPatch, IntoDataPatch};
+pub use super::directive::{
+    Directive, IntoDirective, IntoPreDirective, PreDirective, TypedDirective, UntypedDirectiveError,
+};
+pub use super::flow::{FlowDef, OfData, StepId};
 pub use super::tool::ToolOutput;
 pub use agent_macros::{context, data, flow, step, tool};

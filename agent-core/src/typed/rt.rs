@@ -8,9 +8,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use super::data::{ContextType, DataType, IntoContextPatch, IntoDataPatch, Mode, Opt, Req};
+pub use super::data::{
+    ContextType, DataPatch, DataType, IntoContextPatch, IntoDataPatch, Mode, Opt, Req,
+};
 pub use super::directive::{IntoDirective, IntoPreDirective};
-pub use super::flow::{FlowDef, FlowOver, StepId, StepOver};
+pub use super::flow::{FlowDef, FlowOver, OfData, StepId, StepOver};
 pub use crate::branch::Branch;
 pub use crate::codeflow::FlowRef;
 pub use crate::data::Patch;
@@ -34,11 +36,6 @@ pub type ViewPredicate<'p, V> = &'p dyn Fn(&V) -> bool;
 /// Pins a predicate's argument type to the step's view so closures infer it.
 pub fn predicate<V, F: Fn(&V) -> bool>(f: F) -> F {
     f
-}
-
-/// A post-LLM directive from anything that converts.
-pub fn into_directive(d: impl IntoDirective) -> RtDirective {
-    d.into_directive()
 }
 
 /// A pre-LLM directive from anything a pre hook may return (unchecked: see
@@ -163,9 +160,25 @@ pub fn reply_template<D: DataType>(text: &str) -> String {
     out
 }
 
-/// A data write from a typed patch.
-pub fn data_patch(p: impl IntoDataPatch) -> Patch {
-    p.into_data_patch()
+/// A data write of a flow over `D` (`initial_data`): a typed patch of `D`. `#[flow]`
+/// calls the trait's fn, so a patch of another type is reported at the patch.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a patch of `{D}`",
+    label = "expected `{D}::patch()..` here: an agent has one data type"
+)]
+pub trait PatchOver<D> {
+    /// The JSON object written to the data.
+    fn patch_over(self) -> Patch;
+}
+
+#[diagnostic::do_not_recommend]
+impl<D, P: DataPatch> PatchOver<D> for P
+where
+    P::Data: super::directive::SameData<D>,
+{
+    fn patch_over(self) -> Patch {
+        self.into_data_patch()
+    }
 }
 
 /// A tool argument: deserializable and described by a JSON schema.

@@ -6,7 +6,7 @@ use crate::error::DirectiveError;
 use crate::tool as rt;
 
 use super::data::{IntoContextPatch, IntoDataPatch};
-use super::directive::IntoDirective;
+use super::directive::IntoToolDirective;
 
 /// What a `#[tool]` returns: text for the model, and optional data/context writes and a
 /// post-LLM directive.
@@ -48,8 +48,8 @@ impl ToolOutput {
     /// Add a post-LLM directive (merged with any already set). A directive holds one
     /// position: a second one (`.directive(complete()).directive(go_to::<F>())`) makes
     /// the `#[tool]` fail with [`rt::ToolError::InvalidDirective`].
-    pub fn directive(mut self, d: impl IntoDirective) -> Self {
-        let d = d.into_directive();
+    pub fn directive(mut self, d: impl IntoToolDirective) -> Self {
+        let d = d.into_tool_directive();
         if let (Some(a), Some(b)) = (&self.inner.directive.position, &d.position)
             && self.conflict.is_none()
         {

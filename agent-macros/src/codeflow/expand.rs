@@ -58,6 +58,10 @@ pub fn expand(def: &CodeFlowDef, valid: bool) -> TokenStream {
             #[diagnostic::do_not_recommend]
             impl ::agent_core::__private::FlowOver<#data> for #ty {}
 
+            impl ::agent_core::__private::OfData for #ty {
+                type Data = #data;
+            }
+
             impl ::agent_core::__private::IntoCodeFlow<#data, #context> for #ty {
                 fn into_code_flow(self) -> ::agent_core::__private::CodeFlow<#data, #context> {
                     ::agent_core::__private::CodeFlow::new(#id, #fn_name) #opts

@@ -236,7 +236,20 @@ pub fn expand(def: &DataDef) -> TokenStream {
     } else {
         quote!()
     };
+    // A data patch names its data type, so a typed directive over another one is a
+    // compile error.
+    let patch_of = if kind == Kind::Data {
+        quote! {
+            impl ::agent_core::__private::DataPatch for #patch {
+                type Data = #name;
+            }
+        }
+    } else {
+        quote!()
+    };
     let common = quote! {
+        #patch_of
+
         #calendar_asserts
 
         #[doc = #enum_doc]

@@ -125,13 +125,9 @@ pub fn validate(def: &FlowDef, errors: &mut Errors) -> Vec<AbsentField> {
     // The graph's shape is checked on a flow without other errors (a misspelled branch
     // target would add "unreachable" noise); the templates' fields always.
     let shape = errors.is_empty();
-    let absent = graph_per_cfg(def, shape, errors);
-    for item in &def.items {
-        if let syn::Item::Fn(f) = item {
-            crate::chains::check_block(&f.block, errors);
-        }
-    }
-    absent
+    // Directive chains in hook bodies need no look here: a typed `PreDirective`'s type
+    // records its position and reply, so the compiler rejects them in any form.
+    graph_per_cfg(def, shape, errors)
 }
 
 /// An `interrupted = ..` value: `resume`, `restart` or `end`.

@@ -16,6 +16,9 @@ impl ::agent_core::__private::FlowRef for TutorFlow {
 }
 #[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<Notes> for TutorFlow {}
+impl ::agent_core::__private::OfData for TutorFlow {
+    type Data = Notes;
+}
 impl ::agent_core::__private::IntoCodeFlow<Notes, ()> for TutorFlow {
     fn into_code_flow(self) -> ::agent_core::__private::CodeFlow<Notes, ()> {
         ::agent_core::__private::CodeFlow::new("tutor", tutor)

@@ -17,6 +17,9 @@ pub struct Booking {
     pub guests: ::core::option::Option<u8>,
     pub notes: ::core::option::Option<String>,
 }
+impl ::agent_core::__private::DataPatch for BookingPatch {
+    type Data = Booking;
+}
 ///The fields of the data type [`Booking`].
 #[allow(non_camel_case_types, dead_code)]
 #[derive(

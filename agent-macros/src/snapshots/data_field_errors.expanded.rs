@@ -73,6 +73,9 @@ pub struct Stay {
     pub source: ::core::option::Option<String>,
     pub hotel: ::core::option::Option<String>,
 }
+impl ::agent_core::__private::DataPatch for StayPatch {
+    type Data = Stay;
+}
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
 #[derive(

@@ -33,6 +33,9 @@ pub struct Stay {
     #[schemars(extend("x-not-past" = true))]
     pub arrival: ::core::option::Option<Date>,
 }
+impl ::agent_core::__private::DataPatch for StayPatch {
+    type Data = Stay;
+}
 const _: fn() = || {
     ::agent_core::__private::calendar_field::<Date>();
 };

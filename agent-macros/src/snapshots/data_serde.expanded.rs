@@ -18,6 +18,9 @@ pub struct Stay {
     #[serde(skip)]
     pub cache: ::core::option::Option<String>,
 }
+impl ::agent_core::__private::DataPatch for StayPatch {
+    type Data = Stay;
+}
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
 #[derive(

@@ -71,6 +71,9 @@ type __agent_flow_booking_Data = Booking;
 type __agent_flow_booking_Context = Concierge;
 #[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
+impl ::agent_core::__private::OfData for BookingFlow {
+    type Data = __agent_flow_booking_Data;
+}
 #[allow(dead_code)]
 impl BookingFlow {
     /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
@@ -114,7 +117,7 @@ mod booking {
     async fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
         PreDirective::new().append_prompt(v.context().tier.clone())
     }
-    fn done(_v: confirm::View<'_>) -> impl IntoDirective {
+    fn done(_v: confirm::View<'_>) -> impl IntoDirective<Booking> {
         Directive::complete()
     }
     #[allow(dead_code)]
@@ -167,6 +170,7 @@ mod booking {
         }
     }
     impl ::agent_core::__private::StepId for Step {
+        type Data = __D;
         const FLOW_ID: &'static str = "booking";
         fn id(self) -> &'static str {
             Step::id(self)
@@ -254,7 +258,9 @@ mod booking {
         ) -> ::agent_core::__private::RtDirective {
             match <confirm::View<'_>>::__new(__cx) {
                 ::core::option::Option::Some(__v) => {
-                    ::agent_core::__private::IntoDirective::into_directive(done(__v))
+                    ::agent_core::__private::IntoDirective::<
+                        __D,
+                    >::into_directive(done(__v))
                 }
                 ::core::option::Option::None => ::core::default::Default::default(),
             }
@@ -364,9 +370,9 @@ mod booking {
                                 __D,
                                 __C,
                             >::to_directive(
-                                    ::agent_core::__private::IntoDirective::into_directive(
-                                        Directive::abort("gave up"),
-                                    ),
+                                    ::agent_core::__private::IntoDirective::<
+                                        __D,
+                                    >::into_directive(Directive::abort("gave up")),
                                 )
                                 .when("the user gives up"),
                         ]),

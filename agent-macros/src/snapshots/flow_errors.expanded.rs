@@ -62,6 +62,9 @@ type __agent_flow_booking_Data = Booking;
 type __agent_flow_booking_Context = ();
 #[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlow {}
+impl ::agent_core::__private::OfData for BookingFlow {
+    type Data = __agent_flow_booking_Data;
+}
 #[allow(dead_code)]
 impl BookingFlow {
     /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
@@ -131,6 +134,7 @@ mod booking {
         }
     }
     impl ::agent_core::__private::StepId for Step {
+        type Data = __D;
         const FLOW_ID: &'static str = "booking";
         fn id(self) -> &'static str {
             Step::id(self)

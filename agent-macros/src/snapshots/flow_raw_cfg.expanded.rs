@@ -61,6 +61,9 @@ type __agent_flow_match_Data = Order;
 type __agent_flow_match_Context = ();
 #[diagnostic::do_not_recommend]
 impl ::agent_core::__private::FlowOver<__agent_flow_match_Data> for MatchFlow {}
+impl ::agent_core::__private::OfData for MatchFlow {
+    type Data = __agent_flow_match_Data;
+}
 #[allow(dead_code)]
 impl MatchFlow {
     /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
@@ -144,6 +147,7 @@ mod r#match {
         }
     }
     impl ::agent_core::__private::StepId for Step {
+        type Data = __D;
         const FLOW_ID: &'static str = "match";
         fn id(self) -> &'static str {
             Step::id(self)

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::journal::Entry;
-use super::{FlowError, FlowRef, FlowResult, Outcome};
+use super::{FlowError, FlowResult, Outcome};
 use crate::clock::Clock;
 use crate::error::CodeFlowError;
 use crate::tool::Tool;
@@ -245,8 +245,10 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         })
     }
 
-    /// Hand the conversation to another flow (code or declarative), named by its type.
-    pub fn handoff<F: FlowRef>(&self) -> FlowResult {
+    /// Hand the conversation to another flow (code or declarative) of this agent, named
+    /// by its type: a flow over this flow's data type `D` (a flow over another data type
+    /// is a compile error; an id known only at run time goes to [`Self::handoff_to`]).
+    pub fn handoff<F: crate::typed::flow::FlowOver<D>>(&self) -> FlowResult {
         self.handoff_to(F::ID)
     }
 

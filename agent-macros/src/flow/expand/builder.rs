@@ -42,7 +42,7 @@ pub(super) fn flow_calls(
         builder.push(quote!(.optional([#(#optional),*])));
     }
     if let Some(e) = &f.initial_data {
-        let p = quote_spanned!(e.span()=> #rt::data_patch(#e));
+        let p = quote_spanned!(e.span()=> #rt::PatchOver::<__D>::patch_over(#e));
         builder.push(quote!(.initial_data(#p)));
     }
     if let Some(c) = &f.corrections {

@@ -149,6 +149,7 @@ pub(super) fn module(
             }
 
             impl #rt::StepId for Step {
+                type Data = __D;
                 const FLOW_ID: &'static str = #id;
                 fn id(self) -> &'static str {
                     Step::id(self)

@@ -151,6 +151,10 @@ pub(super) fn parent(
         #[diagnostic::do_not_recommend]
         impl #rt::FlowOver<#alias_d> for #flow_ty {}
 
+        impl #rt::OfData for #flow_ty {
+            type Data = #alias_d;
+        }
+
         #[allow(dead_code)]
         impl #flow_ty {
             /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous

@@ -57,7 +57,7 @@ pub(super) fn hook_wrapper(
         HookKind::Post => (
             quote!(PostHook),
             quote!(#rt::RtDirective),
-            quote_spanned!(path.span()=> #rt::IntoDirective::into_directive(#call)),
+            quote_spanned!(path.span()=> #rt::IntoDirective::<__D>::into_directive(#call)),
             quote!(::core::default::Default::default()),
         ),
         HookKind::Notify => (
@@ -113,7 +113,9 @@ pub(super) fn target_directive(t: &Target, span: Span) -> Option<TokenStream> {
         }
         // The trait's fn (not a helper with a bound): rustc reports a value that is no
         // post-LLM directive at the value, without a note about the helper.
-        Target::Directive(e) => quote_spanned!(span=> #rt::IntoDirective::into_directive(#e)),
+        Target::Directive(e) => {
+            quote_spanned!(span=> #rt::IntoDirective::<__D>::into_directive(#e))
+        }
     })
 }
 

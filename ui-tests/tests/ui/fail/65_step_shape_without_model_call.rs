@@ -18,7 +18,7 @@ mod booking {
     ))]
     fn thanks() {}
 
-    fn after(_v: route::View<'_>) -> impl IntoDirective {
+    fn after(_v: route::View<'_>) -> impl IntoDirective<Booking> {
         Directive::complete()
     }
 }

@@ -1,6 +1,7 @@
-//! `.directive(..)` merges into a `PreDirective` or `ToolOutput`, and their declared
-//! types carry no state, so these chains type-check; written in one expression, the
-//! macros see them: a `reply` with an `abort`, and two position fields.
+//! `.directive(..)` merges into a `PreDirective` or `ToolOutput`. A `PreDirective`'s type
+//! records its reply and position, so the compiler rejects a `reply` with an `abort`;
+//! a `ToolOutput`'s does not, and the `#[tool]` macro sees two position fields written
+//! in one expression.
 use agent_core::typed::prelude::*;
 
 #[data]
@@ -12,7 +13,7 @@ pub struct Booking {
 #[flow(data = Booking)]
 mod booking {
     #[step(prompt = "Ask the city.", collect(city))]
-    fn ask_city(_v: ask_city::View<'_>) -> PreDirective<Booking, ()> {
+    fn ask_city(_v: ask_city::View<'_>) -> impl IntoPreDirective<Booking, ()> {
         PreDirective::new()
             .reply("bye")
             .directive(Directive::abort("spam"))
@@ -21,7 +22,7 @@ mod booking {
     #[step(end, prompt = "Confirm.", on_enter = entering)]
     fn confirm() {}
 
-    fn entering(_v: confirm::View<'_>) -> PreDirective<Booking, ()> {
+    fn entering(_v: confirm::View<'_>) -> impl IntoPreDirective<Booking, ()> {
         PreDirective::new()
             .directive(Directive::complete_then(Directive::abort("spam")))
             .reply("bye")

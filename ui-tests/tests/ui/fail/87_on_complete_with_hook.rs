@@ -13,7 +13,7 @@ mod booking {
     #[step(prompt = "Ask the city.", collect(city))]
     fn ask_city() {}
 
-    fn after(_v: Completed<'_>) -> impl IntoDirective {
+    fn after(_v: Completed<'_>) -> impl IntoDirective<Booking> {
         Directive::new().reply("Done.")
     }
 }
@@ -23,7 +23,7 @@ mod other {
     #[step(prompt = "Ask the city.", collect(city))]
     fn ask_city() {}
 
-    fn thanks(_v: Completed<'_>) -> impl IntoDirective {
+    fn thanks(_v: Completed<'_>) -> impl IntoDirective<Booking> {
         Directive::new().reply("Thanks.")
     }
 }

@@ -27,7 +27,7 @@ mod booking {
     fn confirm() {}
 
     #[allow(dead_code)]
-    fn unused() -> impl IntoDirective {
+    fn unused() -> impl IntoDirective<Booking> {
         Directive::go_to_step(super::other::Step::confirm)
     }
 }

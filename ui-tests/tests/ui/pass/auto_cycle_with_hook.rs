@@ -15,7 +15,7 @@ mod booking {
     fn ping() {}
 
     #[step(auto, branches(else => ping))]
-    fn pong(v: pong::View<'_>) -> PreDirective<Booking, ()> {
+    fn pong(v: pong::View<'_>) -> impl IntoPreDirective<Booking, ()> {
         let _ = v.guests;
         PreDirective::new().directive(Directive::complete())
     }

@@ -28,7 +28,7 @@ async fn lookup() -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text("found"))
 }
 
-fn rt<P, R>(d: TypedDirective<P, R>) -> Runtime {
+fn rt<P, R, D>(d: TypedDirective<P, R, D>) -> Runtime {
     let d: Runtime = d.into();
     d.validate().expect("valid directive");
     d
@@ -61,7 +61,7 @@ fn main() {
     assert_eq!(all[10].data.as_ref().and_then(|d| d.get("city")), Some(&"Lisbon".into()));
     assert_eq!(all[11].context.as_ref().and_then(|d| d.get("tier")), Some(&"gold".into()));
 
-    let pre: PreDirective<Booking, Concierge> = PreDirective::new()
+    let pre = PreDirective::<Booking, Concierge>::new()
         .append_prompt("Be brief.")
         .inject_tool(lookup)
         .halt()

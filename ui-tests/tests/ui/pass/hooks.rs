@@ -1,6 +1,7 @@
 //! Every hook kind: step `prepare` (the fn body, sync and async), `on_enter`,
 //! `finalize`; flow `on_enter`, `on_exit`, `on_data_update`, `on_context_update`,
 //! `on_complete_hook`; predicates `if`, `skip`, flow `if`.
+use agent_core::typed::directive::state::{NoPosition, NoReply, WithReply};
 use agent_core::typed::prelude::*;
 
 #[data]
@@ -37,7 +38,7 @@ mod booking {
         let _ = v.city;
     }
     fn context_changed(_v: View<'_>) {}
-    fn done(v: Completed<'_>) -> TypedDirective {
+    fn done(v: Completed<'_>) -> TypedDirective<NoPosition, NoReply, Booking> {
         // `city` is required by the flow: a plain value here.
         let city: String = v.city;
         Directive::data(Booking::patch().city(city))
@@ -61,12 +62,12 @@ mod booking {
             .inject_tool(book_room)
     }
 
-    fn after_guests(_v: ask_guests::View<'_>) -> impl IntoDirective {
+    fn after_guests(_v: ask_guests::View<'_>) -> impl IntoDirective<Booking> {
         Directive::new()
     }
 
     #[step(prompt = "Upsell.", if = |v| v.context().tier == "gold")]
-    fn upsell(_v: upsell::View<'_>) -> PreDirective<Booking, Concierge> {
+    fn upsell(_v: upsell::View<'_>) -> PreDirective<Booking, Concierge, NoPosition, WithReply> {
         PreDirective::new().halt().reply("Welcome back!")
     }
 
