@@ -16,6 +16,22 @@
 //! read a digression as an answer, which leaves the turn as it was without the check
 //! (temperature 0, 2026-11-29).
 //!
+//! The same call sorts two more kinds of step:
+//!
+//! - a step whose fields code sees the message cannot give (a `pattern` nothing said
+//!   matches): the options are the other flows and "something else". With the answer
+//!   offered, the model above sent none of three technical problems said in billing
+//!   to support; told the message gives no invoice, it sent two of three.
+//! - a step whose conditions only pick the flow to go to (a front desk): the options
+//!   are those flows and "something else"; the pick judges the step's conditions.
+//!   The model above sorted ten of ten first messages of the help desk this way
+//!   (English and German, billing, support and a greeting), where the front desk's
+//!   full call sent "I have a question about my latest invoice" to support.
+//!
+//! Options are labelled by the flows' titles: the same model picked
+//! `technical_support` for "my app keeps crashing" and never `tech`. When the call
+//! keeps the message with the flow, the flow's own call starts no other flow.
+//!
 //! [`ModelProfile::checks_digressions`]: crate::policy::ModelProfile::checks_digressions
 
 use std::fmt::Write as _;
