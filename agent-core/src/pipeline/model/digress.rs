@@ -21,7 +21,8 @@
 //! - a step whose fields code sees the message cannot give (a `pattern` nothing said
 //!   matches): the options are the other flows and "something else". With the answer
 //!   offered, the model above sent none of three technical problems said in billing
-//!   to support; told the message gives no invoice, it sent two of three.
+//!   to support; told the message gives no invoice, and offered support under its
+//!   title's label, it sent two of three (under the id `tech`, none).
 //! - a step whose conditions only pick the flow to go to (a front desk): the options
 //!   are those flows and "something else"; the pick judges the step's conditions.
 //!   The model above sorted ten of ten first messages of the help desk this way
