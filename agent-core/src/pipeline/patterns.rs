@@ -105,6 +105,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         &mut self,
         out: &mut CallOutcome,
     ) -> Result<Option<PatternRead>, AgentError> {
+        // Code's recognition applies where the user answered: once a branch, hook or
+        // signal of the agent moved the turn to another flow, that flow decides.
+        let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);
+        // A message that plainly asks for a person is that request: a cancel or two
+        // flows the model read in it ("can I talk to a human?" read as stopping the
+        // flow) give way to the handoff.
+        if plain && !self.commands.contains(&Command::AskForHuman) {
+            if out.take_cancel() {
+                tracing::info!(
+                    "a cancel read in a plain request for a person; the handoff decides"
+                );
+            }
+            out.commands
+                .retain(|c| !matches!(c, Command::Clarify { .. }));
+        }
         if let Some(read) = self.on_cancel(out).await? {
             return Ok(Some(read));
         }
@@ -117,9 +132,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let read = out.take(&Command::AskForHuman)
             && (!self.a.provider.profile().corroborates_person_requests()
                 || names_a_person(self.msg));
-        // Code's recognition applies where the user answered: once a branch, hook or
-        // signal of the agent moved the turn to another flow, that flow decides.
-        let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);
         // Once per turn: a flow started for it reads the same message.
         let human = (read || plain) && !self.commands.contains(&Command::AskForHuman);
         let repeat = out.take(&Command::Repeat);

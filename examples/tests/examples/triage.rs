@@ -394,3 +394,25 @@ async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditi
         r.transitions
     );
 }
+
+#[tokio::test]
+async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
+    let (model, agent) = small_at_ask_invoice().await;
+    // What Qwen2.5 1.5B read in "Can I talk to a human please?" at billing's question:
+    // a cancel, which asked "Do you want to stop billing?".
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("Do you want to stop billing?")
+            .command(agent_core::command::Command::CancelFlow),
+    );
+    let r = agent
+        .respond("s", "Can I talk to a human please?")
+        .await
+        .unwrap();
+    assert_eq!(
+        r.stopped,
+        agent_core::response::StoppedReason::HumanHandoff,
+        "{r:?}"
+    );
+    assert_ne!(r.message, "Do you want to stop billing?");
+}
