@@ -75,8 +75,12 @@ pub mod state {
     #[derive(Debug, Clone, Copy)]
     pub enum WithReply {}
     /// Position or reply not tracked by the type: a directive checked at run time
-    /// ([`TypedDirective::try_from_untyped`]) or erased ([`TypedDirective::erase`]). It
-    /// takes no further position and no reply (only `data`, `context` and `because`).
+    /// ([`TypedDirective::try_from_untyped`]) or erased ([`TypedDirective::erase`]).
+    /// It takes no further position and no reply (only `data`, `context` and
+    /// `because`).
+    ///
+    /// [`TypedDirective::try_from_untyped`]: super::TypedDirective::try_from_untyped
+    /// [`TypedDirective::erase`]: super::TypedDirective::erase
     #[derive(Debug, Clone, Copy)]
     pub enum Checked {}
     /// The data-type parameter of a directive that writes no data and names no flow or
