@@ -298,27 +298,40 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let msg = self.carried.take().unwrap_or_default();
                         (msg, StoppedReason::NeedsInput, Vec::new())
                     } else {
-                        let correcting = self.correctable();
-                        let mut out = self.render_call(Target::Classic, false, None).await?;
-                        match self.on_patterns(&mut out).await? {
-                            None => {}
-                            Some(PatternRead::Reply(m, st)) => return Ok((m, st, Vec::new())),
-                            Some(PatternRead::Moved) => continue,
-                        }
-                        if let (Some(cf), Some(data)) = (correcting, out.take_values()) {
-                            match self.correct_completed(&cf, data).await? {
-                                Outcome::None => {}
-                                // Rendered again: with the note, or inside the flow.
-                                Outcome::Refused
-                                    if rounds <= self.rerender_cap() && !self.streamed =>
-                                {
-                                    continue;
+                        // On a small model, the message is sorted among the flows first
+                        // (`model/digress.rs`): a flow it asks for starts without the
+                        // reply with no flow being written.
+                        let (out, read) = match self.sort_opening().await? {
+                            Some(f) => (CallOutcome::default(), Some(f)),
+                            None => {
+                                let correcting = self.correctable();
+                                let mut out =
+                                    self.render_call(Target::Classic, false, None).await?;
+                                match self.on_patterns(&mut out).await? {
+                                    None => {}
+                                    Some(PatternRead::Reply(m, st)) => {
+                                        return Ok((m, st, Vec::new()));
+                                    }
+                                    Some(PatternRead::Moved) => continue,
                                 }
-                                Outcome::Refused => {}
-                                Outcome::Reopened => continue,
+                                if let (Some(cf), Some(data)) = (correcting, out.take_values()) {
+                                    match self.correct_completed(&cf, data).await? {
+                                        Outcome::None => {}
+                                        // Rendered again: with the note, or inside the flow.
+                                        Outcome::Refused
+                                            if rounds <= self.rerender_cap() && !self.streamed =>
+                                        {
+                                            continue;
+                                        }
+                                        Outcome::Refused => {}
+                                        Outcome::Reopened => continue,
+                                    }
+                                }
+                                // Sorted as no flow's: the reply starts none.
+                                let read = out.take_start().filter(|_| !self.sorted_none);
+                                (out, read)
                             }
-                        }
-                        let read = out.take_start();
+                        };
                         let picked =
                             read.clone()
                                 .or_else(|| match (&self.a.router, self.a.flow_count()) {

@@ -165,6 +165,10 @@ pub(crate) struct Turn<'a, D, C> {
     /// message for, finding no other flow (`model/digress.rs`): that flow's own call
     /// does not start one.
     pub(crate) sorted: Option<usize>,
+    /// The sorting call read this turn's message with no flow under way and found no
+    /// flow it asks for (`model/digress.rs`, `sort_opening`): the reply with no flow
+    /// names no task to start.
+    pub(crate) sorted_none: bool,
     /// The instructions (system prompt and state block) of the last respond call: the
     /// reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -315,6 +319,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             read_from: 0,
             not_started: None,
             sorted: None,
+            sorted_none: false,
             prompt: String::new(),
             preview: None,
             aug: Augment {

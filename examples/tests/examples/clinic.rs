@@ -47,3 +47,98 @@ async fn the_booking_resumes_after_the_hours_and_books_on_a_yes() {
     assert_eq!(rs[5].flow, None);
     assert_eq!(model.unused(), 0, "{printed}");
 }
+
+// ---------------------------------------------------------------------------
+// No flow under way, on a small model: the message is sorted among the flows first
+// ---------------------------------------------------------------------------
+
+use agent_core::policy::ModelProfile;
+use agent_core::provider::CallKind;
+use agent_core::testing::{Answer, ScriptedProvider};
+use std::sync::Arc;
+
+fn clinic_on(model: &ScriptedProvider) -> agent_core::Agent<clinic::Visit, ()> {
+    clinic::agent(Arc::new(model.clone()), AgentConfig::default()).unwrap()
+}
+
+#[tokio::test]
+async fn a_small_model_sorts_the_first_message_among_the_flows_and_the_picked_one_starts() {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    // Options are labelled by the flows' titles.
+    model.route(Answer::raw(r#"{"about": "appointment_booking"}"#));
+    model.respond(Answer::message("Sure. What is the patient's full name?"));
+    let r = agent
+        .respond("s", "Hi, can I see a doctor this week?")
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("appointment"), Some("ask_name"))
+    );
+    let requests = model.requests();
+    let sort = &requests[0];
+    assert_eq!(sort.kind, CallKind::Route);
+    for option in [
+        "- appointment_booking: the patient wants to book an appointment",
+        "- opening_hours: the patient asks when the clinic is open",
+        "- prescription_renewal: the patient wants a prescription renewed",
+        "- other: something else",
+    ] {
+        assert!(sort.system.contains(option), "{}", sort.system);
+    }
+    assert_eq!(sort.messages.len(), 1, "the message alone");
+    // The reply with no flow was not written: the one other call is the booking's.
+    assert_eq!(model.calls_of(CallKind::Route), 1);
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].system.contains("Appointment booking"),
+        "{}",
+        requests[1].system
+    );
+    assert!(
+        r.commands
+            .contains(&agent_core::command::Command::start_flow("appointment"))
+    );
+    assert_eq!(model.unused(), 0);
+}
+
+#[tokio::test]
+async fn a_first_message_sorted_as_something_else_gets_a_reply_that_starts_no_flow() {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    model.route(Answer::raw(r#"{"about": "other"}"#));
+    // Even if the reply named a task, the sorting call decided: no flow starts.
+    model.respond(Answer::intent("Hello! How can I help?", Some("hours")));
+    let r = agent.respond("s", "Hello!").await.unwrap();
+    assert_eq!(r.flow, None);
+    let reply = &model.requests()[1];
+    assert_eq!(reply.kind, CallKind::Respond);
+    assert!(
+        !reply.system.contains("set `intent`"),
+        "the reply names no task: {}",
+        reply.system
+    );
+    assert_eq!(model.calls_of(CallKind::Route), 1);
+}
+
+#[tokio::test]
+async fn no_sorting_call_with_no_flow_on_a_capable_model_or_for_a_plain_yes() {
+    // Capable: the reply with no flow names the task, in one call.
+    let model = ScriptedProvider::new();
+    let agent = clinic_on(&model);
+    model.respond(Answer::intent("Sure.", Some("hours")));
+    let r = agent
+        .respond("s", "are you open on saturdays?")
+        .await
+        .unwrap();
+    assert_eq!(model.calls_of(CallKind::Route), 0);
+    assert!(r.message.starts_with("We're open"), "{}", r.message);
+    // Small: a plain yes answers the last reply, which the sorting call does not see.
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    model.respond(Answer::intent("Sure.", Some("hours")));
+    let r = agent.respond("s", "yes please").await.unwrap();
+    assert_eq!(model.calls_of(CallKind::Route), 0);
+    assert!(r.message.starts_with("We're open"), "{}", r.message);
+}

@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 
 use super::answer::strip_fences;
 use crate::branch::Target;
+use crate::codeflow::Router;
 use crate::data::{AgentContext, AgentData};
 use crate::error::AgentError;
 use crate::flow::Flow;
@@ -183,15 +184,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // reads a flow's title better than its id ("technical_support" was picked for
         // "my app keeps crashing" where "tech" never was). Ids stand in for titles
         // that are missing or would give two options one label.
-        let unique = options
-            .iter()
-            .enumerate()
-            .all(|(i, o)| !o.label.is_empty() && !options[..i].iter().any(|p| p.label == o.label));
-        if !unique {
-            for o in &mut options {
-                o.label.clone_from(&o.id);
-            }
-        }
+        unique_labels(&mut options);
         // Fields the step asks for that code sees the message cannot give (a pattern
         // nothing said matches): the message is then something else than an answer.
         let unsaid = !step.collect.is_empty() && self.readable(&step.collect).is_empty();
@@ -263,30 +256,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             ids.insert(0, Value::String(answer.to_owned()));
         }
-        let schema = json!({
-            "type": "object",
-            "properties": { ABOUT: { "enum": ids } },
-            "required": [ABOUT],
-            "additionalProperties": false,
-        });
-        let said: String = self.msg.chars().take(MAX_MESSAGE_CHARS).collect();
-        let mut req = self.request(CallKind::Route, sys, vec![Message::user(said)]);
-        req.output = Some(OutputSchema {
-            name: "digression".into(),
-            schema: Arc::new(schema),
-        });
-        let (resp, _) = self.call(&req, None).await?;
-        let picked = (resp.finish != FinishReason::Length)
-            .then(|| serde_json::from_str::<Value>(strip_fences(&resp.content)).ok())
-            .flatten()
-            .and_then(|v| {
-                // `flow` too: the scripted provider's `Answer::route(..)`.
-                match v.get(ABOUT).or_else(|| v.get("flow")) {
-                    Some(Value::String(p)) => Some(p.clone()),
-                    Some(Value::Null) => Some(answer.to_owned()),
-                    _ => None,
-                }
-            });
+        let picked = self.sort_call(sys, ids, answer).await?;
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
             options
@@ -294,7 +264,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .find(|o| p != answer && (o.label == p || o.id == p))
         });
         let Some(p) = picked.as_deref() else {
-            tracing::warn!(answer = %resp.content, "digression answer unreadable; the message is read as an answer");
             return Ok(None);
         };
         // The step's conditions are judged by the pick: the one it names holds, the
@@ -323,6 +292,138 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
     }
+
+    /// The sorting call with no flow under way, for agents whose reply with no flow
+    /// names the task to start (`Router::SchemaIntent`): on a small model, the
+    /// message is first sorted among the flows that may start and "something else".
+    /// `Some(id)`: start that flow (the reply with no flow is not written). `None`:
+    /// no call was made, or it found no flow; after the latter (`sorted_none`), the
+    /// reply with no flow is written without the tasks to start.
+    ///
+    /// Writing the reply and picking the task in one call, the model above sent "Hi,
+    /// can I see a doctor this week?" to the clinic's opening hours; sorted alone
+    /// (the flows' `when`, labelled by their titles, and "something else"), it sorted
+    /// fifteen of fifteen first messages right (bookings, hours, renewals, a greeting,
+    /// small talk, a request for a person, German).
+    pub(in crate::pipeline) async fn sort_opening(&mut self) -> Result<Option<String>, AgentError> {
+        if !self.a.provider.profile().checks_digressions()
+            || !matches!(self.a.router, Router::SchemaIntent { .. })
+            || self.s.flow.is_some()
+            || self.s.code.is_some()
+            || self.sorted_none
+            || self.transitions.len() != self.read_from
+            // A plain yes answers the last reply, which the sorting call does not see.
+            || plainly_agrees(self.msg, &[])
+        {
+            return Ok(None);
+        }
+        // A plain request for a person is code's to read (the human handoff).
+        if plainly_asks_for_person(self.msg) {
+            self.sorted_none = true;
+            return Ok(None);
+        }
+        let mut options: Vec<Opt> = Vec::new();
+        {
+            let cx = self.cx();
+            let done = |id: &str| self.s.completed_flows.iter().any(|c| c.as_str() == id);
+            for f in &self.a.flows {
+                if f.is_eligible(&cx) && (f.reentrant || !done(f.id.as_ref())) {
+                    options.push(Opt::opening(
+                        &f.id,
+                        &f.title,
+                        f.when.as_deref(),
+                        &f.description,
+                    ));
+                }
+            }
+            for f in &self.a.code_flows {
+                options.push(Opt::opening(
+                    &f.id,
+                    &f.title,
+                    f.when.as_deref(),
+                    &f.description,
+                ));
+            }
+        }
+        options.retain(|o| !o.desc.is_empty());
+        if options.is_empty() {
+            return Ok(None);
+        }
+        unique_labels(&mut options);
+        let other = ["other", "something_else", "none_of_these"]
+            .into_iter()
+            .find(|l| !options.iter().any(|o| o.label == *l))
+            .unwrap_or("none_of_these");
+        let mut sys = String::from(
+            "You sort the user's latest message. No task is under way.\nOptions for `about`:\n",
+        );
+        for o in &options {
+            let _ = writeln!(sys, "- {}: {}", o.label, o.desc);
+        }
+        let _ = writeln!(sys, "- {other}: something else");
+        sys.push_str("Answer with JSON only.");
+        let mut ids: Vec<Value> = options
+            .iter()
+            .map(|o| Value::String(o.label.clone()))
+            .collect();
+        ids.push(Value::String(other.to_owned()));
+        let Some(p) = self.sort_call(sys, ids, other).await? else {
+            return Ok(None);
+        };
+        match options
+            .iter()
+            .find(|o| p != other && (o.label == p || o.id == p))
+        {
+            Some(o) => {
+                tracing::info!(to = %o.id, "the message asks for a flow (sorting call, no flow under way)");
+                Ok(Some(o.id.clone()))
+            }
+            None => {
+                tracing::debug!(picked = %p, "the message asks for no flow (sorting call, no flow under way)");
+                self.sorted_none = true;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The sorting call itself: `sys` lists the options, `labels` are the values the
+    /// answer may take, `stay` the one the answer's `null` stands for. The message is
+    /// sent alone, without the conversation. `None`: the answer cannot be read.
+    async fn sort_call(
+        &mut self,
+        sys: String,
+        labels: Vec<Value>,
+        stay: &str,
+    ) -> Result<Option<String>, AgentError> {
+        let schema = json!({
+            "type": "object",
+            "properties": { ABOUT: { "enum": labels } },
+            "required": [ABOUT],
+            "additionalProperties": false,
+        });
+        let said: String = self.msg.chars().take(MAX_MESSAGE_CHARS).collect();
+        let mut req = self.request(CallKind::Route, sys, vec![Message::user(said)]);
+        req.output = Some(OutputSchema {
+            name: "digression".into(),
+            schema: Arc::new(schema),
+        });
+        let (resp, _) = self.call(&req, None).await?;
+        let picked = (resp.finish != FinishReason::Length)
+            .then(|| serde_json::from_str::<Value>(strip_fences(&resp.content)).ok())
+            .flatten()
+            .and_then(|v| {
+                // `flow` too: the scripted provider's `Answer::route(..)`.
+                match v.get(ABOUT).or_else(|| v.get("flow")) {
+                    Some(Value::String(p)) => Some(p.clone()),
+                    Some(Value::Null) => Some(stay.to_owned()),
+                    _ => None,
+                }
+            });
+        if picked.is_none() {
+            tracing::warn!(answer = %resp.content, "sorting answer unreadable; the message is read as before");
+        }
+        Ok(picked)
+    }
 }
 
 /// One option of the sorting call besides the step's own.
@@ -336,6 +437,38 @@ struct Opt {
     /// The branch conditions it stands for (empty for a flow the active one hands
     /// over to).
     whens: Vec<String>,
+}
+
+impl Opt {
+    /// A flow as an option of the sorting call with no flow under way: what it is
+    /// for is its `when`, else its description, else its title.
+    fn opening(id: &str, title: &str, when: Option<&str>, description: &str) -> Self {
+        let desc = [when.unwrap_or_default(), description, title]
+            .into_iter()
+            .map(one_line)
+            .find(|d| !d.is_empty())
+            .unwrap_or_default();
+        Self {
+            id: id.to_owned(),
+            desc,
+            label: label(title, id),
+            whens: Vec::new(),
+        }
+    }
+}
+
+/// Ids stand in for the labels when a title is missing or two options would share
+/// one label.
+fn unique_labels(options: &mut [Opt]) {
+    let unique = options
+        .iter()
+        .enumerate()
+        .all(|(i, o)| !o.label.is_empty() && !options[..i].iter().any(|p| p.label == o.label));
+    if !unique {
+        for o in options {
+            o.label.clone_from(&o.id);
+        }
+    }
 }
 
 /// A flow's title as an option's label: lower case, words joined by `_`, nothing

@@ -342,8 +342,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
 
         // Schema-intent routing: the classic reply names the flow the user wants.
+        // Not when the sorting call found the message asks for no flow.
         let intents: Option<Vec<(String, String)>> = (flow.is_none()
             && self.s.code.is_none()
+            && !self.sorted_none
             && matches!(self.a.router, crate::codeflow::Router::SchemaIntent { .. })
             && self.a.flow_count() > 0)
             .then(|| {
