@@ -347,6 +347,53 @@
 //! (no value the data does not hold, no flow to start), the reply is the agent's last
 //! message, written by code.
 //!
+//! # Skipping a question
+//!
+//! When the user does not want to answer the question just asked ("skip that", "I'd
+//! rather not say", `is_asking_for: "to_skip_this_question"`), and every field the
+//! step asks for is one the flow can do without (not in its `required`, and no
+//! step `requires` it), the step is passed without a value and the flow goes on to
+//! its next step in the same turn ([`Command::SkipQuestion`]). The skipped fields
+//! are kept in [`Session::skipped`](crate::session::Session::skipped) until the flow
+//! completes or is cancelled, so the question is not asked again in this run of the
+//! flow. A field the flow needs is not skipped: its question stands. The answer key
+//! is offered only in flows with such a step.
+//!
+//! ```
+//! use agent_core::command::Command;
+//! use agent_core::prelude::*;
+//! use agent_core::testing::{Answer, ScriptedProvider};
+//! use serde_json::json;
+//!
+//! #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! struct Table { guests: Option<u8>, wishes: Option<String>, day: Option<String> }
+//!
+//! # tokio_test_block(async {
+//! let provider = ScriptedProvider::new();
+//! let agent: Agent<Table, ()> = Agent::builder()
+//!     .provider(provider.clone())
+//!     .flow(Flow::builder("table").title("Table booking")
+//!         .required(["guests", "day"])
+//!         .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+//!         .step(Step::model("ask_wishes").prompt("Ask for special wishes.").collect(["wishes"]))
+//!         .step(Step::model("ask_day").prompt("Ask for the day.").collect(["day"]))
+//!         .build().unwrap())
+//!     .build().unwrap();
+//! provider.respond(Answer::message("Any special wishes?").with_data(json!({"guests": 2})));
+//! agent.respond("s1", "A table for two").await.unwrap();
+//! // "No idea, skip that": the wishes are optional, so the booking goes on.
+//! provider.respond(Answer::message("Okay.").command(Command::skip_question()));
+//! provider.respond(Answer::message("Which day would you like to come?"));
+//! let r = agent.respond("s1", "No idea, skip that").await.unwrap();
+//! assert_eq!(r.step.as_deref(), Some("ask_day"));
+//! assert_eq!(r.message, "Which day would you like to come?");
+//! assert!(r.commands.contains(&Command::SkipQuestion));
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
+//! # }
+//! ```
+//!
 //! # The answer's shape, and the scripted provider
 //!
 //! A model answers in the shape its request's JSON schema asks for. That shape is
@@ -363,6 +410,7 @@
 //! | `cancel: true` (in a flow) | [`Command::CancelFlow`] |
 //! | `is_asking_for: "a_person"` | [`Command::AskForHuman`] |
 //! | `is_asking_for: "your_last_message_again"` | [`Command::Repeat`] |
+//! | `is_asking_for: "to_skip_this_question"` (flows with a step that may be skipped) | [`Command::SkipQuestion`] |
 //! | `commands` | the listed commands, as written |
 //!
 //! So answers scripted for the [`ScriptedProvider`](crate::testing::ScriptedProvider)
@@ -472,6 +520,11 @@ pub enum Command {
     /// The user asks to hear the last message again ("sorry, what was the
     /// question?"): the reply is the agent's last message, written by code.
     Repeat,
+    /// The user does not want to answer the question just asked ("skip that", "I'd
+    /// rather not say"): when every field the step asks for is optional (no rule of
+    /// the flow needs it), the step is passed without a value and the flow goes on;
+    /// otherwise the question stands. See [Skipping a question](self#skipping-a-question).
+    SkipQuestion,
     /// More than one flow fits the message (the answer started two): none is started,
     /// and the reply, written by code, asks which one the user means ("Do you want
     /// appointment booking or prescription renewal?"). The flow asking stays where it
@@ -544,6 +597,11 @@ impl Command {
         Self::Repeat
     }
 
+    /// Skip the question just asked.
+    pub fn skip_question() -> Self {
+        Self::SkipQuestion
+    }
+
     /// The same value command, citing the user's `words` (no effect on other kinds).
     #[must_use]
     pub fn citing(mut self, said: impl Into<String>) -> Self {
@@ -572,6 +630,7 @@ impl Command {
             Self::CancelFlow => "cancel_flow",
             Self::AskForHuman => "ask_for_human",
             Self::Repeat => "repeat",
+            Self::SkipQuestion => "skip_question",
             Self::Clarify { .. } => "clarify",
         }
     }

@@ -315,3 +315,129 @@ async fn a_request_for_a_person_read_in_a_message_naming_none_counts_by_the_mode
         "Do you want me to pass you to a person from our team?"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Skip question
+// ---------------------------------------------------------------------------
+
+/// city (needed) -> feedback (optional) -> check_in (needed) -> done.
+fn skippable_agent(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
+    let flow = Flow::builder("stay")
+        .title("Stay")
+        .required(["city", "check_in"])
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_wishes")
+                .prompt("Ask for any wishes.")
+                .collect(["feedback"]),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask for the check-in date.")
+                .collect(["check_in"]),
+        )
+        .step(Step::reply("done", "Noted: {city} on {check_in}.").end())
+        .build()
+        .unwrap();
+    Agent::builder()
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .provider(p.clone())
+        .flow(flow)
+        .build()
+        .unwrap()
+}
+
+async fn at_ask_wishes(a: &Agent<Booking, Concierge>, p: &ScriptedProvider) {
+    p.respond(Answer::message("Any wishes?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "A room in Lisbon").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_wishes"));
+}
+
+#[tokio::test]
+async fn a_skipped_optional_question_is_passed_and_the_next_one_asked_in_the_same_turn() {
+    let p = ScriptedProvider::new();
+    let a = skippable_agent(&p);
+    at_ask_wishes(&a, &p).await;
+    // The answer's own key, as a model writes it.
+    p.respond(Answer::raw(
+        json!({"cancel": false, "data": {}, "is_asking_for": "to_skip_this_question", "message": "Okay."})
+            .to_string(),
+    ));
+    p.respond(Answer::message("When do you check in?"));
+    let r = a.respond("s", "I'd rather not say").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(r.message, "When do you check in?");
+    assert!(r.commands.contains(&Command::SkipQuestion));
+    assert!(
+        r.directive_chain
+            .iter()
+            .any(|e| e.source.to_string().contains("skip_question")),
+        "{:?}",
+        r.directive_chain
+    );
+    assert_eq!(r.data.feedback, None);
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.skipped, vec!["feedback".to_owned()]);
+    // The schema offers the key in this flow.
+    let req = p.last_request().unwrap();
+    let asking = &req.output.unwrap().schema["properties"]["is_asking_for"]["enum"];
+    assert!(
+        asking
+            .as_array()
+            .unwrap()
+            .contains(&json!("to_skip_this_question")),
+        "{asking}"
+    );
+    // The next answer completes the flow without the skipped value; a new run of the
+    // flow asks the question again.
+    // (The last question before a reply step is read by an extraction call.)
+    p.extract(Answer::data(json!({"check_in": "2026-07-01"})));
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.message, "Noted: Lisbon on 2026-07-01.");
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+}
+
+#[tokio::test]
+async fn a_question_the_flow_needs_is_not_skipped() {
+    let p = ScriptedProvider::new();
+    let a = skippable_agent(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "Hi, I need a room").await.unwrap();
+    // The city is required: a skip leaves the question standing.
+    p.default_answer(
+        agent_core::provider::CallKind::Respond,
+        Answer::message("I need the city to go on.").command(Command::skip_question()),
+    );
+    let r = a.respond("s", "skip that").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_city"));
+    assert_eq!(r.message, "I need the city to go on.");
+    assert!(!r.commands.contains(&Command::SkipQuestion));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert!(s.skipped.is_empty());
+}
+
+#[tokio::test]
+async fn a_flow_without_an_optional_question_offers_no_skip() {
+    let p = ScriptedProvider::new();
+    let a = agent_handing(&p, HumanHandoff::hand_over());
+    wait_at_ask_date(&a, &p, "booking").await;
+    p.default_answer(
+        agent_core::provider::CallKind::Respond,
+        Answer::message("When do you check in?"),
+    );
+    a.respond("s", "hmm").await.unwrap();
+    let req = p.last_request().unwrap();
+    let asking = &req.output.unwrap().schema["properties"]["is_asking_for"]["enum"];
+    assert!(
+        !asking
+            .as_array()
+            .unwrap()
+            .contains(&json!("to_skip_this_question")),
+        "{asking}"
+    );
+}

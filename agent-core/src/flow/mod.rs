@@ -202,6 +202,25 @@ impl<D, C> Flow<D, C> {
     pub(crate) fn declared_fields(&self) -> &[Arc<str>] {
         &self.collectable
     }
+    /// Whether the user may skip step `j`'s question ([`Command::SkipQuestion`]): a
+    /// model step that asks for fields none of which the flow needs (in its
+    /// `required`, or a step's `requires`).
+    ///
+    /// [`Command::SkipQuestion`]: crate::command::Command::SkipQuestion
+    pub(crate) fn may_skip(&self, j: usize) -> bool {
+        let Some(s) = self.steps.get(j) else {
+            return false;
+        };
+        matches!(s.kind, crate::step::StepKind::Model)
+            && !s.collect.is_empty()
+            && s.collect.iter().all(|f| {
+                !self.required.contains(f) && !self.steps.iter().any(|t| t.requires.contains(f))
+            })
+    }
+    /// Whether some step of the flow asks a question the user may skip.
+    pub(crate) fn has_skippable(&self) -> bool {
+        (0..self.steps.len()).any(|j| self.may_skip(j))
+    }
     pub(crate) fn is_eligible(&self, cx: &Cx<'_, D, C>) -> bool {
         self.if_.as_ref().is_none_or(|p| {
             crate::guard::test(p, cx, || format!("`if` predicate of flow `{}`", self.id))

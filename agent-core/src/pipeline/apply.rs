@@ -320,6 +320,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.exit_flow().await;
         self.completed.push(fid.clone());
+        self.forget_skipped(&fid);
         self.s.completed_flows.push(fid.clone());
         self.s.last_completed = Some(crate::session::CompletedFlow {
             flow: fid.clone(),

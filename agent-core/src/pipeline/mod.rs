@@ -107,6 +107,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) msg: &'a str,
     pub(crate) sink: Option<&'a Sink<D>>,
     pub(crate) present: FieldSet,
+    /// The fields whose question the user skipped ([`Session::skipped`]): a step
+    /// asking only for them is passed.
+    pub(crate) skipped: FieldSet,
     pub(crate) dispatcher: Dispatcher,
     /// `s.step` spoke last turn and this message answers it.
     pub(crate) awaiting: bool,
@@ -269,6 +272,12 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             prev,
         } = load;
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
+        let mut skipped = FieldSet::with_capacity(a.schema.fields().len());
+        for f in &s.skipped {
+            if let Some(i) = a.schema.index_of(f) {
+                skipped.insert(i);
+            }
+        }
         let awaiting = s.step.is_some();
         let turn_tag = crate::tool::key::turn_tag(event_id.as_deref(), s.turns, msg);
         let unsaid = if a.config.grounding {
@@ -289,6 +298,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             msg,
             sink,
             present,
+            skipped,
             dispatcher: Dispatcher::default(),
             awaiting,
             pos_gen: 0,

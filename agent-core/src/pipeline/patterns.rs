@@ -1,6 +1,7 @@
 //! The repair patterns a respond answer can read besides values and flows, handled in
 //! one order: a cancel (`stack.rs`), two flows that fit (clarification), a request for
-//! a person (the human handoff), a request to hear the last message again (repeat).
+//! a person (the human handoff), a request to hear the last message again (repeat), a
+//! question the user skips.
 //!
 //! - **Clarification** ([`Command::Clarify`]): the answer started more than one flow.
 //!   None starts; the reply, written by code from the flows' titles, asks which one
@@ -16,6 +17,8 @@
 //! - **Repeat** ([`Command::Repeat`]): the reply is the agent's last message, written
 //!   by code, when the answer read nothing else the message says (no new value, no
 //!   flow to start).
+//! - **Skip question** ([`Command::SkipQuestion`]): a question whose fields the flow
+//!   can do without is passed, and the walk goes on to the next step.
 //!
 //! When the answer also judges one of the active step's own conditions true, the
 //! agent's branch decides and the built-in pattern does not run.
@@ -136,7 +139,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let human = (read || plain) && !self.commands.contains(&Command::AskForHuman);
         let repeat = out.take(&Command::Repeat);
         if !human && !repeat {
-            return Ok(None);
+            return self.on_skip(out).await;
         }
         if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
             tracing::info!("a pattern read, but a condition of the step holds: the branch decides");
@@ -153,6 +156,72 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         };
         self.handled(Command::Repeat);
         Ok(Some(PatternRead::Reply(last, StoppedReason::NeedsInput)))
+    }
+
+    /// Skip question: the user does not want to answer the question just asked. When
+    /// every field the step asks for and the message did not give is one the flow can
+    /// do without ([`Flow::may_skip`](crate::flow::Flow)), those fields are marked
+    /// skipped and the walk goes on past the step; otherwise the question stands (the
+    /// answer's reply says why).
+    async fn on_skip(&mut self, out: &mut CallOutcome) -> Result<Option<PatternRead>, AgentError> {
+        if !out.take(&Command::SkipQuestion) {
+            return Ok(None);
+        }
+        let Some(flow) = self.flow() else {
+            return Ok(None);
+        };
+        let Some(j) = self.awaiting_model_step(&flow) else {
+            return Ok(None);
+        };
+        if !flow.may_skip(j) {
+            tracing::info!(flow = %flow.id, step = %flow.steps[j].id, "a skip read at a question the flow needs answered; it stands");
+            return Ok(None);
+        }
+        let missing: Vec<usize> = flow.steps[j]
+            .collect_idx
+            .iter()
+            .copied()
+            .filter(|&i| !self.is_present(i))
+            .collect();
+        if missing.is_empty() {
+            return Ok(None);
+        }
+        if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
+            tracing::info!("a skip read, but a condition of the step holds: the branch decides");
+            return Ok(None);
+        }
+        for i in missing {
+            self.skipped.insert(i);
+            if let Some(name) = self.a.schema.fields().get(i)
+                && !self.s.skipped.iter().any(|s| s.as_str() == name.as_ref())
+            {
+                self.s.skipped.push(name.to_string());
+            }
+        }
+        tracing::info!(flow = %flow.id, step = %flow.steps[j].id, "the user skipped the question");
+        self.handled_in_chain(Command::SkipQuestion);
+        Ok(Some(PatternRead::Moved))
+    }
+
+    /// Forget the questions skipped in flow `fid` (it completed or was cancelled): a
+    /// new run of it asks them again.
+    pub(super) fn forget_skipped(&mut self, fid: &str) {
+        let Some(flow) = self.a.flow(fid).cloned() else {
+            return;
+        };
+        if self.s.skipped.is_empty() {
+            return;
+        }
+        self.s
+            .skipped
+            .retain(|f| !flow.collectable.iter().any(|c| c.as_ref() == f.as_str()));
+        let mut kept = crate::data::FieldSet::with_capacity(self.a.schema.fields().len());
+        for f in &self.s.skipped {
+            if let Some(i) = self.a.schema.index_of(f) {
+                kept.insert(i);
+            }
+        }
+        self.skipped = kept;
     }
 
     /// Clarification: the answer started more than one flow. None starts; the reply,

@@ -51,7 +51,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let step = &flow.steps[idx];
             if awaiting {
                 awaiting = false;
-                if matches!(step.kind, StepKind::Model) && needs_input(step, &self.present) {
+                if matches!(step.kind, StepKind::Model)
+                    && needs_input(step, &self.present, &self.skipped)
+                {
                     out = Some(Stop::Render(flow.id.clone(), idx));
                     break;
                 }
@@ -94,7 +96,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                     StepKind::Model
                         if landed == Some(idx)
-                            || needs_input(step, &self.present)
+                            || needs_input(step, &self.present, &self.skipped)
                             || step.collect_idx.is_empty() =>
                     {
                         out = Some(Stop::Render(flow.id.clone(), idx));

@@ -377,6 +377,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 reply.clone_from(text);
             }
         }
+        self.forget_skipped(fid);
         self.leave_flow().await;
         self.clear_fields(fid, &clears, &src)?;
         self.s.tentative.retain(|t| t.flow != fid);

@@ -43,11 +43,15 @@ pub(super) enum Next {
 
 /// Whether a step can run with the data present (`requires`), and whether its
 /// `collect` fields are all filled.
-pub(super) fn needs_input<D, C>(step: &Step<D, C>, present: &FieldSet) -> bool {
+pub(super) fn needs_input<D, C>(step: &Step<D, C>, present: &FieldSet, skipped: &FieldSet) -> bool {
     if step.requires_idx.iter().any(|&i| !present.contains(i)) {
         return true;
     }
-    !step.collect_idx.is_empty() && step.collect_idx.iter().any(|&i| !present.contains(i))
+    !step.collect_idx.is_empty()
+        && step
+            .collect_idx
+            .iter()
+            .any(|&i| !present.contains(i) && !skipped.contains(i))
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
@@ -226,7 +230,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
 
             if self.awaiting {
-                if matches!(step.kind, StepKind::Model) && needs_input(step, &self.present) {
+                if matches!(step.kind, StepKind::Model)
+                    && needs_input(step, &self.present, &self.skipped)
+                {
                     return Ok(Stop::Render(flow.id.clone(), idx));
                 }
                 self.awaiting = false;
@@ -315,7 +321,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let landed = self.landed.as_ref().is_some_and(|(f, s)| {
                         f.as_str() == flow.id.as_ref() && s.as_str() == step.id.as_ref()
                     });
-                    if !landed && !step.collect_idx.is_empty() && !needs_input(step, &self.present)
+                    if !landed
+                        && !step.collect_idx.is_empty()
+                        && !needs_input(step, &self.present, &self.skipped)
                     {
                         // Satisfied by data already given: executed without asking.
                         match self.advance(&flow, idx, true, false).await? {

@@ -99,6 +99,8 @@ struct Header<'a, D, C> {
     handed_off: &'a Option<HandedOff>,
     #[serde(skip_serializing_if = "is_false")]
     asking_handoff: &'a bool,
+    #[serde(skip_serializing_if = "is_empty")]
+    skipped: &'a Vec<String>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -128,6 +130,7 @@ impl<'a, D, C> Header<'a, D, C> {
             cancelling: &s.cancelling,
             handed_off: &s.handed_off,
             asking_handoff: &s.asking_handoff,
+            skipped: &s.skipped,
             created_ms: s.created_ms,
             updated_ms: s.updated_ms,
         }
@@ -302,6 +305,11 @@ pub struct Session<D, C> {
     /// the model read in other words than a plain one): handed over on a yes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub asking_handoff: bool,
+    /// Fields whose question the user skipped ([`crate::command::Command::SkipQuestion`]):
+    /// the steps asking for them are passed without a value until the flow that asked
+    /// completes or is cancelled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// Creation time (ms since the Unix epoch, agent clock).
     #[serde(default)]
     pub created_ms: u64,
@@ -337,6 +345,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             cancelling: None,
             handed_off: None,
             asking_handoff: false,
+            skipped: Vec::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
         }
@@ -473,6 +482,7 @@ mod tests {
         s.cancelling = Some("faq".into());
         s.handed_off = Some(HandedOff::new(5, Some("faq".into()), None));
         s.asking_handoff = true;
+        s.skipped.push("feedback".into());
         s.history.push(Message::user("hi \"there\""));
         s.history.push(Message::assistant("Which city?"));
         let (first, span) = s.encode_after(None).unwrap();

@@ -105,6 +105,10 @@ pub(super) fn with_tool_call(
 /// message asks for, each value saying what it means.
 pub(super) const ASKING_FOR: [&str; 3] = ["nothing_else", "a_person", "your_last_message_again"];
 
+/// The value of `is_asking_for` that skips the question just asked, offered in flows
+/// with a step whose question may be skipped ([`crate::command::Command::SkipQuestion`]).
+pub(super) const SKIP_QUESTION: &str = "to_skip_this_question";
+
 pub(super) fn without_action(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(o) = schema.as_object_mut() {
@@ -176,7 +180,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         required.push("cancel");
         // What else the user asks for: a person or the last message again
         // (`patterns.rs`); after the hand-overs, before the message.
-        props.insert("is_asking_for".into(), json!({ "enum": ASKING_FOR }));
+        // In a flow with a question the user may skip, that too (`patterns.rs`).
+        let mut asking: Vec<&str> = ASKING_FOR.to_vec();
+        if f.has_skippable() {
+            asking.push(SKIP_QUESTION);
+        }
+        props.insert("is_asking_for".into(), json!({ "enum": asking }));
         required.push("is_asking_for");
         if n_conditions > 0 {
             let mut cprops = Map::new();

@@ -105,6 +105,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .chain(match out.is_asking_for.as_deref() {
                 Some("a_person") => Some(Command::AskForHuman),
                 Some("your_last_message_again") => Some(Command::Repeat),
+                Some(super::schema::SKIP_QUESTION) => Some(Command::SkipQuestion),
                 _ => None,
             });
         let written = out.commands.into_iter().flatten().filter(|c| {
@@ -115,6 +116,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     | Command::CancelFlow
                     | Command::AskForHuman
                     | Command::Repeat
+                    | Command::SkipQuestion
             )
         });
         for c in asked.chain(written) {
