@@ -48,6 +48,8 @@ pub trait IntoDataPatch {
     fn into_data_patch(self) -> Patch;
 }
 
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
 impl IntoDataPatch for Patch {
     fn into_data_patch(self) -> Patch {
         self
@@ -79,6 +81,8 @@ pub trait IntoContextPatch {
     fn into_context_patch(self) -> Patch;
 }
 
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
 impl IntoContextPatch for Patch {
     fn into_context_patch(self) -> Patch {
         self

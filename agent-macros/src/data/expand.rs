@@ -240,6 +240,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
     // compile error.
     let patch_of = if kind == Kind::Data {
         quote! {
+            // Not listed as "the trait is implemented for .." under an error about
+            // another type: our message names the fix.
+            #[diagnostic::do_not_recommend]
             impl ::agent_core::__private::DataPatch for #patch {
                 type Data = #name;
             }
@@ -298,6 +301,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
             }
         }
 
+        // Not listed as "the trait is implemented for .." under an error about
+        // another type: our message names the fix.
+        #[diagnostic::do_not_recommend]
         impl ::agent_core::__private::#patch_trait for #patch {
             fn #patch_fn(self) -> ::agent_core::__private::Patch {
                 self.map
@@ -315,6 +321,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
             #schema_fn
         }
 
+        // Not listed as "the trait is implemented for .." under an error about
+        // another type: our message names the fix.
+        #[diagnostic::do_not_recommend]
         impl ::agent_core::__private::#type_trait for #name {
             type Field = #field_enum;
             type Patch = #patch;

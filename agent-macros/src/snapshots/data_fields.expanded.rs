@@ -33,6 +33,7 @@ pub struct Stay {
     #[schemars(extend("x-not-past" = true))]
     pub arrival: ::core::option::Option<Date>,
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataPatch for StayPatch {
     type Data = Stay;
 }
@@ -219,6 +220,7 @@ impl ::core::convert::From<StayPatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoDataPatch for StayPatch {
     fn into_data_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -246,6 +248,7 @@ impl Stay {
         ::agent_core::__private::schemars::schema_for!(Stay).to_value()
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataType for Stay {
     type Field = StayField;
     type Patch = StayPatch;
