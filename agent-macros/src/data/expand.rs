@@ -393,6 +393,11 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
         }
 
         #[doc(hidden)]
+        impl<'a, C: 'a, #(#modes: ::agent_core::__private::Mode),*> ::agent_core::__private::ViewOf<'a, C, (#(#modes,)*)> for #name {
+            type View = #view<'a, C, #(#modes),*>;
+        }
+
+        #[doc(hidden)]
         #[allow(unused_macros)]
         macro_rules! #mac {
             ($($t:tt)*) => {

@@ -210,6 +210,16 @@ impl<
     }
 }
 #[doc(hidden)]
+impl<
+    'a,
+    C: 'a,
+    M0: ::agent_core::__private::Mode,
+    M1: ::agent_core::__private::Mode,
+    M2: ::agent_core::__private::Mode,
+> ::agent_core::__private::ViewOf<'a, C, (M0, M1, M2)> for Stay {
+    type View = StayView<'a, C, M0, M1, M2>;
+}
+#[doc(hidden)]
 #[allow(unused_macros)]
 macro_rules! __agent_data_Stay {
     ($($t:tt)*) => {

@@ -98,8 +98,8 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     }
 }
 Booking! {
-    data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
-    prefix = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
+    data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
+    = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
     confirm[guests] large_group[] __flow[] __completed[city guests] } checks {
     collect[city hotel] requires[guests guests] depends_on[city] required[city guests]
     optional[] cancel_clears[hotel] template[guests] } absent {}

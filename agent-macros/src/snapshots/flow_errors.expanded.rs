@@ -89,10 +89,10 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     }
 }
 Booking! {
-    data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
-    prefix = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[]
-    __completed[] } checks { collect[] requires[] depends_on[] required[] optional[]
-    cancel_clears[] template[] } absent {}
+    data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
+    = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[] __completed[] }
+    checks { collect[] requires[] depends_on[] required[] optional[] cancel_clears[]
+    template[] } absent {}
 }
 mod booking {
     #[allow(unused_imports)]

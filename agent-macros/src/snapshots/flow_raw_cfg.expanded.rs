@@ -88,7 +88,7 @@ impl ::agent_core::__private::FlowDef for MatchFlow {
     }
 }
 Order! {
-    data_name = "Order"; view = OrderView; context = __agent_flow_match_Context; prefix =
+    data_name = "Order"; data = Order; context = __agent_flow_match_Context; prefix =
     __agent_flow_match; vis = (); views { ask[] #[cfg(feature = "loops")] r#loop[] done[]
     __flow[] __completed[r#type] } checks { collect[r#type r#loop] requires[]
     depends_on[] required[r#type] optional[] cancel_clears[] template[type] } absent {}
