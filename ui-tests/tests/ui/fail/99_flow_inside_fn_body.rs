@@ -1,7 +1,7 @@
-//! `#[flow]` on a module declared inside a fn body: the generated items name the
-//! data type through `super::`, which a module in a block cannot see into. rustc's
-//! errors, one per generated name (five here, one more per step); the macro cannot tell
-//! a module in a block from one at module level. See the macro reference.
+//! `#[flow]` on a module declared inside a fn body: the module reaches the items
+//! generated beside it through `super::`, which a module in a block cannot see into.
+//! rustc's one error (one `use` of them all), whatever the number of steps; the macro
+//! cannot tell a module in a block from one at module level. See the macro reference.
 use agent_core::typed::prelude::*;
 
 #[data]
