@@ -5,6 +5,11 @@ use crate::data::{AgentContext, AgentData, Patch};
 
 /// A `#[data]` type: the agent's collected data with typed fields, a field enum and a
 /// fluent patch builder.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[data]` type",
+    label = "not a `#[data]` type",
+    note = "put `#[data]` on the struct the flow's `data = ..` names"
+)]
 pub trait DataType: AgentData {
     /// The field enum (`BookingField`).
     type Field: Copy + Eq + std::fmt::Debug + Send + Sync + 'static;
