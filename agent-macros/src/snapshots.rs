@@ -242,7 +242,7 @@ fn data_callback_implements_step_views_and_checks_fields() {
     let out = crate::data::callback::expand(quote! {
         [city guests] [cache]
         data_name = "Booking";
-        view = BookingView;
+        data = Booking;
         context = Concierge;
         prefix = __agent_flow_booking;
         vis = ();

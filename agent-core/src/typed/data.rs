@@ -5,6 +5,11 @@ use crate::data::{AgentContext, AgentData, Patch};
 
 /// A `#[data]` type: the agent's collected data with typed fields, a field enum and a
 /// fluent patch builder.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[data]` type",
+    label = "not a `#[data]` type",
+    note = "put `#[data]` on the struct the flow's `data = ..` names"
+)]
 pub trait DataType: AgentData {
     /// The field enum (`BookingField`).
     type Field: Copy + Eq + std::fmt::Debug + Send + Sync + 'static;
@@ -48,6 +53,8 @@ pub trait IntoDataPatch {
     fn into_data_patch(self) -> Patch;
 }
 
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
 impl IntoDataPatch for Patch {
     fn into_data_patch(self) -> Patch {
         self
@@ -79,6 +86,8 @@ pub trait IntoContextPatch {
     fn into_context_patch(self) -> Patch;
 }
 
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
 impl IntoContextPatch for Patch {
     fn into_context_patch(self) -> Patch {
         self

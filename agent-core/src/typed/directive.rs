@@ -98,6 +98,8 @@ use state::*;
     note = "to move on after completing the flow, use `Directive::complete_then(next)`"
 )]
 pub trait Unpositioned {}
+// The impls are not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
 impl Unpositioned for NoPosition {}
 
 /// Satisfied by every position except `abort`.
@@ -107,10 +109,16 @@ impl Unpositioned for NoPosition {}
     note = "put the farewell in the abort reason, or use `complete` instead of `abort`"
 )]
 pub trait AllowsReply {}
+// Not listed under an error (as for `Unpositioned`).
+#[diagnostic::do_not_recommend]
 impl AllowsReply for NoPosition {}
+#[diagnostic::do_not_recommend]
 impl AllowsReply for JumpToFlow {}
+#[diagnostic::do_not_recommend]
 impl AllowsReply for JumpToStep {}
+#[diagnostic::do_not_recommend]
 impl AllowsReply for CompleteFlow {}
+#[diagnostic::do_not_recommend]
 impl AllowsReply for ResetFlow {}
 
 /// The state of `complete_then(next)` for a `next` in state `Self`: [`CompleteFlow`],
@@ -149,6 +157,7 @@ impl ThenState for CompleteThenAbort {
     note = "drop the `reply`, or use `complete` instead of `abort`"
 )]
 pub trait NoReplyYet {}
+#[diagnostic::do_not_recommend]
 impl NoReplyYet for NoReply {}
 
 /// The data type of a directive that combines a part over `Self` (its patches and
@@ -391,12 +400,19 @@ impl Directive {
     }
     /// Jump to flow `F` (a `#[flow]` type such as `FeedbackFlow`, or a code flow such
     /// as `TutorFlow`); the directive is over `F`'s data type.
-    pub fn go_to<F: OfData>() -> TypedDirective<JumpToFlow, NoReply, F::Data> {
+    // The `where` clause (implied anyway) makes rustc report a type that is not a flow
+    // once, at the call, instead of again for the return type's `F::Data`.
+    pub fn go_to<F: OfData>() -> TypedDirective<JumpToFlow, NoReply, F::Data>
+    where
+        F::Data: Sized,
+    {
         Self::new().go_to::<F>()
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another; the directive
     /// is over its flow's data type.
-    pub fn go_to_step<S: StepId>(step: S) -> TypedDirective<JumpToStep, NoReply, S::Data> {
+    // `D` as a parameter (not `S::Data`) makes rustc report an argument that is not a
+    // step id once, instead of again for the return type.
+    pub fn go_to_step<S: StepId<Data = D>, D>(step: S) -> TypedDirective<JumpToStep, NoReply, D> {
         Self::new().go_to_step(step)
     }
     /// Complete the current flow.

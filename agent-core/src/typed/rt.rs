@@ -30,6 +30,15 @@ pub trait StepView<'a> {
     type View;
 }
 
+/// The view of a `#[data]` type with the modes `M` (a tuple: `Req` or `Opt` per field),
+/// implemented by `#[data]`: the flow's callback names a step's view through the data
+/// type as the flow wrote it (`data = Order` for `use model::Booking as Order`), not
+/// through the view's own name.
+pub trait ViewOf<'a, C, M> {
+    /// The view type.
+    type View;
+}
+
 /// A predicate over a view, as generated code stores it.
 pub type ViewPredicate<'p, V> = &'p dyn Fn(&V) -> bool;
 

@@ -7,7 +7,7 @@
 //! ```text
 //! [city check_in guests] [cache]    // from #[data]: fields, `#[serde(skip)]` fields
 //! data_name = "Booking";            // from #[flow] ...
-//! view = Booking View path;
+//! data = Booking;                 // the data type's path in the flow
 //! context = Concierge;
 //! prefix = __agent_flow_booking;
 //! vis = (pub(crate));
@@ -60,7 +60,8 @@ struct Request {
     /// `#[serde(skip)]` fields: in the struct, not data the engine sees.
     skipped: Vec<syn::Ident>,
     data_name: syn::LitStr,
-    view: syn::Path,
+    /// The data type's path as the flow wrote it (an import under another name works).
+    data: syn::Path,
     context: syn::Type,
     prefix: syn::Ident,
     vis: syn::Visibility,
@@ -97,9 +98,9 @@ impl Parse for Request {
         input.parse::<syn::Token![=]>()?;
         let data_name = input.parse()?;
         input.parse::<syn::Token![;]>()?;
-        key(input, "view")?;
+        key(input, "data")?;
         input.parse::<syn::Token![=]>()?;
-        let view = input.parse()?;
+        let data = input.parse()?;
         input.parse::<syn::Token![;]>()?;
         key(input, "context")?;
         input.parse::<syn::Token![=]>()?;
@@ -125,7 +126,7 @@ impl Parse for Request {
             fields,
             skipped,
             data_name,
-            view,
+            data,
             context,
             prefix,
             vis,
@@ -191,7 +192,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
             gated.push(quote!(#(#attrs)* #e));
         }
     }
-    let view = &req.view;
+    let data = &req.data;
     let ctx = &req.context;
     let vis = &req.vis;
     let _ = vis;
@@ -211,7 +212,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
         quote! {
             #(#attrs)*
             impl<'a> ::agent_core::__private::StepView<'a> for #marker {
-                type View = #view<'a, #ctx, #(#modes),*>;
+                type View = <#data as ::agent_core::__private::ViewOf<'a, #ctx, (#(#modes,)*)>>::View;
             }
         }
     });

@@ -240,6 +240,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
     // compile error.
     let patch_of = if kind == Kind::Data {
         quote! {
+            // Not listed as "the trait is implemented for .." under an error about
+            // another type: our message names the fix.
+            #[diagnostic::do_not_recommend]
             impl ::agent_core::__private::DataPatch for #patch {
                 type Data = #name;
             }
@@ -298,6 +301,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
             }
         }
 
+        // Not listed as "the trait is implemented for .." under an error about
+        // another type: our message names the fix.
+        #[diagnostic::do_not_recommend]
         impl ::agent_core::__private::#patch_trait for #patch {
             fn #patch_fn(self) -> ::agent_core::__private::Patch {
                 self.map
@@ -315,6 +321,9 @@ pub fn expand(def: &DataDef) -> TokenStream {
             #schema_fn
         }
 
+        // Not listed as "the trait is implemented for .." under an error about
+        // another type: our message names the fix.
+        #[diagnostic::do_not_recommend]
         impl ::agent_core::__private::#type_trait for #name {
             type Field = #field_enum;
             type Patch = #patch;
@@ -381,6 +390,11 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
             fn deref(&self) -> &Self::Target {
                 self.__cx
             }
+        }
+
+        #[doc(hidden)]
+        impl<'a, C: 'a, #(#modes: ::agent_core::__private::Mode),*> ::agent_core::__private::ViewOf<'a, C, (#(#modes,)*)> for #name {
+            type View = #view<'a, C, #(#modes),*>;
         }
 
         #[doc(hidden)]

@@ -15,27 +15,24 @@
     "the template of step `extra` names `{city}`, which may be empty there: not every path to `extra` collects `city`; add `requires(city)` to the step"
 }
 impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_route {
-    type View = BookingView<
+    type View = <Booking as ::agent_core::__private::ViewOf<
         'a,
         Concierge,
-        ::agent_core::__private::Opt,
-        ::agent_core::__private::Req,
-    >;
+        (::agent_core::__private::Opt, ::agent_core::__private::Req),
+    >>::View;
 }
 #[cfg(feature = "x")]
 impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step_extra {
-    type View = BookingView<
+    type View = <Booking as ::agent_core::__private::ViewOf<
         'a,
         Concierge,
-        ::agent_core::__private::Opt,
-        ::agent_core::__private::Opt,
-    >;
+        (::agent_core::__private::Opt, ::agent_core::__private::Opt),
+    >>::View;
 }
 impl<'a> ::agent_core::__private::StepView<'a> for __agent_flow_booking_step___flow {
-    type View = BookingView<
+    type View = <Booking as ::agent_core::__private::ViewOf<
         'a,
         Concierge,
-        ::agent_core::__private::Opt,
-        ::agent_core::__private::Opt,
-    >;
+        (::agent_core::__private::Opt, ::agent_core::__private::Opt),
+    >>::View;
 }

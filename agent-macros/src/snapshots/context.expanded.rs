@@ -72,6 +72,7 @@ impl ::core::convert::From<ConciergePatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoContextPatch for ConciergePatch {
     fn into_context_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -86,6 +87,7 @@ impl Concierge {
     /// Field names in declaration order.
     pub const FIELDS: &'static [&'static str] = &["tier"];
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::ContextType for Concierge {
     type Field = ConciergeField;
     type Patch = ConciergePatch;

@@ -17,6 +17,7 @@ pub struct Booking {
     pub guests: ::core::option::Option<u8>,
     pub notes: ::core::option::Option<String>,
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataPatch for BookingPatch {
     type Data = Booking;
 }
@@ -119,6 +120,7 @@ impl ::core::convert::From<BookingPatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoDataPatch for BookingPatch {
     fn into_data_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -137,6 +139,7 @@ impl Booking {
         ::agent_core::__private::schemars::schema_for!(Booking).to_value()
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataType for Booking {
     type Field = BookingField;
     type Patch = BookingPatch;
@@ -204,6 +207,16 @@ impl<
     fn deref(&self) -> &Self::Target {
         self.__cx
     }
+}
+#[doc(hidden)]
+impl<
+    'a,
+    C: 'a,
+    M0: ::agent_core::__private::Mode,
+    M1: ::agent_core::__private::Mode,
+    M2: ::agent_core::__private::Mode,
+> ::agent_core::__private::ViewOf<'a, C, (M0, M1, M2)> for Booking {
+    type View = BookingView<'a, C, M0, M1, M2>;
 }
 #[doc(hidden)]
 #[allow(unused_macros)]

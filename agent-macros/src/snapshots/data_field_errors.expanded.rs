@@ -73,6 +73,7 @@ pub struct Stay {
     pub source: ::core::option::Option<String>,
     pub hotel: ::core::option::Option<String>,
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataPatch for StayPatch {
     type Data = Stay;
 }
@@ -246,6 +247,7 @@ impl ::core::convert::From<StayPatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoDataPatch for StayPatch {
     fn into_data_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -272,6 +274,7 @@ impl Stay {
         ::agent_core::__private::schemars::schema_for!(Stay).to_value()
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataType for Stay {
     type Field = StayField;
     type Patch = StayPatch;
@@ -375,6 +378,20 @@ impl<
     fn deref(&self) -> &Self::Target {
         self.__cx
     }
+}
+#[doc(hidden)]
+impl<
+    'a,
+    C: 'a,
+    M0: ::agent_core::__private::Mode,
+    M1: ::agent_core::__private::Mode,
+    M2: ::agent_core::__private::Mode,
+    M3: ::agent_core::__private::Mode,
+    M4: ::agent_core::__private::Mode,
+    M5: ::agent_core::__private::Mode,
+    M6: ::agent_core::__private::Mode,
+> ::agent_core::__private::ViewOf<'a, C, (M0, M1, M2, M3, M4, M5, M6)> for Stay {
+    type View = StayView<'a, C, M0, M1, M2, M3, M4, M5, M6>;
 }
 #[doc(hidden)]
 #[allow(unused_macros)]

@@ -33,6 +33,7 @@ pub struct Stay {
     #[schemars(extend("x-not-past" = true))]
     pub arrival: ::core::option::Option<Date>,
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataPatch for StayPatch {
     type Data = Stay;
 }
@@ -219,6 +220,7 @@ impl ::core::convert::From<StayPatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoDataPatch for StayPatch {
     fn into_data_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -246,6 +248,7 @@ impl Stay {
         ::agent_core::__private::schemars::schema_for!(Stay).to_value()
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataType for Stay {
     type Field = StayField;
     type Patch = StayPatch;
@@ -364,6 +367,21 @@ impl<
     fn deref(&self) -> &Self::Target {
         self.__cx
     }
+}
+#[doc(hidden)]
+impl<
+    'a,
+    C: 'a,
+    M0: ::agent_core::__private::Mode,
+    M1: ::agent_core::__private::Mode,
+    M2: ::agent_core::__private::Mode,
+    M3: ::agent_core::__private::Mode,
+    M4: ::agent_core::__private::Mode,
+    M5: ::agent_core::__private::Mode,
+    M6: ::agent_core::__private::Mode,
+    M7: ::agent_core::__private::Mode,
+> ::agent_core::__private::ViewOf<'a, C, (M0, M1, M2, M3, M4, M5, M6, M7)> for Stay {
+    type View = StayView<'a, C, M0, M1, M2, M3, M4, M5, M6, M7>;
 }
 #[doc(hidden)]
 #[allow(unused_macros)]

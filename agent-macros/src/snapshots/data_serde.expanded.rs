@@ -18,6 +18,7 @@ pub struct Stay {
     #[serde(skip)]
     pub cache: ::core::option::Option<String>,
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataPatch for StayPatch {
     type Data = Stay;
 }
@@ -120,6 +121,7 @@ impl ::core::convert::From<StayPatch> for ::agent_core::__private::Patch {
         p.map
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::IntoDataPatch for StayPatch {
     fn into_data_patch(self) -> ::agent_core::__private::Patch {
         self.map
@@ -138,6 +140,7 @@ impl Stay {
         ::agent_core::__private::schemars::schema_for!(Stay).to_value()
     }
 }
+#[diagnostic::do_not_recommend]
 impl ::agent_core::__private::DataType for Stay {
     type Field = StayField;
     type Patch = StayPatch;
@@ -205,6 +208,16 @@ impl<
     fn deref(&self) -> &Self::Target {
         self.__cx
     }
+}
+#[doc(hidden)]
+impl<
+    'a,
+    C: 'a,
+    M0: ::agent_core::__private::Mode,
+    M1: ::agent_core::__private::Mode,
+    M2: ::agent_core::__private::Mode,
+> ::agent_core::__private::ViewOf<'a, C, (M0, M1, M2)> for Stay {
+    type View = StayView<'a, C, M0, M1, M2>;
 }
 #[doc(hidden)]
 #[allow(unused_macros)]

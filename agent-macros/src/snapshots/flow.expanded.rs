@@ -98,8 +98,8 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     }
 }
 Booking! {
-    data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
-    prefix = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
+    data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
+    = __agent_flow_booking; vis = (); views { ask_city[] ask_hotel[] route[guests]
     confirm[guests] large_group[] __flow[] __completed[city guests] } checks {
     collect[city hotel] requires[guests guests] depends_on[city] required[city guests]
     optional[] cancel_clears[hotel] template[guests] } absent {}
@@ -122,10 +122,14 @@ mod booking {
     }
     #[allow(dead_code)]
     fn large_group() {}
-    #[doc(hidden)]
-    type __D = super::__agent_flow_booking_Data;
-    #[doc(hidden)]
-    type __C = super::__agent_flow_booking_Context;
+    #[allow(unused_imports)]
+    use super::{
+        __agent_flow_booking_Data as __D, __agent_flow_booking_Context as __C,
+        __agent_flow_booking_view___flow, __agent_flow_booking_view___completed,
+        __agent_flow_booking_view_ask_city, __agent_flow_booking_view_ask_hotel,
+        __agent_flow_booking_view_route, __agent_flow_booking_view_confirm,
+        __agent_flow_booking_view_large_group,
+    };
     /// The steps of this flow (typed step ids).
     #[allow(non_camel_case_types, dead_code)]
     #[derive(
@@ -183,42 +187,42 @@ mod booking {
     pub mod ask_city {
         ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_ask_city<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_ask_city<'a>;
     }
     ///Step `ask_hotel`.
     #[allow(non_snake_case)]
     pub mod ask_hotel {
         ///The typed view of step `ask_hotel`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_ask_hotel<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_ask_hotel<'a>;
     }
     ///Step `route`.
     #[allow(non_snake_case)]
     pub mod route {
         ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_route<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_route<'a>;
     }
     ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
         ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_confirm<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_confirm<'a>;
     }
     ///Step `large_group`.
     #[allow(non_snake_case)]
     pub mod large_group {
         ///The typed view of step `large_group`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_large_group<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_large_group<'a>;
     }
     /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
     #[allow(dead_code)]
-    pub type View<'a> = super::__agent_flow_booking_view___flow<'a>;
+    pub type View<'a> = __agent_flow_booking_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
     #[allow(dead_code)]
-    pub type Completed<'a> = super::__agent_flow_booking_view___completed<'a>;
+    pub type Completed<'a> = __agent_flow_booking_view___completed<'a>;
     /// The flow id.
     #[allow(dead_code)]
     pub const ID: &str = "booking";

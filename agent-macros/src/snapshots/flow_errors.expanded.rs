@@ -89,10 +89,10 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     }
 }
 Booking! {
-    data_name = "Booking"; view = BookingView; context = __agent_flow_booking_Context;
-    prefix = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[]
-    __completed[] } checks { collect[] requires[] depends_on[] required[] optional[]
-    cancel_clears[] template[] } absent {}
+    data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
+    = __agent_flow_booking; vis = (); views { route[] confirm[] __flow[] __completed[] }
+    checks { collect[] requires[] depends_on[] required[] optional[] cancel_clears[]
+    template[] } absent {}
 }
 mod booking {
     #[allow(unused_imports)]
@@ -101,10 +101,12 @@ mod booking {
     fn route() {}
     #[allow(dead_code)]
     fn confirm() {}
-    #[doc(hidden)]
-    type __D = super::__agent_flow_booking_Data;
-    #[doc(hidden)]
-    type __C = super::__agent_flow_booking_Context;
+    #[allow(unused_imports)]
+    use super::{
+        __agent_flow_booking_Data as __D, __agent_flow_booking_Context as __C,
+        __agent_flow_booking_view___flow, __agent_flow_booking_view___completed,
+        __agent_flow_booking_view_route, __agent_flow_booking_view_confirm,
+    };
     /// The steps of this flow (typed step ids).
     #[allow(non_camel_case_types, dead_code)]
     #[derive(
@@ -147,21 +149,21 @@ mod booking {
     pub mod route {
         ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_route<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_route<'a>;
     }
     ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
         ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_booking_view_confirm<'a>;
+        pub type View<'a> = super::__agent_flow_booking_view_confirm<'a>;
     }
     /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
     #[allow(dead_code)]
-    pub type View<'a> = super::__agent_flow_booking_view___flow<'a>;
+    pub type View<'a> = __agent_flow_booking_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
     #[allow(dead_code)]
-    pub type Completed<'a> = super::__agent_flow_booking_view___completed<'a>;
+    pub type Completed<'a> = __agent_flow_booking_view___completed<'a>;
     /// The flow id.
     #[allow(dead_code)]
     pub const ID: &str = "booking";

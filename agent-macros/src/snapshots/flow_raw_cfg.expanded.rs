@@ -88,7 +88,7 @@ impl ::agent_core::__private::FlowDef for MatchFlow {
     }
 }
 Order! {
-    data_name = "Order"; view = OrderView; context = __agent_flow_match_Context; prefix =
+    data_name = "Order"; data = Order; context = __agent_flow_match_Context; prefix =
     __agent_flow_match; vis = (); views { ask[] #[cfg(feature = "loops")] r#loop[] done[]
     __flow[] __completed[r#type] } checks { collect[r#type r#loop] requires[]
     depends_on[] required[r#type] optional[] cancel_clears[] template[type] } absent {}
@@ -106,10 +106,15 @@ mod r#match {
     fn greet(_v: r#loop::View<'_>) -> Directive {
         Directive::new()
     }
-    #[doc(hidden)]
-    type __D = super::__agent_flow_match_Data;
-    #[doc(hidden)]
-    type __C = super::__agent_flow_match_Context;
+    #[allow(unused_imports)]
+    use super::{
+        __agent_flow_match_Data as __D, __agent_flow_match_Context as __C,
+        __agent_flow_match_view___flow, __agent_flow_match_view___completed,
+        __agent_flow_match_view_ask, __agent_flow_match_view_done,
+    };
+    #[cfg(feature = "loops")]
+    #[allow(unused_imports)]
+    use super::__agent_flow_match_view_loop;
     /// The steps of this flow (typed step ids).
     #[allow(non_camel_case_types, dead_code)]
     #[derive(
@@ -160,7 +165,7 @@ mod r#match {
     pub mod ask {
         ///The typed view of step `ask`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_match_view_ask<'a>;
+        pub type View<'a> = super::__agent_flow_match_view_ask<'a>;
     }
     #[cfg(feature = "loops")]
     ///Step `loop`.
@@ -168,21 +173,21 @@ mod r#match {
     pub mod r#loop {
         ///The typed view of step `loop`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_match_view_loop<'a>;
+        pub type View<'a> = super::__agent_flow_match_view_loop<'a>;
     }
     ///Step `done`.
     #[allow(non_snake_case)]
     pub mod done {
         ///The typed view of step `done`: the fields it `requires` are plain values, the others `Option`s.
         #[allow(dead_code)]
-        pub type View<'a> = super::super::__agent_flow_match_view_done<'a>;
+        pub type View<'a> = super::__agent_flow_match_view_done<'a>;
     }
     /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
     #[allow(dead_code)]
-    pub type View<'a> = super::__agent_flow_match_view___flow<'a>;
+    pub type View<'a> = __agent_flow_match_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
     #[allow(dead_code)]
-    pub type Completed<'a> = super::__agent_flow_match_view___completed<'a>;
+    pub type Completed<'a> = __agent_flow_match_view___completed<'a>;
     /// The flow id.
     #[allow(dead_code)]
     pub const ID: &str = "match";

@@ -74,12 +74,22 @@ pub(super) fn module(
             pub mod #n {
                 #[doc = #doc]
                 #[allow(dead_code)]
-                pub type View<'a> = super::super::#alias<'a>;
+                pub type View<'a> = super::#alias<'a>;
             }
         }
     });
     let flow_view = view_alias(names, "__flow");
     let completed_view = view_alias(names, "__completed");
+    // The module reaches the parent's generated items through one `use`, so a module
+    // that cannot see them (declared in a fn body) is one error, not one per item.
+    let (plain, gated): (Vec<&&StepDef>, Vec<&&StepDef>) =
+        unique.iter().partition(|s| s.cfg.is_empty());
+    let plain_views = plain.iter().map(|s| view_alias(names, &name(&s.ident)));
+    let gated_views = gated.iter().map(|s| {
+        let cfg = s.cfg_attrs();
+        let alias = view_alias(names, &name(&s.ident));
+        quote!(#cfg #[allow(unused_imports)] use super::#alias;)
+    });
 
     let mut hooks = Vec::new();
     let f = &def.flow;
@@ -124,10 +134,9 @@ pub(super) fn module(
 
             #(#items)*
 
-            #[doc(hidden)]
-            type __D = super::#alias_d;
-            #[doc(hidden)]
-            type __C = super::#alias_c;
+            #[allow(unused_imports)]
+            use super::{#alias_d as __D, #alias_c as __C, #flow_view, #completed_view #(, #plain_views)*};
+            #(#gated_views)*
 
             /// The steps of this flow (typed step ids).
             #[allow(non_camel_case_types, dead_code)]
@@ -163,10 +172,10 @@ pub(super) fn module(
 
             /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
             #[allow(dead_code)]
-            pub type View<'a> = super::#flow_view<'a>;
+            pub type View<'a> = #flow_view<'a>;
             /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
             #[allow(dead_code)]
-            pub type Completed<'a> = super::#completed_view<'a>;
+            pub type Completed<'a> = #completed_view<'a>;
 
             /// The flow id.
             #[allow(dead_code)]

@@ -37,10 +37,6 @@ pub(super) fn parent(
                 .last()
                 .map(|s| s.ident.to_string())
                 .unwrap_or_default();
-            let mut view_path = p.clone();
-            if let Some(last) = view_path.segments.last_mut() {
-                last.ident = format_ident!("{}View", last.ident, span = last.ident.span());
-            }
             let prefix = &names.prefix;
             let views = unique.iter().map(|s| {
                 let n = &s.ident;
@@ -75,7 +71,7 @@ pub(super) fn parent(
             quote! {
                 #p! {
                     data_name = #data_name;
-                    view = #view_path;
+                    data = #p;
                     context = #alias_c;
                     prefix = #prefix;
                     vis = (#vis);
