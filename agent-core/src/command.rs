@@ -123,6 +123,13 @@
 //! `provider.route(Answer::route("feedback"))` for a digression, and
 //! `provider.route(Answer::raw(r#"{"about": "answer"}"#))` for an answer.
 //!
+//! With no flow under way, an agent whose reply names the task to start
+//! ([`Router::SchemaIntent`](crate::codeflow::Router::SchemaIntent)) sorts the message
+//! the same way on a small model: among the flows that may start and "something
+//! else" (`other`). A flow picked starts at once; otherwise the reply is written
+//! without tasks to start, so it starts none. A plain yes, which answers the last
+//! reply, is not sorted.
+//!
 //! ```
 //! use agent_core::command::Command;
 //! use agent_core::prelude::*;
