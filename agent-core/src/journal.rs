@@ -29,9 +29,9 @@
 //! else, and applying the result would erase that change. Such a result is not
 //! applied: the agent's [`on_stale_once_result`](crate::agent::AgentBuilder::on_stale_once_result)
 //! hook may merge it ([`StaleOnceResult`]), otherwise the turn fails with
-//! [`AgentError::OnceResultStale`](crate::error::AgentError::OnceResultStale), which
-//! says the effect happened and carries the journaled output; nothing is saved. A
-//! record journaled before bases were kept is reused as it is.
+//! [`AgentError::OnceResultStale`], which says the effect happened and carries the
+//! journaled output; nothing is saved. A record journaled before bases were kept is
+//! reused as it is.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
