@@ -9,8 +9,13 @@ use crate::backoff::ConflictBackoff;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConflictPolicy {
     /// Return [`StoreError::Conflict`](crate::error::StoreError::Conflict); the caller decides.
+    /// A turn whose once-tools' effects happened before its save lost returns
+    /// [`AgentError::ConflictAfterEffects`](crate::error::AgentError::ConflictAfterEffects)
+    /// instead, which lists them.
     Fail,
-    /// Re-run the turn on the fresh state up to this many times, then fail.
+    /// Re-run the turn on the fresh state up to this many times, then fail (as `Fail`
+    /// says). A re-run reuses the journaled results of the once-tools the turn called
+    /// (see [`crate::journal`]).
     Retry(u32),
 }
 

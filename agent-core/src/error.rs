@@ -263,7 +263,10 @@ pub enum StoreError {
 }
 
 /// Why a turn failed. A failed turn never changes the stored session.
+///
+/// Non-exhaustive: match the variants you handle and keep a catch-all arm.
 #[derive(Debug, Clone, Error, PartialEq)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The agent definition is invalid.
     #[error(transparent)]
@@ -374,6 +377,40 @@ pub enum AgentError {
     /// was touched.
     #[error(transparent)]
     InvalidSessionId(#[from] SessionIdError),
+    /// A once-tool's ([`crate::tool::Effect::Once`]) journaled result was reused (an
+    /// event delivered again after this holder lost the session's lease, a turn
+    /// re-run after a save conflict) on a session another turn saved since, and its
+    /// writes would erase what that turn saved: a field it writes has changed since
+    /// the call (`changed`). **The tool's effect happened** (`effect` carries the
+    /// journaled output), but its writes were not applied and the turn was stopped
+    /// before its save: the session holds what the other turn saved. Tell the user
+    /// what was done (the output), or merge such results with
+    /// [`AgentBuilder::on_stale_once_result`](crate::agent::AgentBuilder::on_stale_once_result).
+    /// Delivering the event again gives this error again (the tool does not run).
+    #[error(
+        "`{}` already ran (its effect happened; journaled output: \"{}\"), but its result was computed on data that changed since (field(s) {}) and was not applied: another turn saved session `{}` in between; nothing was saved (merge such results with `AgentBuilder::on_stale_once_result`)",
+        .0.effect.tool, .0.effect.output, .0.changed.join(", "), .0.session_id
+    )]
+    OnceResultStale(Box<crate::journal::StaleOnceResult>),
+    /// The turn's save lost its compare-and-swap (another writer saved the session
+    /// first, `conflict` is the store's [`StoreError::Conflict`]) and was not re-run
+    /// again ([`crate::ConflictPolicy`]), **after** once-tool calls
+    /// ([`crate::tool::Effect::Once`]) whose effects happened: `effects` lists them with
+    /// their journaled outputs. Nothing of the turn was saved; delivering it again
+    /// (same inbound event id) reuses the journaled results instead of running the
+    /// tools. Without once-effects such a turn fails with
+    /// `AgentError::Store(StoreError::Conflict { .. })`.
+    #[error(
+        "{conflict}; the once-tool call(s) {} of this turn had already run (their effects happened and their results are journaled: delivered again, the turn reuses them)",
+        effects.iter().map(|e| format!("`{}` (\"{}\")", e.tool, e.output)).collect::<Vec<_>>().join(", ")
+    )]
+    ConflictAfterEffects {
+        /// The store's conflict.
+        #[source]
+        conflict: StoreError,
+        /// The once-tool calls whose effects happened in this turn's attempts.
+        effects: Vec<crate::journal::OnceEffect>,
+    },
     /// The user message exceeds the configured limit.
     #[error(
         "user message of {len} bytes exceeds the limit of {limit} bytes; raise `max_message_bytes` or shorten it"

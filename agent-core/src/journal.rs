@@ -17,16 +17,35 @@
 //! [`on_unknown_outcome`](crate::agent::AgentBuilder::on_unknown_outcome) hook as an
 //! [`UnknownOutcome`] and is never silently run again. A retried turn whose call
 //! differs in name or arguments has another key: a new call.
+//!
+//! # A reused result on data that moved on
+//!
+//! A result's writes (its directive's data and context patches, and the directives
+//! the tool dispatched) were computed on the data the call saw. The record keeps,
+//! beside the result, the value each written field had then (its *base*). When the
+//! result is reused, on a session another turn saved since (a redelivered event after
+//! this holder lost its lease, a re-run after a save conflict), a written field whose
+//! value is neither its base nor the value the result writes was changed by someone
+//! else, and applying the result would erase that change. Such a result is not
+//! applied: the agent's [`on_stale_once_result`](crate::agent::AgentBuilder::on_stale_once_result)
+//! hook may merge it ([`StaleOnceResult`]), otherwise the turn fails with
+//! [`AgentError::OnceResultStale`], which says the effect happened and carries the
+//! journaled output; nothing is saved. A record journaled before bases were kept is
+//! reused as it is.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::data::Patch;
 use crate::directive::Directive;
+use crate::error::AgentError;
+use crate::hook::Dispatcher;
 use crate::store::SessionStore;
 use crate::tool::{Effect, Tool, ToolCx, ToolError, ToolOutput, execute};
 
@@ -45,16 +64,38 @@ struct Recorded {
     /// Directives the tool dispatched during the call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     dispatched: Vec<Directive>,
+    /// The value each field the writes touch had in the data (and context) the call
+    /// saw; `None` in records journaled before bases were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base: Option<Base>,
 }
 
+/// The values a result's writes were computed on, by field.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Base {
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    data: Patch,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    context: Patch,
+}
+
+/// The prefix of context fields in [`StaleOnceResult`]'s maps.
+const CONTEXT: &str = "context.";
+
 impl Recorded {
-    fn of(r: &Result<ToolOutput, ToolError>, dispatched: &[Directive]) -> Self {
-        match r {
+    fn of<D: Serialize, C: Serialize>(
+        r: &Result<ToolOutput, ToolError>,
+        dispatched: &[Directive],
+        data: &D,
+        context: &C,
+    ) -> Self {
+        let mut rec = match r {
             Ok(out) => Self {
                 ok: true,
                 content: out.content.clone(),
                 directive: (!out.directive.is_empty()).then(|| out.directive.clone()),
                 dispatched: dispatched.to_vec(),
+                base: None,
             },
             // A failed call's writes are dropped by the pipeline: none kept.
             Err(e) => Self {
@@ -62,8 +103,160 @@ impl Recorded {
                 content: e.to_string(),
                 directive: None,
                 dispatched: Vec::new(),
+                base: None,
             },
+        };
+        let (d, c) = rec.writes();
+        if !d.is_empty() || !c.is_empty() {
+            rec.base = Some(Base {
+                data: values(data, d.keys()),
+                context: values(context, c.keys()),
+            });
         }
+        rec
+    }
+
+    /// Every directive of the result, in the order the pipeline merges them.
+    fn directives(&self) -> impl Iterator<Item = &Directive> {
+        self.directive.iter().chain(&self.dispatched)
+    }
+
+    /// The value each data and context field ends up written with (shallow merge in
+    /// emit order: the last write of a field wins).
+    fn writes(&self) -> (BTreeMap<String, Value>, BTreeMap<String, Value>) {
+        let (mut data, mut context) = (BTreeMap::new(), BTreeMap::new());
+        for d in self.directives() {
+            for p in d.data_patches() {
+                data.extend(p.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            if let Some(p) = &d.context {
+                context.extend(p.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        (data, context)
+    }
+
+    /// The fields another writer changed since the call (a value that is neither the
+    /// base nor the one this result writes), with their base and current values.
+    fn changed<D: Serialize, C: Serialize>(&self, data: &D, context: &C) -> Option<Changed> {
+        let base = self.base.as_ref()?;
+        let (wd, wc) = self.writes();
+        let now_data = values(data, wd.keys());
+        let now_context = values(context, wc.keys());
+        let mut out = Changed::default();
+        let sides = [
+            ("", &wd, &base.data, &now_data),
+            (CONTEXT, &wc, &base.context, &now_context),
+        ];
+        for (prefix, written, then, now) in sides {
+            for (field, value) in written {
+                let was = then.get(field).unwrap_or(&Value::Null);
+                let is = now.get(field).unwrap_or(&Value::Null);
+                let name = format!("{prefix}{field}");
+                if is != was && is != value {
+                    out.fields.push(name.clone());
+                }
+                out.base.insert(name.clone(), was.clone());
+                out.current.insert(name, is.clone());
+            }
+        }
+        (!out.fields.is_empty()).then_some(out)
+    }
+
+    /// The effect as reported to the application.
+    fn effect(&self, tool: &str, args: &Value, key: &str, reused: bool) -> OnceEffect {
+        OnceEffect {
+            tool: tool.to_owned(),
+            arguments: args.clone(),
+            key: key.to_owned(),
+            output: self.content.clone(),
+            directive: self.directive.clone().unwrap_or_default(),
+            dispatched: self.dispatched.clone(),
+            reused,
+        }
+    }
+}
+
+/// What [`Recorded::changed`] found.
+#[derive(Default)]
+struct Changed {
+    fields: Vec<String>,
+    base: Patch,
+    current: Patch,
+}
+
+/// The values of `fields` in `value`'s JSON object (`null` for a missing one; none
+/// when it does not serialize to an object).
+fn values<'k, T: Serialize>(value: &T, fields: impl Iterator<Item = &'k String>) -> Patch {
+    let Ok(Value::Object(all)) = serde_json::to_value(value) else {
+        return Patch::new();
+    };
+    fields
+        .map(|f| (f.clone(), all.get(f).cloned().unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// A once-tool call whose effect happened: its result is journaled (or an
+/// [`on_unknown_outcome`](crate::agent::AgentBuilder::on_unknown_outcome) hook
+/// recorded one). Carried by the errors of a turn that ends unsaved after such a
+/// call ([`AgentError::OnceResultStale`], [`AgentError::ConflictAfterEffects`]), so
+/// the application can tell the user what was done although the turn failed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OnceEffect {
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// The call's idempotency key.
+    pub key: String,
+    /// The journaled output, as the model saw it.
+    pub output: String,
+    /// The journaled output's directive (its data and context writes, its position).
+    pub directive: Directive,
+    /// Directives the tool dispatched during the call, as journaled.
+    pub dispatched: Vec<Directive>,
+    /// Whether this turn reused the journaled result (`false`: the tool ran in it).
+    pub reused: bool,
+}
+
+/// A once-tool's journaled result reused on a session that changed since the result
+/// was computed: applying its writes would erase what another turn saved in between.
+/// Given to the agent's
+/// [`on_stale_once_result`](crate::agent::AgentBuilder::on_stale_once_result) hook;
+/// without one (or when it declines) the turn fails with
+/// [`AgentError::OnceResultStale`].
+///
+/// `base` and `current` hold every field the result writes (data fields by name,
+/// context fields as `context.{name}`): its value when the tool ran and its value
+/// now; `changed` names those another writer changed. For a list the tool appended
+/// to, the merge is `current` plus what the result's write adds to `base`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StaleOnceResult {
+    /// The session.
+    pub session_id: String,
+    /// The call and its journaled result (its effect happened).
+    pub effect: OnceEffect,
+    /// The written fields another writer changed since the call.
+    pub changed: Vec<String>,
+    /// Each written field's value in the state the result was computed on.
+    pub base: Patch,
+    /// Each written field's value now.
+    pub current: Patch,
+}
+
+/// The hook merging stale once-results.
+pub(crate) type StaleHook = Arc<dyn Fn(&StaleOnceResult) -> Option<ToolOutput> + Send + Sync>;
+
+/// The once-tool effects of one `respond` call (all its attempts), by key.
+pub(crate) type EffectLog = Arc<Mutex<Vec<OnceEffect>>>;
+
+/// Add `effect` to `log` unless its call is there.
+fn log_effect(log: &EffectLog, effect: OnceEffect) {
+    let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+    if !l.iter().any(|e| e.key == effect.key) {
+        l.push(effect);
     }
 }
 
@@ -107,11 +300,15 @@ pub enum Resolution {
 pub(crate) type UnknownOutcomeHook =
     Arc<dyn Fn(UnknownOutcome) -> BoxFuture<'static, Resolution> + Send + Sync>;
 
-/// What a once-call needs besides the tool: where the journal is and who decides
-/// unknown outcomes.
+/// What a once-call needs besides the tool: where the journal is, who decides
+/// unknown outcomes and merges stale results, the turn (failed through its
+/// dispatcher when a stale result cannot be applied) and the log of effects.
 pub(crate) struct JournalCx<'a> {
     pub(crate) store: &'a dyn SessionStore,
     pub(crate) hook: Option<&'a UnknownOutcomeHook>,
+    pub(crate) merge: Option<&'a StaleHook>,
+    pub(crate) turn: &'a Dispatcher,
+    pub(crate) effects: &'a EffectLog,
 }
 
 /// Wall-clock milliseconds since the Unix epoch (journal records are compared across
@@ -124,7 +321,7 @@ pub(crate) fn now_ms() -> u64 {
 
 /// Run one call by its effect class: [`Effect::Once`] through the journal, the others
 /// straight through [`execute`].
-pub(crate) async fn call<D, C>(
+pub(crate) async fn call<D: Serialize, C: Serialize>(
     j: JournalCx<'_>,
     tool: &dyn Tool<D, C>,
     cx: ToolCx<D, C>,
@@ -150,7 +347,13 @@ pub(crate) async fn call<D, C>(
         Ok(JournalBegin::Started) => run_and_record(j, tool, cx, args, default_limit).await,
         Ok(JournalBegin::Done(bytes)) => match serde_json::from_slice::<Recorded>(&bytes) {
             Ok(rec) => {
+                if let Some(changed) = rec.changed(cx.data.as_ref(), cx.context.as_ref()) {
+                    return stale(&j, rec, changed, &cx, &name, &args);
+                }
                 tracing::debug!(tool = %name, key = %key, "once-tool call replayed from the journal");
+                if rec.ok {
+                    log_effect(j.effects, rec.effect(&name, &args, &key, true));
+                }
                 replay(rec, &cx)
             }
             Err(e) => Err(ToolError::OutcomeUnknown(format!(
@@ -183,7 +386,9 @@ pub(crate) async fn call<D, C>(
                 Ok(Resolution::RunAgain) => run_and_record(j, tool, cx, args, default_limit).await,
                 Ok(Resolution::Record(out)) => {
                     let r = Ok(out);
-                    finish(&j, &session, &key, &Recorded::of(&r, &[])).await?;
+                    let rec = Recorded::of(&r, &[], cx.data.as_ref(), cx.context.as_ref());
+                    finish(&j, &session, &key, &rec).await?;
+                    log_effect(j.effects, rec.effect(&name, &args, &key, false));
                     r
                 }
             }
@@ -191,8 +396,9 @@ pub(crate) async fn call<D, C>(
     }
 }
 
-/// Run the call, then journal its result before anyone sees it.
-async fn run_and_record<D, C>(
+/// Run the call, then journal its result (with the values its writes were computed
+/// on) before anyone sees it.
+async fn run_and_record<D: Serialize, C: Serialize>(
     j: JournalCx<'_>,
     tool: &dyn Tool<D, C>,
     cx: ToolCx<D, C>,
@@ -202,13 +408,58 @@ async fn run_and_record<D, C>(
     let session = cx.session_id.clone();
     let key = cx.key.clone();
     let dispatcher = cx.dispatcher.clone();
-    let r = execute(tool, cx, args, default_limit).await;
+    let (data, context) = (cx.data.clone(), cx.context.clone());
+    let r = execute(tool, cx, args.clone(), default_limit).await;
     let dispatched = dispatcher.drain();
-    finish(&j, &session, &key, &Recorded::of(&r, &dispatched)).await?;
+    let rec = Recorded::of(&r, &dispatched, data.as_ref(), context.as_ref());
+    finish(&j, &session, &key, &rec).await?;
+    if rec.ok {
+        log_effect(j.effects, rec.effect(tool.name(), &args, &key, false));
+    }
     for d in dispatched {
         dispatcher.dispatch(d);
     }
     r
+}
+
+/// A reused result whose writes another writer's changes would be lost to: merged by
+/// the agent's hook, or not applied and the turn failed (its effect reported).
+fn stale<D, C>(
+    j: &JournalCx<'_>,
+    rec: Recorded,
+    changed: Changed,
+    cx: &ToolCx<D, C>,
+    name: &str,
+    args: &Value,
+) -> Result<ToolOutput, ToolError> {
+    let found = StaleOnceResult {
+        session_id: cx.session_id.to_string(),
+        effect: rec.effect(name, args, &cx.key, true),
+        changed: changed.fields,
+        base: changed.base,
+        current: changed.current,
+    };
+    tracing::warn!(tool = %name, key = %cx.key, fields = ?found.changed, "a reused once-tool result was computed on data that changed since");
+    if let Some(merge) = j.merge {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| merge(&found))) {
+            Ok(Some(out)) => {
+                log_effect(j.effects, found.effect);
+                return Ok(out);
+            }
+            Ok(None) => {}
+            Err(p) => tracing::error!(
+                tool = %name,
+                panic = %crate::tool::panic_message(p.as_ref()),
+                "the `on_stale_once_result` hook panicked; the turn fails with the stale result"
+            ),
+        }
+    }
+    let message = format!(
+        "`{name}` ran earlier (its result is journaled) on data that changed since ({}); its result was not applied",
+        found.changed.join(", ")
+    );
+    j.turn.fault(AgentError::OnceResultStale(Box::new(found)));
+    Err(ToolError::Recorded(message))
 }
 
 async fn finish(

@@ -38,4 +38,5 @@ conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
 conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());
+conformance::once_reuse::once_reuse_suite!(backend());
 conformance::compat::compat_suite!(backend());

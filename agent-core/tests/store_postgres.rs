@@ -65,6 +65,7 @@ conformance::suite!(backend());
 conformance::lease::lease_suite!(backend());
 conformance::fair::fair_suite!(backend());
 conformance::journal::journal_suite!(backend());
+conformance::once_reuse::once_reuse_suite!(backend());
 conformance::compat::compat_suite!(backend());
 conformance::durable_suite!(backend());
 conformance::journal::journal_durable_suite!(backend());

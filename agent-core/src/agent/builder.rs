@@ -18,7 +18,7 @@ use crate::response::AgentResponse;
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::store::{MemoryStore, SessionStore};
-use crate::tool::{IntoTool, Tool, check_tool};
+use crate::tool::{IntoTool, Tool, ToolOutput, check_tool};
 
 use super::Agent;
 use super::checks::{check_config, check_journal, lease_holder};
@@ -38,6 +38,7 @@ pub struct AgentBuilder<D, C> {
     router: Router,
     on_response: Option<ResponseHook<D>>,
     on_unknown_outcome: Option<crate::journal::UnknownOutcomeHook>,
+    on_stale_once_result: Option<crate::journal::StaleHook>,
     flow_errors: Vec<FlowConfigurationError>,
     tools: Vec<Arc<dyn Tool<D, C>>>,
     signals: Vec<Signal<D, C>>,
@@ -70,6 +71,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
             router: Router::default(),
             on_response: None,
             on_unknown_outcome: None,
+            on_stale_once_result: None,
             flow_errors: Vec::new(),
             tools: Vec::new(),
             signals: Vec::new(),
@@ -165,6 +167,44 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         Fut: Future<Output = crate::journal::Resolution> + Send + 'static,
     {
         self.on_unknown_outcome = Some(Arc::new(move |u| Box::pin(f(u))));
+        self
+    }
+    /// Merge a once-tool's ([`crate::tool::Effect::Once`]) journaled result that is
+    /// reused on data another turn changed since the result was computed (see
+    /// [`StaleOnceResult`](crate::journal::StaleOnceResult)): the hook gets the call,
+    /// its journaled output, and the base and current values of the fields it writes,
+    /// and returns the output to use instead (its directive replaces the journaled
+    /// writes and the directives the tool dispatched; the tool does not run, and the
+    /// journal keeps the original), or `None` to fail the turn with
+    /// [`AgentError::OnceResultStale`](crate::error::AgentError::OnceResultStale).
+    /// Without this hook every such turn fails that way; nothing another turn saved is
+    /// overwritten either way. A hook that panics counts as `None`.
+    ///
+    /// For a list the tool appended to, keep what is there now and add what the
+    /// result adds:
+    ///
+    /// ```
+    /// # use agent_core::prelude::*;
+    /// # use agent_core::journal::StaleOnceResult;
+    /// # #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// # struct Order { items: Vec<String> }
+    /// fn merge(s: &StaleOnceResult) -> Option<ToolOutput> {
+    ///     let list = |m: &Patch| m.get("items")?.as_array().cloned();
+    ///     let (base, now) = (list(&s.base)?, list(&s.current)?);
+    ///     let written = s.effect.directive.data.as_ref()?.get("items")?.as_array()?.clone();
+    ///     let mut items = now;
+    ///     items.extend(written.into_iter().skip(base.len()));
+    ///     let mut patch = Patch::new();
+    ///     patch.insert("items".into(), items.into());
+    ///     Some(ToolOutput::text(s.effect.output.clone()).data(patch))
+    /// }
+    /// let builder = Agent::<Order, ()>::builder().on_stale_once_result(merge);
+    /// ```
+    pub fn on_stale_once_result(
+        mut self,
+        f: impl Fn(&crate::journal::StaleOnceResult) -> Option<ToolOutput> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_stale_once_result = Some(Arc::new(f));
         self
     }
     /// Register a signal.
@@ -643,6 +683,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 router: self.router,
                 on_response: self.on_response,
                 on_unknown_outcome: self.on_unknown_outcome,
+                on_stale_once_result: self.on_stale_once_result,
                 switch_sections: switches.sections,
                 switch_ids: switches.ids,
                 switch_fields: switches.fields,

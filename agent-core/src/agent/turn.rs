@@ -34,6 +34,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         // The turn's identity in tool call keys, fixed by its first attempt: a re-run
         // after a conflict is the same turn, and its once-tool calls are not repeated.
         let mut turn_tag: Option<Arc<str>> = None;
+        // The once-tool effects of every attempt: a conflict after them says so.
+        let effects = crate::journal::EffectLog::default();
         loop {
             let mut load = within(deadline, self.load_for_turn(session_id)).await?;
             let loaded = load.session.version;
@@ -74,6 +76,7 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
             turn.resume = resumed;
             turn.deadline = deadline;
             turn.lease = lease.cloned();
+            turn.once_effects = effects.clone();
             turn.turn_tag = turn_tag
                 .get_or_insert_with(|| turn.turn_tag.clone())
                 .clone();
@@ -117,11 +120,14 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                         return replayed(done, sink);
                     }
                     if !matches!(inner.config.conflict, ConflictPolicy::Retry(n) if n > 0) {
-                        return Err(AgentError::Store(StoreError::Conflict {
-                            session_id: session_id.to_owned(),
-                            expected: loaded,
-                            found: fresh.version,
-                        }));
+                        return Err(after_effects(
+                            StoreError::Conflict {
+                                session_id: session_id.to_owned(),
+                                expected: loaded,
+                                found: fresh.version,
+                            },
+                            &effects,
+                        ));
                     }
                     let backoff = inner.config.conflict_backoff;
                     backoff.pause(session_id, attempt).await;
@@ -140,6 +146,9 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                     let backoff = inner.config.conflict_backoff;
                     backoff.pause(session_id, attempt).await;
                     continue;
+                }
+                Err(AgentError::Store(conflict @ StoreError::Conflict { .. })) => {
+                    return Err(after_effects(conflict, &effects));
                 }
                 other => return other,
             }
@@ -331,6 +340,17 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
                 self.inner.clock.now_ms(),
             )),
         }
+    }
+}
+
+/// The error of a turn that ends with a save `conflict`: it says which once-tool
+/// effects happened in its attempts, if any.
+fn after_effects(conflict: StoreError, effects: &crate::journal::EffectLog) -> AgentError {
+    let effects = effects.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if effects.is_empty() {
+        AgentError::Store(conflict)
+    } else {
+        AgentError::ConflictAfterEffects { conflict, effects }
     }
 }
 

@@ -153,40 +153,21 @@ impl<D, C> Gate<D, C> {
             }
             .unless_asking(latest.map(|i| history[i].content.as_str()));
         }
-        let users: Vec<String> = history
-            .iter()
-            .rev()
-            .filter(|m| m.role == Role::User)
-            .take(2)
-            .map(|m| normalize(&m.content))
-            .collect();
-        let offer = asked_before(history)
-            .and_then(closing_question)
-            .map(|q| normalize(&q))
-            .unwrap_or_default();
+        let requests = Requests::of(history, acted, turn);
         let (mut asked, mut offered) = (false, false);
         let mut tools = Vec::with_capacity(step.tools.len());
         let mut withheld = Vec::new();
         for t in &step.tools {
-            if t.effect() == Effect::Pure {
-                tools.push(t.clone());
-                continue;
+            match requests.ask(t.as_ref()) {
+                Ask::Free => {}
+                Ask::Asked => asked = true,
+                Ask::Offered => offered = true,
+                Ask::Not => {
+                    withheld.push(t.name().to_owned());
+                    continue;
+                }
             }
-            let words = t.request_words();
-            let named = |said: &str| words.iter().any(|w| names_word(said, w));
-            // `users[k]` was said in turn `turn - k`.
-            let ran = acted.get(t.name()).copied();
-            let unused = |k: usize| ran.is_none_or(|r| r < turn.saturating_sub(k as u64));
-            if words.is_empty() || users.iter().enumerate().any(|(k, u)| unused(k) && named(u)) {
-                asked = true;
-                tools.push(t.clone());
-            } else if unused(1) && named(&offer) {
-                // (An agent's message after the call reports it; it offers nothing.)
-                offered = true;
-                tools.push(t.clone());
-            } else {
-                withheld.push(t.name().to_owned());
-            }
+            tools.push(t.clone());
         }
         let consent = if asked {
             Consent::Request
@@ -285,11 +266,118 @@ impl<D, C> Gate<D, C> {
             Held::NotAgreed => format!(
                 "Not offered now: {names} (the user's latest message does not agree to go ahead yet). Do not say it was done; reply to the message, then ask whether to go ahead when the user is ready."
             ),
-            Held::NotAsked => format!(
-                "Not offered now: {names} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits."
-            ),
+            Held::NotAsked => not_asked(&names),
         })
     }
+}
+
+/// The note on tools withheld because nobody asked for them.
+fn not_asked(names: &str) -> String {
+    format!(
+        "Not offered now: {names} (the user has not asked for it in their own words). Do not say it was done; ask the user whether they want it if it fits."
+    )
+}
+
+/// How a tool stands with the user's requests ([`Requests::ask`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    /// No effects ([`Effect::Pure`]): always offered, nothing to judge.
+    Free,
+    /// The user's latest message or the one before names it (a request not used
+    /// up), or it has no request words (the model judges whether the user asked).
+    Asked,
+    /// The agent's last message ended with a question naming it (an offer).
+    Offered,
+    /// Neither: not offered.
+    Not,
+}
+
+/// What the conversation asks for, read once per rendering: the user's latest two
+/// messages and the agent's closing question before the latest, normalised.
+pub(crate) struct Requests<'h> {
+    users: Vec<String>,
+    offer: String,
+    acted: &'h BTreeMap<String, u64>,
+    turn: u64,
+}
+
+impl<'h> Requests<'h> {
+    /// The requests of `history` (ending with the user's latest message, said in turn
+    /// `turn`); `acted` holds the turn each tool with effects last ran in.
+    pub(crate) fn of(history: &[Message], acted: &'h BTreeMap<String, u64>, turn: u64) -> Self {
+        Self {
+            users: history
+                .iter()
+                .rev()
+                .filter(|m| m.role == Role::User)
+                .take(2)
+                .map(|m| normalize(&m.content))
+                .collect(),
+            offer: asked_before(history)
+                .and_then(closing_question)
+                .map(|q| normalize(&q))
+                .unwrap_or_default(),
+            acted,
+            turn,
+        }
+    }
+
+    /// Whether `t` is asked for. A request is used up by the call it led to: words
+    /// said in or before the turn the tool last ran do not offer it again.
+    fn ask<D, C>(&self, t: &dyn Tool<D, C>) -> Ask {
+        if t.effect() == Effect::Pure {
+            return Ask::Free;
+        }
+        let words = t.request_words();
+        if words.is_empty() {
+            // The model's judgement decides (a request is judged).
+            return Ask::Asked;
+        }
+        let named = |said: &str| words.iter().any(|w| names_word(said, w));
+        // `users[k]` was said in turn `turn - k`.
+        let ran = self.acted.get(t.name()).copied();
+        let unused = |k: usize| ran.is_none_or(|r| r < self.turn.saturating_sub(k as u64));
+        if self
+            .users
+            .iter()
+            .enumerate()
+            .any(|(k, u)| unused(k) && named(u))
+        {
+            Ask::Asked
+        } else if unused(1) && named(&self.offer) {
+            // (An agent's message after the call reports it; it offers nothing.)
+            Ask::Offered
+        } else {
+            Ask::Not
+        }
+    }
+
+    /// The tools of `tools` offered outside a step's [`Gate`] (the agent's, the
+    /// flow's, injected ones, a pending step's) under the same rule: one with request
+    /// words only when the user asked for it or answers an offer of it. The names of
+    /// the others go to `withheld`.
+    pub(crate) fn filter<D, C>(
+        &self,
+        tools: &[Arc<dyn Tool<D, C>>],
+        withheld: &mut Vec<String>,
+    ) -> Vec<Arc<dyn Tool<D, C>>> {
+        let mut out = Vec::with_capacity(tools.len());
+        for t in tools {
+            if self.ask(t.as_ref()) == Ask::Not {
+                if !withheld.iter().any(|w| w == t.name()) {
+                    withheld.push(t.name().to_owned());
+                }
+            } else {
+                out.push(t.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The note on tools [`Requests::filter`] withheld (none: nothing).
+pub(crate) fn withheld_note(withheld: &[String]) -> Option<String> {
+    (!withheld.is_empty()).then(|| not_asked(&withheld.join(", ")))
 }
 
 /// What the user's latest message in `history` answers: the agent's last message

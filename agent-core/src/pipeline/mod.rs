@@ -235,6 +235,9 @@ pub(crate) struct Turn<'a, D, C> {
     /// Tool calls run so far this turn (model rounds and code flows): the next
     /// call's position in its idempotency key.
     pub(crate) tool_seq: usize,
+    /// The once-tool effects of this `respond` call, all attempts (the conflict
+    /// after them reports them).
+    pub(crate) once_effects: crate::journal::EffectLog,
     /// A tool round held for approval this turn (the turn ends with it).
     pub(crate) paused: Option<crate::approval::PendingApproval>,
     /// This turn resolves a held round instead of answering a message.
@@ -364,6 +367,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             lease: None,
             turn_tag,
             tool_seq: 0,
+            once_effects: Default::default(),
             paused: None,
             resume: None,
             resume_at: None,
@@ -444,6 +448,17 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             })
             .cloned()
             .collect()
+    }
+
+    /// What a once-tool call of this turn needs from it ([`crate::journal::call`]).
+    pub(crate) fn journal_cx(&self) -> crate::journal::JournalCx<'_> {
+        crate::journal::JournalCx {
+            store: self.a.store.as_ref(),
+            hook: self.a.on_unknown_outcome.as_ref(),
+            merge: self.a.on_stale_once_result.as_ref(),
+            turn: &self.dispatcher,
+            effects: &self.once_effects,
+        }
     }
 
     /// Fail the turn if a callback panicked where its error could not be returned at

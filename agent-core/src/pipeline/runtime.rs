@@ -67,6 +67,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) on_response: Option<ResponseHook<D>>,
     /// Decides once-tool calls whose outcome is unknown.
     pub(crate) on_unknown_outcome: Option<crate::journal::UnknownOutcomeHook>,
+    /// Merges reused once-results computed on data that changed since.
+    pub(crate) on_stale_once_result: Option<crate::journal::StaleHook>,
     pub(crate) flow_index: HashMap<String, usize>,
     pub(crate) tools: Vec<Arc<dyn Tool<D, C>>>,
     pub(crate) signals: Vec<Signal<D, C>>,

@@ -241,7 +241,10 @@ fn effect_agent(
             }
         },
     )
-    .effect(agent_core::tool::Effect::Once);
+    .effect(agent_core::tool::Effect::Once)
+    // Offered on every message (these cases are about leases, not consent): a
+    // once-tool without request words is left to the model's judgement.
+    .request_words(Vec::<String>::new());
     Agent::builder()
         .name("Concierge")
         .provider(p)

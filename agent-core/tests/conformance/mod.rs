@@ -57,6 +57,7 @@ pub mod compat;
 pub mod fair;
 pub mod journal;
 pub mod lease;
+pub mod once_reuse;
 
 /// A store under test, isolated from every other test's (own file, table or prefix).
 pub struct Fixture {

@@ -145,13 +145,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     }
                 };
                 let limit = self.a.config.tool_timeout;
-                let j = crate::journal::JournalCx {
-                    store: self.a.store.as_ref(),
-                    hook: self.a.on_unknown_outcome.as_ref(),
-                };
-                let call = crate::journal::call(j, t.as_ref(), cx, args.clone(), limit);
+                let call =
+                    crate::journal::call(self.journal_cx(), t.as_ref(), cx, args.clone(), limit);
                 let r = tracing::Instrument::instrument(call, span.clone()).await;
                 crate::telemetry::record_tool(&span, &r);
+                // A reused result that cannot be applied fails the turn.
+                self.faulted()?;
                 r
             }
             (Err(msg), _) => Err(ToolError::Failed(msg)),

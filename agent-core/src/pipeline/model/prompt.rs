@@ -15,7 +15,7 @@ use super::schema::with_tool_call;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::Flow;
 use crate::pipeline::Turn;
-use crate::pipeline::consent::{Consent, Gate, plainly_agrees};
+use crate::pipeline::consent::{Consent, Gate, Requests, plainly_agrees, withheld_note};
 use crate::pipeline::walk::Stop;
 use crate::prompt::{one_line, render_dynamic_instructions};
 use crate::provider::{
@@ -139,7 +139,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // The target step's id and the pending step the reply may re-ask instead.
         let mut pending: Option<(Arc<str>, usize)> = None;
-        let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
+        // Tools offered outside a step's gate follow its rule too: one with request
+        // words only when the user asks for it (`consent::Requests`).
+        let requests = Requests::of(&self.s.history, &self.s.acted, self.s.turns);
+        let mut withheld = Vec::new();
+        let mut tools: Vec<Arc<dyn Tool<D, C>>> = requests.filter(&self.a.tools, &mut withheld);
         // The answer to an `act_on_answer` step: its tools are offered, and with tools in
         // the answer the model judges the user's agreement before naming one.
         let mut consent = Consent::None;
@@ -181,7 +185,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 state.push_str(t);
             }
-            tools.extend(f.tools.iter().cloned());
+            tools.extend(requests.filter(&f.tools, &mut withheld));
             match &target {
                 Target::Step(_, j) => {
                     let step = &f.steps[*j];
@@ -254,7 +258,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 "Then set `reply_asks_for` to what your message asks for.\n",
                             ],
                         );
-                        tools.extend(s.tools.iter().cloned());
+                        tools.extend(requests.filter(&s.tools, &mut withheld));
                         pending = Some((step.id.clone(), a));
                     }
                     if let Some(t) = fill.take() {
@@ -332,9 +336,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let _ = writeln!(state, "- {n}");
             }
         }
-        for t in &self.aug.tools {
+        for t in requests.filter(&self.aug.tools, &mut withheld) {
             tools.retain(|e| e.name() != t.name());
-            tools.push(t.clone());
+            tools.push(t);
+        }
+        if let Some(n) = withheld_note(&withheld) {
+            state.push_str(&n);
+            state.push('\n');
         }
         dedupe_tools(&mut tools);
         if self.tools_off {

@@ -358,10 +358,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 results[i] = Some((Err(e), crate::hook::Dispatcher::default()));
             }
         }
-        let journal = || crate::journal::JournalCx {
-            store: self.a.store.as_ref(),
-            hook: self.a.on_unknown_outcome.as_ref(),
-        };
+        let journal = || self.journal_cx();
         // Parallel batch.
         let parallel: Vec<usize> = calls
             .iter()
