@@ -43,8 +43,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         None => f.to_string(),
                     })
                     .collect();
+                // Two sentences: a reply that reads either back loses it (`reply::tidy`).
                 let note = format!(
-                    "The user already gave {}: do not ask for it again.",
+                    "The user already gave {}. Do not ask for it again.",
                     given.join(", ")
                 );
                 if !self.notes.contains(&note) {

@@ -435,7 +435,7 @@ async fn a_draft_asking_again_for_the_stored_invoice_is_rendered_again_told_what
     assert_eq!(again.kind, CallKind::Respond);
     let state = &again.messages.last().unwrap().content;
     assert!(
-        state.contains("The user already gave invoice INV-7: do not ask for it again."),
+        state.contains("The user already gave invoice INV-7. Do not ask for it again."),
         "{state}"
     );
 }
