@@ -292,34 +292,49 @@ enum Ask {
     Not,
 }
 
-/// What the conversation asks for, read once per rendering: the user's latest two
-/// messages and the agent's closing question before the latest, normalised.
+/// What the conversation asks for, read once per rendering and only when a tool with
+/// request words is weighed: the user's latest two messages and the agent's closing
+/// question before the latest, normalised.
 pub(crate) struct Requests<'h> {
-    users: Vec<String>,
-    offer: String,
+    history: &'h [Message],
+    said: std::cell::OnceCell<Said>,
     acted: &'h BTreeMap<String, u64>,
     turn: u64,
+}
+
+/// The normalised words [`Requests`] reads.
+struct Said {
+    users: Vec<String>,
+    offer: String,
 }
 
 impl<'h> Requests<'h> {
     /// The requests of `history` (ending with the user's latest message, said in turn
     /// `turn`); `acted` holds the turn each tool with effects last ran in.
-    pub(crate) fn of(history: &[Message], acted: &'h BTreeMap<String, u64>, turn: u64) -> Self {
+    pub(crate) fn of(history: &'h [Message], acted: &'h BTreeMap<String, u64>, turn: u64) -> Self {
         Self {
-            users: history
+            history,
+            said: std::cell::OnceCell::new(),
+            acted,
+            turn,
+        }
+    }
+
+    fn said(&self) -> &Said {
+        self.said.get_or_init(|| Said {
+            users: self
+                .history
                 .iter()
                 .rev()
                 .filter(|m| m.role == Role::User)
                 .take(2)
                 .map(|m| normalize(&m.content))
                 .collect(),
-            offer: asked_before(history)
+            offer: asked_before(self.history)
                 .and_then(closing_question)
                 .map(|q| normalize(&q))
                 .unwrap_or_default(),
-            acted,
-            turn,
-        }
+        })
     }
 
     /// Whether `t` is asked for. A request is used up by the call it led to: words
@@ -337,14 +352,15 @@ impl<'h> Requests<'h> {
         // `users[k]` was said in turn `turn - k`.
         let ran = self.acted.get(t.name()).copied();
         let unused = |k: usize| ran.is_none_or(|r| r < self.turn.saturating_sub(k as u64));
-        if self
+        let said = self.said();
+        if said
             .users
             .iter()
             .enumerate()
             .any(|(k, u)| unused(k) && named(u))
         {
             Ask::Asked
-        } else if unused(1) && named(&self.offer) {
+        } else if unused(1) && named(&said.offer) {
             // (An agent's message after the call reports it; it offers nothing.)
             Ask::Offered
         } else {

@@ -275,7 +275,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             prev,
         } = load;
         let present = present.unwrap_or_else(|| a.schema.present(&s.data));
-        let mut skipped = FieldSet::with_capacity(a.schema.fields().len());
+        let mut skipped = FieldSet::default();
         for f in &s.skipped {
             if let Some(i) = a.schema.index_of(f) {
                 skipped.insert(i);

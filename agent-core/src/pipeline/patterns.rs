@@ -215,7 +215,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.s
             .skipped
             .retain(|f| !flow.collectable.iter().any(|c| c.as_ref() == f.as_str()));
-        let mut kept = crate::data::FieldSet::with_capacity(self.a.schema.fields().len());
+        let mut kept = crate::data::FieldSet::default();
         for f in &self.s.skipped {
             if let Some(i) = self.a.schema.index_of(f) {
                 kept.insert(i);
