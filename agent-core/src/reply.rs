@@ -380,14 +380,6 @@ mod tests {
         // The author's facts may be built on.
         let t = "Note that the pool is closed today for maintenance. Anything else?";
         assert_eq!(tidy(t, 400, prompt, "", None), None);
-        // The note on a draft that asked again for a stored answer, read back.
-        let prompt = "About the user's latest message:\n\
-                      - The user already gave invoice INV-7. Do not ask for it again.";
-        let t = "Do not ask for it again. What would you like to know about INV-7?";
-        assert_eq!(
-            tidy(t, 400, prompt, "", None).as_deref(),
-            Some("What would you like to know about INV-7?")
-        );
     }
 
     #[test]

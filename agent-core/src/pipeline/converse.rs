@@ -25,34 +25,7 @@ use crate::step::StepKind;
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The reply about to be rendered replaces a draft written for another position:
     /// say what is still missing, so the new reply does not repeat the draft's claims.
-    fn note_mismatch(&mut self, flow: &Flow<D, C>, claimed: Option<&str>) {
-        // The draft asked a step's question whose answer is stored (a small model
-        // copies the question it asked last): the rendering is told what the user
-        // gave, in the state's own values.
-        if let Some(j) = claimed.and_then(|c| flow.step_pos(c)) {
-            let step = &flow.steps[j];
-            if !step.collect_idx.is_empty() && step.collect_idx.iter().all(|&i| self.is_present(i))
-            {
-                let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                let given: Vec<String> = step
-                    .collect
-                    .iter()
-                    .map(|f| match data.get(f.as_ref()) {
-                        Some(serde_json::Value::String(v)) => format!("{f} {v}"),
-                        Some(v) => format!("{f} {v}"),
-                        None => f.to_string(),
-                    })
-                    .collect();
-                // Two sentences: a reply that reads either back loses it (`reply::tidy`).
-                let note = format!(
-                    "The user already gave {}. Do not ask for it again.",
-                    given.join(", ")
-                );
-                if !self.notes.contains(&note) {
-                    self.notes.push(note);
-                }
-            }
-        }
+    fn note_mismatch(&mut self, flow: &Flow<D, C>) {
         let missing: Vec<&str> = flow
             .required_idx
             .iter()
@@ -177,7 +150,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             );
                         }
                         if !ok && !self.streamed {
-                            self.note_mismatch(&flow, sp.out.claimed.as_deref());
+                            self.note_mismatch(&flow);
                         }
                         if !ok && self.streamed {
                             tracing::error!(

@@ -416,26 +416,3 @@ async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
     );
     assert_ne!(r.message, "Do you want to stop billing?");
 }
-
-#[tokio::test]
-async fn a_draft_asking_again_for_the_stored_invoice_is_rendered_again_told_what_the_user_gave() {
-    let (model, agent) = small_at_ask_invoice().await;
-    model.route(Answer::raw(r#"{"about": "answer"}"#));
-    // A small model copies the question it asked last, though the message gave it.
-    model.respond(
-        Answer::message(ASK_INVOICE)
-            .with_data(json!({"invoice": "INV-7"}))
-            .claiming("ask_invoice"),
-    );
-    model.respond(Answer::message("What would you like to know about INV-7?"));
-    let r = agent.respond("s", "It's INV-7").await.unwrap();
-    assert_eq!(at(&r), (Some("billing"), Some("settle")));
-    assert_eq!(r.message, "What would you like to know about INV-7?");
-    let again = &model.requests()[2];
-    assert_eq!(again.kind, CallKind::Respond);
-    let state = &again.messages.last().unwrap().content;
-    assert!(
-        state.contains("The user already gave invoice INV-7. Do not ask for it again."),
-        "{state}"
-    );
-}
