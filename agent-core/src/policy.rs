@@ -11,6 +11,7 @@
 //! | behaviour | small | capable |
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns | on | off: the flow's own call judges hand-overs |
+//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached | on | off: the model writes the question |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -52,6 +53,19 @@ impl ModelProfile {
     /// a flow's question with something other than a plain yes, in agents whose
     /// flows hand over to flows that say `when` they apply.
     pub fn checks_digressions(self) -> bool {
+        self == Self::Small
+    }
+
+    /// Whether the question of a model step that collects a value is written by code
+    /// when the turn reaches the step, also where the step has no `ask`: one built from
+    /// the doc and constraints of each field it still waits for ("Could you tell me the
+    /// number of guests (1 to 12)?"; see [`Step::ask`](crate::step::Step::ask)
+    /// for what the turn then sends). Small models write that question padded with
+    /// greetings and offers ("Hello! Is there anything else you'd like to know?" where
+    /// the step asks for the visit's reason), and a turn that lands on another step than
+    /// its model call predicted needs no second call to ask. Steps whose tools the model
+    /// may call as it asks keep the model's message.
+    pub fn composes_questions(self) -> bool {
         self == Self::Small
     }
 }

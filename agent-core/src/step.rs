@@ -230,6 +230,12 @@ impl<D, C> Step<D, C> {
     /// off-topic question, a re-ask with a reason). A turn with something to tell the
     /// user (a refused value, a note) and a reply already streamed live keep the
     /// model's message. The step's tools are offered from the user's answer on.
+    ///
+    /// On a small model ([`ModelProfile::composes_questions`](crate::policy::ModelProfile::composes_questions))
+    /// a step that collects a value is asked by code even without `ask`, with a
+    /// question built from the docs and constraints of the fields it still waits for
+    /// ("Could you tell me the number of guests (1 to 12)?"). Such questions are in
+    /// English: give `ask` to word the question yourself or in another language.
     pub fn ask(mut self, template: impl Into<String>) -> Self {
         self.ask = Some(template.into());
         self

@@ -97,17 +97,29 @@ async fn book_room(
 #[flow(title = "Hotel booking", when = "the user wants to book a hotel room",
        data = Booking, context = Concierge, required(city, check_in, guests))]
 mod booking {
-    #[step(prompt = "Ask which city the user wants to stay in.", collect(city))]
+    // `ask`: the question is code's the turn the step is reached (the model still
+    // reads the answer, and writes the reply when the user answers with something
+    // else).
+    #[step(
+        prompt = "Ask which city the user wants to stay in.",
+        ask = "Which city would you like to stay in?",
+        collect(city)
+    )]
     fn ask_city() {}
 
     #[step(
         prompt = "Ask for the check-in date.",
+        ask = "What day would you like to check in?",
         collect(check_in),
         requires(city)
     )]
     fn ask_date() {}
 
-    #[step(prompt = "Ask how many guests.", collect(guests))]
+    #[step(
+        prompt = "Ask how many guests.",
+        ask = "How many guests will be staying (1 to 12)?",
+        collect(guests)
+    )]
     fn ask_guests() {}
 
     // An auto step: code decides, no model call, zero tokens.
@@ -178,6 +190,9 @@ pub const MESSAGES: [&str; 4] = [
 /// A scripted model that answers [`MESSAGES`] the way a good model would.
 pub fn scripted() -> ScriptedProvider {
     let model = ScriptedProvider::new();
+    // The questions of the booking's steps are code's (their `ask`): the user reads
+    // "Which city would you like to stay in?" and "What day would you like to check
+    // in?", whatever message the model wrote beside the data it read.
     model.respond(Answer::message("Happy to help! Which city?"));
     model.respond(
         Answer::message("Lisbon for two. From which date?")

@@ -165,9 +165,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // ahead as answered that the message did not answer is reached,
                     // not answered: its question is code's, over the model's fallback.
                     let asked = alt == Some(*j) && self.awaiting_model_step(&flow) == Some(*j);
-                    let asks = flow.steps[*j].ask.as_deref().filter(|_| {
-                        !is_closing && !asked && !self.streamed && self.notes.is_empty()
-                    });
+                    let asks = (!is_closing && !asked && !self.streamed && self.notes.is_empty())
+                        .then(|| self.step_question(&flow, *j))
+                        .flatten()
+                        .map(std::borrow::Cow::into_owned);
                     // An accepted answer with an action is replayed, not reused: the
                     // action runs in that rendering as if the model had just answered.
                     let (reuse, mut replay) = match reuse {
@@ -240,7 +241,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             out
                         }
                     };
-                    if let Some(t) = asks
+                    if let Some(t) = asks.as_deref()
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();

@@ -18,6 +18,7 @@ mod model;
 mod patterns;
 mod persist;
 mod predict;
+mod question;
 mod reentry;
 mod resume;
 mod runtime;

@@ -41,7 +41,7 @@ async fn the_repl_streams_turns_shows_state_resets_and_quits() {
     );
 
     assert!(
-        printed.contains("agent: Happy to help! Which city?"),
+        printed.contains("agent: Which city would you like to stay in?"),
         "{printed}"
     );
     assert!(

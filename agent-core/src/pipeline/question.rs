@@ -1,0 +1,309 @@
+//! The question a model step asks, written by code: the step's `ask` template, or, on a
+//! model profile that [composes questions](crate::policy::ModelProfile::composes_questions),
+//! one built from the fields the step still waits for (each field's doc and
+//! constraints). The turn that reaches the step sends it instead of a model-written
+//! message (`converse.rs`).
+//!
+//! A built question names each awaited field by the first clause of its doc comment
+//! (up to the first comma, semicolon, parenthesis or sentence end), with the bounds
+//! the user must respect: `/// Number of guests, 1 to 12` with `range = 1..=12` asks
+//! "What is the number of guests (1 to 12)?". A field without a doc is named from its
+//! identifier (`check_in`: "the check in"). Built questions are in English; a step's
+//! `ask` words its question in any language.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::Turn;
+use crate::data::{AgentContext, AgentData, DataSchema};
+use crate::flow::Flow;
+
+/// Words a field's doc may start with that already fit after "Could you tell me" (an
+/// article, a possessive, a question word): the doc is used as written.
+const LEADS: [&str; 19] = [
+    "the", "a", "an", "your", "my", "his", "her", "their", "our", "its", "what", "which", "when",
+    "where", "who", "whom", "whose", "how", "whether",
+];
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The template of the question that asks step `j` of `flow`, written by code: its
+    /// `ask`, or, on a profile that composes questions, one built from the fields it
+    /// collects that are neither present nor skipped. `None`: the model writes it (a
+    /// capable model's step without `ask`; a step that collects nothing still missing,
+    /// or whose tools the model may call when it asks).
+    pub(super) fn step_question<'f>(&self, flow: &'f Flow<D, C>, j: usize) -> Option<Cow<'f, str>> {
+        let step = flow.steps.get(j)?;
+        if let Some(t) = step.ask.as_deref() {
+            return Some(Cow::Borrowed(t));
+        }
+        if !self.a.provider.profile().composes_questions()
+            || (!step.tools.is_empty() && !step.act_on_answer)
+        {
+            return None;
+        }
+        let awaited: Vec<&str> = step
+            .collect_idx
+            .iter()
+            .filter(|&&i| !self.is_present(i) && !self.skipped.contains(i))
+            .filter_map(|&i| self.a.schema.fields().get(i).map(AsRef::as_ref))
+            .collect();
+        let q = built_question(&self.a.schema, &awaited)?;
+        // A template: braces a doc may hold are written as text.
+        Some(Cow::Owned(q.replace('{', "{{").replace('}', "}}")))
+    }
+}
+
+/// The question for `fields` (at least one), from their docs and constraints.
+pub(crate) fn built_question(schema: &DataSchema, fields: &[&str]) -> Option<String> {
+    let labels: Vec<String> = fields.iter().map(|f| label(schema, f)).collect();
+    let (last, rest) = labels.split_last()?;
+    Some(if rest.is_empty() {
+        format!("Could you tell me {last}?")
+    } else {
+        format!("Could you tell me {} and {last}?", rest.join(", "))
+    })
+}
+
+/// How a question names `field`, with its bounds.
+fn label(schema: &DataSchema, field: &str) -> String {
+    let prop = schema.property(field).map(|p| resolve(schema, p));
+    let doc = prop
+        .and_then(|p| p.get("description"))
+        .and_then(Value::as_str)
+        .map(first_clause)
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| field.replace(['_', '-'], " "));
+    let first = doc
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    let mut name = if LEADS.contains(&first.as_str()) {
+        lower_first(&doc)
+    } else {
+        format!("the {}", lower_first(&doc))
+    };
+    if let Some(b) = prop.and_then(|p| bounds(schema, p)) {
+        name.push_str(&format!(" ({b})"));
+    }
+    name
+}
+
+/// The doc up to its first comma, semicolon, parenthesis, colon or sentence end.
+fn first_clause(doc: &str) -> String {
+    let line = doc.lines().next().unwrap_or_default();
+    let mut end = line.len();
+    for pat in [",", ";", " (", "(", ":", ". ", " - ", " — "] {
+        if let Some(i) = line.find(pat) {
+            end = end.min(i);
+        }
+    }
+    line[..end].trim().trim_end_matches('.').trim().to_owned()
+}
+
+/// `text` with its first letter in lower case, unless its first word is an acronym
+/// or a name written in capitals ("IBAN", "VAT number").
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    let Some(c) = chars.next() else {
+        return String::new();
+    };
+    let second_upper = text.chars().nth(1).is_some_and(char::is_uppercase);
+    if second_upper {
+        return text.to_owned();
+    }
+    c.to_lowercase().chain(chars).collect()
+}
+
+/// The field's schema without the `null` of an optional value, with a `$ref` followed.
+fn resolve<'s>(schema: &'s DataSchema, p: &'s Value) -> &'s Value {
+    let mut p = p;
+    for _ in 0..4 {
+        if let Some(branches) = p.get("anyOf").and_then(Value::as_array) {
+            let non_null: Vec<&Value> = branches
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+                .collect();
+            if let [one] = non_null.as_slice() {
+                // The doc sits beside `anyOf`; keep it when the branch has none.
+                if p.get("description").is_some() && one.get("description").is_none() {
+                    return p;
+                }
+                p = one;
+                continue;
+            }
+        }
+        if let Some(r) = p.get("$ref").and_then(Value::as_str)
+            && let Some(name) = r.strip_prefix("#/$defs/")
+            && let Some(d) = schema.defs().and_then(|d| d.get(name))
+        {
+            if p.get("description").is_some() && d.get("description").is_none() {
+                return p;
+            }
+            p = d;
+            continue;
+        }
+        break;
+    }
+    p
+}
+
+/// What the user must respect, in words: "1 to 12", "at least 1", "one of: a, b or c".
+fn bounds(schema: &DataSchema, p: &Value) -> Option<String> {
+    let enum_of = |v: &Value| -> Option<Vec<String>> {
+        let e = v.get("enum")?.as_array()?;
+        Some(
+            e.iter()
+                .filter_map(|x| match x {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    };
+    // The enum may sit in a referenced definition or in an `anyOf` branch.
+    let mut shapes = vec![p];
+    if let Some(branches) = p.get("anyOf").and_then(Value::as_array) {
+        shapes.extend(branches.iter().map(|b| resolve(schema, b)));
+    }
+    for s in &shapes {
+        if let Some(mut values) = enum_of(s).filter(|v| !v.is_empty()) {
+            let last = values.pop()?;
+            return Some(if values.is_empty() {
+                last
+            } else {
+                format!("one of: {} or {last}", values.join(", "))
+            });
+        }
+    }
+    // Bounds that only restate the integer type (`u8`: 0 to 255) say nothing.
+    let (type_lo, type_hi) = type_range(p.get("format").and_then(Value::as_str));
+    let num = |k: &str, implied: Option<f64>| {
+        p.get(k)
+            .and_then(Value::as_f64)
+            .filter(|n| Some(*n) != implied)
+    };
+    let show = |n: f64| {
+        if n.fract() == 0.0 && n.abs() < 1e15 {
+            format!("{}", n as i64)
+        } else {
+            n.to_string()
+        }
+    };
+    match (num("minimum", type_lo), num("maximum", type_hi)) {
+        (Some(lo), Some(hi)) => Some(format!("{} to {}", show(lo), show(hi))),
+        (Some(lo), None) => Some(format!("at least {}", show(lo))),
+        (None, Some(hi)) => Some(format!("at most {}", show(hi))),
+        (None, None) => None,
+    }
+}
+
+/// The bounds an integer `format` implies (schemars writes them for sized integers).
+fn type_range(format: Option<&str>) -> (Option<f64>, Option<f64>) {
+    let bits = |f: &str, prefix: &str| f.strip_prefix(prefix)?.parse::<i32>().ok();
+    match format {
+        Some(f) if f.starts_with("uint") => {
+            (Some(0.0), bits(f, "uint").map(|b| 2f64.powi(b) - 1.0))
+        }
+        Some(f) if f.starts_with("int") => match bits(f, "int") {
+            Some(b) => (Some(-(2f64.powi(b - 1))), Some(2f64.powi(b - 1) - 1.0)),
+            None => (None, None),
+        },
+        _ => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{built_question, first_clause};
+    use crate::data::DataSchema;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Room {
+        Single,
+        Double,
+        Suite,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    struct Visit {
+        /// The patient's full name
+        patient: Option<String>,
+        /// What the visit is for, in the patient's words (a check-up, a sore throat)
+        reason: Option<String>,
+        /// Day of the appointment, YYYY-MM-DD
+        day: Option<String>,
+        /// Number of guests, 1 to 12
+        #[schemars(range(min = 1, max = 12))]
+        guests: Option<u8>,
+        /// Room type
+        room: Option<Room>,
+        /// IBAN to refund to
+        iban: Option<String>,
+        check_in: Option<String>,
+        /// Nights: at least one
+        #[schemars(range(min = 1))]
+        nights: Option<u32>,
+        /// Count
+        count: Option<u16>,
+    }
+
+    fn ask(fields: &[&str]) -> String {
+        built_question(&DataSchema::of::<Visit>(), fields).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_question_names_the_field_by_the_first_clause_of_its_doc() {
+        assert_eq!(
+            ask(&["patient"]),
+            "Could you tell me the patient's full name?"
+        );
+        assert_eq!(
+            ask(&["day"]),
+            "Could you tell me the day of the appointment?"
+        );
+        assert_eq!(ask(&["reason"]), "Could you tell me what the visit is for?");
+        assert_eq!(ask(&["iban"]), "Could you tell me the IBAN to refund to?");
+        assert_eq!(ask(&["check_in"]), "Could you tell me the check in?");
+    }
+
+    #[test]
+    fn a_question_states_the_bounds_the_user_must_respect() {
+        assert_eq!(
+            ask(&["guests"]),
+            "Could you tell me the number of guests (1 to 12)?"
+        );
+        assert_eq!(
+            ask(&["nights"]),
+            "Could you tell me the nights (at least 1)?"
+        );
+        assert_eq!(ask(&["count"]), "Could you tell me the count?");
+        assert_eq!(
+            ask(&["room"]),
+            "Could you tell me the room type (one of: single, double or suite)?"
+        );
+    }
+
+    #[test]
+    fn several_fields_are_asked_in_one_question() {
+        assert_eq!(
+            ask(&["patient", "reason", "day"]),
+            "Could you tell me the patient's full name, what the visit is for and the day of the appointment?"
+        );
+        assert_eq!(ask(&[]), "");
+    }
+
+    #[test]
+    fn the_first_clause_ends_at_a_comma_a_parenthesis_or_a_sentence_end() {
+        assert_eq!(first_clause("City, state or country"), "City");
+        assert_eq!(first_clause("The device (a phone)"), "The device");
+        assert_eq!(first_clause("The total. In euros."), "The total");
+        assert_eq!(first_clause("Invoice number: INV-7"), "Invoice number");
+    }
+}
