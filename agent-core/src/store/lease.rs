@@ -96,9 +96,11 @@ pub struct LeaseConfig {
     /// the session's queue, and the lease goes to the earliest live ticket.
     pub max_wait: Duration,
     /// Pause between attempts while waiting: jittered, from `poll.base` doubling up to
-    /// `poll.max` for the first two waiters in line (starting over when they move up,
-    /// never past the busy lease's expiry); waiters further back pause about half
-    /// their expected wait (from how fast the queue moves). Never more than 3 s, so a
+    /// `poll.max` for the first two waiters in line (the first from a quarter of
+    /// `poll.base`; starting over when they move up, never past the busy lease's
+    /// expiry, and at most about a quarter of the time one place of the queue took
+    /// when it moved); waiters further back pause about half their expected wait
+    /// (from how fast the queue moves). Never more than 3 s, so a
     /// waiter's ticket (dropped after 10 s without an attempt) stays live. Default 2 ms
     /// up to 100 ms.
     pub poll: crate::backoff::ConflictBackoff,
@@ -139,6 +141,10 @@ pub(crate) const TICKET_TTL: Duration = Duration::from_secs(10);
 /// within [`TICKET_TTL`].
 pub(crate) const TICKET_REFRESH: Duration = Duration::from_secs(3);
 
+/// Shortest pause of a waiter paced by the queue (each attempt is a round trip to the
+/// store).
+const MIN_PACED_PAUSE: Duration = Duration::from_micros(250);
+
 /// A waiter's ticket, left in the background if the wait is dropped (a cancelled
 /// turn), so the waiters behind it need not wait for it to expire.
 struct Place {
@@ -176,9 +182,10 @@ impl Drop for Place {
 /// `started` (the moment the turn began waiting).
 ///
 /// Waiters poll with jittered backoff: the first two in line from `config.poll.base`
-/// doubling up to `config.poll.max` (starting over when they move up, the first
-/// waking at the lease's expiry at the latest, and either woken at once by a release
-/// in this process); the others about half their expected wait, from how fast the
+/// (the first from a quarter of it) doubling up to `config.poll.max` (starting over
+/// when they move up, paced by how fast the queue moved, the first waking at the
+/// lease's expiry at the latest, and either woken at once by a release in this
+/// process); the others about half their expected wait, from how fast the
 /// queue moved, or doubling up to [`TICKET_REFRESH`] while it does not move.
 pub(crate) async fn acquire_lease(
     store: &Arc<dyn SessionStore>,
@@ -299,11 +306,27 @@ fn next_pause(
         return pause.min(paced);
     }
     let max = config.poll.max.min(TICKET_REFRESH).max(config.poll.base);
+    // The first in line starts from a quarter of the base: it is next, and a short
+    // turn ahead of it ends within a few base pauses.
+    let base = if ahead == 0 {
+        (config.poll.base / 4).max(MIN_PACED_PAUSE)
+    } else {
+        config.poll.base
+    };
     let poll = crate::backoff::ConflictBackoff {
-        base: config.poll.base.min(max),
+        base: base.min(max),
         max,
     };
-    let pause = poll.delay(attempt, unit);
+    let mut pause = poll.delay(attempt, unit);
+    if let Some(step) = per_place {
+        // The pace the queue moved at: the first two in line try again within about a
+        // quarter of the time one place took, so between short turns a hand-over
+        // costs a fraction of a turn rather than a doubled pause.
+        let paced = step
+            .mul_f64(0.25 + unit.clamp(0.0, 1.0) / 4.0)
+            .max(MIN_PACED_PAUSE);
+        pause = pause.min(paced);
+    }
     if ahead == 0 && !expires_in.is_zero() {
         // A crashed holder's lease ends then.
         pause.min(expires_in.saturating_add(Duration::from_millis(1)))
@@ -468,5 +491,46 @@ pub(crate) fn lease_lost(lease: &Lease, current: Option<u64>) -> StoreError {
         session_id: lease.session_id.clone(),
         token: lease.token,
         current,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{LeaseConfig, MIN_PACED_PAUSE, next_pause};
+
+    #[test]
+    fn the_first_in_line_tries_again_sooner_than_the_one_behind_it() {
+        let c = LeaseConfig::default();
+        let long = Duration::from_secs(30);
+        for attempt in 1..4 {
+            let first = next_pause(&c, "s", attempt, 0, long, None);
+            let second = next_pause(&c, "s", attempt, 1, long, None);
+            assert!(first < second, "{attempt}: {first:?} vs {second:?}");
+        }
+        assert!(next_pause(&c, "s", 1, 0, long, None) <= c.poll.base / 4);
+        // Both still back off to the longest pause (jittered: half to all of it)
+        // while nothing moves.
+        let p = next_pause(&c, "s", 40, 0, long, None);
+        assert!(p >= c.poll.max / 2 && p <= c.poll.max, "{p:?}");
+    }
+
+    #[test]
+    fn a_queue_that_moves_fast_paces_the_first_two_in_line() {
+        let c = LeaseConfig::default();
+        let long = Duration::from_secs(30);
+        // One place took 4 ms: a waiter at the front with a long backoff tries again
+        // within a quarter to a half of that.
+        let step = Some(Duration::from_millis(4));
+        for ahead in [0, 1] {
+            let p = next_pause(&c, "s", 10, ahead, long, step);
+            assert!(p <= Duration::from_millis(2), "{ahead}: {p:?}");
+            assert!(p >= MIN_PACED_PAUSE, "{ahead}: {p:?}");
+        }
+        // A slow queue (turns of seconds) leaves the backoff as it is.
+        let slow = Some(Duration::from_secs(5));
+        let p = next_pause(&c, "s", 40, 0, long, slow);
+        assert!(p >= c.poll.max / 2 && p <= c.poll.max, "{p:?}");
     }
 }
