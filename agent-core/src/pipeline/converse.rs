@@ -169,6 +169,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .then(|| self.step_question(&flow, *j))
                         .flatten()
                         .map(std::borrow::Cow::into_owned);
+                    // On a small model, the question of a step asked again (the user
+                    // answered with something else) is code's too, after at most the
+                    // model's first statement (an answer to a side question).
+                    let again = (asked
+                        && !is_closing
+                        && !self.streamed
+                        && self.notes.is_empty()
+                        && self.a.provider.profile().composes_questions())
+                    .then(|| self.step_question(&flow, *j))
+                    .flatten()
+                    .map(std::borrow::Cow::into_owned);
                     // An accepted answer with an action is replayed, not reused: the
                     // action runs in that rendering as if the model had just answered.
                     let (reuse, mut replay) = match reuse {
@@ -246,6 +257,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         out.message = crate::template::render(t, &data);
+                    } else if let Some(t) = again.as_deref()
+                        && !self.reply_settled_since(0)
+                    {
+                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        let q = crate::template::render(t, &data);
+                        out.message = super::question::after_statement(&out.message, q);
                     }
                     finalize_step = Some((flow.clone(), *j));
                     declined = is_closing && out.declined();

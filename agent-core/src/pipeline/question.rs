@@ -54,6 +54,32 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 }
 
+/// Longest model-written statement kept before a step's question asked again.
+const MAX_STATEMENT_WORDS: usize = 25;
+
+/// The reply to an answer that did not give what the step asks for: the first
+/// sentence of the model's `message` when it is a statement of at most
+/// [`MAX_STATEMENT_WORDS`] words (an answer to a side question, "Canberra is the
+/// capital of Australia."), then `question`. The model's own questions, and whatever
+/// it wrote after its first sentence, are left out: the question is code's.
+pub(crate) fn after_statement(message: &str, question: String) -> String {
+    let first = message
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .and_then(|l| crate::reply::sentences(l).into_iter().next())
+        .map(str::trim)
+        .unwrap_or_default();
+    let statement = first.ends_with(['.', '!'])
+        && first.split_whitespace().count() <= MAX_STATEMENT_WORDS
+        && !first.eq_ignore_ascii_case(question.trim());
+    if statement {
+        format!("{first} {question}")
+    } else {
+        question
+    }
+}
+
 /// The question for `fields` (at least one), from their docs and constraints.
 pub(crate) fn built_question(schema: &DataSchema, fields: &[&str]) -> Option<String> {
     let labels: Vec<String> = fields.iter().map(|f| label(schema, f)).collect();
@@ -297,6 +323,28 @@ mod tests {
             "Could you tell me the patient's full name, what the visit is for and the day of the appointment?"
         );
         assert_eq!(ask(&[]), "");
+    }
+
+    #[test]
+    fn a_question_asked_again_keeps_only_the_models_first_statement() {
+        use super::after_statement;
+        let q = || "What day would you like to check in?".to_owned();
+        assert_eq!(
+            after_statement(
+                "Canberra is the capital of Australia. When do you check in? I'm here to help!",
+                q()
+            ),
+            "Canberra is the capital of Australia. What day would you like to check in?"
+        );
+        // A question, a long sentence or nothing: the question alone.
+        assert_eq!(after_statement("When do you check in?", q()), q());
+        let long = format!("{}end.", "word ".repeat(30));
+        assert_eq!(after_statement(&long, q()), q());
+        assert_eq!(after_statement("", q()), q());
+        assert_eq!(
+            after_statement("\n\nSure!\nWhen?", q()),
+            "Sure! What day would you like to check in?"
+        );
     }
 
     #[test]

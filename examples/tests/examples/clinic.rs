@@ -55,6 +55,7 @@ async fn the_booking_resumes_after_the_hours_and_books_on_a_yes() {
 use agent_core::policy::ModelProfile;
 use agent_core::provider::CallKind;
 use agent_core::testing::{Answer, ScriptedProvider};
+use serde_json::json;
 use std::sync::Arc;
 
 fn clinic_on(model: &ScriptedProvider) -> agent_core::Agent<clinic::Visit, ()> {
@@ -136,4 +137,70 @@ async fn no_sorting_call_with_no_flow_on_a_capable_model_or_for_a_plain_yes() {
     let r = agent.respond("s", "yes please").await.unwrap();
     assert_eq!(model.calls_of(CallKind::Route), 0);
     assert!(r.message.starts_with("We're open"), "{}", r.message);
+}
+
+// ---------------------------------------------------------------------------
+// On a small model, the questions are code's (`ModelProfile::composes_questions`)
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn on_a_small_model_each_question_is_codes_and_a_side_answer_keeps_one_statement() {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    // The answers at a waiting step are what the step asks for.
+    model.default_answer(CallKind::Route, Answer::raw(r#"{"about": "answer"}"#));
+    let agent = clinic_on(&model);
+    model.route(Answer::raw(r#"{"about": "appointment_booking"}"#));
+    let r = agent
+        .respond("s", "I'd like to book an appointment")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Could you tell me the patient's full name?");
+
+    // The name lands: the next step is reached, and its question is built from the
+    // field's doc, whatever the model wrote.
+    model.respond(
+        Answer::message("Hello! Is there anything else you'd like to know?")
+            .with_data(json!({"patient": "Anna Berg"})),
+    );
+    let r = agent.respond("s", "Anna Berg").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_reason"));
+    assert_eq!(r.message, "Could you tell me what the visit is for?");
+
+    // A side question: the model's first statement answers it, then code asks again;
+    // the model's own question and padding are left out.
+    model.respond(
+        Answer::message(
+            "Yes, there is parking behind the building. What is the reason for your visit? I'm here to help!",
+        )
+        .claiming("ask_reason"),
+    );
+    let r = agent.respond("s", "Is there parking?").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_reason"));
+    assert_eq!(
+        r.message,
+        "Yes, there is parking behind the building. Could you tell me what the visit is for?"
+    );
+
+    // A draft that only asks (or rambles past one sentence) leaves the question alone.
+    model.respond(Answer::message("What brings you in today?").claiming("ask_reason"));
+    let r = agent.respond("s", "hmm").await.unwrap();
+    assert_eq!(r.message, "Could you tell me what the visit is for?");
+    assert_eq!(model.unused(), 0);
+}
+
+#[tokio::test]
+async fn on_a_capable_model_the_model_writes_the_questions_of_steps_without_ask() {
+    let model = ScriptedProvider::new();
+    let agent = clinic_on(&model);
+    model.respond(Answer::intent(
+        "Sure. What is your full name?",
+        Some("appointment"),
+    ));
+    model.respond(Answer::message("Sure. What is your full name?"));
+    let r = agent
+        .respond("s", "I'd like to book an appointment")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("appointment"));
+    assert_eq!(r.message, "Sure. What is your full name?");
 }
