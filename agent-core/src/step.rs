@@ -228,8 +228,10 @@ impl<D, C> Step<D, C> {
     /// predicted needs no second call to ask. The model still reads the turn (data,
     /// conditions) and writes every later message at the step (an answer to an
     /// off-topic question, a re-ask with a reason). A turn with something to tell the
-    /// user (a refused value, a note) and a reply already streamed live keep the
-    /// model's message. The step's tools are offered from the user's answer on.
+    /// user (a refused value, a correction refused, an action that did not run) and a
+    /// reply already streamed live keep the model's message; a draft written for
+    /// another step does not (code's question is sent, with no second call). The
+    /// step's tools are offered from the user's answer on.
     ///
     /// On a small model ([`ModelProfile::composes_questions`](crate::policy::ModelProfile::composes_questions))
     /// a step that collects a value is asked by code even without `ask`, with a

@@ -165,7 +165,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // ahead as answered that the message did not answer is reached,
                     // not answered: its question is code's, over the model's fallback.
                     let asked = alt == Some(*j) && self.awaiting_model_step(&flow) == Some(*j);
-                    let asks = (!is_closing && !asked && !self.streamed && self.notes.is_empty())
+                    let asks = (!is_closing && !asked && !self.streamed && !self.to_tell)
                         .then(|| self.step_question(&flow, *j))
                         .flatten()
                         .map(std::borrow::Cow::into_owned);
@@ -175,7 +175,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     let again = (asked
                         && !is_closing
                         && !self.streamed
-                        && self.notes.is_empty()
+                        && !self.to_tell
                         && self.a.provider.profile().composes_questions())
                     .then(|| self.step_question(&flow, *j))
                     .flatten()
@@ -445,6 +445,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.notes.push(format!(
                     "Nothing has been done yet ({missing} did not run): ask the user whether to go ahead."
                 ));
+                self.to_tell = true;
                 self.awaiting = false;
                 self.landed = Some((flow.id.to_string(), flow.steps[*j].id.to_string()));
                 continue;

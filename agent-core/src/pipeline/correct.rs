@@ -79,6 +79,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         "The {} is already complete and cannot be changed: {field} stays {from}. Tell the user so.",
                         flow.title
                     ));
+                    self.to_tell = true;
                 }
                 Ok(Outcome::Refused)
             }

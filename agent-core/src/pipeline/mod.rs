@@ -144,6 +144,10 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) withheld: Vec<String>,
     /// What the next rendering must tell the user: values not stored and why.
     pub(crate) notes: Vec<String>,
+    /// A note this turn is news for the user (a value refused with its reason, a
+    /// correction refused, an action that did not run), not only about a draft: the
+    /// model writes that reply, not code's question.
+    pub(crate) to_tell: bool,
     /// Verdicts of `when` conditions judged this turn, by condition text.
     pub(crate) judged: FxHashMap<String, bool>,
     /// Conditions of the awaiting step left for the speculative respond call to judge
@@ -324,6 +328,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             inferred: Vec::new(),
             withheld: Vec::new(),
             notes: Vec::new(),
+            to_tell: false,
             judged: FxHashMap::default(),
             deferred: Vec::new(),
             hops: 0,

@@ -513,6 +513,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return;
         }
         self.notes.push(note);
+        self.to_tell |= refused;
         let d = DroppedValue {
             field,
             value,
