@@ -95,6 +95,10 @@
 //! pending approval go with it, and it can be started again. A tool that already ran
 //! is not undone. When the answer also judges one of the step's own `when`
 //! conditions true, the agent's branch decides and the built-in cancel does not run.
+//! A cancel the model read in the very message that started the flow is not followed
+//! unless that message speaks of stopping ("I need a hotel in Lisbon" right after a
+//! cancelled booking starts a new one; "a hotel in Lisbon... no, forget it" is asked
+//! about).
 //!
 //! A code flow waiting for the answer to its `ask` stops the same way on a message
 //! made only of stop words, with no model call: its journal goes, the values it wrote

@@ -847,3 +847,34 @@ async fn the_agents_own_branch_decides_over_the_built_in_clarification() {
             .any(|c| matches!(c, Command::Clarify { .. }))
     );
 }
+
+#[tokio::test]
+async fn a_cancel_read_in_the_message_that_started_the_flow_is_not_followed() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    // The message starts the booking; its call reads the city and, wrongly, a cancel.
+    p.respond(
+        Answer::message("When do you check in?")
+            .with_data(json!({"city": "Lisbon"}))
+            .claiming("ask_date")
+            .command(Command::cancel_flow()),
+    );
+    let r = a.respond("s", "I need a hotel in Lisbon").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_date"))
+    );
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_ne!(r.message, "Do you want to stop hotel booking?");
+    assert!(!r.commands.contains(&Command::cancel_flow()));
+
+    // A message that starts the flow and says to stop: the cancel is asked about.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Okay.").command(Command::cancel_flow()));
+    let r = a
+        .respond("s", "I need a hotel in Lisbon... no, forget it")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Do you want to stop hotel booking?");
+}
