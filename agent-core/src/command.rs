@@ -39,7 +39,10 @@
 //! constraints refuse is refused with the reason rather than asked about. A value
 //! nothing ties to the message (small models fill fields nobody mentioned: "I need
 //! a hotel in Rome" read with 2 guests and tomorrow's date) is not stored and is
-//! reported in `ungrounded`; the reply asks for the field when it is needed.
+//! reported in `ungrounded`; the reply asks for the field when it is needed. So is a
+//! value the words do not show that was read from a message asking for something
+//! else (to hear the last message again, for a person, to stop): that message
+//! answered no question, and its reply is the pattern's.
 //!
 //! ```
 //! use agent_core::command::Command;
@@ -98,7 +101,9 @@
 //! A cancel the model read in the very message that started the flow is not followed
 //! unless that message speaks of stopping ("I need a hotel in Lisbon" right after a
 //! cancelled booking starts a new one; "a hotel in Lisbon... no, forget it" is asked
-//! about).
+//! about), and neither is one read in a message that gave the flow a value (stored,
+//! shown back for a yes, or refused by the field's constraints: "0 guests", "last
+//! Friday") unless it speaks of stopping too.
 //!
 //! A code flow waiting for the answer to its `ask` stops the same way on a message
 //! made only of stop words, with no model call: its journal goes, the values it wrote

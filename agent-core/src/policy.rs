@@ -11,7 +11,7 @@
 //! | behaviour | small | capable |
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns | on | off: the flow's own call judges hand-overs |
-//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question | on | off: the model writes the question |
+//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is asked again by code | on | off: the model writes the question |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -66,9 +66,16 @@ impl ModelProfile {
     /// its model call predicted needs no second call to ask. When the user answers
     /// such a step with something else (a side question), the reply is the model's
     /// first sentence, if it is a statement of at most 25 words, then the step's
-    /// question in code's words: the model's own questions and padding are left out.
+    /// question in code's words: the model's own questions and padding are left out,
+    /// and so is a sentence naming something in backticks (the engine's own wording
+    /// read back). A value the field's constraints refuse is told by code before the
+    /// question ("0 is not possible for the number of guests: it must be at least 1.
+    /// How many guests ...?"), with no second call; a confirmation step the user did
+    /// not agree to is asked again the same way (its question, the summary of the
+    /// current values, after the model's statement or "Nothing has been done yet.").
     /// Steps whose tools the model may call as it asks keep the model's message, and
-    /// so does a turn with something to tell (a refused value).
+    /// so does a turn with something only the model can tell (a correction refused,
+    /// an action that did not run).
     pub fn composes_questions(self) -> bool {
         self == Self::Small
     }

@@ -878,3 +878,39 @@ async fn a_cancel_read_in_the_message_that_started_the_flow_is_not_followed() {
         .unwrap();
     assert_eq!(r.message, "Do you want to stop hotel booking?");
 }
+
+#[tokio::test]
+async fn a_cancel_read_beside_a_value_the_message_gave_is_not_followed() {
+    let p = ScriptedProvider::new();
+    let a = at_ask_date(&p).await;
+    // The answer reads the date and, wrongly, a cancel: the message is about the
+    // booking's content, and the flow goes on.
+    p.respond(
+        Answer::message("How many guests?")
+            .with_data(json!({"check_in": "2026-07-01"}))
+            .claiming("ask_guests")
+            .command(Command::cancel_flow()),
+    );
+    let r = a.respond("s", "July 1st 2026").await.unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("booking"), Some("ask_guests"))
+    );
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.message, "How many guests?");
+    assert!(!r.commands.contains(&Command::cancel_flow()));
+    let s = a.session("s").await.unwrap().unwrap();
+    assert_eq!(s.cancelling, None);
+
+    // A value and words of stopping: the cancel is asked about.
+    p.respond(
+        Answer::message("Okay.")
+            .with_data(json!({"guests": 2}))
+            .command(Command::cancel_flow()),
+    );
+    let r = a
+        .respond("s", "2 guests... actually no, forget it")
+        .await
+        .unwrap();
+    assert_eq!(r.message, "Do you want to stop hotel booking?");
+}

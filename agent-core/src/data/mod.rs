@@ -296,6 +296,11 @@ impl DataSchema {
         self.defs.as_ref()
     }
 
+    /// The schema a value of `prop` has: see [`value_shape`].
+    pub(crate) fn shape<'v>(&'v self, prop: &'v Value) -> &'v Value {
+        value_shape(prop, self.defs())
+    }
+
     /// An object schema limited to `fields`, every one optional.
     pub fn object_schema(&self, fields: &[Arc<str>]) -> Value {
         let mut props = Map::new();
@@ -425,6 +430,42 @@ impl FieldSet {
     }
 }
 
+/// The schema a value of the field schema `prop` has: an optional field's one
+/// alternative besides `null` (`anyOf` / `oneOf`, as schemars writes `Option<T>`),
+/// with local `$ref`s (`#/$defs/...`) followed. Annotations written beside the
+/// alternatives (a field's doc, `x-synonyms`, `x-inferred`) stay on `prop`: read
+/// them there. A schema with several non-null alternatives is returned as it is.
+pub(crate) fn value_shape<'v>(prop: &'v Value, defs: Option<&'v Value>) -> &'v Value {
+    let mut p = prop;
+    // A few hops: an optional field of a referenced type is `anyOf` [`$ref`, null].
+    for _ in 0..4 {
+        let branches = p
+            .get("anyOf")
+            .or_else(|| p.get("oneOf"))
+            .and_then(Value::as_array);
+        if let Some(branches) = branches {
+            let mut others = branches
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"));
+            if let (Some(one), None) = (others.next(), others.next()) {
+                p = one;
+                continue;
+            }
+        }
+        if let Some(d) = p
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .and_then(|name| defs?.get(name))
+        {
+            p = d;
+            continue;
+        }
+        break;
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,6 +475,21 @@ mod tests {
     struct Booking {
         city: Option<String>,
         guests: Option<u8>,
+    }
+
+    #[test]
+    fn a_values_shape_is_read_through_null_alternatives_and_refs() {
+        use serde_json::json;
+        let defs = json!({ "Room": { "type": "string", "enum": ["single", "double"] } });
+        let opt_ref = json!({ "description": "Room", "anyOf": [{ "$ref": "#/$defs/Room" }, { "type": "null" }] });
+        assert_eq!(value_shape(&opt_ref, Some(&defs)), &defs["Room"]);
+        let one_of = json!({ "oneOf": [{ "type": "null" }, { "type": "integer", "minimum": 1 }] });
+        assert_eq!(value_shape(&one_of, None), &one_of["oneOf"][1]);
+        // Several alternatives, or a reference to nothing: the schema as it is.
+        let two = json!({ "anyOf": [{ "type": "string" }, { "type": "integer" }] });
+        assert_eq!(value_shape(&two, None), &two);
+        let dangling = json!({ "$ref": "#/$defs/Nope" });
+        assert_eq!(value_shape(&dangling, Some(&defs)), &dangling);
     }
 
     #[test]

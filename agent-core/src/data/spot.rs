@@ -15,35 +15,26 @@
 use regex::Regex;
 use serde_json::Value;
 
+use super::value_shape;
+
 /// The search form of a field's pattern: what finds a possible value anywhere in a
 /// message. `None` when the field has no pattern, may be inferred or said by a
 /// synonym, or its pattern cannot be searched for safely (anchors inside it).
 pub(crate) fn spotter(prop: &Value, defs: Option<&Value>) -> Option<Regex> {
-    let prop = resolve(prop, defs)?;
-    let o = prop.as_object()?;
-    if o.contains_key("x-inferred") || o.contains_key("x-synonyms") || o.contains_key("format") {
+    // An optional field's one alternative besides `null`, or the type it references.
+    let shape = value_shape(prop, defs);
+    let opts_out = |v: &Value| {
+        ["x-inferred", "x-synonyms", "format"]
+            .iter()
+            .any(|k| v.get(*k).is_some())
+    };
+    if opts_out(prop) || opts_out(shape) {
         return None;
     }
-    if let Some(Value::String(p)) = o.get("pattern") {
-        return search_form(p);
+    match shape.get("pattern") {
+        Some(Value::String(p)) => search_form(p),
+        _ => None,
     }
-    // `Option<String>`: one string branch with a pattern beside `null`.
-    let branches = o
-        .get("anyOf")
-        .or_else(|| o.get("oneOf"))
-        .and_then(Value::as_array)?;
-    let mut found = None;
-    for b in branches {
-        let b = resolve(b, defs)?;
-        if b.get("type").and_then(Value::as_str) == Some("null") {
-            continue;
-        }
-        if found.is_some() {
-            return None;
-        }
-        found = Some(spotter(b, defs)?);
-    }
-    found
 }
 
 /// Whether `re` finds a possible value in `text`: as written, without spaces, or
@@ -58,14 +49,6 @@ pub(crate) fn spots(re: &Regex, text: &str) -> bool {
     }
     let compact: String = text.chars().filter(|c| c.is_alphanumeric()).collect();
     re.is_match(&compact)
-}
-
-/// A local `$ref` followed once.
-fn resolve<'v>(prop: &'v Value, defs: Option<&'v Value>) -> Option<&'v Value> {
-    match prop.get("$ref").and_then(Value::as_str) {
-        Some(r) => defs?.get(r.strip_prefix("#/$defs/")?),
-        None => Some(prop),
-    }
 }
 
 /// `^X$` becomes a case-insensitive search for `X`; a pattern with any other anchor

@@ -22,6 +22,9 @@ use crate::flow::Flow;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::step::StepKind;
 
+/// What code says first when the user did not agree to a confirmation.
+const NOTHING_DONE: &str = "Nothing has been done yet.";
+
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The reply about to be rendered replaces a draft written for another position:
     /// say what is still missing, so the new reply does not repeat the draft's claims.
@@ -165,21 +168,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // ahead as answered that the message did not answer is reached,
                     // not answered: its question is code's, over the model's fallback.
                     let asked = alt == Some(*j) && self.awaiting_model_step(&flow) == Some(*j);
-                    let asks = (!is_closing && !asked && !self.streamed && !self.to_tell)
+                    let composes = self.a.provider.profile().composes_questions();
+                    let question = (!self.streamed)
                         .then(|| self.step_question(&flow, *j))
                         .flatten()
                         .map(std::borrow::Cow::into_owned);
+                    // What code tells first (a value refused, and why) goes with
+                    // code's question; without one, the model tells it from the notes.
+                    if question.is_none() || is_closing {
+                        self.to_tell |= !self.told.is_empty();
+                    }
+                    let tells = !self.to_tell && question.is_some() && !self.told.is_empty();
+                    let asks = (!is_closing && !asked && !self.to_tell)
+                        .then(|| question.clone())
+                        .flatten();
                     // On a small model, the question of a step asked again (the user
                     // answered with something else) is code's too, after at most the
-                    // model's first statement (an answer to a side question).
-                    let again = (asked
-                        && !is_closing
-                        && !self.streamed
-                        && !self.to_tell
-                        && self.a.provider.profile().composes_questions())
-                    .then(|| self.step_question(&flow, *j))
-                    .flatten()
-                    .map(std::borrow::Cow::into_owned);
+                    // model's first statement (an answer to a side question), or after
+                    // what code tells.
+                    let again = (asked && !is_closing && !self.to_tell && composes)
+                        .then(|| question.clone())
+                        .flatten();
                     // An accepted answer with an action is replayed, not reused: the
                     // action runs in that rendering as if the model had just answered.
                     let (reuse, mut replay) = match reuse {
@@ -191,7 +200,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         // A tool already set the reply (or aborted): a new rendering
                         // would be replaced, and could call the tool again.
                         None if self.reply_settled_since(0) => CallOutcome::default(),
-                        None if asks.is_some() => {
+                        None if asks.is_some() || (again.is_some() && tells) => {
                             if self.prepare(&flow, *j).await? || self.turn_over() {
                                 self.read_where_handed(&flow, &mut spec, &mut alt).await?;
                                 continue;
@@ -256,18 +265,48 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        out.message = crate::template::render(t, &data);
+                        let mut told = std::mem::take(&mut self.told);
+                        told.push(crate::template::render(t, &data));
+                        out.message = told.join(" ");
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let q = crate::template::render(t, &data);
-                        out.message = super::question::after_statement(&out.message, q);
+                        out.message = if tells {
+                            let mut told = std::mem::take(&mut self.told);
+                            told.push(q);
+                            told.join(" ")
+                        } else {
+                            super::question::after_statement(&out.message, q)
+                        };
                     }
                     finalize_step = Some((flow.clone(), *j));
                     declined = is_closing && out.declined();
                     if declined && out.commands.contains(&Command::Decline) {
                         self.handled(Command::Decline);
+                    }
+                    // On a small model, a confirmation the user did not agree to is
+                    // answered by code: the question (the summary of the current
+                    // values) again, after the model's first statement if it is one
+                    // (an answer to a side question), else after saying that nothing
+                    // was done. The step's action stays to run on a yes.
+                    if declined
+                        && composes
+                        && !self.to_tell
+                        && !self.reply_settled_since(0)
+                        && self.missing_tool(&flow.steps[*j]).is_some()
+                        && let Some(t) = question.as_deref()
+                    {
+                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        let q = crate::template::render(t, &data);
+                        let said = super::question::after_statement(&out.message, q.clone());
+                        out.message = if said == q {
+                            format!("{NOTHING_DONE} {q}")
+                        } else {
+                            said
+                        };
+                        out.deltas.clear();
                     }
                     if is_closing {
                         closing = Some(flow);

@@ -148,6 +148,10 @@ pub(crate) struct Turn<'a, D, C> {
     /// correction refused, an action that did not run), not only about a draft: the
     /// model writes that reply, not code's question.
     pub(crate) to_tell: bool,
+    /// What code tells the user this turn before the step's question, on a profile
+    /// that composes questions: why a value was refused. Told only where code writes
+    /// the question; elsewhere the notes carry it to the model.
+    pub(crate) told: Vec<String>,
     /// Verdicts of `when` conditions judged this turn, by condition text.
     pub(crate) judged: FxHashMap<String, bool>,
     /// Conditions of the awaiting step left for the speculative respond call to judge
@@ -329,6 +333,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             withheld: Vec::new(),
             notes: Vec::new(),
             to_tell: false,
+            told: Vec::new(),
             judged: FxHashMap::default(),
             deferred: Vec::new(),
             hops: 0,

@@ -61,7 +61,9 @@ const MAX_STATEMENT_WORDS: usize = 25;
 /// sentence of the model's `message` when it is a statement of at most
 /// [`MAX_STATEMENT_WORDS`] words (an answer to a side question, "Canberra is the
 /// capital of Australia."), then `question`. The model's own questions, and whatever
-/// it wrote after its first sentence, are left out: the question is code's.
+/// it wrote after its first sentence, are left out: the question is code's. A
+/// sentence naming something in backticks is the engine's wording read back, not a
+/// statement for the user.
 pub(crate) fn after_statement(message: &str, question: String) -> String {
     let first = message
         .lines()
@@ -70,7 +72,10 @@ pub(crate) fn after_statement(message: &str, question: String) -> String {
         .and_then(|l| crate::reply::sentences(l).into_iter().next())
         .map(str::trim)
         .unwrap_or_default();
+    // A sentence with a name in backticks is the engine's wording read back
+    // ("Set `action.answer` accordingly."), not something to tell the user.
     let statement = first.ends_with(['.', '!'])
+        && !first.contains('`')
         && first.split_whitespace().count() <= MAX_STATEMENT_WORDS
         && !first.eq_ignore_ascii_case(question.trim());
     if statement {
@@ -93,9 +98,24 @@ pub(crate) fn built_question(schema: &DataSchema, fields: &[&str]) -> Option<Str
 
 /// How a question names `field`, with its bounds.
 fn label(schema: &DataSchema, field: &str) -> String {
-    let prop = schema.property(field).map(|p| resolve(schema, p));
-    let doc = prop
-        .and_then(|p| p.get("description"))
+    let mut name = field_name(schema, field);
+    let prop = schema.property(field).map(|p| schema.shape(p));
+    if let Some(b) = prop.and_then(|p| bounds(schema, p)) {
+        name.push_str(&format!(" ({b})"));
+    }
+    name
+}
+
+/// How a reply names `field` ("the number of guests"): the first clause of its doc,
+/// or its identifier, after an article unless the doc starts with one.
+pub(crate) fn field_name(schema: &DataSchema, field: &str) -> String {
+    // The doc sits beside an optional field's alternatives, or on its type.
+    let doc = schema
+        .property(field)
+        .and_then(|p| {
+            p.get("description")
+                .or_else(|| schema.shape(p).get("description"))
+        })
         .and_then(Value::as_str)
         .map(first_clause)
         .filter(|d| !d.is_empty())
@@ -105,15 +125,11 @@ fn label(schema: &DataSchema, field: &str) -> String {
         .next()
         .unwrap_or_default()
         .to_lowercase();
-    let mut name = if LEADS.contains(&first.as_str()) {
+    if LEADS.contains(&first.as_str()) {
         lower_first(&doc)
     } else {
         format!("the {}", lower_first(&doc))
-    };
-    if let Some(b) = prop.and_then(|p| bounds(schema, p)) {
-        name.push_str(&format!(" ({b})"));
     }
-    name
 }
 
 /// The doc up to its first comma, semicolon, parenthesis, colon or sentence end.
@@ -142,39 +158,6 @@ fn lower_first(text: &str) -> String {
     c.to_lowercase().chain(chars).collect()
 }
 
-/// The field's schema without the `null` of an optional value, with a `$ref` followed.
-fn resolve<'s>(schema: &'s DataSchema, p: &'s Value) -> &'s Value {
-    let mut p = p;
-    for _ in 0..4 {
-        if let Some(branches) = p.get("anyOf").and_then(Value::as_array) {
-            let non_null: Vec<&Value> = branches
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
-                .collect();
-            if let [one] = non_null.as_slice() {
-                // The doc sits beside `anyOf`; keep it when the branch has none.
-                if p.get("description").is_some() && one.get("description").is_none() {
-                    return p;
-                }
-                p = one;
-                continue;
-            }
-        }
-        if let Some(r) = p.get("$ref").and_then(Value::as_str)
-            && let Some(name) = r.strip_prefix("#/$defs/")
-            && let Some(d) = schema.defs().and_then(|d| d.get(name))
-        {
-            if p.get("description").is_some() && d.get("description").is_none() {
-                return p;
-            }
-            p = d;
-            continue;
-        }
-        break;
-    }
-    p
-}
-
 /// What the user must respect, in words: "1 to 12", "at least 1", "one of: a, b or c".
 fn bounds(schema: &DataSchema, p: &Value) -> Option<String> {
     let enum_of = |v: &Value| -> Option<Vec<String>> {
@@ -192,7 +175,7 @@ fn bounds(schema: &DataSchema, p: &Value) -> Option<String> {
     // The enum may sit in a referenced definition or in an `anyOf` branch.
     let mut shapes = vec![p];
     if let Some(branches) = p.get("anyOf").and_then(Value::as_array) {
-        shapes.extend(branches.iter().map(|b| resolve(schema, b)));
+        shapes.extend(branches.iter().map(|b| schema.shape(b)));
     }
     for s in &shapes {
         if let Some(mut values) = enum_of(s).filter(|v| !v.is_empty()) {
@@ -341,6 +324,11 @@ mod tests {
         let long = format!("{}end.", "word ".repeat(30));
         assert_eq!(after_statement(&long, q()), q());
         assert_eq!(after_statement("", q()), q());
+        // The engine's wording read back is no statement.
+        assert_eq!(
+            after_statement("Set `action.answer` accordingly.", q()),
+            q()
+        );
         assert_eq!(
             after_statement("\n\nSure!\nWhen?", q()),
             "Sure! What day would you like to check in?"

@@ -40,17 +40,6 @@ pub(crate) enum Verdict {
 /// "July 1st" said in November is next year's without a doubt.
 const FAR_DAYS: i64 = 275;
 
-/// A date field: `format: date`, also as the non-null branch of an optional one.
-fn is_date(prop: &Value) -> bool {
-    let date = |p: &Value| p.get("format").and_then(Value::as_str) == Some("date");
-    date(prop)
-        || ["anyOf", "oneOf"].iter().any(|k| {
-            prop.get(*k)
-                .and_then(Value::as_array)
-                .is_some_and(|bs| bs.iter().any(date))
-        })
-}
-
 /// The user's messages normalised for grounding ([`normalize`]), kept for the turn:
 /// the value checks of a turn (extraction, the live-streaming decision, corrections)
 /// read the same messages, and normalising them is most of what grounding costs.
@@ -339,7 +328,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .collectable
             .iter()
             .filter(|f| {
-                self.a.schema.property(f).is_some_and(is_date)
+                self.a.schema.property(f).is_some_and(|p| self.is_date(p))
                     && self
                         .a
                         .schema
@@ -419,7 +408,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let mut dates = flow
             .collectable
             .iter()
-            .filter(|f| self.a.schema.property(f).is_some_and(is_date));
+            .filter(|f| self.a.schema.property(f).is_some_and(|p| self.is_date(p)));
         let only = dates.next().filter(|_| dates.next().is_none())?;
         if only.as_ref() != x.field || self.msg.contains(['?', '¿']) {
             return None;
@@ -480,6 +469,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             })
     }
 
+    /// Whether `prop` is a date field (`format: date`), also an optional one.
+    fn is_date(&self, prop: &Value) -> bool {
+        self.a
+            .schema
+            .shape(prop)
+            .get("format")
+            .and_then(Value::as_str)
+            == Some("date")
+    }
+
     /// Whether `x` is the value its field holds already.
     fn stored_already(&self, x: &Extracted) -> bool {
         serde_json::to_value(&self.s.data)
@@ -513,7 +512,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return;
         }
         self.notes.push(note);
-        self.to_tell |= refused;
+        if refused && self.a.provider.profile().composes_questions() {
+            // Code says why, before the question it writes (`converse.rs`).
+            let name = super::question::field_name(&self.a.schema, &field);
+            self.told
+                .push(format!("{shown} is not possible for {name}: it {reason}."));
+        } else {
+            self.to_tell |= refused;
+        }
         let d = DroppedValue {
             field,
             value,

@@ -125,6 +125,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             tracing::info!("cancel read in the message that started the flow: not followed");
             return Ok(None);
         }
+        // Nor can it give the flow a value and stop it, unless it says so: a message
+        // that gave a value (stored, held for a yes, or refused with its reason) is
+        // about the flow's content (measured on Qwen2.5 1.5B: "0 guests", "last
+        // Friday" and "just me and two friends" each read as a cancel beside the value).
+        if read && !plain && self.gave_value(out) && !mentions_stopping(self.msg) {
+            tracing::info!("cancel read in a message that gave a value: not followed");
+            return Ok(None);
+        }
         if out.verdicts.iter().any(|(_, holds)| *holds) || self.branch_decides().await? {
             tracing::info!("cancel read, but a condition of the step holds: the branch decides");
             return Ok(None);
@@ -133,6 +141,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         };
         Ok(Some(self.after_cancel(reply)))
+    }
+
+    /// Whether this turn's message gave a value: one stored or held for a yes this
+    /// turn, one refused by its field's constraints or the data type, or one in the
+    /// answer `out` not yet applied.
+    fn gave_value(&self, out: &CallOutcome) -> bool {
+        self.commands.iter().any(|c| c.field().is_some())
+            || out.commands.iter().any(|c| c.field().is_some())
+            || !self.rejected.is_empty()
+            || !self.tentative.is_empty()
     }
 
     /// Whether the active flow was entered this turn (from no flow or from another).

@@ -108,10 +108,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return;
         }
         let held = std::mem::take(&mut self.tentative);
+        // A message that asked for something else (to hear the last message again, a
+        // person, to stop) answered no question of the flow: a value read from it
+        // that its words do not show was made up, and the reply is that pattern's.
+        let other = self.commands.iter().find_map(|c| match c {
+            Command::Repeat => Some("repeat"),
+            Command::AskForHuman => Some("ask_for_human"),
+            Command::CancelFlow => Some("cancel_flow"),
+            _ => None,
+        });
         let mut kept = Vec::with_capacity(held.len());
         for t in held {
-            // Only for the flow that read it, while it is active.
-            if self.s.flow.as_deref() == Some(t.flow.as_str()) {
+            if let Some(c) = other {
+                let reason = format!("the message was read as `{c}`, not as a value");
+                self.drop_value(t.field, t.value, reason, false);
+            } else if self.s.flow.as_deref() == Some(t.flow.as_str()) {
+                // Only for the flow that read it, while it is active.
                 kept.push(t);
             } else {
                 let reason = format!("the flow `{}` that read it is no longer active", t.flow);

@@ -52,6 +52,7 @@ async fn the_booking_resumes_after_the_hours_and_books_on_a_yes() {
 // No flow under way, on a small model: the message is sorted among the flows first
 // ---------------------------------------------------------------------------
 
+use agent_core::command::Command;
 use agent_core::policy::ModelProfile;
 use agent_core::provider::CallKind;
 use agent_core::testing::{Answer, ScriptedProvider};
@@ -207,4 +208,92 @@ async fn on_a_capable_model_the_model_writes_the_questions_of_steps_without_ask(
         .unwrap();
     assert_eq!(r.flow.as_deref(), Some("appointment"));
     assert_eq!(r.message, "Sure. What is your full name?");
+}
+
+/// The clinic on a small model, waiting at `ask_day` with the name and the reason
+/// stored.
+async fn small_clinic_at_ask_day() -> (ScriptedProvider, agent_core::Agent<clinic::Visit, ()>) {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    model.default_answer(CallKind::Route, Answer::raw(r#"{"about": "answer"}"#));
+    let agent = clinic_on(&model);
+    model.route(Answer::raw(r#"{"about": "appointment_booking"}"#));
+    agent
+        .respond("s", "I'd like to book an appointment")
+        .await
+        .unwrap();
+    model.respond(Answer::message("Thanks.").with_data(json!({"patient": "Anna Berg"})));
+    agent.respond("s", "Anna Berg").await.unwrap();
+    model.respond(Answer::message("Thanks.").with_data(json!({"reason": "a check-up"})));
+    let r = agent.respond("s", "a check-up").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_day"));
+    (model, agent)
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_refused_value_is_told_by_code_before_the_question_in_one_call() {
+    let (model, agent) = small_clinic_at_ask_day().await;
+    // The day has passed: code says why and asks again, with no second rendering;
+    // the model's draft (which read a cancel as well) is not what the user reads.
+    model.respond(
+        Answer::message("I'm sorry, I can't book that. I'll ask again when you're ready.")
+            .with_data(json!({"day": "2020-01-06"}))
+            .command(Command::cancel_flow()),
+    );
+    let before = model.calls_of(CallKind::Respond);
+    let r = agent.respond("s", "2020-01-06").await.unwrap();
+    assert_eq!(
+        model.calls_of(CallKind::Respond) - before,
+        1,
+        "no second rendering"
+    );
+    assert_eq!(r.step.as_deref(), Some("ask_day"));
+    assert_eq!(
+        r.flow.as_deref(),
+        Some("appointment"),
+        "the cancel beside a value is not followed"
+    );
+    assert!(
+        r.message.starts_with(
+            "2020-01-06 is not possible for the day of the appointment: it is in the past"
+        ),
+        "{}",
+        r.message
+    );
+    assert!(
+        r.message
+            .ends_with("Could you tell me the day of the appointment?"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.data.patient.as_deref(), Some("Anna Berg"));
+    assert_eq!(model.unused(), 0);
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_nothing() {
+    let (model, agent) = small_clinic_at_ask_day().await;
+    let day = clinic::next_monday();
+    model.respond(Answer::message("Thanks.").with_data(json!({"day": day.to_string()})));
+    let r = agent.respond("s", &day.to_string()).await.unwrap();
+    let summary =
+        format!("Here is your appointment: a check-up for Anna Berg on {day}. Shall I book it?");
+    assert_eq!(r.message, summary);
+
+    // The model's answer reads the engine's instruction back: code answers instead,
+    // and the summary of the current values is the question again.
+    model.respond(Answer::message("Set `action.answer` accordingly.").command(Command::decline()));
+    let r = agent.respond("s", "No, not yet").await.unwrap();
+    assert_eq!(r.message, format!("Nothing has been done yet. {summary}"));
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert!(r.tool_calls.is_empty());
+    assert_eq!(r.data.appointment_id, None);
+
+    // An answer to a side question is kept, before the same question.
+    model.respond(
+        Answer::message("Yes, the clinic has parking. Shall I book?").command(Command::decline()),
+    );
+    let r = agent.respond("s", "Is there parking?").await.unwrap();
+    assert_eq!(r.message, format!("Yes, the clinic has parking. {summary}"));
+    assert_eq!(r.data.appointment_id, None);
+    assert_eq!(model.unused(), 0);
 }
