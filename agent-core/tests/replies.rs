@@ -180,3 +180,67 @@ async fn a_reply_streamed_live_is_what_the_user_saw() {
         );
     }
 }
+
+#[tokio::test]
+async fn on_a_small_model_what_a_turn_stored_is_said_before_codes_question() {
+    use agent_core::policy::ModelProfile;
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    // Two values land; the next step's question is code's, after them.
+    p.respond(
+        Answer::message("Great choice! When do you check in?")
+            .with_data(json!({"city": "Lisbon", "guests": 2})),
+    );
+    let r = a.respond("s", "Lisbon, 2 guests").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert_eq!(
+        r.message,
+        "Noted: city Lisbon, guests 2. Could you tell me the check-in date?"
+    );
+    // A value the question shows already is not said twice; a number is matched as a
+    // word ("2" is not said by "12").
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .when("the user wants to book a hotel room")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask the city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .ask("How many guests in {city} (1 to 12)?")
+                .collect(["guests"]),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask the date.")
+                .collect(["check_in"]),
+        )
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("How many?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "How many guests in Lisbon (1 to 12)?");
+    p.respond(Answer::message("When?").with_data(json!({"guests": 2})));
+    let r = a.respond("s", "2").await.unwrap();
+    assert_eq!(
+        r.message,
+        "Noted: guests 2. Could you tell me the check-in date?"
+    );
+    // A capable model writes its own reply.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("When do you check in?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "When do you check in?");
+}

@@ -22,8 +22,9 @@ use crate::flow::Flow;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::step::StepKind;
 
-/// What code says first when the user did not agree to a confirmation.
-const NOTHING_DONE: &str = "Nothing has been done yet.";
+/// What code says when the user did not agree to a confirmation and changed nothing.
+const DECLINED: &str =
+    "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The reply about to be rendered replaces a draft written for another position:
@@ -265,20 +266,34 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        let mut told = std::mem::take(&mut self.told);
-                        told.push(crate::template::render(t, &data));
+                        let q = crate::template::render(t, &data);
+                        let mut told: Vec<String> = composes
+                            .then(|| self.noted(&q))
+                            .flatten()
+                            .into_iter()
+                            .collect();
+                        told.append(&mut self.told);
+                        told.push(q);
                         out.message = told.join(" ");
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let q = crate::template::render(t, &data);
+                        let noted = self.noted(&q);
                         out.message = if tells {
-                            let mut told = std::mem::take(&mut self.told);
+                            let mut told: Vec<String> = noted.into_iter().collect();
+                            told.append(&mut self.told);
                             told.push(q);
                             told.join(" ")
                         } else {
-                            super::question::after_statement(&out.message, q)
+                            let q = match noted {
+                                Some(n) => format!("{n} {q}"),
+                                None => q,
+                            };
+                            let last: Vec<&str> =
+                                asked_before(&self.s.history).into_iter().collect();
+                            super::question::after_statement(&out.message, q, &last)
                         };
                     }
                     finalize_step = Some((flow.clone(), *j));
@@ -287,25 +302,30 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         self.handled(Command::Decline);
                     }
                     // On a small model, a confirmation the user did not agree to is
-                    // answered by code: the question (the summary of the current
-                    // values) again, after the model's first statement if it is one
-                    // (an answer to a side question), else after saying that nothing
-                    // was done. The step's action stays to run on a yes.
+                    // answered by code: nothing was done, and what the user can say,
+                    // after the model's first statement if it is one (an answer to a
+                    // side question). The step's action stays to run on a yes.
                     if declined
                         && composes
+                        && !self.streamed
                         && !self.to_tell
                         && !self.reply_settled_since(0)
                         && self.missing_tool(&flow.steps[*j]).is_some()
-                        && let Some(t) = question.as_deref()
                     {
+                        // Not a copy of the summary or of the last message.
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        let q = crate::template::render(t, &data);
-                        let said = super::question::after_statement(&out.message, q.clone());
-                        out.message = if said == q {
-                            format!("{NOTHING_DONE} {q}")
-                        } else {
-                            said
-                        };
+                        let summary = question
+                            .as_deref()
+                            .map(|t| crate::template::render(t, &data));
+                        let earlier: Vec<&str> = asked_before(&self.s.history)
+                            .into_iter()
+                            .chain(summary.as_deref())
+                            .collect();
+                        out.message = super::question::after_statement(
+                            &out.message,
+                            DECLINED.to_owned(),
+                            &earlier,
+                        );
                         out.deltas.clear();
                     }
                     if is_closing {

@@ -16,6 +16,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Turn;
+use crate::command::Command;
+use crate::data::ground::normalize;
 use crate::data::{AgentContext, AgentData, DataSchema};
 use crate::flow::Flow;
 
@@ -54,6 +56,59 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 }
 
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// How a reply names `field` beside its value ("city Lisbon"): its schema title,
+    /// or its identifier.
+    pub(super) fn value_label(&self, field: &str) -> String {
+        self.a
+            .schema
+            .property(field)
+            .and_then(|p| p.get("title"))
+            .and_then(Value::as_str)
+            .map_or_else(|| field.replace('_', " "), str::to_owned)
+    }
+
+    /// What this turn stored, said back before code's question on a profile that
+    /// composes questions ("Noted: city Lisbon, guests 3."), so the user sees what was
+    /// understood and can correct it. Values `question` shows already (a summary) and
+    /// values no longer stored (a later correction cleared them) are left out.
+    pub(super) fn noted(&self, question: &str) -> Option<String> {
+        let data = serde_json::to_value(&self.s.data).ok()?;
+        let question = normalize(question);
+        let shown_in: Vec<&str> = question.split_whitespace().collect();
+        let mut items: Vec<(&str, String)> = Vec::new();
+        for c in &self.commands {
+            let (Command::SetValue { field, value, .. }
+            | Command::CorrectValue { field, value, .. }) = c
+            else {
+                continue;
+            };
+            if data.get(field.as_str()) != Some(value) {
+                continue;
+            }
+            let shown = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let said = normalize(&shown);
+            let words: Vec<&str> = said.split_whitespace().collect();
+            if words.is_empty() || shown_in.windows(words.len()).any(|w| w == words.as_slice()) {
+                continue;
+            }
+            items.retain(|(f, _)| *f != field.as_str());
+            items.push((
+                field.as_str(),
+                format!("{} {shown}", self.value_label(field)),
+            ));
+        }
+        if items.is_empty() {
+            return None;
+        }
+        let items: Vec<String> = items.into_iter().map(|(_, i)| i).collect();
+        Some(format!("Noted: {}.", items.join(", ")))
+    }
+}
+
 /// Longest model-written statement kept before a step's question asked again.
 const MAX_STATEMENT_WORDS: usize = 25;
 
@@ -64,7 +119,7 @@ const MAX_STATEMENT_WORDS: usize = 25;
 /// it wrote after its first sentence, are left out: the question is code's. A
 /// sentence naming something in backticks is the engine's wording read back, not a
 /// statement for the user.
-pub(crate) fn after_statement(message: &str, question: String) -> String {
+pub(crate) fn after_statement(message: &str, question: String, earlier: &[&str]) -> String {
     let first = message
         .lines()
         .map(str::trim)
@@ -74,8 +129,17 @@ pub(crate) fn after_statement(message: &str, question: String) -> String {
         .unwrap_or_default();
     // A sentence with a name in backticks is the engine's wording read back
     // ("Set `action.answer` accordingly."), not something to tell the user.
+    // Nor is a sentence of the question or of what the agent said before (a copy).
+    let copied = |text: &str| {
+        let (text, first) = (normalize(text), normalize(first));
+        let first = first.split_whitespace().collect::<Vec<_>>().join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        !first.is_empty() && format!(" {text} ").contains(&format!(" {first} "))
+    };
     let statement = first.ends_with(['.', '!'])
         && !first.contains('`')
+        && !copied(&question)
+        && !earlier.iter().any(|e| copied(e))
         && first.split_whitespace().count() <= MAX_STATEMENT_WORDS
         && !first.eq_ignore_ascii_case(question.trim());
     if statement {
@@ -315,23 +379,38 @@ mod tests {
         assert_eq!(
             after_statement(
                 "Canberra is the capital of Australia. When do you check in? I'm here to help!",
-                q()
+                q(),
+                &[]
             ),
             "Canberra is the capital of Australia. What day would you like to check in?"
         );
         // A question, a long sentence or nothing: the question alone.
-        assert_eq!(after_statement("When do you check in?", q()), q());
+        assert_eq!(after_statement("When do you check in?", q(), &[]), q());
         let long = format!("{}end.", "word ".repeat(30));
-        assert_eq!(after_statement(&long, q()), q());
-        assert_eq!(after_statement("", q()), q());
+        assert_eq!(after_statement(&long, q(), &[]), q());
+        assert_eq!(after_statement("", q(), &[]), q());
         // The engine's wording read back is no statement.
         assert_eq!(
-            after_statement("Set `action.answer` accordingly.", q()),
+            after_statement("Set `action.answer` accordingly.", q(), &[]),
             q()
         );
         assert_eq!(
-            after_statement("\n\nSure!\nWhen?", q()),
+            after_statement("\n\nSure!\nWhen?", q(), &[]),
             "Sure! What day would you like to check in?"
+        );
+        // A sentence copied from the agent's last message is no answer either.
+        let last = "Here is your booking: a room in Lisbon. Shall I book it?";
+        assert_eq!(
+            after_statement(
+                "Here is your booking: a room in Lisbon. Shall I?",
+                q(),
+                &[last]
+            ),
+            q()
+        );
+        assert_eq!(
+            after_statement("Breakfast is included.", q(), &[last]),
+            "Breakfast is included. What day would you like to check in?"
         );
     }
 

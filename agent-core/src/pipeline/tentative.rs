@@ -133,14 +133,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if kept.is_empty() {
             return;
         }
-        let label = |field: &str| {
-            self.a
-                .schema
-                .property(field)
-                .and_then(|p| p.get("title"))
-                .and_then(Value::as_str)
-                .map_or_else(|| field.replace('_', " "), str::to_owned)
-        };
+        let label = |field: &str| self.value_label(field);
         let items: Vec<String> = kept
             .iter()
             .map(|t| match &t.replaces {

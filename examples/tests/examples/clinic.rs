@@ -158,17 +158,20 @@ async fn on_a_small_model_each_question_is_codes_and_a_side_answer_keeps_one_sta
     assert_eq!(r.message, "Could you tell me the patient's full name?");
 
     // The name lands: the next step is reached, and its question is built from the
-    // field's doc, whatever the model wrote. Its draft copied the last question, so
-    // it is not used; no second call renders the question (measured on Qwen2.5 1.5B:
-    // the second rendering copied it again, "Could you tell me the patient's full
-    // name?" after the name was stored).
+    // field's doc, whatever the model wrote, after what was stored. Its draft copied
+    // the last question, so it is not used; no second call renders the question
+    // (measured on Qwen2.5 1.5B: the second rendering copied it again, "Could you
+    // tell me the patient's full name?" after the name was stored).
     model.respond(
         Answer::message("Could you tell me the patient's full name?")
             .with_data(json!({"patient": "Anna Berg"})),
     );
     let r = agent.respond("s", "Anna Berg").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_reason"));
-    assert_eq!(r.message, "Could you tell me what the visit is for?");
+    assert_eq!(
+        r.message,
+        "Noted: patient Anna Berg. Could you tell me what the visit is for?"
+    );
     assert_eq!(model.unused(), 0);
 
     // A side question: the model's first statement answers it, then code asks again;
@@ -275,25 +278,33 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     let day = clinic::next_monday();
     model.respond(Answer::message("Thanks.").with_data(json!({"day": day.to_string()})));
     let r = agent.respond("s", &day.to_string()).await.unwrap();
+    // The summary shows the day stored this turn: it is not said twice.
     let summary =
         format!("Here is your appointment: a check-up for Anna Berg on {day}. Shall I book it?");
     assert_eq!(r.message, summary);
 
-    // The model's answer reads the engine's instruction back: code answers instead,
-    // and the summary of the current values is the question again.
+    // The model's answer reads the engine's instruction back: code answers instead.
+    let declined = "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
     model.respond(Answer::message("Set `action.answer` accordingly.").command(Command::decline()));
     let r = agent.respond("s", "No, not yet").await.unwrap();
-    assert_eq!(r.message, format!("Nothing has been done yet. {summary}"));
+    assert_eq!(r.message, declined);
     assert_eq!(r.step.as_deref(), Some("confirm"));
     assert!(r.tool_calls.is_empty());
     assert_eq!(r.data.appointment_id, None);
 
-    // An answer to a side question is kept, before the same question.
+    // An answer to a side question is kept, before the same; a copy of the summary is
+    // not (measured on Qwen2.5 1.5B: "No, not yet" answered with the summary again).
     model.respond(
         Answer::message("Yes, the clinic has parking. Shall I book?").command(Command::decline()),
     );
     let r = agent.respond("s", "Is there parking?").await.unwrap();
-    assert_eq!(r.message, format!("Yes, the clinic has parking. {summary}"));
+    assert_eq!(
+        r.message,
+        format!("Yes, the clinic has parking. {declined}")
+    );
+    model.respond(Answer::message(summary.as_str()).command(Command::decline()));
+    let r = agent.respond("s", "hmm").await.unwrap();
+    assert_eq!(r.message, declined);
     assert_eq!(r.data.appointment_id, None);
     assert_eq!(model.unused(), 0);
 }
