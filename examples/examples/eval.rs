@@ -8,6 +8,10 @@
 //! `LOCAL_MODEL=gemma-3-270m` picks the small one. Options:
 //!
 //! - `--suite NAME` (repeatable): `concierge`, `triage`, `clinic`; default: all three;
+//! - `--suite PATH` (a `.toml` file of your own, repeatable): run it against one of the
+//!   example agents, named by `--agent NAME` (or by the file's name when it is one of
+//!   them: `my/concierge.toml`);
+//! - `--scenario TEXT`: only scenarios whose name contains `TEXT` (any case);
 //! - `--quick`: the development subset (tag `quick`, one greedy run each, a few minutes);
 //! - `--smoke`: the CI subset (tag `smoke`, one greedy run each);
 //! - `--tag TAG`: only scenarios with this tag;
@@ -42,7 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::AgentConfig;
-use agent_core::eval::{Catalog, EvalReport, RunOptions, Runner, Setup, Suite, SuiteReport};
+use agent_core::eval::{EvalReport, RunOptions, Runner, Setup, Suite, SuiteReport};
 use agent_core::provider::Provider;
 use agent_core::testing::ScriptedProvider;
 use futures::FutureExt;
@@ -55,13 +59,34 @@ pub fn suite_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("evals")
 }
 
+/// One suite file to run, and the example agent it is run against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteArg {
+    /// The agent: one of [`SUITES`].
+    pub agent: String,
+    /// The suite file.
+    pub path: PathBuf,
+}
+
+impl SuiteArg {
+    /// An example's own suite (`examples/evals/NAME.toml`).
+    pub fn named(name: &str) -> Self {
+        Self {
+            agent: name.to_owned(),
+            path: suite_dir().join(format!("{name}.toml")),
+        }
+    }
+}
+
 /// Parsed command line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Suites to run.
-    pub suites: Vec<String>,
+    pub suites: Vec<SuiteArg>,
     /// Only scenarios with this tag.
     pub tag: Option<String>,
+    /// Only scenarios whose name contains this text.
+    pub scenario: Option<String>,
     /// Runs at temperature 0.7 per scenario.
     pub k: u32,
     /// Whether to run each scenario once at temperature 0 too.
@@ -81,6 +106,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         suites: Vec::new(),
         tag: None,
+        scenario: None,
         k: 3,
         greedy: true,
         concurrency: 1,
@@ -89,6 +115,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         check: false,
     };
     let mut k_given = false;
+    // Suite files given by path, and the agent named for them.
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut agent: Option<String> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -99,14 +128,28 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         match a.as_str() {
             "--suite" => {
                 let s = value("--suite")?;
-                if !SUITES.contains(&s.as_str()) {
+                if SUITES.contains(&s.as_str()) {
+                    o.suites.push(SuiteArg::named(&s));
+                } else if s.ends_with(".toml") || s.contains(std::path::MAIN_SEPARATOR) {
+                    files.push(PathBuf::from(s));
+                } else {
                     return Err(format!(
-                        "unknown suite `{s}`; suites: {}",
+                        "unknown suite `{s}`; suites: {}, or the path of a .toml suite file",
                         SUITES.join(", ")
                     ));
                 }
-                o.suites.push(s);
             }
+            "--agent" => {
+                let a = value("--agent")?;
+                if !SUITES.contains(&a.as_str()) {
+                    return Err(format!(
+                        "unknown agent `{a}`; agents: {}",
+                        SUITES.join(", ")
+                    ));
+                }
+                agent = Some(a);
+            }
+            "--scenario" => o.scenario = Some(value("--scenario")?),
             "--quick" => o.tag = Some("quick".into()),
             "--smoke" => o.tag = Some("smoke".into()),
             "--tag" => o.tag = Some(value("--tag")?),
@@ -144,14 +187,33 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     if !o.greedy && o.k == 0 {
         return Err("--no-greedy leaves nothing to run with --k 0".to_owned());
     }
+    for path in files {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let agent = match &agent {
+            Some(a) => a.clone(),
+            None if SUITES.contains(&stem) => stem.to_owned(),
+            None => {
+                return Err(format!(
+                    "which agent does {} test? name it with --agent {}",
+                    path.display(),
+                    SUITES.join("|")
+                ));
+            }
+        };
+        o.suites.push(SuiteArg { agent, path });
+    }
     if o.suites.is_empty() {
-        o.suites = SUITES.iter().map(|s| (*s).to_owned()).collect();
+        o.suites = SUITES.iter().map(|s| SuiteArg::named(s)).collect();
     }
     Ok(o)
 }
 
-const HELP: &str = "usage: eval [--suite concierge|triage|clinic]... [--quick|--smoke|--tag TAG] [--k N] \
-                    [--no-greedy] [--concurrency N] [--turn-timeout SECS] [--out DIR] [--check]";
+const HELP: &str = "usage: eval [--suite concierge|triage|clinic|PATH.toml]... [--agent concierge|triage|clinic] \
+                    [--quick|--smoke|--tag TAG] [--scenario TEXT] [--k N] [--no-greedy] [--concurrency N] \
+                    [--turn-timeout SECS] [--out DIR] [--check]";
 
 /// The concierge as the eval builds it for one run.
 fn concierge_agent(
@@ -191,38 +253,26 @@ fn triage_agent(
     }
 }
 
-/// Load one suite, checked against its agent.
-pub fn load(name: &str, config: &AgentConfig) -> Result<Suite, Box<dyn Error>> {
-    let path = suite_dir().join(format!("{name}.toml"));
+/// Load one suite file, checked against the example agent it tests.
+pub fn load(suite: &SuiteArg, config: &AgentConfig) -> Result<Suite, Box<dyn Error>> {
+    // The file is checked against the agent, which needs no model to be built.
     let offline: Arc<dyn Provider> = Arc::new(ScriptedProvider::new());
-    let catalog = match name {
-        "concierge" => Catalog::of(&concierge_agent(config.clone())(Setup {
-            provider: offline,
-            clock: None,
-            context: None,
-        })?),
-        "clinic" => Catalog::of(&clinic_agent(config.clone())(Setup {
-            provider: offline,
-            clock: None,
-            context: None,
-        })?),
-        _ => Catalog::of(&triage_agent(config.clone())(Setup {
-            provider: offline,
-            clock: None,
-            context: None,
-        })?),
-    };
-    Ok(Suite::load(path, &catalog)?)
+    let path = &suite.path;
+    Ok(match suite.agent.as_str() {
+        "concierge" => Runner::new(offline, concierge_agent(config.clone())).load(path)?,
+        "clinic" => Runner::new(offline, clinic_agent(config.clone())).load(path)?,
+        _ => Runner::new(offline, triage_agent(config.clone())).load(path)?,
+    })
 }
 
 async fn run_suite(
-    name: &str,
+    agent: &str,
     suite: &Suite,
     provider: Arc<dyn Provider>,
     config: AgentConfig,
     options: RunOptions,
 ) -> SuiteReport {
-    match name {
+    match agent {
         "concierge" => {
             Runner::new(provider, concierge_agent(config))
                 .options(options)
@@ -260,14 +310,22 @@ async fn main() -> ExitCode {
     };
     // Suites are checked before any model starts: a typo costs nothing.
     let mut suites = Vec::new();
-    for name in &o.suites {
-        match load(name, &AgentConfig::default()) {
+    for arg in &o.suites {
+        match load(arg, &AgentConfig::default()) {
             Ok(mut s) => {
                 if let Some(tag) = &o.tag {
                     s = s.only(tag);
                 }
-                eprintln!("[eval] {name}: {} scenarios", s.scenarios.len());
-                suites.push((name.clone(), s));
+                if let Some(text) = &o.scenario {
+                    s = s.named_like(text);
+                }
+                eprintln!(
+                    "[eval] {} ({}): {} scenarios",
+                    s.name,
+                    arg.agent,
+                    s.scenarios.len()
+                );
+                suites.push((arg.agent.clone(), s));
             }
             Err(e) => {
                 eprintln!("{e}");
@@ -276,7 +334,12 @@ async fn main() -> ExitCode {
         }
     }
     if o.check {
-        println!("suite files are valid: {}", o.suites.join(", "));
+        let files: Vec<String> = o
+            .suites
+            .iter()
+            .map(|s| s.path.display().to_string())
+            .collect();
+        println!("suite files are valid: {}", files.join(", "));
         return ExitCode::SUCCESS;
     }
     let model = match examples::model::real_only() {

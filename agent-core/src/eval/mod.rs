@@ -85,6 +85,10 @@
 //!
 //! # In Rust
 //!
+//! [`Runner::of`] takes a function returning your agent's builder and
+//! [`Runner::load`] reads a suite file checked against that agent (its doc has the
+//! whole program); suites can also be written in code:
+//!
 //! ```
 //! use std::sync::Arc;
 //! use agent_core::eval::{Expect, RunOptions, Runner, Scenario, Suite, Turn};
@@ -127,7 +131,7 @@ pub use recorder::CallStats;
 pub use report::{
     EvalReport, Failure, Outcome, RunReport, ScenarioReport, SuiteReport, Summary, TurnStats,
 };
-pub use runner::{Runner, Setup};
+pub use runner::{EvalError, Runner, Setup};
 pub use scenario::{Expect, Observed, STOPPED_KINDS, Scenario, Turn, same, stopped_kind};
 pub use score::{Outcomes, ReplyBounds, ReplyScore};
 
@@ -165,6 +169,15 @@ impl Suite {
     /// Only the scenarios carrying `tag`.
     pub fn only(mut self, tag: &str) -> Self {
         self.scenarios.retain(|s| s.has_tag(tag));
+        self
+    }
+
+    /// Only the scenarios whose name contains `text` (case aside): one scenario of a
+    /// suite, while working on it.
+    pub fn named_like(mut self, text: &str) -> Self {
+        let text = text.to_lowercase();
+        self.scenarios
+            .retain(|s| s.name.to_lowercase().contains(&text));
         self
     }
 }

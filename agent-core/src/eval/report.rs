@@ -358,6 +358,15 @@ pub struct SuiteReport {
 }
 
 impl SuiteReport {
+    /// The plain-text table of this suite alone, with its failing runs
+    /// ([`EvalReport::table`]).
+    pub fn table(&self) -> String {
+        EvalReport {
+            suites: vec![self.clone()],
+        }
+        .table()
+    }
+
     pub(crate) fn new(
         suite: &str,
         model: &str,

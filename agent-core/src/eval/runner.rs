@@ -2,6 +2,7 @@
 //! a model server that went away, and a progress line.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 
 use super::Suite;
+use super::file::{Catalog, SuiteError};
 use super::options::RunOptions;
 use super::recorder::Recorder;
 use super::report::{Failure, Outcome, RunReport, ScenarioReport, SuiteReport, TurnStats};
@@ -61,7 +63,75 @@ pub struct Runner<D, C> {
     options: RunOptions,
 }
 
+/// Why an eval cannot start: the agent does not build, or the suite file is wrong.
+/// Nothing has run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// The agent's definition has errors.
+    #[error("the agent does not build: {0}")]
+    Agent(#[from] ConfigErrors),
+    /// The suite file cannot run: every problem, each with its line.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+}
+
 impl<D: AgentData, C: AgentContext> Runner<D, C> {
+    /// Evaluate `provider` on the agent `agent` defines: `agent` returns its builder as
+    /// the application makes it, and is called for every run (a fresh agent each time);
+    /// the runner puts the provider, the scenario's clock and its context on it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use agent_core::eval::{RunOptions, Runner};
+    /// use agent_core::prelude::*;
+    /// use agent_core::testing::{Answer, ScriptedProvider};
+    ///
+    /// #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Booking { city: Option<String> }
+    ///
+    /// fn booking_agent() -> Result<AgentBuilder<Booking, ()>, ConfigErrors> {
+    ///     let flow = Flow::builder("booking")
+    ///         .step(Step::model("ask_city").prompt("Ask for the city.").collect(["city"]))
+    ///         .build()?;
+    ///     Ok(Agent::builder().flow(flow))
+    /// }
+    ///
+    /// # let path = std::env::temp_dir().join(format!("booking-{}.toml", std::process::id()));
+    /// # std::fs::write(&path, "[[scenario]]\nname = \"hi stores nothing\"\n[[scenario.turn]]\nuser = \"hi\"\nstep = \"ask_city\"\nabsent = [\"city\"]\n").unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// # let model = ScriptedProvider::new();
+    /// # model.respond(Answer::message("Which city?"));
+    /// # let provider: Arc<dyn agent_core::provider::Provider> = Arc::new(model);
+    /// let runner = Runner::of(provider, booking_agent)
+    ///     .options(RunOptions { k: 0, ..RunOptions::default() });
+    /// let suite = runner.load(&path)?; // checked against the agent before anything runs
+    /// let report = runner.run(&suite).await;
+    /// println!("{}", report.table());
+    /// assert_eq!(report.summary.pass_1, Some(1.0));
+    /// # Ok::<(), agent_core::eval::EvalError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn of(
+        provider: Arc<dyn Provider>,
+        agent: impl Fn() -> Result<AgentBuilder<D, C>, ConfigErrors> + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(provider, move |setup| setup.apply(agent()?).build())
+    }
+
+    /// Read the suite file at `path`, checked against this runner's agent: every
+    /// problem is reported, each with its line, and nothing runs until the file is
+    /// right.
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<Suite, EvalError> {
+        let offline: Arc<dyn Provider> = Arc::new(crate::testing::ScriptedProvider::new());
+        let agent = (self.factory)(Setup {
+            provider: offline,
+            clock: None,
+            context: None,
+        })?;
+        Ok(Suite::load(path, &Catalog::of(&agent))?)
+    }
+
     /// Evaluate `provider`; `factory` builds a fresh agent for every run (use
     /// [`Setup::apply`] on the agent's builder).
     pub fn new(
