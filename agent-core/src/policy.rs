@@ -11,7 +11,7 @@
 //! | behaviour | small | capable |
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns | on | off: the flow's own call judges hand-overs |
-//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; what the turn stored ("Noted: city Lisbon.") and a refused value are told by code before it; a confirmation the user did not agree to is answered by code | on | off: the model writes the question |
+//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code | on | off: the model writes the question |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -68,9 +68,7 @@ impl ModelProfile {
     /// first sentence, if it is a statement of at most 25 words, then the step's
     /// question in code's words: the model's own questions and padding are left out,
     /// and so is a sentence naming something in backticks (the engine's own wording
-    /// read back). What the turn stored is said before code's question ("Noted: city
-    /// Lisbon, guests 2."), leaving out values the question shows (a summary), so the
-    /// user sees what was understood. A value the field's constraints refuse is told by code before the
+    /// read back). A value the field's constraints refuse is told by code before the
     /// question ("0 is not possible for the number of guests: it must be at least 1.
     /// How many guests ...?"), with no second call; a confirmation the user did not
     /// agree to is answered by code ("Nothing has been done yet: say yes when you want

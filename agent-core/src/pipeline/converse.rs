@@ -266,31 +266,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        let q = crate::template::render(t, &data);
-                        let mut told: Vec<String> = composes
-                            .then(|| self.noted(&q))
-                            .flatten()
-                            .into_iter()
-                            .collect();
-                        told.append(&mut self.told);
-                        told.push(q);
+                        let mut told = std::mem::take(&mut self.told);
+                        told.push(crate::template::render(t, &data));
                         out.message = told.join(" ");
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let q = crate::template::render(t, &data);
-                        let noted = self.noted(&q);
                         out.message = if tells {
-                            let mut told: Vec<String> = noted.into_iter().collect();
-                            told.append(&mut self.told);
+                            let mut told = std::mem::take(&mut self.told);
                             told.push(q);
                             told.join(" ")
                         } else {
-                            let q = match noted {
-                                Some(n) => format!("{n} {q}"),
-                                None => q,
-                            };
                             let last: Vec<&str> =
                                 asked_before(&self.s.history).into_iter().collect();
                             super::question::after_statement(&out.message, q, &last)

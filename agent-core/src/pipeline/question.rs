@@ -16,7 +16,6 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Turn;
-use crate::command::Command;
 use crate::data::ground::normalize;
 use crate::data::{AgentContext, AgentData, DataSchema};
 use crate::flow::Flow;
@@ -66,46 +65,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .and_then(|p| p.get("title"))
             .and_then(Value::as_str)
             .map_or_else(|| field.replace('_', " "), str::to_owned)
-    }
-
-    /// What this turn stored, said back before code's question on a profile that
-    /// composes questions ("Noted: city Lisbon, guests 3."), so the user sees what was
-    /// understood and can correct it. Values `question` shows already (a summary) and
-    /// values no longer stored (a later correction cleared them) are left out.
-    pub(super) fn noted(&self, question: &str) -> Option<String> {
-        let data = serde_json::to_value(&self.s.data).ok()?;
-        let question = normalize(question);
-        let shown_in: Vec<&str> = question.split_whitespace().collect();
-        let mut items: Vec<(&str, String)> = Vec::new();
-        for c in &self.commands {
-            let (Command::SetValue { field, value, .. }
-            | Command::CorrectValue { field, value, .. }) = c
-            else {
-                continue;
-            };
-            if data.get(field.as_str()) != Some(value) {
-                continue;
-            }
-            let shown = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let said = normalize(&shown);
-            let words: Vec<&str> = said.split_whitespace().collect();
-            if words.is_empty() || shown_in.windows(words.len()).any(|w| w == words.as_slice()) {
-                continue;
-            }
-            items.retain(|(f, _)| *f != field.as_str());
-            items.push((
-                field.as_str(),
-                format!("{} {shown}", self.value_label(field)),
-            ));
-        }
-        if items.is_empty() {
-            return None;
-        }
-        let items: Vec<String> = items.into_iter().map(|(_, i)| i).collect();
-        Some(format!("Noted: {}.", items.join(", ")))
     }
 }
 
