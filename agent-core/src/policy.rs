@@ -72,8 +72,8 @@ impl ModelProfile {
     /// question ("0 is not possible for the number of guests: it must be at least 1.
     /// How many guests ...?"), with no second call; a confirmation the user did not
     /// agree to is answered by code ("Nothing has been done yet: say yes when you want
-    /// me to go ahead, or tell me what to change."), after the model's first statement
-    /// if it is one. A statement copied from the question or from the agent's last
+    /// me to go ahead, or tell me what to change."; the summary of the new values when
+    /// the message changed one), after the model's first statement if it is one. A statement copied from the question or from the agent's last
     /// message is not kept either.
     /// Steps whose tools the model may call as it asks keep the model's message, and
     /// so does a turn with something only the model can tell (a correction refused,

@@ -22,7 +22,8 @@ use crate::flow::Flow;
 use crate::response::{DirectiveSource, StoppedReason};
 use crate::step::StepKind;
 
-/// What code says when the user did not agree to a confirmation and changed nothing.
+/// What code says when the user did not agree to a confirmation and changed nothing
+/// (a change shows the confirmation's summary again).
 const DECLINED: &str =
     "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
 
@@ -309,11 +310,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .into_iter()
                             .chain(summary.as_deref())
                             .collect();
-                        out.message = super::question::after_statement(
-                            &out.message,
-                            DECLINED.to_owned(),
-                            &earlier,
-                        );
+                        // Values changed this turn: the summary of the new ones again.
+                        let changed =
+                            self.changed_now || self.commands.iter().any(|c| c.field().is_some());
+                        let ask = match summary.clone() {
+                            Some(s) if changed => s,
+                            _ => DECLINED.to_owned(),
+                        };
+                        out.message = super::question::after_statement(&out.message, ask, &earlier);
                         out.deltas.clear();
                     }
                     if is_closing {

@@ -302,5 +302,23 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     let r = agent.respond("s", "hmm").await.unwrap();
     assert_eq!(r.message, declined);
     assert_eq!(r.data.appointment_id, None);
+
+    // A change at the summary shows the summary of the new values.
+    model.respond(
+        Answer::message("Sure, I've updated it.")
+            .with_data(json!({"reason": "a sore throat"}))
+            .command(Command::decline()),
+    );
+    let r = agent
+        .respond("s", "no wait, it's for a sore throat")
+        .await
+        .unwrap();
+    assert_eq!(
+        r.message,
+        format!(
+            "Sure, I've updated it. Here is your appointment: a sore throat for Anna Berg on {day}. Shall I book it?"
+        )
+    );
+    assert_eq!(r.data.appointment_id, None);
     assert_eq!(model.unused(), 0);
 }
