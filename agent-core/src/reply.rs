@@ -11,8 +11,92 @@
 //! Verbatim replies (templates, tools, hooks) are never changed.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::fxhash::FxHashMap;
 
 use crate::provider::STATE_MARKER;
+
+/// The instructions a reply was written from: the call's system text and the per-turn
+/// state appended to the user's message. What a reply must not read back from them is
+/// worked out only when a reply has a sentence long enough to be such a copy, line by
+/// line, and kept per line in a [`ReadBackCache`]: most lines (the system text, a
+/// step's instruction) are the same bytes call after call.
+pub(crate) struct Instructions<'a> {
+    system: &'a str,
+    state: &'a str,
+    cache: Option<&'a ReadBackCache>,
+}
+
+impl<'a> Instructions<'a> {
+    /// A call's system text and per-turn state, with the agent's cache.
+    pub(crate) fn new(system: &'a str, state: &'a str, cache: &'a ReadBackCache) -> Self {
+        Self {
+            system,
+            state,
+            cache: Some(cache),
+        }
+    }
+
+    /// Instructions given as one text, read on every use (tests).
+    #[cfg(test)]
+    fn text(all: &'a str) -> Self {
+        Self {
+            system: all,
+            state: "",
+            cache: None,
+        }
+    }
+
+    /// What a reply must not read back from these instructions.
+    fn read_back(&self) -> ReadBack {
+        let lines = self.system.lines().chain(self.state.lines());
+        let mut rb = ReadBack {
+            lines: Vec::new(),
+            marker: bare(&normalise(STATE_MARKER)),
+        };
+        match self.cache {
+            Some(c) => {
+                let mut cached = c.lines.lock().unwrap_or_else(PoisonError::into_inner);
+                if cached.len() > ReadBackCache::MAX_LINES {
+                    cached.clear();
+                }
+                for line in lines {
+                    if let Some(l) = cached.get(line) {
+                        if !l.is_empty() {
+                            rb.lines.push(l.clone());
+                        }
+                        continue;
+                    }
+                    let l = Arc::new(LineReadBack::of(line));
+                    cached.insert(Arc::from(line), l.clone());
+                    if !l.is_empty() {
+                        rb.lines.push(l);
+                    }
+                }
+            }
+            None => rb.lines.extend(
+                lines
+                    .map(LineReadBack::of)
+                    .filter(|l| !l.is_empty())
+                    .map(Arc::new),
+            ),
+        }
+        rb
+    }
+}
+
+/// The [`LineReadBack`] of the instruction lines an agent sent lately.
+#[derive(Default)]
+pub(crate) struct ReadBackCache {
+    lines: Mutex<FxHashMap<Arc<str>, Arc<LineReadBack>>>,
+}
+
+impl ReadBackCache {
+    /// Lines kept; past it, the cache starts again (lines that carry values, such as
+    /// the collected data, differ from call to call).
+    const MAX_LINES: usize = 4096;
+}
 
 /// `text` without repeated sentences, without sentences copied from `prompt` (the
 /// instructions of the call that wrote it), from `user` (the message it answers) or
@@ -25,14 +109,14 @@ use crate::provider::STATE_MARKER;
 pub(crate) fn tidy(
     text: &str,
     max_chars: usize,
-    prompt: &str,
+    prompt: &Instructions<'_>,
     user: &str,
     answered: Option<&str>,
 ) -> Option<String> {
     let cut = text.chars().nth(max_chars.saturating_sub(1)).is_some();
-    let read_back = ReadBack::of(prompt);
-    let mut said_back = user_sentences(user);
-    said_back.extend(answered.map(user_sentences).unwrap_or_default());
+    // Read lazily: most replies have no sentence long enough to be a copy.
+    let mut read_back: Option<ReadBack> = None;
+    let mut said_back: Option<HashSet<String>> = None;
     let mut seen: HashSet<String> = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
     let mut changed = false;
@@ -44,7 +128,20 @@ pub(crate) fn tidy(
                 continue;
             }
             let b = bare(&key);
-            let echo = said_back.contains(&b) || read_back.said_in(&b) || about_the_user(&b);
+            let words = b.split(' ').count();
+            let echo = (words >= USER_MIN_WORDS
+                && said_back
+                    .get_or_insert_with(|| {
+                        let mut s = user_sentences(user);
+                        s.extend(answered.map(user_sentences).unwrap_or_default());
+                        s
+                    })
+                    .contains(&b))
+                || (words >= READ_BACK_MIN_WORDS
+                    && read_back
+                        .get_or_insert_with(|| prompt.read_back())
+                        .said_in(&b))
+                || about_the_user(&b);
             if echo || !seen.insert(key) {
                 changed = true;
             } else {
@@ -156,6 +253,14 @@ pub(crate) fn sentences(line: &str) -> Vec<&str> {
     out
 }
 
+/// Fewest words of an instruction sentence a reply must not read back (shorter ones,
+/// "Ask the city.", are anyone's).
+const READ_BACK_MIN_WORDS: usize = 5;
+
+/// Fewest words of a sentence of the user's a reply must not say back ("Yes,
+/// thanks." is anyone's).
+const USER_MIN_WORDS: usize = 3;
+
 /// What a reply must not read back from the instructions, keyed by [`bare`]: each
 /// statement, and what follows a step's label in it ("Now, Step `confirm`: Summarise
 /// the booking." gives "summarise the booking"). Left out, since a reply may rightly
@@ -166,48 +271,63 @@ pub(crate) fn sentences(line: &str) -> Vec<&str> {
 /// (the model wraps them: "(Still needed from the user: city.)", "I'll ask which
 /// city the user wants to stay in next."); the author's facts ("The pool is closed
 /// today.") only when said alone, as a reply may rightly build on them.
-struct ReadBack {
-    exact: HashSet<String>,
-    within: Vec<String>,
+pub(crate) struct ReadBack {
+    lines: Vec<Arc<LineReadBack>>,
+    /// The marker that starts the per-turn state, said anywhere.
+    marker: String,
 }
 
 impl ReadBack {
-    fn of(prompt: &str) -> Self {
-        const MIN_WORDS: usize = 5;
-        let mut exact = HashSet::new();
-        let mut within = vec![bare(&normalise(STATE_MARKER))];
-        for line in prompt.lines() {
-            let line = unquoted(line);
-            let line = line.trim_start().trim_start_matches("- ");
-            for s in sentences(line) {
-                let end = s.trim_end();
-                // An unpunctuated line ("Collected so far: city = Lisbon") counts.
-                if end.ends_with(['?', '!']) || (!end.ends_with('.') && !line.ends_with(s)) {
+    fn said_in(&self, bare: &str) -> bool {
+        bare.contains(self.marker.as_str()) || self.lines.iter().any(|l| l.said_in(bare))
+    }
+}
+
+/// What a reply must not read back from one line of the instructions.
+pub(crate) struct LineReadBack {
+    /// Statements a reply sentence must not be.
+    exact: Vec<String>,
+    /// The engine's own statements, which a reply sentence must not contain.
+    within: Vec<String>,
+}
+
+impl LineReadBack {
+    fn of(line: &str) -> Self {
+        let mut exact = Vec::new();
+        let mut within = Vec::new();
+        let line = unquoted(line);
+        let line = line.trim_start().trim_start_matches("- ");
+        for s in sentences(line) {
+            let end = s.trim_end();
+            // An unpunctuated line ("Collected so far: city = Lisbon") counts.
+            if end.ends_with(['?', '!']) || (!end.ends_with('.') && !line.ends_with(s)) {
+                continue;
+            }
+            let key = normalise(s);
+            let after_label = key.split_once("`: ").map(|(_, rest)| rest.to_owned());
+            for k in std::iter::once(key).chain(after_label) {
+                let engine = k.contains("the user") || k.contains('`') || k.contains(" = ");
+                let k = bare(&k);
+                if k.split(' ').count() < READ_BACK_MIN_WORDS {
                     continue;
                 }
-                let key = normalise(s);
-                let after_label = key.split_once("`: ").map(|(_, rest)| rest.to_owned());
-                for k in std::iter::once(key).chain(after_label) {
-                    let engine = k.contains("the user") || k.contains('`') || k.contains(" = ");
-                    let k = bare(&k);
-                    if k.split(' ').count() < MIN_WORDS {
-                        continue;
-                    }
-                    if engine {
-                        within.push(k);
-                    } else {
-                        exact.insert(k);
-                    }
+                if engine {
+                    within.push(k);
+                } else {
+                    exact.push(k);
                 }
             }
         }
-        within.sort();
-        within.dedup();
         Self { exact, within }
     }
 
+    fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.within.is_empty()
+    }
+
     fn said_in(&self, bare: &str) -> bool {
-        self.exact.contains(bare) || self.within.iter().any(|w| bare.contains(w.as_str()))
+        self.exact.iter().any(|e| e == bare)
+            || self.within.iter().any(|w| bare.contains(w.as_str()))
     }
 }
 
@@ -250,11 +370,10 @@ fn about_the_user(bare: &str) -> bool {
 /// questions too (a question answered with itself is no answer); short ones ("Yes,
 /// thanks.") are anyone's.
 fn user_sentences(user: &str) -> HashSet<String> {
-    const MIN_WORDS: usize = 3;
     user.lines()
         .flat_map(sentences)
         .map(|s| bare(&normalise(s)))
-        .filter(|k| k.split(' ').count() >= MIN_WORDS)
+        .filter(|k| k.split(' ').count() >= USER_MIN_WORDS)
         .collect()
 }
 
@@ -275,18 +394,48 @@ fn unquoted(line: &str) -> String {
 /// A normalised sentence without backticks and its closing punctuation, so a reply's
 /// "Summarise the booking!" matches the prompt's "`Summarise` the booking.".
 fn bare(normalised: &str) -> String {
-    normalised
-        .replace('`', "")
-        .trim_end_matches(['.', '!', '?', ' '])
-        .to_owned()
+    let mut out = if normalised.contains('`') {
+        normalised.replace('`', "")
+    } else {
+        normalised.to_owned()
+    };
+    let end = out.trim_end_matches(['.', '!', '?', ' ']).len();
+    out.truncate(end);
+    out
 }
 
 /// A sentence compared case- and spacing-insensitively.
 fn normalise(s: &str) -> String {
-    s.split_whitespace()
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+    if s.is_ascii() {
+        // As `split_whitespace` reads ASCII: the vertical tab is spacing too.
+        let space = |b: u8| b.is_ascii_whitespace() || b == 0x0B;
+        let mut out = Vec::with_capacity(s.len());
+        for &b in s.as_bytes() {
+            if space(b) {
+                if out.last().is_some_and(|l| *l != b' ') {
+                    out.push(b' ');
+                }
+            } else {
+                out.push(b.to_ascii_lowercase());
+            }
+        }
+        if out.last() == Some(&b' ') {
+            out.pop();
+        }
+        return String::from_utf8(out).unwrap_or_default();
+    }
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if word.is_ascii() {
+            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            out.push_str(&word.to_lowercase());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -294,10 +443,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn normalising_reads_spacing_and_case_as_split_whitespace_and_to_lowercase_do() {
+        for s in [
+            "  Hello\t World \n",
+            "Which   CITY?\x0b ",
+            "",
+            " \r\n ",
+            "Ünïcode   ΣΑΣ  Text",
+            "a\u{a0}b  C",
+        ] {
+            let slow = s
+                .split_whitespace()
+                .map(str::to_lowercase)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(normalise(s), slow, "{s:?}");
+        }
+    }
+
+    #[test]
     fn a_repeated_sentence_goes() {
         let t = "Which date? I'm here to help! Which date works? I'm here to help! Bye.";
         assert_eq!(
-            tidy(t, 400, "", "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "", None).as_deref(),
             Some("Which date? I'm here to help! Which date works? Bye.")
         );
     }
@@ -306,7 +474,7 @@ mod tests {
     fn repeats_differing_in_case_or_spacing_go_too() {
         let t = "Thanks.  Which city?\nthanks. Which   city?";
         assert_eq!(
-            tidy(t, 400, "", "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "", None).as_deref(),
             Some("Thanks.  Which city?")
         );
     }
@@ -316,7 +484,7 @@ mod tests {
         let t = "Which city would you like? I can also help you with some";
         let max = t.chars().count();
         assert_eq!(
-            tidy(t, max, "", "", None).as_deref(),
+            tidy(t, max, &Instructions::text(""), "", None).as_deref(),
             Some("Which city would you like?")
         );
     }
@@ -324,13 +492,16 @@ mod tests {
     #[test]
     fn an_unfinished_last_sentence_under_the_limit_stays() {
         let t = "Which city would you like? Tell me";
-        assert_eq!(tidy(t, 400, "", "", None), None);
+        assert_eq!(tidy(t, 400, &Instructions::text(""), "", None), None);
     }
 
     #[test]
     fn a_reply_of_one_cut_sentence_stays() {
         let t = "Which city would you like to stay in during your";
-        assert_eq!(tidy(t, t.chars().count(), "", "", None), None);
+        assert_eq!(
+            tidy(t, t.chars().count(), &Instructions::text(""), "", None),
+            None
+        );
     }
 
     #[test]
@@ -340,24 +511,59 @@ mod tests {
                       - Never say an action was made unless a tool made it.";
         let t = "Summarise the booking and ask the guest to confirm. Shall I book it?";
         assert_eq!(
-            tidy(t, 400, prompt, "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(prompt), "", None).as_deref(),
             Some("Shall I book it?")
         );
         let t = "Sure! Never say an action was made unless a tool made it! Which date?";
         assert_eq!(
-            tidy(t, 400, prompt, "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(prompt), "", None).as_deref(),
             Some("Sure! Which date?")
         );
         // Quoted text is the conversation's, and short sentences are anyone's.
         let t = "Here is your booking: a room in Lisbon for two guests. Shall I book it?";
-        assert_eq!(tidy(t, 400, prompt, "", None), None);
-        assert_eq!(tidy("Which city?", 400, "Ask: Which city?", "", None), None);
+        assert_eq!(tidy(t, 400, &Instructions::text(prompt), "", None), None);
+        assert_eq!(
+            tidy(
+                "Which city?",
+                400,
+                &Instructions::text("Ask: Which city?"),
+                "",
+                None
+            ),
+            None
+        );
         let say = "Say: Which city would you like to stay in?";
         let t = "Hello! Which city would you like to stay in?";
-        assert_eq!(tidy(t, 400, say, "", None), None);
+        assert_eq!(tidy(t, 400, &Instructions::text(say), "", None), None);
         // A reply that is nothing but the instructions is kept: better than nothing.
         let t = "Summarise the booking and ask the guest to confirm.";
-        assert_eq!(tidy(t, 400, prompt, "", None), None);
+        assert_eq!(tidy(t, 400, &Instructions::text(prompt), "", None), None);
+    }
+
+    #[test]
+    fn the_system_texts_read_back_is_kept_and_the_state_is_read_each_call() {
+        let cache = ReadBackCache::default();
+        let system = "You are Concierge.\n- Never say an action was made unless a tool made it.";
+        let t = "Sure! Never say an action was made unless a tool made it! Which date?";
+        let state = "Collected so far: city = Lisbon, guests = 2.";
+        let p = Instructions::new(system, state, &cache);
+        assert_eq!(
+            tidy(t, 400, &p, "", None).as_deref(),
+            Some("Sure! Which date?")
+        );
+        let t = "Which date? Collected so far: city = Lisbon, guests = 2.";
+        assert_eq!(tidy(t, 400, &p, "", None).as_deref(), Some("Which date?"));
+        // Another turn's state, the same system text: one entry, the new state read.
+        let state = "Collected so far: city = Porto, guests = 2.";
+        let p = Instructions::new(system, state, &cache);
+        assert_eq!(tidy(t, 400, &p, "", None), None);
+        let t = "Which date? Collected so far: city = Porto, guests = 2.";
+        assert_eq!(tidy(t, 400, &p, "", None).as_deref(), Some("Which date?"));
+        assert_eq!(cache.lines.lock().map(|e| e.len()).unwrap_or(0), 4);
+        // A reply with no sentence long enough to be a copy reads nothing.
+        let other = Instructions::new("Another system text, long enough to count.", "", &cache);
+        assert_eq!(tidy("Which city? Thanks.", 400, &other, "", None), None);
+        assert_eq!(cache.lines.lock().map(|e| e.len()).unwrap_or(0), 4);
     }
 
     #[test]
@@ -372,36 +578,45 @@ mod tests {
         let t = "What is the check-in date? (Still needed from the user: check_in, guests.) \
                  I'll ask which city the user wants to stay in next.";
         assert_eq!(
-            tidy(t, 400, prompt, "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(prompt), "", None).as_deref(),
             Some("What is the check-in date?")
         );
         let t = "Sure. [Agent notes for this reply, not from the user] Collected so far: check_in = 2026-07-01, city = Lisbon";
-        assert_eq!(tidy(t, 400, prompt, "", None).as_deref(), Some("Sure."));
+        assert_eq!(
+            tidy(t, 400, &Instructions::text(prompt), "", None).as_deref(),
+            Some("Sure.")
+        );
         // The author's facts may be built on.
         let t = "Note that the pool is closed today for maintenance. Anything else?";
-        assert_eq!(tidy(t, 400, prompt, "", None), None);
+        assert_eq!(tidy(t, 400, &Instructions::text(prompt), "", None), None);
     }
 
     #[test]
     fn sentences_about_the_user_go() {
         let t = "The user has a billing or payment question. Which invoice is it?";
         assert_eq!(
-            tidy(t, 400, "", "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "", None).as_deref(),
             Some("Which invoice is it?")
         );
         let t = "The user's latest message does not agree. Shall I book it?";
         assert_eq!(
-            tidy(t, 400, "", "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "", None).as_deref(),
             Some("Shall I book it?")
         );
         assert_eq!(
-            tidy("The user manual is online. See page 3.", 400, "", "", None),
+            tidy(
+                "The user manual is online. See page 3.",
+                400,
+                &Instructions::text(""),
+                "",
+                None
+            ),
             None
         );
         // Anywhere in the sentence.
         let t = "I will refund it if the user asked for a refund. Anything else?";
         assert_eq!(
-            tidy(t, 400, "", "", None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "", None).as_deref(),
             Some("Anything else?")
         );
         for kept in [
@@ -409,7 +624,11 @@ mod tests {
             "Ask the users group. Anything else?",
             "Pick a new username. Anything else?",
         ] {
-            assert_eq!(tidy(kept, 400, "", "", None), None, "{kept}");
+            assert_eq!(
+                tidy(kept, 400, &Instructions::text(""), "", None),
+                None,
+                "{kept}"
+            );
         }
     }
 
@@ -418,28 +637,52 @@ mod tests {
         let user = "Sorry, we are 3, not 2";
         let t = "Sorry, we are 3, not 2. Shall I book it for 3 guests?";
         assert_eq!(
-            tidy(t, 400, "", user, None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), user, None).as_deref(),
             Some("Shall I book it for 3 guests?")
         );
         // Case, spacing and the closing mark do not hide an echo; questions are echoes too.
         let user = "What time is check-in?\nAnd is there parking?";
         let t = "what time is   check-in. Check-in is at 3 pm. And is there parking?";
         assert_eq!(
-            tidy(t, 400, "", user, None).as_deref(),
+            tidy(t, 400, &Instructions::text(""), user, None).as_deref(),
             Some("Check-in is at 3 pm.")
         );
         // Short sentences are anyone's; a reply that is only the echo is kept.
-        assert_eq!(tidy("Thank you! Bye.", 400, "", "Thank you!", None), None);
         assert_eq!(
-            tidy("I want a refund.", 400, "", "I want a refund", None),
+            tidy(
+                "Thank you! Bye.",
+                400,
+                &Instructions::text(""),
+                "Thank you!",
+                None
+            ),
+            None
+        );
+        assert_eq!(
+            tidy(
+                "I want a refund.",
+                400,
+                &Instructions::text(""),
+                "I want a refund",
+                None
+            ),
             None
         );
     }
 
     #[test]
     fn a_clean_reply_is_unchanged() {
-        assert_eq!(tidy("Booked. See you in Lisbon!", 400, "", "", None), None);
-        assert_eq!(tidy("", 400, "", "", None), None);
+        assert_eq!(
+            tidy(
+                "Booked. See you in Lisbon!",
+                400,
+                &Instructions::text(""),
+                "",
+                None
+            ),
+            None
+        );
+        assert_eq!(tidy("", 400, &Instructions::text(""), "", None), None);
     }
 
     #[test]
@@ -447,12 +690,18 @@ mod tests {
         let asked = "Which invoice is it about? Please give me its number (it starts with INV-).";
         let t = "Which invoice is it about? Thanks, what would you like to know about INV-7?";
         assert_eq!(
-            tidy(t, 400, "", "It's INV-7", Some(asked)).as_deref(),
+            tidy(t, 400, &Instructions::text(""), "It's INV-7", Some(asked)).as_deref(),
             Some("Thanks, what would you like to know about INV-7?")
         );
         // Nothing else said: kept whole.
         assert_eq!(
-            tidy("Which invoice is it about?", 400, "", "INV-7", Some(asked)),
+            tidy(
+                "Which invoice is it about?",
+                400,
+                &Instructions::text(""),
+                "INV-7",
+                Some(asked)
+            ),
             None
         );
     }

@@ -220,7 +220,8 @@ pub struct AgentResponse<D> {
     #[serde(default)]
     pub inferred: Vec<String>,
     /// Sentences removed from the model's reply because they claimed what the state
-    /// does not hold (claim guards, [`crate::agent::AgentBuilder::guard_claim`]).
+    /// does not hold: an outcome stated in a turn its tool did not succeed
+    /// ([`crate::tool::Tool::outcome_words`]), a value a field does not hold.
     #[serde(default)]
     pub withheld_claims: Vec<String>,
     /// Session version after the save.

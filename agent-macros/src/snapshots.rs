@@ -157,6 +157,7 @@ fn tool_without_context_is_generic_over_the_agent() {
             timeout_ms = 1500,
             effect = once,
             request_words = ["time", "hora"],
+            outcome = ["told the time"],
             approval
         ),
         quote! {
@@ -167,6 +168,31 @@ fn tool_without_context_is_generic_over_the_agent() {
         },
     );
     expect_file!["snapshots/tool_generic.expanded.rs"].assert_eq(&pretty(out));
+}
+
+#[test]
+fn a_tool_outcome_that_is_not_a_list_of_words_is_one_error_naming_the_form() {
+    for attr in [
+        quote!(outcome = "booked"),
+        quote!(outcome = ["booked", 3]),
+        quote!(outcome = [""]),
+    ] {
+        let out = crate::tool::expand(
+            attr,
+            quote! {
+                /// Book.
+                fn book() -> Result<ToolOutput, ToolError> {
+                    Ok(ToolOutput::text("ok"))
+                }
+            },
+        )
+        .to_string();
+        assert!(
+            out.contains("`outcome` takes a list of string literals"),
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    }
 }
 
 #[test]

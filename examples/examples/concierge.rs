@@ -53,7 +53,16 @@ pub struct Concierge {
 }
 
 /// Book the room once the guest has confirmed.
-#[tool]
+#[tool(outcome = [
+    "booked",
+    "reserved",
+    "confirmed",
+    "booking reference",
+    "booking number",
+    "booking id",
+    "reservation number",
+    "confirmation number"
+])]
 async fn book_room(
     cx: ToolCx<Booking, Concierge>,
     /// The hotel, only when the guest named one
@@ -167,11 +176,6 @@ pub fn builder(config: AgentConfig) -> Result<AgentBuilder<Booking, Concierge>, 
         .name("Concierge")
         .persona("A friendly hotel concierge. Short answers.")
         .instruction(Instruction::never("invent prices"))
-        // The model may say a room is booked only once `book_room` wrote the id.
-        .guard_claim(
-            r"(?i)\b(booked|reserved|confirmed|(booking|reservation|confirmation) (id|number|reference|code|is (made|complete|done)))\b",
-            ["booking_id"],
-        )
         .config(config)
         .context(Concierge {
             tier: "gold".into(),

@@ -320,6 +320,15 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
     /// replies (templates, directives) are code's own text and are not checked. With a
     /// guard, a reply streams once checked rather than as it is generated. A pattern
     /// that does not compile or an unknown field fails `build()`.
+    ///
+    /// Deprecated: a tool declares the words that state its outcome
+    /// ([`crate::tool::Tool::outcome_words`], `#[tool(outcome = [..])]`,
+    /// [`crate::tool::FnTool::outcome`]), and one rule checks every model-written reply
+    /// against the state (outcomes and field values), with no pattern per agent.
+    #[deprecated(
+        since = "0.1.0",
+        note = "declare the tool's outcome words instead: `#[tool(outcome = [..])]` or `FnTool::outcome`"
+    )]
     pub fn guard_claim<I, S>(mut self, pattern: impl Into<String>, requires: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -660,6 +669,21 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 )),
             }
         }
+        // The outcomes a reply may state only when their tool succeeded: every tool
+        // offered anywhere, once by name.
+        let mut outcomes: Vec<crate::claim::OutcomeTool> = Vec::new();
+        let offered = self.tools.iter().chain(flows.iter().flat_map(|f| {
+            f.tools
+                .iter()
+                .chain(f.steps.iter().flat_map(|s| s.tools.iter()))
+        }));
+        for t in offered {
+            if !outcomes.iter().any(|o| o.tool.as_ref() == t.name())
+                && let Some(o) = crate::claim::OutcomeTool::of(t.name(), t.outcome_words())
+            {
+                outcomes.push(o);
+            }
+        }
         if let super::HumanHandoff::Flow(id) = &self.human_handoff
             && !flow_ids.contains(id)
         {
@@ -700,6 +724,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 clock,
                 schema,
                 claim_guards,
+                outcomes,
                 human_handoff: self.human_handoff,
                 fresh_present,
                 route_descs,
@@ -709,6 +734,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
                 lease_holder,
                 locks: Mutex::new(FxHashMap::default()),
                 schema_cache: Mutex::new(FxHashMap::default()),
+                read_backs: crate::reply::ReadBackCache::default(),
                 decoded: Mutex::new(FxHashMap::default()),
             }),
         })

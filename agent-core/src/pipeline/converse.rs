@@ -28,6 +28,99 @@ const DECLINED: &str =
     "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// What each field's values are this turn, for the check of a reply's values
+    /// (`claim.rs`): the fields with a value the reply may not name (written this
+    /// turn and not kept for want of the user's words, or held before this turn's
+    /// correction), and, when `message` has a digit, the number fields. Empty (nothing
+    /// read) on most turns. A refused value is not among them: a reply says why.
+    fn field_facts(&self, message: &str) -> Vec<crate::claim::FieldFacts> {
+        let digits = message.bytes().any(|b| b.is_ascii_digit());
+        if self.ungrounded.is_empty() && self.unheld.is_empty() && !digits {
+            return Vec::new();
+        }
+        let shown = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+        let schema = &self.a.schema;
+        let mut out = Vec::new();
+        for field in schema.fields() {
+            let number = schema.property(field).is_some_and(|p| {
+                let t = schema.shape(p).get("type");
+                let is = |n: &str| {
+                    t.is_some_and(|t| {
+                        t.as_str() == Some(n)
+                            || t.as_array().is_some_and(|a| a.iter().any(|x| x == n))
+                    })
+                };
+                is("integer") || is("number")
+            });
+            let wrong: Vec<String> = if number {
+                Vec::new()
+            } else {
+                self.ungrounded
+                    .iter()
+                    .filter(|d| d.field == field.as_ref())
+                    .map(|d| &d.value)
+                    .chain(
+                        self.unheld
+                            .iter()
+                            .filter(|(f, _)| f == field.as_ref())
+                            .map(|(_, v)| v),
+                    )
+                    .filter(|v| !v.is_null())
+                    .map(shown)
+                    .collect()
+            };
+            if wrong.is_empty() && !(number && digits) {
+                continue;
+            }
+            let current: Vec<String> = data
+                .get(field.as_ref())
+                .filter(|v| !v.is_null())
+                .into_iter()
+                .chain(
+                    self.tentative
+                        .iter()
+                        .filter(|t| t.field == field.as_ref())
+                        .map(|t| &t.value),
+                )
+                .map(shown)
+                .collect();
+            let wrong: Vec<String> = wrong.into_iter().filter(|w| !current.contains(w)).collect();
+            // A count is checked against a count the state holds; the field's bounds
+            // are its limits, which a reply may state ("We take 1 to 12 guests").
+            let counted_as = (number && digits && !current.is_empty()).then(|| {
+                crate::data::ground::normalize(&field.replace('_', " "))
+                    .trim()
+                    .to_owned()
+            });
+            if wrong.is_empty() && counted_as.is_none() {
+                continue;
+            }
+            let bounds = schema
+                .property(field)
+                .map(|p| {
+                    let p = schema.shape(p);
+                    ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+                        .iter()
+                        .filter_map(|k| p.get(*k))
+                        .map(shown)
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(crate::claim::FieldFacts {
+                field: field.to_string(),
+                current,
+                wrong,
+                counted_as,
+                bounds,
+            });
+        }
+        out
+    }
+
     /// The reply about to be rendered replaces a draft written for another position:
     /// say what is still missing, so the new reply does not repeat the draft's claims.
     fn note_mismatch(&mut self, flow: &Flow<D, C>) {
@@ -270,13 +363,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         let mut told = std::mem::take(&mut self.told);
                         told.push(crate::template::render(t, &data));
                         out.message = told.join(" ");
+                        self.code_wrote.push(out.message.clone());
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let q = crate::template::render(t, &data);
+                        self.code_wrote.push(q.clone());
                         out.message = if tells {
                             let mut told = std::mem::take(&mut self.told);
+                            self.code_wrote.extend(told.iter().cloned());
                             told.push(q);
                             told.join(" ")
                         } else {
@@ -317,6 +413,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             Some(s) if changed => s,
                             _ => DECLINED.to_owned(),
                         };
+                        self.code_wrote.push(ask.clone());
                         out.message = super::question::after_statement(&out.message, ask, &earlier);
                         out.deltas.clear();
                     }
@@ -575,7 +672,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 && let Some(t) = crate::reply::tidy(
                     &message,
                     self.a.config.max_reply_chars,
-                    &self.prompt,
+                    &crate::reply::Instructions::new(
+                        &self.prompt,
+                        &self.prompt_state,
+                        &self.a.read_backs,
+                    ),
                     self.msg,
                     asked_at
                         .as_ref()
@@ -586,46 +687,48 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 tracing::debug!(before = %message, after = %t, "reply tidied");
                 message = t;
             }
-            // A model-written reply may claim only what the state holds (claim guards,
+            // A model-written reply may state only what the state holds (`claim.rs`,
             // checked after this turn's tools and hooks wrote their data): rendered
-            // again once, told why; then the claiming sentences are withheld.
-            if stopped != StoppedReason::Reply
-                && !message.is_empty()
-                && !self.a.claim_guards.is_empty()
-            {
+            // again once, told why; then the sentences that still say it are withheld.
+            if stopped != StoppedReason::Reply && !message.is_empty() && !self.streamed {
+                let fields = self.field_facts(&message);
                 let present = |f: &str| {
                     self.a
                         .schema
                         .index_of(f)
                         .is_some_and(|i| self.is_present(i))
                 };
-                if let Some(u) = crate::claim::unsupported(&self.a.claim_guards, &message, &present)
-                {
+                let earned = |t: &str| self.tool_calls.iter().any(|c| c.ok && c.name == t);
+                let facts = crate::claim::Facts {
+                    guards: &self.a.claim_guards,
+                    present: &present,
+                    outcomes: &self.a.outcomes,
+                    earned: &earned,
+                    fields: &fields,
+                    code_wrote: &self.code_wrote,
+                };
+                if let Some(u) = crate::claim::unsupported(&facts, &message) {
                     let here = finalize_step
                         .as_ref()
                         .filter(|(f, _)| self.s.flow.as_deref() == Some(f.id.as_ref()))
                         .map(|(f, j)| (f.id.to_string(), f.steps[*j].id.to_string()));
                     if let Some(at) = here
                         && !claim_retried
-                        && !self.streamed
                         && rounds <= self.rerender_cap()
                     {
                         claim_retried = true;
-                        let missing: Vec<&str> = u.missing.iter().map(|f| f.as_ref()).collect();
                         self.notes.push(format!(
-                            "Your draft said \"{}\", which is not so yet ({} not set). Reply without saying it.",
-                            u.said,
-                            missing.join(", ")
+                            "Your draft said \"{}\", which is not so ({}). Reply without saying it.",
+                            u.said, u.why
                         ));
                         self.awaiting = false;
                         self.landed = Some(at);
                         continue;
                     }
-                    let (kept, removed) =
-                        crate::claim::withhold(&self.a.claim_guards, &message, &present);
+                    let (kept, removed) = crate::claim::withhold(&facts, &message);
                     tracing::warn!(
                         ?removed,
-                        "reply claimed what the state does not hold; withheld"
+                        "reply stated what the state does not hold; withheld"
                     );
                     self.withheld.extend(removed);
                     message = kept;

@@ -140,8 +140,14 @@ pub(crate) struct Turn<'a, D, C> {
     /// yes, kept in the session at the end of the turn (`tentative.rs`).
     pub(crate) tentative: Vec<crate::response::TentativeValue>,
     pub(crate) inferred: Vec<String>,
-    /// Sentences of the reply removed by claim guards.
+    /// Sentences of the reply removed because the state does not hold them.
     pub(crate) withheld: Vec<String>,
+    /// Texts code wrote into the model's reply this turn (questions, refusals, the
+    /// summary): not checked against the state as the model's words are.
+    pub(crate) code_wrote: Vec<String>,
+    /// Values fields held before this turn's corrections changed them: a reply may
+    /// not name them for the field.
+    pub(crate) unheld: Vec<(String, serde_json::Value)>,
     /// What the next rendering must tell the user: values not stored and why.
     pub(crate) notes: Vec<String>,
     /// A note this turn is news for the user (a value refused with its reason, a
@@ -181,9 +187,10 @@ pub(crate) struct Turn<'a, D, C> {
     /// flow it asks for (`model/digress.rs`, `sort_opening`): the reply with no flow
     /// names no task to start.
     pub(crate) sorted_none: bool,
-    /// The instructions (system prompt and state block) of the last respond call: the
-    /// reply it wrote must not read them back to the user.
+    /// The instructions (system prompt, then state block) of the last respond call:
+    /// the reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
+    pub(crate) prompt_state: String,
     /// A hand-over answer written for the first step of the flow it handed to, with
     /// the values it read for that flow (its message is `carried`).
     pub(crate) preview: Option<speculate::Preview>,
@@ -331,6 +338,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             tentative: Vec::new(),
             inferred: Vec::new(),
             withheld: Vec::new(),
+            code_wrote: Vec::new(),
+            unheld: Vec::new(),
             notes: Vec::new(),
             to_tell: false,
             told: Vec::new(),
@@ -345,6 +354,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             sorted: None,
             sorted_none: false,
             prompt: String::new(),
+            prompt_state: String::new(),
             preview: None,
             aug: Augment {
                 append: Vec::new(),

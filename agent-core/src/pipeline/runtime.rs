@@ -83,6 +83,8 @@ pub(crate) struct AgentInner<D, C> {
     pub(crate) schema: Arc<DataSchema>,
     /// What a model-written reply may claim only with the state behind it.
     pub(crate) claim_guards: Vec<crate::claim::ClaimGuard>,
+    /// The tools whose outcome a reply may state only in a turn they succeeded.
+    pub(crate) outcomes: Vec<crate::claim::OutcomeTool>,
     /// What the agent does when the user asks for a person.
     pub(crate) human_handoff: crate::agent::HumanHandoff,
     /// How the classifier sees each flow and each code flow (built once).
@@ -100,6 +102,8 @@ pub(crate) struct AgentInner<D, C> {
     /// With each, the signal of its lease's release by a turn of this agent (the
     /// next waiter in this process tries at once instead of at its next poll).
     pub(crate) locks: Mutex<FxHashMap<String, SessionSlot>>,
+    /// What replies must not read back from the system texts sent lately.
+    pub(crate) read_backs: crate::reply::ReadBackCache,
     /// Output schemas are the same for every turn at the same place: built once.
     pub(crate) schema_cache: Mutex<FxHashMap<u64, Arc<Value>>>,
     /// Per flow: the prompt lines offering a switch to the other flows, and their ids.

@@ -152,6 +152,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.changed_now |= !corrected.is_empty();
                 for (field, from, to) in corrected {
                     tracing::info!(%field, %from, %to, "the user corrected a stored value");
+                    self.unheld.push((field, Value::String(from)));
                 }
                 // The first step whose answer was cleared asks again, if the flow had
                 // moved past it.

@@ -111,12 +111,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // A message that asked for something else (to hear the last message again, a
         // person, to stop) answered no question of the flow: a value read from it
         // that its words do not show was made up, and the reply is that pattern's.
-        let other = self.commands.iter().find_map(|c| match c {
-            Command::Repeat => Some("repeat"),
-            Command::AskForHuman => Some("ask_for_human"),
-            Command::CancelFlow => Some("cancel_flow"),
-            _ => None,
-        });
+        let other = self
+            .commands
+            .iter()
+            .find(|c| {
+                matches!(
+                    c,
+                    Command::Repeat | Command::AskForHuman | Command::CancelFlow
+                )
+            })
+            .map(Command::name);
         let mut kept = Vec::with_capacity(held.len());
         for t in held {
             if let Some(c) = other {

@@ -38,6 +38,7 @@ pub struct FnTool<D, C> {
     effect: Effect,
     request_words: Option<Vec<String>>,
     derived: Vec<String>,
+    outcome: Vec<String>,
     handler: Handler<D, C>,
     validator: Option<Validator>,
     permission: Option<Permission<D, C>>,
@@ -55,6 +56,7 @@ impl<D, C> Clone for FnTool<D, C> {
             effect: self.effect,
             request_words: self.request_words.clone(),
             derived: self.derived.clone(),
+            outcome: self.outcome.clone(),
             handler: self.handler.clone(),
             validator: self.validator.clone(),
             permission: self.permission.clone(),
@@ -95,6 +97,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             effect: Effect::default(),
             request_words: None,
             derived: Vec::new(),
+            outcome: Vec::new(),
             handler,
             validator: None,
             permission: None,
@@ -122,6 +125,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             effect: Effect::default(),
             request_words: None,
             derived: Vec::new(),
+            outcome: Vec::new(),
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
             validator: None,
             permission: None,
@@ -160,6 +164,14 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// [`Tool::derived_args`]): not checked against what the user said.
     pub fn derived_args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
         self.derived = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The words by which a reply states this tool's outcome ([`Tool::outcome_words`]):
+    /// `.outcome(["booked", "reserved"])`. A model-written reply may use them only in
+    /// a turn in which this tool succeeded.
+    pub fn outcome<S: Into<String>>(mut self, words: impl IntoIterator<Item = S>) -> Self {
+        self.outcome = words.into_iter().map(Into::into).collect();
         self
     }
 
@@ -232,6 +244,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
     }
     fn derived_args(&self) -> Vec<String> {
         self.derived.clone()
+    }
+    fn outcome_words(&self) -> Vec<String> {
+        self.outcome.clone()
     }
     fn needs_approval(&self, args: &Value) -> bool {
         self.approval.as_ref().is_some_and(|rule| {

@@ -284,6 +284,9 @@ where
     fn derived_args(&self) -> Vec<String> {
         (**self).derived_args()
     }
+    fn outcome_words(&self) -> Vec<String> {
+        (**self).outcome_words()
+    }
     fn validate_input(&self, args: &Value) -> Result<(), String> {
         (**self).validate_input(args)
     }
@@ -396,6 +399,22 @@ pub trait Tool<D, C>: Send + Sync {
     /// parameter `#[arg(derived)]`; with [`FnTool`], use
     /// [`FnTool::derived_args`].
     fn derived_args(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The words by which a reply states this tool's outcome ("booked", "reserved";
+    /// "refunded"): what becomes true when a call succeeds. A model-written reply may
+    /// use them in a statement only in a turn in which this tool (or another with the
+    /// same words) succeeded; otherwise the reply is written again, told why, and a
+    /// sentence that still says it is removed (see the crate's "What a reply may
+    /// state" in [`crate::response::AgentResponse::withheld_claims`]). Questions
+    /// ("Shall I book it?") and denials ("Nothing is booked yet") are not statements
+    /// of it. Words match whole, case and accents aside: give the forms a reply would
+    /// use, in each language the agent speaks.
+    ///
+    /// Default: none (the reply's words about this tool are not checked). With
+    /// `#[tool]`, write `#[tool(outcome = ["booked", "reserved"])]`; with [`FnTool`], use
+    /// [`FnTool::outcome`].
+    fn outcome_words(&self) -> Vec<String> {
         Vec::new()
     }
     /// Whether `text` asks for this action in one of its [`request_words`](Self::request_words),

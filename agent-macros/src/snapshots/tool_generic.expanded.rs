@@ -63,6 +63,9 @@ const _: () = {
                 ::std::string::String::from("time"), ::std::string::String::from("hora")
             ]
         }
+        fn outcome_words(&self) -> ::std::vec::Vec<::std::string::String> {
+            ::std::vec![::std::string::String::from("told the time")]
+        }
         fn needs_approval(
             &self,
             _args: &::agent_core::__private::serde_json::Value,

@@ -132,6 +132,14 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         }
     });
 
+    let outcome = def.outcome.as_ref().map(|words| {
+        quote! {
+            fn outcome_words(&self) -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![#(::std::string::String::from(#words)),*]
+            }
+        }
+    });
+
     let derived: Vec<String> = def
         .args
         .iter()
@@ -289,6 +297,7 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 #timeout
                 #effect
                 #request_words
+                #outcome
                 #derived_args
                 #approval
                 async fn call(

@@ -49,6 +49,8 @@ pub struct ToolDef {
     pub effect: Option<syn::Ident>,
     /// `request_words = ["refund", ..]`: the words by which a user asks for the action.
     pub request_words: Option<Vec<syn::LitStr>>,
+    /// `outcome = ["booked", ..]`: the words by which a reply states its outcome.
+    pub outcome: Option<Vec<syn::LitStr>>,
     /// `approval` (every call waits for a person) or `approval = path` (calls whose
     /// arguments the fn `path(&serde_json::Value) -> bool` picks).
     pub approval: Option<Approval>,
@@ -122,6 +124,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut timeout_ms = None;
     let mut effect = None;
     let mut request_words = None;
+    let mut outcome = None;
     let mut approval = None;
     let mut seen: Vec<String> = Vec::new();
     let mut later: Vec<syn::Error> = Vec::new();
@@ -170,22 +173,16 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             effect = Some(id);
             Ok(())
         } else if meta.path.is_ident("request_words") {
-            let what = "`request_words` takes a list of string literals: `request_words = [\"refund\", \"reembols\"]`";
-            let list: syn::ExprArray = meta
-                .value()?
-                .parse()
-                .map_err(|e| syn::Error::new(e.span(), what))?;
-            let mut words = Vec::with_capacity(list.elems.len());
-            for e in &list.elems {
-                match e {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Str(s),
-                        ..
-                    }) if !s.value().trim().is_empty() => words.push(s.clone()),
-                    other => return Err(syn::Error::new_spanned(other, what)),
-                }
-            }
-            request_words = Some(words);
+            request_words = Some(string_list(
+                &meta,
+                "`request_words` takes a list of string literals: `request_words = [\"refund\", \"reembols\"]`",
+            )?);
+            Ok(())
+        } else if meta.path.is_ident("outcome") {
+            outcome = Some(string_list(
+                &meta,
+                "`outcome` takes a list of string literals, the words by which a reply states it: `outcome = [\"booked\", \"reserved\"]`",
+            )?);
             Ok(())
         } else if meta.path.is_ident("approval") {
             if meta.input.peek(syn::Token![=]) {
@@ -202,7 +199,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             Ok(())
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `request_words`, `approval`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `request_words`, `outcome`, `approval`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -309,9 +306,29 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         timeout_ms,
         effect,
         request_words,
+        outcome,
         approval,
         cx,
         args,
         bad_params,
     })
+}
+
+/// A `key = ["..", ..]` list of non-empty string literals; `what` says the form.
+fn string_list(meta: &syn::meta::ParseNestedMeta<'_>, what: &str) -> syn::Result<Vec<syn::LitStr>> {
+    let list: syn::ExprArray = meta
+        .value()?
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), what))?;
+    let mut words = Vec::with_capacity(list.elems.len());
+    for e in &list.elems {
+        match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) if !s.value().trim().is_empty() => words.push(s.clone()),
+            other => return Err(syn::Error::new_spanned(other, what)),
+        }
+    }
+    Ok(words)
 }

@@ -67,7 +67,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.calls += 1;
         if kind == CallKind::Respond {
-            self.prompt = req.instructions();
+            self.prompt.clone_from(&req.system);
+            self.prompt_state.clear();
+            self.prompt_state.push_str(req.state().unwrap_or_default());
         }
         let a = self.a;
         let target = crate::telemetry::CallTarget {

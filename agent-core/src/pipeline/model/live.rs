@@ -29,9 +29,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// speculative call, when a dry walk with the decisions already streamed (`head`:
     /// data, verdicts, claimed step) lands on the rendered step through hook-free steps.
     pub(super) async fn live_ok(&mut self, lt: &LiveTarget, head: Option<&str>) -> bool {
-        // Claim guards read the whole reply after the tools ran: it streams once checked.
+        // What a reply may state is read from the whole reply after the tools ran: it
+        // streams once checked.
         if !self.post_bus.is_empty()
             || !self.a.claim_guards.is_empty()
+            || !self.a.outcomes.is_empty()
             || self.a.signals.iter().any(|s| s.phase.runs_post())
         {
             return false;
