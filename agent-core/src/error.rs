@@ -46,7 +46,7 @@ pub enum DataError {
 /// One value refused by its field's constraints.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldRejection {
-    /// The field.
+    /// The name of the field whose value was refused, as the data type declares it.
     pub field: String,
     /// Why, in words a user can be shown ("must be at most 12").
     pub reason: String,
@@ -136,7 +136,7 @@ pub struct FlowConfigurationError {
     pub flow: String,
     /// Step id, when the problem is in a step.
     pub step: Option<String>,
-    /// What is wrong.
+    /// What is wrong, in one sentence naming the offending id or field.
     pub problem: String,
     /// How to fix it (valid choices, the rule).
     pub help: String,

@@ -37,6 +37,8 @@
 //! # let _ = provider; Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod anthropic;
 pub mod compatible;
 pub mod gemini;

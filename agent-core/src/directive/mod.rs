@@ -62,40 +62,47 @@ impl Position {
     }
 }
 
-/// Cross-flow jump.
+/// The target of a jump to another flow (a [`Directive::go_to`]), with the data written
+/// before that flow is entered.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GoTo {
-    /// Target flow id.
+    /// The id of the flow to enter (it must be registered on the agent: `build()` checks).
     pub flow: String,
     /// Data written before the target flow is entered.
     pub data: Option<Patch>,
-    /// Why (for traces).
+    /// Why the jump was made, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Step jump.
+/// The target of a jump to a step (a [`Directive::go_to_step`]), in the current flow or
+/// another one, with the data written before the step is entered.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GoToStep {
-    /// Target step id.
+    /// The id of the step to go to.
     pub step: String,
     /// Flow of the step; `None` means the current flow.
     pub flow: Option<String>,
     /// Data written before the step is entered.
     pub data: Option<Patch>,
-    /// Why (for traces).
+    /// Why the jump was made, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Flow completion.
+/// Completing the active flow (a [`Directive::complete`]): its `on_complete` runs, and an
+/// optional next directive chains (typically a `go_to` to the next flow).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Complete {
     /// A directive applied after completion (typically a `go_to`).
     pub next: Option<Box<Directive>>,
-    /// Why (for traces).
+    /// Why the flow was completed, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Conversation end.
+/// Ending the conversation (a [`Directive::abort`]): the active flow is left, the turn
+/// stops with `StoppedReason::Aborted`, and optionally the stored session is deleted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Abort {
     /// Why (for traces and the stopped reason).
@@ -104,12 +111,14 @@ pub struct Abort {
     pub clear_session: bool,
 }
 
-/// Flow restart.
+/// Restarting the active flow at its first step (a [`Directive::reset`]), optionally
+/// clearing the data it declares.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reset {
     /// Clear the fields the flow declares (required, optional, collected).
     pub clear_data: bool,
-    /// Why (for traces).
+    /// Why the flow was restarted, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
@@ -199,7 +208,9 @@ impl Directive {
         }))
     }
 
-    /// End the conversation.
+    /// End the conversation with `reason`: the turn stops with `StoppedReason::Aborted` and
+    /// no flow stays active (the highest position tier: it beats complete, go_to and reset).
+    /// Use it for a user who must not continue (abuse, an unrecoverable state).
     pub fn abort(reason: impl Into<String>) -> Self {
         Self::at(Position::Abort(Abort {
             reason: Some(reason.into()),
@@ -350,7 +361,7 @@ fn ends_in_abort(d: &Directive) -> bool {
 /// A pre-LLM directive: what agent/flow/step `on_enter` and step `prepare` hooks return.
 /// The three extra fields live for one turn and are never persisted.
 pub struct PreDirective<D, C> {
-    /// The base directive.
+    /// The post-LLM part: position, data and context writes, reply.
     pub base: Directive,
     /// Sentences appended to this turn's system prompt.
     pub append_prompt: Vec<String>,
@@ -404,7 +415,7 @@ impl<D, C> From<Directive> for PreDirective<D, C> {
 }
 
 impl<D, C> PreDirective<D, C> {
-    /// An empty pre-directive.
+    /// A pre-directive that changes nothing, to build on with the methods below.
     pub fn new() -> Self {
         Self::default()
     }
