@@ -95,7 +95,9 @@ impl<D, C> Step<D, C> {
         }
     }
 
-    /// A model step.
+    /// A step in which the model talks to the user: it reads the user's message, extracts the
+    /// step's `collect` fields and writes the reply (or code writes it, with `ask` or a
+    /// template). The usual step; use [`Step::auto`] for one that only decides in code.
     pub fn model(id: impl Into<String>) -> Self {
         Self::new(id, StepKind::Model)
     }
@@ -266,19 +268,21 @@ impl<D, C> Step<D, C> {
         self
     }
 
-    /// Step id.
+    /// The step's id, unique within its flow: what branches and `go_to_step` name.
     pub fn id(&self) -> &str {
         &self.id
     }
-    /// Shape.
+    /// Whether the step calls the model, runs code only (auto) or sends a verbatim reply.
     pub fn kind(&self) -> &StepKind {
         &self.kind
     }
-    /// Collected fields.
+    /// The data fields this step asks the user for; the step is skipped when they are all
+    /// filled already.
     pub fn collected_fields(&self) -> &[Arc<str>] {
         &self.collect
     }
-    /// Branch table.
+    /// The step's branch entries in evaluation order (empty when the step has none and its
+    /// successor is the next declared step).
     pub fn branch_table(&self) -> &[Branch<D, C>] {
         self.branches.as_deref().unwrap_or(&[])
     }

@@ -104,22 +104,26 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.goal = Some(g.into());
         self
     }
-    /// An agent-wide instruction.
+    /// Add an instruction that applies to every flow and step of the agent (use
+    /// `FlowBuilder::instruction` or `Step::instruction` for a narrower scope).
     pub fn instruction(mut self, i: Instruction<D, C>) -> Self {
         self.instructions.push(i);
         self
     }
-    /// A glossary term.
+    /// Add a term and its definition to the glossary the prompt carries, so the model reads
+    /// domain words the way the business means them.
     pub fn term(mut self, term: impl Into<String>, definition: impl Into<String>) -> Self {
         self.glossary.push((term.into(), definition.into()));
         self
     }
-    /// A knowledge-base entry.
+    /// Add a fact to the knowledge section the prompt carries (opening hours, policies), for
+    /// the model to answer side questions from.
     pub fn knowledge(mut self, text: impl Into<String>) -> Self {
         self.knowledge.push(text.into());
         self
     }
-    /// Register a flow.
+    /// Add a flow to the agent (from `Flow::builder(..).build()` or a `#[flow]`); `build()`
+    /// checks that every flow a branch or directive names is registered.
     pub fn flow(mut self, f: impl IntoFlow<D, C>) -> Self {
         // A flow that failed its own checks is reported by `build()`, with the rest.
         match f.into_flow() {
@@ -207,7 +211,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.on_stale_once_result = Some(Arc::new(f));
         self
     }
-    /// Register a signal.
+    /// Add a signal, checked every turn whatever flow is active; ids must be unique.
     pub fn signal(mut self, s: Signal<D, C>) -> Self {
         self.signals.push(s);
         self
@@ -226,12 +230,14 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.migrate = Some(Arc::new(f));
         self
     }
-    /// The model.
+    /// The model the agent calls (a provider from `agent-providers`, or the scripted provider
+    /// in tests). Required: `build()` fails without one.
     pub fn provider(mut self, p: impl Provider + 'static) -> Self {
         self.provider = Some(Arc::new(p));
         self
     }
-    /// The model, shared.
+    /// [`Self::provider`] for a provider already behind an `Arc`, to share one client (and
+    /// its connection pool) between agents.
     pub fn provider_arc(mut self, p: Arc<dyn Provider>) -> Self {
         self.provider = Some(p);
         self
@@ -251,7 +257,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.context = Some(c);
         self
     }
-    /// Engine limits.
+    /// Replace the engine's settings (limits, timeouts, reply style, conflict policy); start
+    /// from `AgentConfig::default()` and change the fields you need.
     pub fn config(mut self, c: AgentConfig) -> Self {
         self.config = c;
         self

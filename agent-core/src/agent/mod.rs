@@ -98,12 +98,13 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         AgentBuilder::new()
     }
 
-    /// The agent's name.
+    /// The agent's name, as given to `AgentBuilder::name` (it appears in the prompt and in
+    /// traces).
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
-    /// The registered flows.
+    /// The agent's declarative flows in registration order, to list or draw them.
     pub fn flows(&self) -> impl Iterator<Item = &Flow<D, C>> {
         self.inner.flows.iter().map(|f| f.as_ref())
     }
@@ -222,7 +223,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         self.respond_stream_with(session_id, message, TurnOptions::default())
     }
 
-    /// [`Agent::respond_stream`] with options.
+    /// [`Agent::respond_stream`] with per-turn options, such as the inbound event id that
+    /// makes a redelivered message return the stored response instead of running again.
     pub fn respond_stream_with(
         &self,
         session_id: &str,

@@ -159,7 +159,8 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
         self
     }
 
-    /// Set the options.
+    /// Replace the run options (greedy run, k, temperature, concurrency, turn timeout,
+    /// breaker, progress lines).
     pub fn options(mut self, options: RunOptions) -> Self {
         self.options = options;
         self

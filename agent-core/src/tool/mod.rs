@@ -130,7 +130,7 @@ pub struct ToolOutput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolImage {
-    /// `image/png`, `image/jpeg`, …
+    /// The image's MIME type (`image/png`, `image/jpeg`, …).
     pub mime_type: String,
     /// The image's bytes, base64-encoded.
     pub data: String,
@@ -158,14 +158,16 @@ impl ToolImage {
 }
 
 impl ToolOutput {
-    /// A text result.
+    /// A result whose text the model reads in its tool round; chain `.data(..)` or
+    /// `.directive(..)` to write data or steer the flow as well.
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             ..Self::default()
         }
     }
-    /// A JSON result.
+    /// A result whose text is `value` serialized as JSON (for a model that reads structured
+    /// results better than prose).
     pub fn json(value: &Value) -> Self {
         Self::text(value.to_string())
     }
