@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync {
-    /// Now.
+    /// The current time in milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
 }
 

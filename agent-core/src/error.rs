@@ -224,7 +224,7 @@ pub enum StoreError {
         /// Decoder message.
         message: String,
     },
-    /// The backend failed.
+    /// The store's backend failed (a database or network error), with its message.
     #[error("session store backend error: {0}")]
     Backend(String),
     /// A save (or renewal) under a session lease that another holder took over: this
@@ -304,7 +304,7 @@ pub enum AgentError {
         /// What was wrong.
         error: DataError,
     },
-    /// The store failed.
+    /// Loading or saving the session failed; the turn's changes were not saved.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A user callback (hook, predicate, signal handler, reply function, migration

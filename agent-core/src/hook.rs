@@ -136,7 +136,8 @@ pub type Predicate<D, C> = Arc<dyn Fn(&Cx<'_, D, C>) -> bool + Send + Sync>;
 /// A pre-LLM hook (`on_enter`, `prepare`): feeds the prompt and tools of this turn.
 #[async_trait]
 pub trait PreHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view; the returned pre-directive shapes this turn's model
+    /// call (prompt, tools, halt) and may move the conversation.
     async fn call(&self, cx: &Cx<'_, D, C>) -> PreDirective<D, C>;
 }
 
@@ -155,7 +156,8 @@ where
 /// A post-LLM hook (`finalize`, `on_complete`): returns a plain [`Directive`].
 #[async_trait]
 pub trait PostHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view; the returned directive is merged with the turn's
+    /// other post-model directives.
     async fn call(&self, cx: &Cx<'_, D, C>) -> Directive;
 }
 
@@ -174,7 +176,8 @@ where
 /// A notification hook (`on_exit`, `on_data_update`, `on_context_update`).
 #[async_trait]
 pub trait NotifyHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view (it is told, and cannot steer: use `dispatch` on the
+    /// view to queue a directive).
     async fn call(&self, cx: &Cx<'_, D, C>);
 }
 

@@ -13,11 +13,11 @@ use crate::hook::{Cx, Predicate};
 /// How binding an instruction is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strength {
-    /// A hard rule.
+    /// Rendered as `MUST`: a rule the model has to follow.
     Must,
-    /// A preference.
+    /// Rendered as `SHOULD`: a preference the model follows when it can.
     Should,
-    /// A prohibition.
+    /// Rendered as `NEVER`: something the model must not do.
     Never,
 }
 

@@ -77,9 +77,9 @@ pub enum CallKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
-    /// The end user.
+    /// The person talking to the agent.
     User,
-    /// The agent.
+    /// The model, speaking as the agent (its replies and tool-call requests).
     Assistant,
     /// A tool result (answers an assistant tool call).
     Tool,
@@ -326,7 +326,7 @@ impl Usage {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
-    /// Natural end.
+    /// The model finished its answer on its own.
     #[default]
     Stop,
     /// The model asked for tools.
@@ -361,7 +361,7 @@ pub struct ModelResponse {
 /// A piece of a streamed answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamChunk {
-    /// More text content.
+    /// The next piece of the answer's text, to show as it arrives.
     Text(String),
     /// The complete answer; always the last chunk of a successful stream.
     Done(ModelResponse),

@@ -259,7 +259,7 @@ pub enum Event<D> {
         /// Arguments.
         arguments: Value,
     },
-    /// A tool finished.
+    /// A tool call finished, with its result and whether it succeeded.
     ToolResult(ToolCallRecord),
     /// A tool call waits for a person's decision; the turn ends after it.
     ApprovalRequested(crate::approval::PendingCall),
@@ -268,7 +268,7 @@ pub enum Event<D> {
     /// A value the model wrote was not stored (unsupported by what the user said, or
     /// refused by the field's constraints).
     DataDropped(DroppedValue),
-    /// The turn finished.
+    /// The turn finished: the full response, always the last event of a successful turn.
     Done(Box<AgentResponse<D>>),
     /// The turn failed (the session is unchanged).
     Error(AgentError),

@@ -23,7 +23,7 @@ pub enum Phase {
     Pre,
     /// After the model call; positions arm the next turn's pending directive.
     Post,
-    /// Both.
+    /// Before and after the model call: the signal is checked in both phases.
     Both,
 }
 
@@ -225,7 +225,7 @@ pub type ReplyFn<D, C> = Arc<dyn Fn(&SignalCx<'_, D, C>) -> String + Send + Sync
 
 /// A late-binding reply for signals: text, or a function of the signal's view.
 pub enum ReplyWith<D, C> {
-    /// Fixed text.
+    /// The same text every time.
     Text(String),
     /// Computed when the signal fires.
     Fn(ReplyFn<D, C>),

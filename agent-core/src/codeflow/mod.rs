@@ -209,7 +209,7 @@ impl<D, C> CodeFlow<D, C> {
 /// Anything the agent builder registers as a code flow: a [`CodeFlow`], or the type
 /// `#[flow]` generates for an async fn.
 pub trait IntoCodeFlow<D, C> {
-    /// The code flow.
+    /// Turn this into the [`CodeFlow`] the agent registers.
     fn into_code_flow(self) -> CodeFlow<D, C>;
 }
 
@@ -266,7 +266,7 @@ pub enum Fallback {
     /// The classic agent reply (no flow).
     #[default]
     Classic,
-    /// This flow.
+    /// Go to the flow with this id.
     Flow(String),
 }
 

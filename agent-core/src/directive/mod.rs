@@ -33,7 +33,7 @@ pub enum Position {
     GoToStep(GoToStep),
     /// Finish the current flow; `next` chains another directive afterwards.
     Complete(Complete),
-    /// End the conversation.
+    /// End the conversation: no flow stays active and the turn stops as aborted.
     Abort(Abort),
     /// Restart the current flow.
     Reset(Reset),

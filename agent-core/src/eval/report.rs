@@ -18,7 +18,7 @@ use super::score::{ReplyScore, median_p90};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// Every expectation held.
+    /// Every expectation of the run held.
     Passed,
     /// An expectation did not hold, or the model's answer was unusable: a quality
     /// figure.

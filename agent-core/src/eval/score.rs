@@ -167,7 +167,7 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// A set with no outcome patterns; add them with [`Outcomes::tool`].
+    /// A set with no outcome patterns; add them with [`Outcomes::pattern`].
     pub fn new() -> Self {
         Self::default()
     }

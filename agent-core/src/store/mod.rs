@@ -138,7 +138,7 @@ pub trait SessionStore: Send + Sync {
     async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError>;
     /// Delete a session; whether it existed.
     async fn delete(&self, id: &str) -> Result<bool, StoreError>;
-    /// All sessions.
+    /// Every stored session's id, version and last save time (for listings and maintenance).
     async fn list(&self) -> Result<Vec<SessionInfo>, StoreError>;
     /// Delete sessions last saved before `cutoff_ms`; how many were deleted.
     async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError>;

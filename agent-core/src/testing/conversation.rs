@@ -27,7 +27,7 @@ pub struct Conversation<D, C> {
 /// (a test that queued more than the turn calls for).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConversationError {
-    /// The turn failed.
+    /// The turn itself failed with this error.
     #[error(transparent)]
     Agent(#[from] AgentError),
     /// The turn succeeded without using every answer queued for it.

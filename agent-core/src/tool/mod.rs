@@ -45,7 +45,8 @@ pub enum ToolError {
         /// Tools offered this turn.
         available: Vec<String>,
     },
-    /// The tool panicked.
+    /// The tool's code panicked, with the panic's message: the panic is caught and reported
+    /// like any other tool error, never unwinding through the turn.
     #[error("tool panicked: {0}")]
     Panicked(String),
     /// The call ran past its time limit ([`Tool::timeout`], else the agent's
@@ -241,7 +242,7 @@ impl Effect {
 /// Anything builders accept as a tool: a tool value (e.g. one made by `#[tool]`) or an
 /// already shared `Arc<dyn Tool>`.
 pub trait IntoTool<D, C> {
-    /// Share it.
+    /// Turn this into the shared tool the builders keep.
     fn into_tool(self) -> Arc<dyn Tool<D, C>>;
 }
 
@@ -415,10 +416,12 @@ pub trait Tool<D, C>: Send + Sync {
     async fn check_permissions(&self, _cx: &ToolCx<D, C>) -> Result<(), String> {
         Ok(())
     }
-    /// Run the tool.
+    /// Run the tool with validated arguments: its text for the model, and optionally data
+    /// writes and a directive. An `Err` is shown to the model as the tool's failure.
     async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError>;
 
-    /// The model-facing description.
+    /// The tool as the model sees it: name, description and the JSON schema of its
+    /// arguments (built from the other methods; override it only to change all three).
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_owned(),
