@@ -19,7 +19,11 @@ pub enum ConflictPolicy {
     Retry(u32),
 }
 
-/// Engine limits and knobs.
+/// The engine's settings for an agent: per-turn limits (auto steps, flow hops, message
+/// size, tool rounds, timeouts), token limits, reply style and length, grounding of the
+/// values the model reads, the time zone, and how concurrent saves are handled. Start from
+/// `AgentConfig::default()`, change the fields you need, and pass it to
+/// `AgentBuilder::config`.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     /// Auto steps walked per turn before stopping with `AutoStepCap`.

@@ -199,7 +199,9 @@ pub enum SessionIdError {
     },
 }
 
-/// A session store failure.
+/// Why a session store call failed: a version conflict (another writer saved first), a
+/// lost lease, a corrupt record, or the backend (database, network). Turns that hit it
+/// fail without saving; a conflict is re-run as the agent's `ConflictPolicy` says.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum StoreError {
     /// Compare-and-swap failed: someone saved the session since it was loaded.

@@ -14,7 +14,10 @@ use serde_json::Value;
 
 use thiserror::Error;
 
-/// A model call that failed.
+/// Why a model call failed: an HTTP error status, a network failure, a timeout, an answer
+/// that could not be read or was empty, … Providers return it; the resilience layer of
+/// `agent-providers` decides from it whether to retry, and a turn that ends with it fails
+/// with `AgentError::Provider`, leaving the session as it was.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum ProviderError {
     /// The API answered with an error status.
@@ -337,7 +340,9 @@ pub enum FinishReason {
     ContentFilter,
 }
 
-/// The answer to one call.
+/// What the model answered in one call: its text (JSON when the request carried an output
+/// schema), the tools it asked to call, the token usage and why it stopped. Providers build
+/// it from their vendor's reply; the engine reads it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// Text content (JSON when the request carried an output schema).
@@ -358,7 +363,8 @@ pub struct ModelResponse {
     pub id: Option<String>,
 }
 
-/// A piece of a streamed answer.
+/// One piece of a streamed answer: text as it arrives, then the complete answer. What
+/// `Provider::generate_stream` yields, so replies can be shown before the call ends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamChunk {
     /// The next piece of the answer's text, to show as it arrives.

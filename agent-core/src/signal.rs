@@ -47,7 +47,8 @@ pub enum Frequency {
     Cooldown(Duration),
 }
 
-/// Persisted trigger bookkeeping of one signal.
+/// When a signal last fired and how often, kept in the session so `once` and `cooldown`
+/// hold across turns and restarts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignalState {
     /// How many times it fired.
@@ -56,7 +57,8 @@ pub struct SignalState {
     pub last_fired_ms: u64,
 }
 
-/// What a signal handler sees.
+/// What a signal handler sees: the turn's view (data, context, flow, step, message) and
+/// the value the classifier extracted for the signal, if it asked for one.
 pub struct SignalCx<'a, D, C> {
     pub(crate) cx: &'a Cx<'a, D, C>,
     pub(crate) extracted: Option<&'a Value>,

@@ -8,7 +8,8 @@ use crate::hook::{Cx, PostHook, PreHook, Predicate};
 use crate::instruction::Instruction;
 use crate::tool::Tool;
 
-/// The shape of a step.
+/// What kind of step this is: the model talks (`Model`), code decides alone (`Auto`), or a
+/// fixed message is sent (`Reply`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepKind {
     /// Rendered by the model: asks, collects, may call tools.
@@ -101,11 +102,14 @@ impl<D, C> Step<D, C> {
     pub fn model(id: impl Into<String>) -> Self {
         Self::new(id, StepKind::Model)
     }
-    /// An auto step (no model call).
+    /// A step without a model call: its hooks run and its code branches pick the next step,
+    /// at no token cost. Use it for decisions code can make from the data (routing a large
+    /// group, checking a limit).
     pub fn auto(id: impl Into<String>) -> Self {
         Self::new(id, StepKind::Auto)
     }
-    /// A verbatim reply step.
+    /// A step that sends `text` verbatim (placeholders such as `{city}` are filled from the
+    /// data) without a model call.
     pub fn reply(id: impl Into<String>, text: impl Into<String>) -> Self {
         Self::new(id, StepKind::Reply(text.into()))
     }
@@ -162,7 +166,7 @@ impl<D, C> Step<D, C> {
         self.when = Some(condition.into());
         self
     }
-    /// Offer a tool at this step.
+    /// Offer a tool at this step only: the model can call it in this step's turns.
     pub fn tool(mut self, tool: impl crate::tool::IntoTool<D, C>) -> Self {
         self.tools.push(tool.into_tool());
         self
@@ -262,7 +266,8 @@ impl<D, C> Step<D, C> {
         self.interrupted = Some(i);
         self
     }
-    /// Terminal: no linear successor.
+    /// Make the step terminal: the flow has no linear successor after it, and completes once it
+    /// has run and the flow's required fields are present.
     pub fn end(mut self) -> Self {
         self.end = true;
         self

@@ -462,11 +462,12 @@ impl ScriptedProvider {
         self.lock().defaults.insert(kind, answer);
         self
     }
-    /// Queue a respond answer.
+    /// Queue the answer to the next respond call (the structured call of a flow step: the
+    /// reply, the data read and the claimed step).
     pub fn respond(&self, a: Answer) -> &Self {
         self.push(CallKind::Respond, a)
     }
-    /// Queue a tool-round answer.
+    /// Queue the answer to the next tool-round call (the call after tool results).
     pub fn tool_round(&self, a: Answer) -> &Self {
         self.push(CallKind::ToolRound, a)
     }

@@ -94,12 +94,14 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.name = n.into();
         self
     }
-    /// Who the agent is.
+    /// Who the agent is, in a sentence ("A friendly hotel concierge. Short answers."): the
+    /// first section of every prompt.
     pub fn persona(mut self, p: impl Into<String>) -> Self {
         self.persona = Some(p.into());
         self
     }
-    /// What the agent is for.
+    /// What the agent is for, in a sentence, stated in the prompt so the model can tell an
+    /// on-topic request from an off-topic one.
     pub fn goal(mut self, g: impl Into<String>) -> Self {
         self.goal = Some(g.into());
         self
@@ -153,7 +155,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.on_response = Some(Arc::new(f));
         self
     }
-    /// Offer a tool everywhere.
+    /// Offer a tool in every flow and step (and outside flows); offer it on a flow or a step
+    /// instead to keep it out of the other turns' model calls.
     pub fn tool(mut self, t: impl IntoTool<D, C>) -> Self {
         self.tools.push(t.into_tool());
         self
@@ -242,12 +245,14 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.provider = Some(p);
         self
     }
-    /// Where sessions live (default: in memory).
+    /// Keep sessions in `s` (default: in memory, lost when the process ends): a SQLite file,
+    /// PostgreSQL or Redis for sessions that survive restarts or are shared by processes.
     pub fn store(mut self, s: impl SessionStore + 'static) -> Self {
         self.store = Some(Arc::new(s));
         self
     }
-    /// Where sessions live, shared.
+    /// [`Self::store`] for a store already behind an `Arc`, to share one store between
+    /// agents.
     pub fn store_arc(mut self, s: Arc<dyn SessionStore>) -> Self {
         self.store = Some(s);
         self
@@ -373,7 +378,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         }
     }
 
-    /// The clock (default: system time).
+    /// The clock the agent reads (default: the system clock): the date and time in the
+    /// prompt, signal cooldowns, session timestamps. Inject a fixed or manual clock in tests
+    /// and evals.
     pub fn clock(mut self, c: impl Clock + 'static) -> Self {
         self.clock = Some(Arc::new(c));
         self
@@ -389,7 +396,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self
     }
 
-    /// Validate the registry and build.
+    /// Check the whole definition and build the agent: every flow, step, branch, tool and
+    /// directive target must exist and be consistent. All problems are reported at once in
+    /// [`ConfigErrors`], each with how to fix it.
     pub fn build(self) -> Result<Agent<D, C>, ConfigErrors> {
         if !self.approvals_resolved {
             self.warn_unresolved_approvals();

@@ -24,7 +24,9 @@ pub use merge::{merge, merge_pre};
 pub use seam::{CarriedTool, ToolSeam, Tools};
 pub use source::DirectiveSource;
 
-/// Where the conversation goes next.
+/// Where the conversation goes next: the part of a directive that moves it. When several
+/// emitters give one in the same phase, the highest tier wins (abort, then complete, then
+/// go_to / go_to_step, then reset; the last one within a tier).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Position {
     /// Enter another flow at its first step (or a given step).
@@ -147,7 +149,8 @@ impl Directive {
         self.data.iter().chain(positional)
     }
 
-    /// An empty directive (no effect).
+    /// A directive that changes nothing, to build on with the methods below (data writes, a
+    /// reply, a position).
     pub fn new() -> Self {
         Self::default()
     }
@@ -159,7 +162,8 @@ impl Directive {
         }
     }
 
-    /// Jump to another flow's entry step.
+    /// Leave the current flow for the flow `flow`, entering it at its first step (steps whose
+    /// fields are filled already are skipped). Use [`Self::go_to_with`] to write data first.
     pub fn go_to(flow: impl Into<String>) -> Self {
         Self::at(Position::GoTo(GoTo {
             flow: flow.into(),
@@ -193,7 +197,8 @@ impl Directive {
         }))
     }
 
-    /// Complete the current flow.
+    /// Complete the current flow now: its `on_complete` runs and the conversation leaves it
+    /// (a next directive, typically a `go_to`, can follow through [`Complete::next`]).
     pub fn complete() -> Self {
         Self::at(Position::Complete(Complete::default()))
     }
@@ -241,7 +246,8 @@ impl Directive {
         }))
     }
 
-    /// A verbatim reply and nothing else.
+    /// A directive that only sends `text` to the user as the reply, verbatim, without asking
+    /// the model to write one.
     pub fn say(text: impl Into<String>) -> Self {
         Self {
             reply: Some(text.into()),
@@ -311,7 +317,8 @@ impl Directive {
         json::from_value(value)
     }
 
-    /// The flat JSON shape.
+    /// The directive as JSON in the spec's flat shape (`{"goTo": …, "dataUpdate": …}`), as
+    /// the directive chain and traces show it.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }

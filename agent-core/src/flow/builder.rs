@@ -42,12 +42,13 @@ pub struct FlowBuilder<D, C> {
 }
 
 impl<D: AgentData, C> FlowBuilder<D, C> {
-    /// Human title (defaults to the id).
+    /// The title shown to the router and in diagrams (defaults to the id).
     pub fn title(mut self, t: impl Into<String>) -> Self {
         self.title = Some(t.into());
         self
     }
-    /// Description (shown to the router).
+    /// A description of what the flow does, shown to the router beside the title, to tell
+    /// flows apart.
     pub fn description(mut self, d: impl Into<String>) -> Self {
         self.description = d.into();
         self

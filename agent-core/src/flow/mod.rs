@@ -106,7 +106,9 @@ impl<D, C> fmt::Debug for Flow<D, C> {
 }
 
 impl<D, C> Flow<D, C> {
-    /// Start a flow definition.
+    /// Start defining a flow with id `id` (unique per agent): add steps, required fields,
+    /// hooks, then `build()`. The runtime form of `#[flow]`, for flows built in code or from
+    /// configuration.
     pub fn builder(id: impl Into<String>) -> FlowBuilder<D, C> {
         FlowBuilder {
             id: id.into(),

@@ -357,7 +357,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
         self.events.iter().find(|e| e.id == id).map(|e| &e.response)
     }
 
-    /// Encode for a store (JSON).
+    /// Encode the session as stores keep it (JSON bytes in a [`StoredSession`]); what a
+    /// custom store receives in `save`.
     pub fn encode(&self) -> Result<StoredSession, StoreError> {
         self.encode_after(None).map(|(s, _)| s)
     }
@@ -418,7 +419,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
         ))
     }
 
-    /// Decode from a store.
+    /// Decode a session a store returned; a record that does not parse is
+    /// [`StoreError::Corrupt`].
     pub fn decode(stored: &StoredSession) -> Result<Self, StoreError> {
         let mut s: Self =
             serde_json::from_slice(&stored.bytes).map_err(|e| StoreError::Corrupt {

@@ -82,7 +82,8 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// A failure with a message.
+    /// A failure with a message the model reads as the tool's result (for instance "no rooms
+    /// left on that date"), so it can tell the user or try something else.
     pub fn msg(m: impl std::fmt::Display) -> Self {
         ToolError::Failed(m.to_string())
     }
@@ -344,7 +345,11 @@ fn first_word(name: &str) -> String {
     out
 }
 
-/// A tool the model may call.
+/// Something the model may call during a turn: a name, a description and an argument
+/// schema for the model, and the code that runs with the session's view. `#[tool]` on an
+/// async fn implements it; implement it yourself for tools built at run time (the MCP
+/// tools do). Register tools on the agent, a flow or a step; the model sees a tool only
+/// where it is offered.
 #[async_trait]
 pub trait Tool<D, C>: Send + Sync {
     /// Name the model calls it by (`[A-Za-z0-9_-]{1,64}`, checked at `build()`).

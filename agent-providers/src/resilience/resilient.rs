@@ -59,7 +59,9 @@ impl fmt::Debug for Resilient {
 }
 
 impl Resilient {
-    /// One model, default configuration.
+    /// Wrap one provider with the default resilience (2 retries on transient errors,
+    /// exponential backoff from 500 ms capped at 30 s, full jitter); add models with
+    /// [`Self::fallback`].
     pub fn new(primary: impl Provider + 'static) -> Self {
         Self::from_arc(Arc::new(primary))
     }
