@@ -91,8 +91,8 @@ impl<'a, D, C> Cx<'a, D, C> {
     pub fn session_id(&self) -> &'a str {
         self.session_id
     }
-    /// The data collected so far, as stored before this point of the turn; fields the user
-    /// has not given are `None`.
+    /// The data collected so far, as stored before this point of the turn (with a
+    /// `#[data]` type, the fields not given yet are `None`).
     pub fn data(&self) -> &'a D {
         self.data
     }

@@ -128,13 +128,14 @@ pub struct Reset {
 /// and pending directives carry. Serializable (the flat JSON shape of the spec).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Directive {
-    /// At most one position.
+    /// Where the conversation goes next, if this directive moves it (at most one position per
+    /// directive).
     pub position: Option<Position>,
     /// Verbatim assistant message (the model is bypassed for the message body).
     pub reply: Option<String>,
-    /// Shallow write to session data.
+    /// Values written to the session's data (merged field by field over what is stored).
     pub data: Option<Patch>,
-    /// Shallow write to session context.
+    /// Values written to the session's context (merged field by field over what is stored).
     pub context: Option<Patch>,
 }
 
@@ -374,7 +375,8 @@ pub struct PreDirective<D, C> {
     pub append_prompt: Vec<String>,
     /// Tools added to this turn's model call.
     pub inject_tools: Vec<CarriedTool<D, C>>,
-    /// Skip this turn's model call.
+    /// Skip this turn's model call: the turn ends after the pre-model phase (with the reply,
+    /// if a directive gave one).
     pub halt: bool,
 }
 

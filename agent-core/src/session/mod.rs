@@ -235,7 +235,8 @@ pub struct Session<D, C> {
     pub id: String,
     /// Store version (compare-and-swap); 0 = never saved.
     pub version: u64,
-    /// The data collected so far; fields not yet given are `None`.
+    /// The data collected so far (with a `#[data]` type, the fields not given yet are
+    /// `None`).
     pub data: D,
     /// The application-owned context (set by code, never by the model).
     pub context: C,
