@@ -6,8 +6,8 @@
 //! In a terminal it is a conversation you type (`examples::repl`, the runner for any
 //! agent): `/state` shows the session's flow, step and data, `/reset` starts a new
 //! session, `/quit` or Ctrl-D ends it. With stdin piped, or with `--demo`
-//! (`cargo run -p examples --example concierge -- --demo`), it plays a scripted
-//! four-message booking instead.
+//! (`cargo run -p examples --example concierge -- --demo`), it sends four fixed messages
+//! (a booking in Lisbon) to the agent instead and prints every turn.
 //!
 //! The model comes from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
 //! `GEMINI_API_KEY`, or `AGENT_BASE_URL` for any OpenAI-compatible server). With none
@@ -16,8 +16,10 @@
 //! `LOCAL_MODEL=gemma-3-270m` for the much weaker 270M model). A small model's answers
 //! are often odd, and the engine keeps it in check (fields it may not write are
 //! dropped, malformed answers fail the turn with a typed error and leave the session
-//! unchanged). `cargo run --release -p examples --example eval` measures how well. The flow, the steps and the directives are the same on any
-//! model; `tests/concierge.rs` runs this file on a scripted model.
+//! unchanged). `cargo run --release -p examples --example eval` measures how well. The
+//! flow, the steps and the directives are the same on any model;
+//! `tests/examples/concierge.rs` runs this file on a scripted model, and drives the typed
+//! conversation through in-memory input and output.
 
 use std::error::Error;
 use std::io::{BufRead, IsTerminal, Write};
@@ -281,7 +283,8 @@ pub async fn talk(
 pub enum Mode {
     /// The conversation the user types ([`talk`]).
     Talk,
-    /// The scripted four messages ([`run`]): `--demo`, or stdin is not a terminal.
+    /// The four fixed messages of [`MESSAGES`] ([`run`]): `--demo`, or stdin is not a
+    /// terminal.
     Demo,
 }
 
