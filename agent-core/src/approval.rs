@@ -44,7 +44,7 @@ pub struct PendingCall {
     /// The call's id: what [`Agent::resolve_approval`](crate::agent::Agent::resolve_approval)
     /// takes.
     pub id: String,
-    /// The tool's name.
+    /// The name of the tool that waits for a decision.
     pub tool: String,
     /// The arguments the model (or the code flow) gave.
     pub arguments: Value,
@@ -75,7 +75,7 @@ pub enum Decision {
 pub struct HeldCall {
     /// The call id (the model's tool call id, or one the engine made).
     pub id: String,
-    /// The tool's name.
+    /// The name of the tool called.
     pub tool: String,
     /// The arguments as asked.
     pub arguments: Value,
@@ -92,7 +92,7 @@ pub struct HeldCall {
 /// Where the paused turn was, so the resumed turn answers from the same place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PausedAt {
-    /// The flow.
+    /// The id of the flow that was active when the turn paused.
     pub flow: String,
     /// The step that was rendering.
     pub step: String,

@@ -23,7 +23,10 @@ pub enum Target {
     Id(String),
 }
 
-/// One branch entry.
+/// One entry of a step's branch table: a target (step, flow or directive) and its
+/// conditions, code predicates ([`Branch::if_`], run first) and model-judged ones
+/// ([`Branch::when`], judged in the turn's one classifier call). The first entry whose
+/// conditions hold is taken; an entry without conditions is the fallback and must be last.
 pub struct Branch<D, C> {
     pub(crate) when: Vec<String>,
     pub(crate) if_: Vec<Predicate<D, C>>,
@@ -67,11 +70,13 @@ impl<D, C> Branch<D, C> {
     pub fn to_step(step: impl Into<String>) -> Self {
         Self::to(Target::Step(step.into()))
     }
-    /// To another flow.
+    /// A branch that leaves this flow for the flow `flow` (registered on the agent; `build()`
+    /// checks it).
     pub fn to_flow(flow: impl Into<String>) -> Self {
         Self::to(Target::Flow(flow.into()))
     }
-    /// Apply a directive.
+    /// A branch whose effect is the directive `d` (complete, abort, a reply, a data write, …)
+    /// rather than a jump to a step or flow.
     pub fn to_directive(d: Directive) -> Self {
         Self::to(Target::Directive(d))
     }
@@ -98,15 +103,17 @@ impl<D, C> Branch<D, C> {
     pub fn is_unconditional(&self) -> bool {
         self.when.is_empty() && self.if_.is_empty()
     }
-    /// The target.
+    /// Where the branch leads when its conditions hold (as built, before `build()` resolves a
+    /// bare id).
     pub fn target(&self) -> &Target {
         &self.then
     }
-    /// The label.
+    /// The label given with [`Branch::label`], if any: how traces, the directive chain and
+    /// diagrams name the branch.
     pub fn label_text(&self) -> Option<&str> {
         self.label.as_deref()
     }
-    /// The `when` conditions.
+    /// The model-judged conditions of this entry, in the order added (all must hold).
     pub fn conditions(&self) -> &[String] {
         &self.when
     }

@@ -6,11 +6,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync {
-    /// Now.
+    /// The current time in milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
 }
 
-/// The system clock.
+/// The operating system's wall clock: what agents use unless a test or an eval injects a
+/// [`ManualClock`] or a fixed clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
@@ -35,7 +36,8 @@ impl ManualClock {
             now: Arc::new(AtomicU64::new(start_ms)),
         }
     }
-    /// Move forward.
+    /// Move the clock forward by `d` (for tests of cooldowns, leases and timestamps without
+    /// sleeping); every clone of this clock sees the new time.
     pub fn advance(&self, d: Duration) {
         self.now.fetch_add(d.as_millis() as u64, Ordering::SeqCst);
     }
@@ -116,7 +118,8 @@ impl Default for TimeZone {
 }
 
 impl TimeZone {
-    /// UTC.
+    /// Coordinated Universal Time, offset 0: the default zone of the date and time the prompt
+    /// carries; use [`TimeZone::fixed`] for the agent's local time.
     pub fn utc() -> Self {
         Self {
             name: "UTC".into(),

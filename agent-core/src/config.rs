@@ -19,7 +19,11 @@ pub enum ConflictPolicy {
     Retry(u32),
 }
 
-/// Engine limits and knobs.
+/// The engine's settings for an agent: per-turn limits (auto steps, flow hops, message
+/// size, tool rounds, timeouts), token limits, reply style and length, grounding of the
+/// values the model reads, the time zone, and how concurrent saves are handled. Start from
+/// `AgentConfig::default()`, change the fields you need, and pass it to
+/// `AgentBuilder::config`.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     /// Auto steps walked per turn before stopping with `AutoStepCap`.
@@ -86,7 +90,9 @@ pub struct AgentConfig {
     pub repair_attempts: u32,
     /// Most conditions judged in one classifier call (at least 1; `build()` rejects 0).
     pub classifier_batch_size: usize,
-    /// Concurrent-save behaviour.
+    /// What a turn does when another writer saved the same session first: re-run on the
+    /// fresh session (default: up to 3 times) or fail with a typed conflict error; never
+    /// last-write-wins.
     pub conflict: ConflictPolicy,
     /// Pause before each re-run of a conflicting turn (jittered exponential; 20 ms
     /// doubling up to 500 ms by default; [`ConflictBackoff::NONE`] re-runs at once).
@@ -221,7 +227,9 @@ impl Default for AgentConfig {
     }
 }
 
-/// [`AgentConfig::reply_style`]'s default.
+/// The text of [`AgentConfig::reply_style`] unless you set another: short replies, and no
+/// claim that an action happened unless a tool did it. Reuse it when you extend the
+/// style rather than replace it.
 pub const DEFAULT_REPLY_STYLE: &str = "Keep your reply short: one or two sentences, said once. Never say an action (a booking, a refund, a change) was made unless a tool made it.";
 
 /// Default `max_tokens` of each call kind: generous for what each call writes, never
@@ -237,7 +245,7 @@ pub struct TokenLimits {
     pub tool_round: u32,
     /// Extraction, classification, routing and agreement calls.
     pub judge: u32,
-    /// History summaries.
+    /// The summary call that condenses an old part of a long history.
     pub summarize: u32,
 }
 

@@ -46,7 +46,7 @@ pub enum DataError {
 /// One value refused by its field's constraints.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldRejection {
-    /// The field.
+    /// The name of the field whose value was refused, as the data type declares it.
     pub field: String,
     /// Why, in words a user can be shown ("must be at most 12").
     pub reason: String,
@@ -136,7 +136,7 @@ pub struct FlowConfigurationError {
     pub flow: String,
     /// Step id, when the problem is in a step.
     pub step: Option<String>,
-    /// What is wrong.
+    /// What is wrong, in one sentence naming the offending id or field.
     pub problem: String,
     /// How to fix it (valid choices, the rule).
     pub help: String,
@@ -199,7 +199,9 @@ pub enum SessionIdError {
     },
 }
 
-/// A session store failure.
+/// Why a session store call failed: a version conflict (another writer saved first), a
+/// lost lease, a corrupt record, or the backend (database, network). Turns that hit it
+/// fail without saving; a conflict is re-run as the agent's `ConflictPolicy` says.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum StoreError {
     /// Compare-and-swap failed: someone saved the session since it was loaded.
@@ -224,7 +226,7 @@ pub enum StoreError {
         /// Decoder message.
         message: String,
     },
-    /// The backend failed.
+    /// The store's backend failed (a database or network error), with its message.
     #[error("session store backend error: {0}")]
     Backend(String),
     /// A save (or renewal) under a session lease that another holder took over: this
@@ -304,7 +306,7 @@ pub enum AgentError {
         /// What was wrong.
         error: DataError,
     },
-    /// The store failed.
+    /// Loading or saving the session failed; the turn's changes were not saved.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A user callback (hook, predicate, signal handler, reply function, migration

@@ -32,7 +32,9 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Queue a directive.
+    /// Queue a directive to take effect in this turn, merged with the others of its phase by
+    /// the one merge function (its source shows in the response's `directive_chain`). Use it
+    /// from callbacks that cannot return a directive themselves.
     pub fn dispatch(&self, directive: Directive) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.push(directive);
@@ -85,23 +87,25 @@ pub struct Cx<'a, D, C> {
 }
 
 impl<'a, D, C> Cx<'a, D, C> {
-    /// Session id.
+    /// The id of the session this turn runs on (what the application passed to `respond`).
     pub fn session_id(&self) -> &'a str {
         self.session_id
     }
-    /// Collected data.
+    /// The data collected so far, as stored before this point of the turn (with a
+    /// `#[data]` type, the fields not given yet are `None`).
     pub fn data(&self) -> &'a D {
         self.data
     }
-    /// Session context.
+    /// The application-owned context of the session (the user's tier, an API client, …),
+    /// which the model never writes.
     pub fn context(&self) -> &'a C {
         self.context
     }
-    /// Active flow id.
+    /// The id of the flow the conversation is in, `None` outside any flow.
     pub fn flow_id(&self) -> Option<&'a str> {
         self.flow
     }
-    /// Current step id.
+    /// The id of the step the conversation is at, `None` outside any flow.
     pub fn step_id(&self) -> Option<&'a str> {
         self.step
     }
@@ -132,7 +136,8 @@ pub type Predicate<D, C> = Arc<dyn Fn(&Cx<'_, D, C>) -> bool + Send + Sync>;
 /// A pre-LLM hook (`on_enter`, `prepare`): feeds the prompt and tools of this turn.
 #[async_trait]
 pub trait PreHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view; the returned pre-directive shapes this turn's model
+    /// call (prompt, tools, halt) and may move the conversation.
     async fn call(&self, cx: &Cx<'_, D, C>) -> PreDirective<D, C>;
 }
 
@@ -151,7 +156,8 @@ where
 /// A post-LLM hook (`finalize`, `on_complete`): returns a plain [`Directive`].
 #[async_trait]
 pub trait PostHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view; the returned directive is merged with the turn's
+    /// other post-model directives.
     async fn call(&self, cx: &Cx<'_, D, C>) -> Directive;
 }
 
@@ -170,7 +176,8 @@ where
 /// A notification hook (`on_exit`, `on_data_update`, `on_context_update`).
 #[async_trait]
 pub trait NotifyHook<D, C>: Send + Sync {
-    /// Run the hook.
+    /// Run the hook on the turn's view (it is told, and cannot steer: use `dispatch` on the
+    /// view to queue a directive).
     async fn call(&self, cx: &Cx<'_, D, C>);
 }
 

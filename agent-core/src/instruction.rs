@@ -13,11 +13,11 @@ use crate::hook::{Cx, Predicate};
 /// How binding an instruction is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strength {
-    /// A hard rule.
+    /// Rendered as `MUST`: a rule the model has to follow.
     Must,
-    /// A preference.
+    /// Rendered as `SHOULD`: a preference the model follows when it can.
     Should,
-    /// A prohibition.
+    /// Rendered as `NEVER`: something the model must not do.
     Never,
 }
 
@@ -31,7 +31,10 @@ impl Strength {
     }
 }
 
-/// One instruction.
+/// A rule for the model with a strength (must / should / never), optionally conditional:
+/// on a condition the model judges in context ([`Instruction::when`], no extra call) or
+/// on a code predicate checked each turn ([`Instruction::if_`]). Attach it to the agent,
+/// a flow or a step, where it is rendered into that scope's prompt.
 pub struct Instruction<D, C> {
     pub(crate) strength: Strength,
     pub(crate) text: String,
@@ -70,15 +73,19 @@ impl<D, C> Instruction<D, C> {
             if_: None,
         }
     }
-    /// A hard rule.
+    /// A hard rule the model must follow, rendered as `MUST: text` (for instance "answer in
+    /// the user's language"). Code-enforced guarantees belong in validators and guards; this
+    /// only tells the model.
     pub fn must(text: impl Into<String>) -> Self {
         Self::new(Strength::Must, text)
     }
-    /// A preference.
+    /// A preference the model should follow when it can, rendered as `SHOULD: text` (tone,
+    /// length, style).
     pub fn should(text: impl Into<String>) -> Self {
         Self::new(Strength::Should, text)
     }
-    /// A prohibition.
+    /// Something the model must never do, rendered as `NEVER: text` (for instance "invent
+    /// prices").
     pub fn never(text: impl Into<String>) -> Self {
         Self::new(Strength::Never, text)
     }

@@ -204,9 +204,9 @@ fn values<'k, T: Serialize>(value: &T, fields: impl Iterator<Item = &'k String>)
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct OnceEffect {
-    /// The tool's name.
+    /// The name of the once-tool that ran.
     pub tool: String,
-    /// The call's arguments.
+    /// The arguments the tool ran with, as the model gave them after validation.
     pub arguments: Value,
     /// The call's idempotency key.
     pub key: String,
@@ -234,7 +234,7 @@ pub struct OnceEffect {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct StaleOnceResult {
-    /// The session.
+    /// The id of the session whose turn reused the stale result.
     pub session_id: String,
     /// The call and its journaled result (its effect happened).
     pub effect: OnceEffect,
@@ -265,11 +265,11 @@ fn log_effect(log: &EffectLog, effect: OnceEffect) {
 /// happened is unknown. Given to the agent's `on_unknown_outcome` hook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnknownOutcome {
-    /// The session.
+    /// The id of the session whose turn found the unresolved call.
     pub session_id: String,
-    /// The tool's name.
+    /// The name of the once-tool whose outcome is unknown.
     pub tool: String,
-    /// The call's arguments.
+    /// The arguments the earlier run was called with (the same call is being made again).
     pub arguments: Value,
     /// The call's idempotency key (the one the first run saw): ask the system the
     /// tool changes whether it saw this key.
@@ -278,7 +278,9 @@ pub struct UnknownOutcome {
     pub intent_ms: u64,
 }
 
-/// The application's answer to an [`UnknownOutcome`].
+/// What the application decides about a once-tool call whose outcome is unknown: the
+/// return value of the `on_unknown_outcome` hook given an [`UnknownOutcome`]. Check the
+/// system the tool changes (by the call's key) before choosing to run it again.
 #[derive(Debug, Clone, PartialEq)]
 #[expect(
     clippy::large_enum_variant,

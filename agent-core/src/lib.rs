@@ -36,6 +36,8 @@
 //! # }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod agent;
 pub mod approval;
 pub mod backoff;

@@ -14,7 +14,10 @@ use serde_json::Value;
 
 use thiserror::Error;
 
-/// A model call that failed.
+/// Why a model call failed: an HTTP error status, a network failure, a timeout, an answer
+/// that could not be read or was empty, … Providers return it; the resilience layer of
+/// `agent-providers` decides from it whether to retry, and a turn that ends with it fails
+/// with `AgentError::Provider`, leaving the session as it was.
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum ProviderError {
     /// The API answered with an error status.
@@ -77,9 +80,9 @@ pub enum CallKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
-    /// The end user.
+    /// The person talking to the agent.
     User,
-    /// The agent.
+    /// The model, speaking as the agent (its replies and tool-call requests).
     Assistant,
     /// A tool result (answers an assistant tool call).
     Tool,
@@ -92,7 +95,7 @@ pub enum Role {
 pub struct Text(Arc<str>);
 
 impl Text {
-    /// The text.
+    /// Borrow the text as a `&str` (the shared allocation is not copied).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -154,7 +157,8 @@ impl PartialEq<String> for Text {
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    /// Author.
+    /// Who wrote the message: the user, the assistant (the model) or a tool's result. A
+    /// provider maps it to its vendor's role names.
     pub role: Role,
     /// Text content (for tool messages: the tool's output).
     pub content: Text,
@@ -167,7 +171,8 @@ pub struct Message {
 }
 
 impl Message {
-    /// A user message.
+    /// A message the user wrote, for building histories by hand (tests, imports of an earlier
+    /// conversation).
     pub fn user(content: impl Into<Text>) -> Self {
         Self {
             role: Role::User,
@@ -176,7 +181,7 @@ impl Message {
             tool_call_id: None,
         }
     }
-    /// An assistant message.
+    /// A message the model wrote, without tool calls, for building histories by hand.
     pub fn assistant(content: impl Into<Text>) -> Self {
         Self {
             role: Role::Assistant,
@@ -201,7 +206,8 @@ impl Message {
 pub struct ToolCall {
     /// Provider-assigned id (echoed in the tool result).
     pub id: String,
-    /// Tool name.
+    /// The name of the tool to call, as registered on the agent (matched against
+    /// [`ToolSpec::name`]).
     pub name: String,
     /// Arguments as JSON (providers parse the wire string; unparsable text arrives as a
     /// JSON string so the tool's validation can report it).
@@ -211,7 +217,8 @@ pub struct ToolCall {
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
-    /// Tool name.
+    /// The name the model calls the tool by: unique per agent, what [`ToolCall::name`]
+    /// refers to.
     pub name: String,
     /// What it does (from the tool's doc comment or builder).
     pub description: String,
@@ -228,12 +235,16 @@ pub struct OutputSchema {
     pub schema: Arc<Value>,
 }
 
-/// One model call.
+/// Everything a provider needs for one call to the model: why the engine calls, the system
+/// prompt, the history, the tools the model may call and the output schema, with the
+/// sampling limits. Providers translate it to their vendor's wire format; tests read it
+/// through the scripted provider's recorded requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     /// Why the engine calls.
     pub kind: CallKind,
-    /// The system prompt.
+    /// The system prompt: the agent's static sections first (persona, instructions, flow and
+    /// step prompts), so vendor prompt caches can reuse them across calls.
     pub system: String,
     /// Conversation so far, oldest first, ending with the latest user or tool message.
     pub messages: Vec<Message>,
@@ -299,7 +310,7 @@ pub const STATE_MARKER: &str = "[Agent notes for this reply, not from the user]"
 pub struct Usage {
     /// Prompt tokens, cached ones included.
     pub input_tokens: u64,
-    /// Generated tokens.
+    /// Tokens the model generated (what output pricing counts).
     pub output_tokens: u64,
     /// The part of `input_tokens` the provider read from its prompt cache (OpenAI and
     /// llama.cpp `prompt_tokens_details.cached_tokens`, Anthropic
@@ -318,11 +329,12 @@ impl Usage {
     }
 }
 
-/// Why generation stopped.
+/// Why the model stopped generating; the engine treats [`FinishReason::Length`] on a
+/// structured call as a recoverable error rather than data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
-    /// Natural end.
+    /// The model finished its answer on its own.
     #[default]
     Stop,
     /// The model asked for tools.
@@ -333,7 +345,9 @@ pub enum FinishReason {
     ContentFilter,
 }
 
-/// The answer to one call.
+/// What the model answered in one call: its text (JSON when the request carried an output
+/// schema), the tools it asked to call, the token usage and why it stopped. Providers build
+/// it from their vendor's reply; the engine reads it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelResponse {
     /// Text content (JSON when the request carried an output schema).
@@ -341,10 +355,11 @@ pub struct ModelResponse {
     /// Tool calls, if the model asked for any.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
-    /// Token usage.
+    /// Tokens this call read and generated, summed into the turn's usage.
     #[serde(default)]
     pub usage: Usage,
-    /// Why generation stopped.
+    /// Why the model stopped: a natural end, tool calls, the token limit or the vendor's
+    /// filter.
     #[serde(default)]
     pub finish: FinishReason,
     /// The provider's id of this answer (OpenAI `chatcmpl-…`, Anthropic `msg_…`,
@@ -353,10 +368,11 @@ pub struct ModelResponse {
     pub id: Option<String>,
 }
 
-/// A piece of a streamed answer.
+/// One piece of a streamed answer: text as it arrives, then the complete answer. What
+/// `Provider::generate_stream` yields, so replies can be shown before the call ends.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamChunk {
-    /// More text content.
+    /// The next piece of the answer's text, to show as it arrives.
     Text(String),
     /// The complete answer; always the last chunk of a successful stream.
     Done(ModelResponse),

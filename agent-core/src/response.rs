@@ -78,26 +78,27 @@ pub enum StoppedReason {
 /// A step, qualified by its flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepRef {
-    /// Flow id.
+    /// The id of the flow the step belongs to.
     pub flow: String,
-    /// Step id.
+    /// The step's id within that flow.
     pub step: String,
 }
 
 /// One emission on a directive bus, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainEntry {
-    /// Who emitted it.
+    /// Who emitted the directive (a hook, a tool, a branch, a signal, a pending
+    /// directive, …).
     pub source: DirectiveSource,
     /// What it said (the base directive; pre-LLM extras are summarised below).
     pub directive: Directive,
     /// Sentences it appended to the prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub append_prompt: Vec<String>,
-    /// Tools it injected.
+    /// The ids of the tools it added to this turn's model call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inject_tools: Vec<String>,
-    /// Whether it halted.
+    /// Whether it stopped the turn before the model call.
     #[serde(default)]
     pub halt: bool,
 }
@@ -105,7 +106,7 @@ pub struct ChainEntry {
 /// One tool call of the turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
-    /// Tool name.
+    /// The name of the tool the model called.
     pub name: String,
     /// Arguments the model sent.
     pub arguments: Value,
@@ -118,7 +119,7 @@ pub struct ToolCallRecord {
 /// A value the model wrote that was not stored, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DroppedValue {
-    /// The field.
+    /// The name of the data field the value was meant for.
     pub field: String,
     /// The value the model wrote.
     pub value: Value,
@@ -133,7 +134,7 @@ pub struct DroppedValue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TentativeValue {
-    /// The field.
+    /// The name of the data field the value is for.
     pub field: String,
     /// The value the model read.
     pub value: Value,
@@ -153,18 +154,23 @@ pub struct TentativeValue {
 pub struct Transition {
     /// Flow left (None when entering from no flow).
     pub from: Option<String>,
-    /// Flow entered.
+    /// The id of the flow entered.
     pub to: String,
 }
 
-/// The result of one turn.
+/// What one turn did: the reply to show, why the turn stopped, where the conversation is
+/// now (flow and step), the data collected so far, and the record of what happened (steps
+/// run, tool calls, directives, dropped values, model calls and tokens). Returned by
+/// `Agent::respond`; tests assert on it rather than on the reply's wording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentResponse<D> {
-    /// Session id.
+    /// The id of the session the turn ran on.
     pub session_id: String,
-    /// The assistant message.
+    /// The reply to show the user, whoever wrote it (code, a step's template or the
+    /// model).
     pub message: String,
-    /// Why the turn ended.
+    /// Why the turn ended (waiting for the user, a flow completed, a verbatim reply, halted,
+    /// aborted, a cap reached, …): branch on this, not on the reply's text.
     pub stopped: StoppedReason,
     /// Steps entered this turn, in order (including satisfied and auto steps); one
     /// `StepEntered` event each. The step that was waiting for this message is not
@@ -180,28 +186,28 @@ pub struct AgentResponse<D> {
     /// stored are in `ungrounded`, `rejected_data` and `dropped_fields`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<crate::command::Command>,
-    /// Collected data after the turn.
+    /// The session's data after the turn, as validated and stored.
     pub data: D,
-    /// Active flow after the turn.
+    /// The id of the flow the conversation is in after the turn, `None` outside any flow.
     pub flow: Option<String>,
-    /// Current step after the turn.
+    /// The id of the step that waits for the user's next message, `None` outside any flow.
     pub step: Option<String>,
-    /// Signals that fired.
+    /// The names of the signals that fired this turn, in the order they ran.
     pub signals: Vec<String>,
-    /// Tool calls made.
+    /// Every tool call the turn made, in order, with its arguments and result.
     pub tool_calls: Vec<ToolCallRecord>,
     /// Tool calls of this session that wait for a person's decision
     /// ([`crate::approval`]), also when this turn was answered while they wait.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub awaiting_approval: Vec<crate::approval::PendingCall>,
-    /// Flow hops inside the turn.
+    /// The flow hops inside the turn, in order (empty when the turn stayed in one flow).
     pub transitions: Vec<Transition>,
-    /// Model calls made.
+    /// How many model calls the turn made (the measure of its cost and latency).
     pub model_calls: u32,
     /// The profile of the model that answered the turn's calls ([`crate::policy`]).
     #[serde(default)]
     pub profile: crate::policy::ModelProfile,
-    /// Token usage of those calls.
+    /// Tokens read and generated by the turn's model calls, summed.
     pub usage: Usage,
     /// Fields the model wrote that the active flow does not collect (not written).
     pub dropped_fields: Vec<String>,
@@ -255,7 +261,7 @@ pub enum Event<D> {
         /// Arguments.
         arguments: Value,
     },
-    /// A tool finished.
+    /// A tool call finished, with its result and whether it succeeded.
     ToolResult(ToolCallRecord),
     /// A tool call waits for a person's decision; the turn ends after it.
     ApprovalRequested(crate::approval::PendingCall),
@@ -264,7 +270,7 @@ pub enum Event<D> {
     /// A value the model wrote was not stored (unsupported by what the user said, or
     /// refused by the field's constraints).
     DataDropped(DroppedValue),
-    /// The turn finished.
+    /// The turn finished: the full response, always the last event of a successful turn.
     Done(Box<AgentResponse<D>>),
     /// The turn failed (the session is unchanged).
     Error(AgentError),
@@ -294,7 +300,7 @@ impl Source {
 /// What the response hook is told about a turn.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ResponseMeta {
-    /// The path.
+    /// Which path produced the reply: the declarative engine or a code flow.
     pub source: Source,
     /// The flow that produced the reply (code or declarative), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,7 +23,7 @@ pub enum Phase {
     Pre,
     /// After the model call; positions arm the next turn's pending directive.
     Post,
-    /// Both.
+    /// Before and after the model call: the signal is checked in both phases.
     Both,
 }
 
@@ -47,7 +47,8 @@ pub enum Frequency {
     Cooldown(Duration),
 }
 
-/// Persisted trigger bookkeeping of one signal.
+/// When a signal last fired and how often, kept in the session so `once` and `cooldown`
+/// hold across turns and restarts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignalState {
     /// How many times it fired.
@@ -56,7 +57,8 @@ pub struct SignalState {
     pub last_fired_ms: u64,
 }
 
-/// What a signal handler sees.
+/// What a signal handler sees: the turn's view (data, context, flow, step, message) and
+/// the value the classifier extracted for the signal, if it asked for one.
 pub struct SignalCx<'a, D, C> {
     pub(crate) cx: &'a Cx<'a, D, C>,
     pub(crate) extracted: Option<&'a Value>,
@@ -88,7 +90,10 @@ impl<'a, D, C> SignalCx<'a, D, C> {
     }
 }
 
-/// A signal handler.
+/// What a signal does when it fires: returns the directive (reply, halt, go to a flow,
+/// data writes, prompt additions) for this turn. Closures of the same shape implement it,
+/// so most signals pass a closure to [`Signal::handle`]; implement the trait for a
+/// handler that keeps state or awaits something.
 #[async_trait]
 pub trait SignalHandler<D, C>: Send + Sync {
     /// Run the handler for a matched signal.
@@ -107,7 +112,11 @@ where
     }
 }
 
-/// A signal definition.
+/// A cross-cutting detector checked every turn whatever flow or step is active ("the user
+/// wants a human", "the user is angry"): a code condition ([`Signal::if_`]) and/or a
+/// condition the model judges ([`Signal::when`]), a phase, a frequency, and a handler
+/// whose directive takes effect. Register it with `AgentBuilder::signal`; use a signal
+/// rather than a branch when the condition applies across flows.
 pub struct Signal<D, C> {
     pub(crate) id: String,
     pub(crate) phase: Phase,
@@ -145,12 +154,16 @@ impl<D: Sync + 'static, C: Sync + 'static> Signal<D, C> {
             handler: None,
         }
     }
-    /// Set the phase.
+    /// Run before the model call ([`Phase::Pre`], the default: the signal can redirect, halt
+    /// or add to this turn's prompt), after it ([`Phase::Post`]: its position arms the next
+    /// turn), or both.
     pub fn phase(mut self, phase: Phase) -> Self {
         self.phase = phase;
         self
     }
-    /// A model-judged condition.
+    /// Fire when the model judges `condition` true of the user's message. The condition is
+    /// judged in the turn's one classifier call together with the other due conditions; with
+    /// an [`if_`](Self::if_) as well, it is judged only when the code condition holds.
     pub fn when(mut self, condition: impl Into<String>) -> Self {
         self.when = Some(condition.into());
         self
@@ -190,7 +203,8 @@ impl<D: Sync + 'static, C: Sync + 'static> Signal<D, C> {
         self.priority = p;
         self
     }
-    /// The handler.
+    /// What to do when the signal fires: a closure `|cx| SignalDirective::..` or any
+    /// [`SignalHandler`]. Required: `build()` rejects a signal without one.
     pub fn handle(mut self, h: impl SignalHandler<D, C> + 'static) -> Self {
         self.handler = Some(Arc::new(h));
         self
@@ -213,7 +227,7 @@ pub type ReplyFn<D, C> = Arc<dyn Fn(&SignalCx<'_, D, C>) -> String + Send + Sync
 
 /// A late-binding reply for signals: text, or a function of the signal's view.
 pub enum ReplyWith<D, C> {
-    /// Fixed text.
+    /// The same text every time.
     Text(String),
     /// Computed when the signal fires.
     Fn(ReplyFn<D, C>),

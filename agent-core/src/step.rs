@@ -8,7 +8,8 @@ use crate::hook::{Cx, PostHook, PreHook, Predicate};
 use crate::instruction::Instruction;
 use crate::tool::Tool;
 
-/// The shape of a step.
+/// What kind of step this is: the model talks (`Model`), code decides alone (`Auto`), or a
+/// fixed message is sent (`Reply`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepKind {
     /// Rendered by the model: asks, collects, may call tools.
@@ -95,15 +96,20 @@ impl<D, C> Step<D, C> {
         }
     }
 
-    /// A model step.
+    /// A step in which the model talks to the user: it reads the user's message, extracts the
+    /// step's `collect` fields and writes the reply (or code writes it, with `ask` or a
+    /// template). The usual step; use [`Step::auto`] for one that only decides in code.
     pub fn model(id: impl Into<String>) -> Self {
         Self::new(id, StepKind::Model)
     }
-    /// An auto step (no model call).
+    /// A step without a model call: its hooks run and its code branches pick the next step,
+    /// at no token cost. Use it for decisions code can make from the data (routing a large
+    /// group, checking a limit).
     pub fn auto(id: impl Into<String>) -> Self {
         Self::new(id, StepKind::Auto)
     }
-    /// A verbatim reply step.
+    /// A step that sends `text` verbatim (placeholders such as `{city}` are filled from the
+    /// data) without a model call.
     pub fn reply(id: impl Into<String>, text: impl Into<String>) -> Self {
         Self::new(id, StepKind::Reply(text.into()))
     }
@@ -160,7 +166,7 @@ impl<D, C> Step<D, C> {
         self.when = Some(condition.into());
         self
     }
-    /// Offer a tool at this step.
+    /// Offer a tool at this step only: the model can call it in this step's turns.
     pub fn tool(mut self, tool: impl crate::tool::IntoTool<D, C>) -> Self {
         self.tools.push(tool.into_tool());
         self
@@ -260,25 +266,28 @@ impl<D, C> Step<D, C> {
         self.interrupted = Some(i);
         self
     }
-    /// Terminal: no linear successor.
+    /// Make the step terminal: the flow has no linear successor after it, and completes once it
+    /// has run and the flow's required fields are present.
     pub fn end(mut self) -> Self {
         self.end = true;
         self
     }
 
-    /// Step id.
+    /// The step's id, unique within its flow: what branches and `go_to_step` name.
     pub fn id(&self) -> &str {
         &self.id
     }
-    /// Shape.
+    /// Whether the step calls the model, runs code only (auto) or sends a verbatim reply.
     pub fn kind(&self) -> &StepKind {
         &self.kind
     }
-    /// Collected fields.
+    /// The data fields this step asks the user for; the step is skipped when they are all
+    /// filled already.
     pub fn collected_fields(&self) -> &[Arc<str>] {
         &self.collect
     }
-    /// Branch table.
+    /// The step's branch entries in evaluation order (empty when the step has none and its
+    /// successor is the next declared step).
     pub fn branch_table(&self) -> &[Branch<D, C>] {
         self.branches.as_deref().unwrap_or(&[])
     }

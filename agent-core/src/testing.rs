@@ -58,7 +58,8 @@ impl std::fmt::Debug for Answer {
 }
 
 impl Answer {
-    /// A reply message.
+    /// The model replies with `text` and writes no data: the answer to a respond or tool-round
+    /// call. Chain [`with_data`](Self::with_data) to have it extract values as well.
     pub fn message(text: impl Into<String>) -> Self {
         Self {
             kind: AnswerKind::Reply {
@@ -129,7 +130,8 @@ impl Answer {
             },
         }
     }
-    /// A routing answer.
+    /// The model routes the conversation into the flow `flow` (answer to a route call, or the
+    /// routing part of a classify call).
     pub fn route(flow: impl Into<String>) -> Self {
         Self {
             kind: AnswerKind::Verdicts {
@@ -179,7 +181,9 @@ impl Answer {
             kind: AnswerKind::Raw(content.into(), FinishReason::Length),
         }
     }
-    /// A tool call.
+    /// The model asks to call the tool `name` with `arguments` (a JSON object); chain
+    /// [`and_tool`](Self::and_tool) for parallel calls. The tool's own code runs; the engine
+    /// then makes the tool-round call, whose answer comes from the next scripted reply.
     pub fn tool(name: impl Into<String>, arguments: Value) -> Self {
         Self {
             kind: AnswerKind::Tools(Vec::new()),
@@ -198,7 +202,8 @@ impl Answer {
         }
         self
     }
-    /// A provider failure.
+    /// The model call fails with `e` (a network error, a rate limit, a refusal): for testing
+    /// how a turn fails, that the session is left unchanged, and retries.
     pub fn error(e: ProviderError) -> Self {
         Self {
             kind: AnswerKind::Error(e),
@@ -457,11 +462,12 @@ impl ScriptedProvider {
         self.lock().defaults.insert(kind, answer);
         self
     }
-    /// Queue a respond answer.
+    /// Queue the answer to the next respond call (the structured call of a flow step: the
+    /// reply, the data read and the claimed step).
     pub fn respond(&self, a: Answer) -> &Self {
         self.push(CallKind::Respond, a)
     }
-    /// Queue a tool-round answer.
+    /// Queue the answer to the next tool-round call (the call after tool results).
     pub fn tool_round(&self, a: Answer) -> &Self {
         self.push(CallKind::ToolRound, a)
     }
@@ -516,7 +522,8 @@ impl ScriptedProvider {
             .filter(|r| r.kind == kind)
             .count()
     }
-    /// The last request.
+    /// A copy of the most recent request the engine sent, `None` before the first call: for
+    /// asserting on the prompt, tools or schema of the call just made.
     pub fn last_request(&self) -> Option<ModelRequest> {
         self.lock().requests.last().cloned()
     }

@@ -37,6 +37,8 @@
 //! # let _ = provider; Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod anthropic;
 pub mod compatible;
 pub mod gemini;
@@ -61,7 +63,8 @@ pub use timeouts::{
     DEFAULT_STREAM_IDLE_TIMEOUT,
 };
 
-/// A provider could not be configured.
+/// Why a provider could not be built: a missing API key variable, an invalid base URL, a
+/// bad setting. Returned by the constructors (`from_env`, `base_url`), before any call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A required environment variable is not set.

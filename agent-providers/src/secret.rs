@@ -15,7 +15,7 @@ use reqwest::header::HeaderMap;
 pub struct ApiKey(Arc<str>);
 
 impl ApiKey {
-    /// Wrap a key.
+    /// Wrap a key so that `Debug` and error texts never show it.
     pub fn new(key: impl Into<String>) -> Self {
         Self(Arc::from(key.into()))
     }

@@ -3,6 +3,12 @@
 //!
 //! `cargo run -p examples --example concierge`
 //!
+//! In a terminal it is a conversation you type (`examples::repl`, the runner for any
+//! agent): `/state` shows the session's flow, step and data, `/reset` starts a new
+//! session, `/quit` or Ctrl-D ends it. With stdin piped, or with `--demo`
+//! (`cargo run -p examples --example concierge -- --demo`), it sends four fixed messages
+//! (a booking in Lisbon) to the agent instead and prints every turn.
+//!
 //! The model comes from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
 //! `GEMINI_API_KEY`, or `AGENT_BASE_URL` for any OpenAI-compatible server). With none
 //! set it is a real local model, Qwen2.5-Coder 1.5B Instruct on llama.cpp, installed
@@ -10,17 +16,20 @@
 //! `LOCAL_MODEL=gemma-3-270m` for the much weaker 270M model). A small model's answers
 //! are often odd, and the engine keeps it in check (fields it may not write are
 //! dropped, malformed answers fail the turn with a typed error and leave the session
-//! unchanged). `cargo run --release -p examples --example eval` measures how well. The flow, the steps and the directives are the same on any
-//! model; `tests/concierge.rs` runs this file on a scripted model.
+//! unchanged). `cargo run --release -p examples --example eval` measures how well. The
+//! flow, the steps and the directives are the same on any model;
+//! `tests/examples/concierge.rs` runs this file on a scripted model, and drives the typed
+//! conversation through in-memory input and output.
 
 use std::error::Error;
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use agent_core::clock::{Clock, SystemClock, TimeZone};
-use agent_core::provider::Provider;
+use agent_core::provider::{CallKind, Provider};
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::typed::prelude::*;
+use examples::repl::ReplOutcome;
 use examples::show::{self, Transcript};
 use serde_json::json;
 
@@ -245,16 +254,101 @@ pub async fn run(
     Ok(transcript)
 }
 
+/// The scripted model for the typed conversation: [`scripted`]'s answers, then a
+/// hint that a real model is needed once they have run out.
+pub fn scripted_chat() -> ScriptedProvider {
+    let model = scripted();
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("(the scripted model has no more answers: set OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or AGENT_BASE_URL for a real one)"),
+    );
+    model
+}
+
+/// The conversation the user types: lines from `input`, replies and the turns'
+/// details on `out` (the terminal in `main`). The agent's `/flow` commands are on.
+pub async fn talk(
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ReplOutcome<Booking>, Box<dyn Error>> {
+    let config = AgentConfig {
+        flow_commands: true,
+        ..config
+    };
+    let agent = agent(provider, config)?;
+    Ok(examples::repl::run_with(&agent, "terminal", input, out).await?)
+}
+
+/// How the example runs, from its arguments (without the program's name) and whether
+/// stdin is a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The conversation the user types ([`talk`]).
+    Talk,
+    /// The four fixed messages of [`MESSAGES`] ([`run`]): `--demo`, or stdin is not a
+    /// terminal.
+    Demo,
+}
+
+/// Choose the mode: `--demo` or a piped stdin plays the demo; any other argument is an
+/// error naming the one that is understood.
+pub fn mode(args: &[String], stdin_is_terminal: bool) -> Result<Mode, String> {
+    let mut demo = !stdin_is_terminal;
+    for arg in args {
+        match arg.as_str() {
+            "--demo" => demo = true,
+            other => {
+                return Err(format!(
+                    "unknown argument `{other}`; the concierge takes only --demo (play the scripted conversation)"
+                ));
+            }
+        }
+    }
+    Ok(if demo { Mode::Demo } else { Mode::Talk })
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::process::ExitCode {
     examples::init_logging();
-    examples::exit::report(demo().await)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match mode(&args, std::io::stdin().is_terminal()) {
+        Ok(Mode::Demo) => examples::exit::report(demo().await),
+        Ok(Mode::Talk) => examples::exit::report(chat().await),
+        Err(e) => examples::exit::report::<()>(Err(e.into())),
+    }
 }
 
-/// The conversation on the model the environment chooses.
+/// The scripted conversation on the model the environment chooses.
 async fn demo() -> Result<Transcript<Booking>, Box<dyn Error>> {
     // A vendor from the environment, else the local model (see the module docs).
     let model = examples::model::real_or_local(scripted)?;
+    let local = introduce(&model);
+    let mut out = std::io::stdout();
+    let transcript = run(model.provider(), model.config(), &mut out).await?;
+    farewell(local);
+    Ok(transcript)
+}
+
+/// The typed conversation on the model the environment chooses.
+async fn chat() -> Result<ReplOutcome<Booking>, Box<dyn Error>> {
+    let model = examples::model::real_or_local(scripted_chat)?;
+    let local = introduce(&model);
+    let stdin = std::io::stdin();
+    let outcome = talk(
+        model.provider(),
+        model.config(),
+        &mut stdin.lock(),
+        &mut std::io::stdout(),
+    )
+    .await?;
+    farewell(local);
+    Ok(outcome)
+}
+
+/// Say which model runs; whether it is the local one.
+fn introduce(model: &examples::model::Model) -> bool {
     println!("{}", model.description());
     let local = model.is_local();
     if local {
@@ -263,10 +357,11 @@ async fn demo() -> Result<Transcript<Booking>, Box<dyn Error>> {
         );
     }
     println!();
-    let mut out = std::io::stdout();
-    let transcript = run(model.provider(), model.config(), &mut out).await?;
+    local
+}
+
+fn farewell(local: bool) {
     if local {
         println!("(the local model keeps running; stop it with `bash scripts/local-llm.sh stop`)");
     }
-    Ok(transcript)
 }

@@ -3,7 +3,7 @@
 //! - [`model`]: which model an example talks to, from the environment (a vendor key,
 //!   an OpenAI-compatible base URL, the local model, or the example's scripted model).
 //! - [`show`]: printing what a turn did (reply, step, data, model calls, directives).
-//! - [`repl`]: an interactive terminal for any agent.
+//! - [`repl`]: the interactive terminal for any agent (the concierge's conversation).
 //! - [`exit`]: how an example ends: exit status 1 and the reason in words when it could
 //!   not start, the model could not be reached, or every turn failed.
 //! - [`init_logging`]: the engine's `tracing` events on stderr when `AGENT_LOG` is set

@@ -1,4 +1,6 @@
-//! An interactive terminal for any agent: type a message, watch the reply stream in.
+//! The interactive terminal for any agent: type a message, watch the reply stream in.
+//! The main example (`cargo run -p examples --example concierge`) runs its agent here
+//! when stdin is a terminal.
 //!
 //! ```no_run
 //! # async fn demo<D: agent_core::data::AgentData, C: agent_core::data::AgentContext>(
@@ -7,9 +9,12 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Commands: `/state` (flow, step, collected data), `/reset` (forget the session),
-//! `/help`, `/quit` (or end of input). `/flow ...` lines go to the agent, which reads
-//! them as commands when its `AgentConfig::flow_commands` is on.
+//! Commands: `/state` (flow, step, collected data), `/reset` (a new session: the next
+//! message starts over), `/help`, `/quit`; end of input (Ctrl-D) quits too, and empty
+//! lines are ignored. A message the agent refuses (over `AgentConfig::max_message_bytes`,
+//! for instance) prints the error's text and the conversation goes on; input that is not
+//! UTF-8 is read with replacement characters. `/flow ...` lines go to the agent, which
+//! reads them as commands when its `AgentConfig::flow_commands` is on.
 
 use std::io::{self, BufRead, Write};
 
@@ -26,15 +31,18 @@ pub struct ReplOutcome<D> {
     pub responses: Vec<AgentResponse<D>>,
     /// Errors of the turns that failed, as printed.
     pub errors: Vec<String>,
-    /// How many times the session was reset.
+    /// How many times the user started a new session (`/reset`).
     pub resets: usize,
+    /// The session the last turn went to: the id given to [`run_with`], then
+    /// `ID-2`, `ID-3`, … after each `/reset`.
+    pub session: String,
     /// Whether the user typed `/quit` (rather than ending the input).
     pub quit: bool,
     /// How the turns went, for the exit status.
     pub tally: Tally,
 }
 
-const HELP: &str = "commands: /state (flow, step, data)  /reset (start over)  /help  /quit  /flow <id|stop|status> (agents with flow commands on)";
+const HELP: &str = "commands: /state (flow, step, data)  /reset (new session)  /help  /quit (or Ctrl-D)  /flow <id|stop|status> (agents with flow commands on)";
 
 /// Run the REPL on the terminal (stdin, stdout).
 pub async fn run<D: AgentData, C: AgentContext>(
@@ -47,7 +55,8 @@ pub async fn run<D: AgentData, C: AgentContext>(
     run_with(agent, session_id, &mut input, &mut out).await
 }
 
-/// Run the REPL reading lines from `input` and writing to `out`.
+/// Run the REPL reading lines from `input` and writing to `out`: what [`run`] does on
+/// the terminal, for tests and for front ends of your own.
 pub async fn run_with<D: AgentData, C: AgentContext>(
     agent: &Agent<D, C>,
     session_id: &str,
@@ -58,20 +67,24 @@ pub async fn run_with<D: AgentData, C: AgentContext>(
         responses: Vec::new(),
         errors: Vec::new(),
         resets: 0,
+        session: session_id.to_owned(),
         quit: false,
         tally: Tally::default(),
     };
     writeln!(out, "{} is listening. {HELP}", agent.name())?;
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
         write!(out, "> ")?;
         out.flush()?;
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes)? == 0 {
+            // End of input (Ctrl-D): the prompt line ends before the goodbye.
             writeln!(out)?;
             break;
         }
+        let line = String::from_utf8_lossy(&bytes);
         let message = line.trim();
+        let session = outcome.session.clone();
         match message {
             "" => continue,
             "/quit" | "/exit" => {
@@ -79,20 +92,24 @@ pub async fn run_with<D: AgentData, C: AgentContext>(
                 break;
             }
             "/help" => writeln!(out, "{HELP}")?,
-            "/state" => state(agent, session_id, out).await?,
+            "/state" => state(agent, &session, out).await?,
             "/reset" => {
-                match agent.delete_session(session_id).await {
-                    Ok(_) => writeln!(out, "(session forgotten: the next message starts over)")?,
-                    Err(e) => writeln!(out, "error: {e}")?,
-                }
+                // A new session id rather than deleting the old one: nothing can fail,
+                // and a durable store keeps the earlier conversation.
                 outcome.resets += 1;
+                outcome.session = format!("{session_id}-{}", outcome.resets + 1);
+                writeln!(
+                    out,
+                    "(new session {}: the next message starts over)",
+                    outcome.session
+                )?;
             }
             // The agent's own `/flow` commands (`AgentConfig::flow_commands`).
             m if m == "/flow" || m.starts_with("/flow ") => {
-                turn(agent, session_id, m, out, &mut outcome).await?
+                turn(agent, &session, m, out, &mut outcome).await?
             }
             m if m.starts_with('/') => writeln!(out, "unknown command {m}; {HELP}")?,
-            m => turn(agent, session_id, m, out, &mut outcome).await?,
+            m => turn(agent, &session, m, out, &mut outcome).await?,
         }
     }
     writeln!(out, "bye")?;

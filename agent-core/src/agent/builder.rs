@@ -94,32 +94,38 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.name = n.into();
         self
     }
-    /// Who the agent is.
+    /// Who the agent is, in a sentence ("A friendly hotel concierge. Short answers."): the
+    /// first section of every prompt.
     pub fn persona(mut self, p: impl Into<String>) -> Self {
         self.persona = Some(p.into());
         self
     }
-    /// What the agent is for.
+    /// What the agent is for, in a sentence, stated in the prompt so the model can tell an
+    /// on-topic request from an off-topic one.
     pub fn goal(mut self, g: impl Into<String>) -> Self {
         self.goal = Some(g.into());
         self
     }
-    /// An agent-wide instruction.
+    /// Add an instruction that applies to every flow and step of the agent (use
+    /// `FlowBuilder::instruction` or `Step::instruction` for a narrower scope).
     pub fn instruction(mut self, i: Instruction<D, C>) -> Self {
         self.instructions.push(i);
         self
     }
-    /// A glossary term.
+    /// Add a term and its definition to the glossary the prompt carries, so the model reads
+    /// domain words the way the business means them.
     pub fn term(mut self, term: impl Into<String>, definition: impl Into<String>) -> Self {
         self.glossary.push((term.into(), definition.into()));
         self
     }
-    /// A knowledge-base entry.
+    /// Add a fact to the knowledge section the prompt carries (opening hours, policies), for
+    /// the model to answer side questions from.
     pub fn knowledge(mut self, text: impl Into<String>) -> Self {
         self.knowledge.push(text.into());
         self
     }
-    /// Register a flow.
+    /// Add a flow to the agent (from `Flow::builder(..).build()` or a `#[flow]`); `build()`
+    /// checks that every flow a branch or directive names is registered.
     pub fn flow(mut self, f: impl IntoFlow<D, C>) -> Self {
         // A flow that failed its own checks is reported by `build()`, with the rest.
         match f.into_flow() {
@@ -149,7 +155,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.on_response = Some(Arc::new(f));
         self
     }
-    /// Offer a tool everywhere.
+    /// Offer a tool in every flow and step (and outside flows); offer it on a flow or a step
+    /// instead to keep it out of the other turns' model calls.
     pub fn tool(mut self, t: impl IntoTool<D, C>) -> Self {
         self.tools.push(t.into_tool());
         self
@@ -207,7 +214,7 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.on_stale_once_result = Some(Arc::new(f));
         self
     }
-    /// Register a signal.
+    /// Add a signal, checked every turn whatever flow is active; ids must be unique.
     pub fn signal(mut self, s: Signal<D, C>) -> Self {
         self.signals.push(s);
         self
@@ -226,22 +233,26 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.migrate = Some(Arc::new(f));
         self
     }
-    /// The model.
+    /// The model the agent calls (a provider from `agent-providers`, or the scripted provider
+    /// in tests). Required: `build()` fails without one.
     pub fn provider(mut self, p: impl Provider + 'static) -> Self {
         self.provider = Some(Arc::new(p));
         self
     }
-    /// The model, shared.
+    /// [`Self::provider`] for a provider already behind an `Arc`, to share one client (and
+    /// its connection pool) between agents.
     pub fn provider_arc(mut self, p: Arc<dyn Provider>) -> Self {
         self.provider = Some(p);
         self
     }
-    /// Where sessions live (default: in memory).
+    /// Keep sessions in `s` (default: in memory, lost when the process ends): a SQLite file,
+    /// PostgreSQL or Redis for sessions that survive restarts or are shared by processes.
     pub fn store(mut self, s: impl SessionStore + 'static) -> Self {
         self.store = Some(Arc::new(s));
         self
     }
-    /// Where sessions live, shared.
+    /// [`Self::store`] for a store already behind an `Arc`, to share one store between
+    /// agents.
     pub fn store_arc(mut self, s: Arc<dyn SessionStore>) -> Self {
         self.store = Some(s);
         self
@@ -251,7 +262,8 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self.context = Some(c);
         self
     }
-    /// Engine limits.
+    /// Replace the engine's settings (limits, timeouts, reply style, conflict policy); start
+    /// from `AgentConfig::default()` and change the fields you need.
     pub fn config(mut self, c: AgentConfig) -> Self {
         self.config = c;
         self
@@ -375,7 +387,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         }
     }
 
-    /// The clock (default: system time).
+    /// The clock the agent reads (default: the system clock): the date and time in the
+    /// prompt, signal cooldowns, session timestamps. Inject a fixed or manual clock in tests
+    /// and evals.
     pub fn clock(mut self, c: impl Clock + 'static) -> Self {
         self.clock = Some(Arc::new(c));
         self
@@ -391,7 +405,9 @@ impl<D: AgentData, C: AgentContext> AgentBuilder<D, C> {
         self
     }
 
-    /// Validate the registry and build.
+    /// Check the whole definition and build the agent: every flow, step, branch, tool and
+    /// directive target must exist and be consistent. All problems are reported at once in
+    /// [`ConfigErrors`], each with how to fix it.
     pub fn build(self) -> Result<Agent<D, C>, ConfigErrors> {
         if !self.approvals_resolved {
             self.warn_unresolved_approvals();

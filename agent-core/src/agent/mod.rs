@@ -30,7 +30,8 @@ pub use crate::pipeline::{FlowVersionChange, Migration};
 pub use builder::AgentBuilder;
 pub use handoff::HumanHandoff;
 
-/// Options of one turn.
+/// Settings of one turn, for [`Agent::respond_with`] and the other `_with` methods; the
+/// default is a plain turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TurnOptions {
     /// The inbound event's id (a webhook delivery id, a message id). A repeated id
@@ -39,7 +40,9 @@ pub struct TurnOptions {
 }
 
 impl TurnOptions {
-    /// Options carrying an inbound event id.
+    /// Options for a message that carries an inbound event id (a webhook delivery id): a
+    /// redelivery of the same id returns the stored response and does not advance the
+    /// session.
     pub fn event(id: impl Into<String>) -> Self {
         Self {
             event_id: Some(id.into()),
@@ -93,17 +96,19 @@ impl<D, C> Clone for Agent<D, C> {
 }
 
 impl<D: AgentData, C: AgentContext> Agent<D, C> {
-    /// Start an agent definition.
+    /// Start defining an agent: add a provider, flows, tools and settings, then call
+    /// `build()`.
     pub fn builder() -> AgentBuilder<D, C> {
         AgentBuilder::new()
     }
 
-    /// The agent's name.
+    /// The agent's name, as given to `AgentBuilder::name` (it appears in the prompt and in
+    /// traces).
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
-    /// The registered flows.
+    /// The agent's declarative flows in registration order, to list or draw them.
     pub fn flows(&self) -> impl Iterator<Item = &Flow<D, C>> {
         self.inner.flows.iter().map(|f| f.as_ref())
     }
@@ -222,7 +227,8 @@ impl<D: AgentData, C: AgentContext> Agent<D, C> {
         self.respond_stream_with(session_id, message, TurnOptions::default())
     }
 
-    /// [`Agent::respond_stream`] with options.
+    /// [`Agent::respond_stream`] with per-turn options, such as the inbound event id that
+    /// makes a redelivered message return the stored response instead of running again.
     pub fn respond_stream_with(
         &self,
         session_id: &str,

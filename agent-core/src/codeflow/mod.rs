@@ -87,7 +87,7 @@ impl FlowError {
     pub fn new(message: impl Into<String>) -> Self {
         Self(message.into())
     }
-    /// The message.
+    /// The error's text, as the flow gave it (what the response and the logs show).
     pub fn message(&self) -> &str {
         &self.0
     }
@@ -110,9 +110,9 @@ impl<E: std::error::Error> From<E> for FlowError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}` failed: {message}")]
 pub struct ToolFailure {
-    /// The tool.
+    /// The name of the tool the flow called.
     pub tool: String,
-    /// What went wrong.
+    /// Why the call failed, in words (unknown tool, invalid arguments, the tool's error).
     pub message: String,
 }
 
@@ -182,7 +182,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> CodeFlow<D, C> {
 }
 
 impl<D, C> CodeFlow<D, C> {
-    /// The flow id.
+    /// The flow's id: what handoffs, `go_to` and the session name.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -209,7 +209,7 @@ impl<D, C> CodeFlow<D, C> {
 /// Anything the agent builder registers as a code flow: a [`CodeFlow`], or the type
 /// `#[flow]` generates for an async fn.
 pub trait IntoCodeFlow<D, C> {
-    /// The code flow.
+    /// Turn this into the [`CodeFlow`] the agent registers.
     fn into_code_flow(self) -> CodeFlow<D, C>;
 }
 
@@ -266,7 +266,7 @@ pub enum Fallback {
     /// The classic agent reply (no flow).
     #[default]
     Classic,
-    /// This flow.
+    /// Go to the flow with this id.
     Flow(String),
 }
 

@@ -19,7 +19,7 @@ pub type CheckFn = Arc<dyn Fn(&Value) -> Result<Value, String> + Send + Sync>;
 pub struct FieldCheck {
     /// The field it guards.
     pub field: String,
-    /// The check.
+    /// The validator: given the field's value, `Ok` or the reason it is refused.
     pub check: CheckFn,
 }
 

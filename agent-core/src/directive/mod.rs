@@ -24,7 +24,9 @@ pub use merge::{merge, merge_pre};
 pub use seam::{CarriedTool, ToolSeam, Tools};
 pub use source::DirectiveSource;
 
-/// Where the conversation goes next.
+/// Where the conversation goes next: the part of a directive that moves it. When several
+/// emitters give one in the same phase, the highest tier wins (abort, then complete, then
+/// go_to / go_to_step, then reset; the last one within a tier).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Position {
     /// Enter another flow at its first step (or a given step).
@@ -33,7 +35,7 @@ pub enum Position {
     GoToStep(GoToStep),
     /// Finish the current flow; `next` chains another directive afterwards.
     Complete(Complete),
-    /// End the conversation.
+    /// End the conversation: no flow stays active and the turn stops as aborted.
     Abort(Abort),
     /// Restart the current flow.
     Reset(Reset),
@@ -62,40 +64,47 @@ impl Position {
     }
 }
 
-/// Cross-flow jump.
+/// The target of a jump to another flow (a [`Directive::go_to`]), with the data written
+/// before that flow is entered.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GoTo {
-    /// Target flow id.
+    /// The id of the flow to enter (it must be registered on the agent: `build()` checks).
     pub flow: String,
     /// Data written before the target flow is entered.
     pub data: Option<Patch>,
-    /// Why (for traces).
+    /// Why the jump was made, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Step jump.
+/// The target of a jump to a step (a [`Directive::go_to_step`]), in the current flow or
+/// another one, with the data written before the step is entered.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GoToStep {
-    /// Target step id.
+    /// The id of the step to go to.
     pub step: String,
     /// Flow of the step; `None` means the current flow.
     pub flow: Option<String>,
     /// Data written before the step is entered.
     pub data: Option<Patch>,
-    /// Why (for traces).
+    /// Why the jump was made, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Flow completion.
+/// Completing the active flow (a [`Directive::complete`]): its `on_complete` runs, and an
+/// optional next directive chains (typically a `go_to` to the next flow).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Complete {
     /// A directive applied after completion (typically a `go_to`).
     pub next: Option<Box<Directive>>,
-    /// Why (for traces).
+    /// Why the flow was completed, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
-/// Conversation end.
+/// Ending the conversation (a [`Directive::abort`]): the active flow is left, the turn
+/// stops with `StoppedReason::Aborted`, and optionally the stored session is deleted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Abort {
     /// Why (for traces and the stopped reason).
@@ -104,12 +113,14 @@ pub struct Abort {
     pub clear_session: bool,
 }
 
-/// Flow restart.
+/// Restarting the active flow at its first step (a [`Directive::reset`]), optionally
+/// clearing the data it declares.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reset {
     /// Clear the fields the flow declares (required, optional, collected).
     pub clear_data: bool,
-    /// Why (for traces).
+    /// Why the flow was restarted, shown in the directive's JSON in the response's
+    /// `directive_chain` and in traces.
     pub reason: Option<String>,
 }
 
@@ -117,13 +128,14 @@ pub struct Reset {
 /// and pending directives carry. Serializable (the flat JSON shape of the spec).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Directive {
-    /// At most one position.
+    /// Where the conversation goes next, if this directive moves it (at most one position per
+    /// directive).
     pub position: Option<Position>,
     /// Verbatim assistant message (the model is bypassed for the message body).
     pub reply: Option<String>,
-    /// Shallow write to session data.
+    /// Values written to the session's data (merged field by field over what is stored).
     pub data: Option<Patch>,
-    /// Shallow write to session context.
+    /// Values written to the session's context (merged field by field over what is stored).
     pub context: Option<Patch>,
 }
 
@@ -138,7 +150,8 @@ impl Directive {
         self.data.iter().chain(positional)
     }
 
-    /// An empty directive (no effect).
+    /// A directive that changes nothing, to build on with the methods below (data writes, a
+    /// reply, a position).
     pub fn new() -> Self {
         Self::default()
     }
@@ -150,7 +163,8 @@ impl Directive {
         }
     }
 
-    /// Jump to another flow's entry step.
+    /// Leave the current flow for the flow `flow`, entering it at its first step (steps whose
+    /// fields are filled already are skipped). Use [`Self::go_to_with`] to write data first.
     pub fn go_to(flow: impl Into<String>) -> Self {
         Self::at(Position::GoTo(GoTo {
             flow: flow.into(),
@@ -184,7 +198,8 @@ impl Directive {
         }))
     }
 
-    /// Complete the current flow.
+    /// Complete the current flow now: its `on_complete` runs and the conversation leaves it
+    /// (a next directive, typically a `go_to`, can follow through [`Complete::next`]).
     pub fn complete() -> Self {
         Self::at(Position::Complete(Complete::default()))
     }
@@ -199,7 +214,9 @@ impl Directive {
         }))
     }
 
-    /// End the conversation.
+    /// End the conversation with `reason`: the turn stops with `StoppedReason::Aborted` and
+    /// no flow stays active (the highest position tier: it beats complete, go_to and reset).
+    /// Use it for a user who must not continue (abuse, an unrecoverable state).
     pub fn abort(reason: impl Into<String>) -> Self {
         Self::at(Position::Abort(Abort {
             reason: Some(reason.into()),
@@ -230,7 +247,8 @@ impl Directive {
         }))
     }
 
-    /// A verbatim reply and nothing else.
+    /// A directive that only sends `text` to the user as the reply, verbatim, without asking
+    /// the model to write one.
     pub fn say(text: impl Into<String>) -> Self {
         Self {
             reply: Some(text.into()),
@@ -300,7 +318,8 @@ impl Directive {
         json::from_value(value)
     }
 
-    /// The flat JSON shape.
+    /// The directive as JSON in the spec's flat shape (`{"goTo": …, "dataUpdate": …}`), as
+    /// the directive chain and traces show it.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
@@ -350,13 +369,14 @@ fn ends_in_abort(d: &Directive) -> bool {
 /// A pre-LLM directive: what agent/flow/step `on_enter` and step `prepare` hooks return.
 /// The three extra fields live for one turn and are never persisted.
 pub struct PreDirective<D, C> {
-    /// The base directive.
+    /// The post-LLM part: position, data and context writes, reply.
     pub base: Directive,
     /// Sentences appended to this turn's system prompt.
     pub append_prompt: Vec<String>,
     /// Tools added to this turn's model call.
     pub inject_tools: Vec<CarriedTool<D, C>>,
-    /// Skip this turn's model call.
+    /// Skip this turn's model call: the turn ends after the pre-model phase (with the reply,
+    /// if a directive gave one).
     pub halt: bool,
 }
 
@@ -404,7 +424,7 @@ impl<D, C> From<Directive> for PreDirective<D, C> {
 }
 
 impl<D, C> PreDirective<D, C> {
-    /// An empty pre-directive.
+    /// A pre-directive that changes nothing, to build on with the methods below.
     pub fn new() -> Self {
         Self::default()
     }

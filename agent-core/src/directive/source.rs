@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 pub enum DirectiveSource {
     /// The session's pending directive.
     Pending,
-    /// A pre-phase signal.
+    /// A signal that fired before the model call (its id).
     PreSignal(String),
-    /// A post-phase signal.
+    /// A signal that fired after the model call (its id).
     PostSignal(String),
     /// The agent's `on_enter` hook.
     AgentOnEnter,
@@ -26,7 +26,7 @@ pub enum DirectiveSource {
     Prepare(String),
     /// A `dispatch` from inside a hook.
     HookDispatch(String),
-    /// A tool result.
+    /// A tool's result (the tool's name).
     Tool(String),
     /// A `dispatch` from inside a tool.
     ToolDispatch(String),
@@ -36,7 +36,7 @@ pub enum DirectiveSource {
     OnComplete(String),
     /// A matched branch entry (`step` or `step:label`).
     Branch(String),
-    /// The router.
+    /// The router, choosing a flow for the user's message (the flow's id).
     Routing(String),
     /// The model switched flows through the respond call. No longer emitted: a
     /// switch the model reads is a [`crate::command::Command::StartFlow`], listed with

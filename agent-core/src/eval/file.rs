@@ -50,7 +50,8 @@ impl std::fmt::Debug for Catalog {
 }
 
 impl Catalog {
-    /// Everything `agent` defines.
+    /// The names `agent` defines (flows, steps, tools, data fields), to check a suite file's
+    /// expectations against before running it.
     pub fn of<D: AgentData, C: AgentContext>(agent: &Agent<D, C>) -> Self {
         let a = &agent.inner;
         let mut tools: Vec<String> = a.tools.iter().map(|t| t.name().to_owned()).collect();

@@ -148,7 +148,7 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// An empty suite.
+    /// A suite named `name` with no scenarios yet; add them with [`Suite::scenario`].
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -161,7 +161,7 @@ impl Suite {
         self.outcomes = outcomes;
         self
     }
-    /// Add a scenario.
+    /// Add a scenario to the suite (run in the order added).
     pub fn scenario(mut self, s: Scenario) -> Self {
         self.scenarios.push(s);
         self

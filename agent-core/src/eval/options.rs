@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-/// How a suite is run.
+/// How a suite is run: a greedy run (pass^1), k sampled runs (pass^k) at a temperature,
+/// how many scenarios run at once, the per-turn timeout and the breaker that stops a run on
+/// a failing model server.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// One run at temperature 0 per scenario: pass^1.

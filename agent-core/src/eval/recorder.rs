@@ -28,7 +28,7 @@ pub struct CallStats {
     /// The part of `prompt_tokens` the provider says it read from its prompt cache.
     #[serde(default)]
     pub cached_tokens: u64,
-    /// Generated tokens.
+    /// Tokens the model generated (the provider's usage).
     pub completion_tokens: u64,
     /// Why generation stopped (`None` when the call failed).
     pub finish: Option<FinishReason>,

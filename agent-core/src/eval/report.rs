@@ -18,7 +18,7 @@ use super::score::{ReplyScore, median_p90};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// Every expectation held.
+    /// Every expectation of the run held.
     Passed,
     /// An expectation did not hold, or the model's answer was unusable: a quality
     /// figure.
@@ -39,7 +39,7 @@ pub struct Failure {
     /// Whether it came from the end checks.
     #[serde(default)]
     pub end: bool,
-    /// What was wrong.
+    /// What was wrong, in words (the expectation and what was observed).
     pub reason: String,
 }
 
@@ -85,11 +85,11 @@ pub struct TurnStats {
     pub step: Option<String>,
     /// Wall time of the turn.
     pub latency_ms: f64,
-    /// Model calls.
+    /// How many model calls the turn made.
     pub calls: usize,
     /// Prompt tokens of those calls.
     pub prompt_tokens: u64,
-    /// Generated tokens.
+    /// Tokens the model generated in those calls.
     pub completion_tokens: u64,
     /// The turn's error, if it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,13 +156,13 @@ pub struct RunReport {
     /// Which phrasing of the turns the run said (0: each turn's first).
     #[serde(default)]
     pub variant: usize,
-    /// How it ended.
+    /// How the run ended: passed, failed or errored.
     pub outcome: Outcome,
     /// Why it did not pass.
     pub failures: Vec<Failure>,
-    /// Each turn.
+    /// Figures of each turn of the run, in order.
     pub turns: Vec<TurnStats>,
-    /// Each model call.
+    /// Figures of each model call of the run, in order.
     pub calls: Vec<CallStats>,
     /// Fields the run stored that the scenario names in no `data` or `present`
     /// expectation (`field = value (turn n)`): values nobody was expected to give.
@@ -215,9 +215,9 @@ impl RunReport {
 /// Every run of one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioReport {
-    /// The scenario.
+    /// The scenario's name, as the suite file gives it.
     pub name: String,
-    /// Its tags.
+    /// The scenario's tags.
     pub tags: Vec<String>,
     /// Whether the greedy (temperature 0) run passed; `None` when not run.
     pub pass_1: Option<bool>,
@@ -251,16 +251,16 @@ impl ScenarioReport {
 /// Figures of one suite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Scenarios run.
+    /// How many scenarios the suite ran.
     pub scenarios: usize,
     /// Share of scenarios whose greedy runs (one per phrasing) all passed (errored runs
     /// count as not passed).
     pub pass_1: Option<f64>,
     /// Share of scenarios whose k runs all passed (tau-bench's pass^k).
     pub pass_k: Option<f64>,
-    /// Runs by outcome.
+    /// How many runs ended each way (`passed`, `failed`, `errored`).
     pub runs: BTreeMap<String, usize>,
-    /// Turns run.
+    /// How many turns the runs made in all.
     pub turns: usize,
     /// Model calls per turn.
     pub calls_per_turn: f64,
@@ -270,7 +270,7 @@ pub struct Summary {
     pub completion_tokens_per_turn: f64,
     /// Mean wall time per turn.
     pub latency_ms_per_turn: f64,
-    /// Slowest turn.
+    /// Wall time of the slowest turn.
     pub latency_ms_max: f64,
     /// Over every call after a run's first: bytes of the request body equal to the
     /// previous call's body from the start, over the body's length.
@@ -341,19 +341,19 @@ impl ReplyFigures {
 /// Everything one suite run found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
-    /// Suite name.
+    /// The suite's name.
     pub suite: String,
     /// Provider name (vendor and model).
     pub model: String,
-    /// k of pass^k.
+    /// How many runs per scenario pass^k counts (k).
     pub k: u32,
     /// Temperature of the k runs.
     pub temperature: f32,
     /// Wall time of the suite.
     pub elapsed_s: f64,
-    /// The figures.
+    /// The suite's aggregate figures (pass rates, calls, tokens, latency).
     pub summary: Summary,
-    /// Each scenario.
+    /// The report of each scenario, in suite order.
     pub scenarios: Vec<ScenarioReport>,
 }
 
@@ -539,7 +539,7 @@ fn text_table<const N: usize>(columns: &[&str; N], rows: &[[String; N]]) -> Stri
 /// Several suites on one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalReport {
-    /// Each suite.
+    /// The report of each suite run.
     pub suites: Vec<SuiteReport>,
 }
 

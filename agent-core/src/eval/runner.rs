@@ -55,7 +55,9 @@ type Factory<D, C> = Arc<dyn Fn(Setup<C>) -> Result<Agent<D, C>, ConfigErrors> +
 type Start<D, C> =
     Arc<dyn Fn(Agent<D, C>, String) -> BoxFuture<'static, Result<(), AgentError>> + Send + Sync>;
 
-/// Runs suites against one provider.
+/// Runs eval suites against one provider: builds a fresh agent for every run from your
+/// builder function, plays the scenario's turns and scores them into a
+/// [`SuiteReport`](super::SuiteReport).
 pub struct Runner<D, C> {
     provider: Arc<dyn Provider>,
     factory: Factory<D, C>,
@@ -159,7 +161,8 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
         self
     }
 
-    /// Set the options.
+    /// Replace the run options (greedy run, k, temperature, concurrency, turn timeout,
+    /// breaker, progress lines).
     pub fn options(mut self, options: RunOptions) -> Self {
         self.options = options;
         self

@@ -95,7 +95,7 @@ impl Scenario {
             ..Self::default()
         }
     }
-    /// Add a tag.
+    /// Tag the scenario (for filtering and the report's grouping).
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
         self.tags.push(tag.into());
         self
@@ -110,7 +110,7 @@ impl Scenario {
         self.context = Some(context);
         self
     }
-    /// Add a turn.
+    /// Append a turn: what the user says and what must hold after it.
     pub fn turn(mut self, turn: Turn) -> Self {
         self.turns.push(turn);
         self
@@ -172,7 +172,7 @@ impl Turn {
 }
 
 impl Expect {
-    /// `field` equals `value`.
+    /// Expect the stored field `field` to equal `value` after the turn.
     pub fn data(field: impl Into<String>, value: impl Into<Value>) -> Self {
         Expect::Data {
             field: field.into(),
@@ -336,9 +336,9 @@ fn expect_eq(what: &str, want: Option<&str>, found: Option<&str>) -> Result<(), 
 pub struct Observed {
     /// The collected data as JSON.
     pub data: Map<String, Value>,
-    /// Active flow.
+    /// The id of the flow the conversation is in after the turn.
     pub flow: Option<String>,
-    /// Current step.
+    /// The id of the step the conversation is at after the turn.
     pub step: Option<String>,
     /// Stopped reason kind (`needs_input`, …).
     pub stopped: String,
@@ -346,7 +346,7 @@ pub struct Observed {
     pub tool_calls: Vec<(String, Value)>,
     /// Tool calls of the turn (name, whether it succeeded).
     pub tool_results: Vec<(String, bool)>,
-    /// The reply text.
+    /// The reply the user read.
     pub reply: String,
 }
 

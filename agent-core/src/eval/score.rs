@@ -83,7 +83,7 @@ pub struct ReplyBounds {
 }
 
 impl ReplyBounds {
-    /// No bound.
+    /// Bounds that check nothing; add the ones you need with the methods below.
     pub fn new() -> Self {
         Self::default()
     }
@@ -167,7 +167,7 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// No outcome patterns.
+    /// A set with no outcome patterns; add them with [`Outcomes::pattern`].
     pub fn new() -> Self {
         Self::default()
     }

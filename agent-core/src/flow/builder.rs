@@ -16,7 +16,9 @@ use crate::tool::Tool;
 use super::check::{structural_version, suggest, template_errors};
 use super::{Corrections, Flow, FlowHooks, Interruption};
 
-/// Builder for [`Flow`].
+/// Builds a [`Flow`] step by step (`Flow::builder(id)`), the runtime form of `#[flow]` for
+/// flows defined in code or loaded from configuration. `build()` validates it and reports
+/// every problem at once.
 pub struct FlowBuilder<D, C> {
     pub(super) id: String,
     pub(super) title: Option<String>,
@@ -40,12 +42,13 @@ pub struct FlowBuilder<D, C> {
 }
 
 impl<D: AgentData, C> FlowBuilder<D, C> {
-    /// Human title (defaults to the id).
+    /// The title shown to the router and in diagrams (defaults to the id).
     pub fn title(mut self, t: impl Into<String>) -> Self {
         self.title = Some(t.into());
         self
     }
-    /// Description (shown to the router).
+    /// A description of what the flow does, shown to the router beside the title, to tell
+    /// flows apart.
     pub fn description(mut self, d: impl Into<String>) -> Self {
         self.description = d.into();
         self
@@ -55,7 +58,8 @@ impl<D: AgentData, C> FlowBuilder<D, C> {
         self.when = Some(c.into());
         self
     }
-    /// Code eligibility condition.
+    /// Make the flow eligible for routing only when the code predicate holds (checked before
+    /// any model call; a flow whose predicate fails is never offered to the router).
     pub fn if_(mut self, p: impl Fn(&Cx<'_, D, C>) -> bool + Send + Sync + 'static) -> Self {
         self.if_ = Some(Arc::new(p));
         self

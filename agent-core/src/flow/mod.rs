@@ -21,7 +21,8 @@ pub(crate) mod edges;
 pub use builder::FlowBuilder;
 pub(crate) use check::{assign_owned_fields, suggest};
 
-/// Flow-level hooks.
+/// The callbacks a flow runs at its moments: on enter, on complete, on exit, and after the
+/// data or the context changed. Set through the `FlowBuilder`'s `on_*` methods.
 pub struct FlowHooks<D, C> {
     pub(crate) on_enter: Option<Arc<dyn PreHook<D, C>>>,
     pub(crate) on_complete: Option<Arc<dyn PostHook<D, C>>>,
@@ -42,7 +43,9 @@ impl<D, C> Default for FlowHooks<D, C> {
     }
 }
 
-/// A validated flow.
+/// A flow that passed validation: an id, its steps and branches, the fields it requires,
+/// its routing condition and hooks. Built by `Flow::builder(..).build()` or by `#[flow]`;
+/// register it with `AgentBuilder::flow`.
 pub struct Flow<D, C> {
     pub(crate) id: Arc<str>,
     pub(crate) title: String,
@@ -103,7 +106,9 @@ impl<D, C> fmt::Debug for Flow<D, C> {
 }
 
 impl<D, C> Flow<D, C> {
-    /// Start a flow definition.
+    /// Start defining a flow with id `id` (unique per agent): add steps, required fields,
+    /// hooks, then `build()`. The runtime form of `#[flow]`, for flows built in code or from
+    /// configuration.
     pub fn builder(id: impl Into<String>) -> FlowBuilder<D, C> {
         FlowBuilder {
             id: id.into(),
@@ -127,11 +132,11 @@ impl<D, C> Flow<D, C> {
             steps: Vec::new(),
         }
     }
-    /// Flow id.
+    /// The flow's id: what `go_to`, branches and the session's `flow` name.
     pub fn id(&self) -> &str {
         &self.id
     }
-    /// Title.
+    /// The human title, shown to the router and in diagrams (the id when none was given).
     pub fn title(&self) -> &str {
         &self.title
     }

@@ -33,7 +33,7 @@ impl McpConnection {
         Self { shared }
     }
 
-    /// The server's name.
+    /// The server's name, as given when it was described (used in tool ids and errors).
     pub fn name(&self) -> &str {
         &self.shared.server.name
     }

@@ -218,7 +218,7 @@ impl McpServer {
         self
     }
 
-    /// The server's name.
+    /// The server's name, as given when it was described (used in tool ids and errors).
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -327,7 +327,8 @@ pub(crate) struct Shared<D, C> {
     responses: responses::ResponseIds,
 }
 
-/// Builds a [`Server`].
+/// Configures a [`Server`] (authentication, which sessions a caller owns, logging) before
+/// you take routers from it; from [`Server::builder`].
 pub struct ServerBuilder<D, C> {
     agent: Agent<D, C>,
     auth: Option<Arc<dyn Authenticator>>,
@@ -470,7 +471,8 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         }
     }
 
-    /// The served agent.
+    /// The agent every router of this server serves, for calls outside HTTP (tests, an admin
+    /// task).
     pub fn agent(&self) -> &Agent<D, C> {
         &self.shared.agent
     }
@@ -539,7 +541,8 @@ impl<D: AgentData, C: AgentContext> Server<D, C> {
         self.finish(openai::routes::<D, C>())
     }
 
-    /// `POST /agui`.
+    /// The AG-UI endpoint `POST /agui`: each run's events (text deltas, steps, tool calls,
+    /// state) streamed as server-sent events, for AG-UI clients.
     pub fn agui_router(&self) -> Router {
         self.finish(agui::routes::<D, C>())
     }

@@ -155,7 +155,7 @@ fn is_empty<T>(v: &&Vec<T>) -> bool {
 /// A processed inbound event and the response it got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessedEvent {
-    /// The event id.
+    /// The inbound event id the turn carried; a repeat of it gets the stored response.
     pub id: String,
     /// The response, as JSON.
     pub response: serde_json::Value,
@@ -166,7 +166,7 @@ pub struct ProcessedEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Interrupted {
-    /// The interrupted flow.
+    /// The id of the flow that was interrupted.
     pub flow: String,
     /// The step it resumes at (its question is asked again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +217,7 @@ impl HandedOff {
 /// A flow that completed, and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompletedFlow {
-    /// The flow id.
+    /// The id of the flow that completed.
     pub flow: String,
     /// The session's turn count when it completed (the turn that completed it is
     /// `turn + 1`).
@@ -231,15 +231,16 @@ pub struct CompletedFlow {
     deserialize = "D: AgentData, C: AgentContext"
 ))]
 pub struct Session<D, C> {
-    /// Session id.
+    /// The session's id, chosen by the application (a user or conversation id).
     pub id: String,
     /// Store version (compare-and-swap); 0 = never saved.
     pub version: u64,
-    /// Collected data.
+    /// The data collected so far (with a `#[data]` type, the fields not given yet are
+    /// `None`).
     pub data: D,
-    /// Session context.
+    /// The application-owned context (set by code, never by the model).
     pub context: C,
-    /// Active flow.
+    /// The id of the flow the conversation is in, `None` outside any flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<String>,
     /// The step that spoke last and awaits the user's answer.
@@ -261,10 +262,10 @@ pub struct Session<D, C> {
     /// Directive applied at the start of the next turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Directive>,
-    /// Signal trigger bookkeeping.
+    /// When each signal last fired, for `once` and `cooldown` frequencies.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub signals: BTreeMap<String, SignalState>,
-    /// Completed turns.
+    /// How many turns completed on this session.
     #[serde(default)]
     pub turns: u64,
     /// Version (structural hash) of the active flow's definition when last saved.
@@ -319,7 +320,8 @@ pub struct Session<D, C> {
 }
 
 impl<D: AgentData, C: AgentContext> Session<D, C> {
-    /// A fresh session.
+    /// A new session with id `id`, the given context and no data, history or flow, created
+    /// at `now_ms`; normally the engine creates sessions on their first message.
     pub fn new(id: impl Into<String>, context: C, now_ms: u64) -> Self {
         Self {
             id: id.into(),
@@ -356,7 +358,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
         self.events.iter().find(|e| e.id == id).map(|e| &e.response)
     }
 
-    /// Encode for a store (JSON).
+    /// Encode the session as stores keep it (JSON bytes in a [`StoredSession`]); what a
+    /// custom store receives in `save`.
     pub fn encode(&self) -> Result<StoredSession, StoreError> {
         self.encode_after(None).map(|(s, _)| s)
     }
@@ -417,7 +420,8 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
         ))
     }
 
-    /// Decode from a store.
+    /// Decode a session a store returned; a record that does not parse is
+    /// [`StoreError::Corrupt`].
     pub fn decode(stored: &StoredSession) -> Result<Self, StoreError> {
         let mut s: Self =
             serde_json::from_slice(&stored.bytes).map_err(|e| StoreError::Corrupt {

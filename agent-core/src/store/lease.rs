@@ -15,7 +15,7 @@ use crate::error::StoreError;
 /// carry its fencing token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
-    /// The session.
+    /// The id of the session the lease is for.
     pub session_id: String,
     /// Who holds it (for messages; the token is what counts).
     pub holder: String,
@@ -25,7 +25,8 @@ pub struct Lease {
     pub ttl: Duration,
 }
 
-/// What [`SessionStore::try_acquire_lease`] found.
+/// The answer to one [`SessionStore::try_acquire_lease`]: the lease, or who holds it and
+/// for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseAttempt {
     /// The lease is the caller's.
@@ -39,7 +40,8 @@ pub enum LeaseAttempt {
     },
 }
 
-/// What [`SessionStore::acquire_lease_queued`] found.
+/// The answer to one [`SessionStore::acquire_lease_queued`]: the lease, or the caller's
+/// place in the queue behind the holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum QueuedAttempt {

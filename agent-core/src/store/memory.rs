@@ -66,7 +66,8 @@ impl MemoryLease {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty in-memory store: sessions last as long as the process (the agent's default
+    /// store; use SQLite, PostgreSQL or Redis to keep them).
     pub fn new() -> Self {
         Self::default()
     }

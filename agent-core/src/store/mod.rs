@@ -103,28 +103,31 @@ pub use self::sqlite::SqliteStore;
 /// A session as bytes, as stores keep it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSession {
-    /// Session id.
+    /// The session's id.
     pub id: String,
     /// Version of these bytes.
     pub version: u64,
     /// Last save time (ms since the Unix epoch).
     pub updated_ms: u64,
-    /// Encoded session.
+    /// The session encoded by the engine (opaque to the store).
     pub bytes: Vec<u8>,
 }
 
 /// What `list` returns per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionInfo {
-    /// Session id.
+    /// The session's id.
     pub id: String,
-    /// Current version.
+    /// The version of the stored session (what the next save must expect).
     pub version: u64,
     /// Last save time (ms since the Unix epoch).
     pub updated_ms: u64,
 }
 
-/// Where sessions live.
+/// Where sessions live: load, save with compare-and-swap on a version, delete, list and
+/// prune, plus the leases that keep one turn at a time per session. Implemented by the
+/// memory, SQLite, PostgreSQL and Redis stores; implement it for another backend, and run
+/// the conformance suite against it.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Load a session, `None` if it does not exist.
@@ -135,7 +138,7 @@ pub trait SessionStore: Send + Sync {
     async fn save(&self, session: StoredSession, expected: u64) -> Result<(), StoreError>;
     /// Delete a session; whether it existed.
     async fn delete(&self, id: &str) -> Result<bool, StoreError>;
-    /// All sessions.
+    /// Every stored session's id, version and last save time (for listings and maintenance).
     async fn list(&self) -> Result<Vec<SessionInfo>, StoreError>;
     /// Delete sessions last saved before `cutoff_ms`; how many were deleted.
     async fn prune(&self, cutoff_ms: u64) -> Result<usize, StoreError>;

@@ -167,7 +167,8 @@ impl SqliteStore {
         Self::open_with(path, SqliteOptions::default())
     }
 
-    /// [`SqliteStore::open`] with options.
+    /// [`SqliteStore::open`] with tuning: connection counts, the busy timeout, full
+    /// synchronous writes.
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let writer = connect(&path, &options)?;

@@ -127,7 +127,7 @@ pub mod attr {
     pub const OUTPUT_TYPE: &str = "gen_ai.output.type";
     /// Prompt tokens (cached ones included).
     pub const USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
-    /// Generated tokens.
+    /// Tokens the model generated in the call.
     pub const USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
     /// The part of the prompt tokens the provider read from its prompt cache.
     pub const USAGE_CACHE_READ_INPUT_TOKENS: &str = "gen_ai.usage.cache_read.input_tokens";
@@ -141,17 +141,17 @@ pub mod attr {
     pub const SERVER_PORT: &str = "server.port";
     /// Why generation stopped (`stop`, `tool_calls`, `length`, `content_filter`).
     pub const RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
-    /// The session id.
+    /// The agent's session id, so a backend groups a conversation's spans.
     pub const CONVERSATION_ID: &str = "gen_ai.conversation.id";
-    /// The agent's name.
+    /// The agent's name, as given to `AgentBuilder::name`.
     pub const AGENT_NAME: &str = "gen_ai.agent.name";
-    /// The tool's name.
+    /// The name of the tool the span's call ran.
     pub const TOOL_NAME: &str = "gen_ai.tool.name";
     /// The provider-assigned id of the tool call.
     pub const TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
     /// `function`: the engine runs the tool in process.
     pub const TOOL_TYPE: &str = "gen_ai.tool.type";
-    /// The tool's description.
+    /// The tool's description, as the model was given it.
     pub const TOOL_DESCRIPTION: &str = "gen_ai.tool.description";
     /// The class of error an operation ended with.
     pub const ERROR_TYPE: &str = "error.type";

@@ -23,10 +23,11 @@ pub struct Conversation<D, C> {
     queue_ahead: bool,
 }
 
-/// Why [`Conversation::say`] failed.
+/// Why [`Conversation::say`] failed: the turn failed, or it left scripted answers unused
+/// (a test that queued more than the turn calls for).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConversationError {
-    /// The turn failed.
+    /// The turn itself failed with this error.
     #[error(transparent)]
     Agent(#[from] AgentError),
     /// The turn succeeded without using every answer queued for it.
@@ -49,7 +50,7 @@ pub enum ConversationError {
 /// The outcome of one `say`, with assertion helpers.
 #[derive(Debug)]
 pub struct Said<D> {
-    /// The response.
+    /// The turn's full response, for assertions the helpers do not cover.
     pub response: AgentResponse<D>,
 }
 
@@ -79,7 +80,7 @@ impl<D> Said<D> {
         assert!(check(&self.response.data), "data check failed");
         self
     }
-    /// Assert the message.
+    /// Assert that the reply is exactly `m` (panics with both texts otherwise).
     pub fn expect_message(&self, m: &str) -> &Self {
         assert_eq!(self.response.message, m, "message");
         self
@@ -111,7 +112,7 @@ impl<D: AgentData, C: AgentContext> Conversation<D, C> {
     pub fn provider(&self) -> &ScriptedProvider {
         &self.provider
     }
-    /// The agent.
+    /// The agent under test, for direct calls (sessions, state).
     pub fn agent(&self) -> &Agent<D, C> {
         &self.agent
     }

@@ -57,15 +57,15 @@ impl<D, C> ToolCx<D, C> {
     pub fn idempotency_key(&self) -> &str {
         &self.key
     }
-    /// Session id.
+    /// The id of the session whose turn called the tool.
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
-    /// Active flow id.
+    /// The id of the flow the conversation is in, `None` outside any flow.
     pub fn flow_id(&self) -> Option<&str> {
         self.flow.as_deref()
     }
-    /// Current step id.
+    /// The id of the step the conversation is at, `None` outside any flow.
     pub fn step_id(&self) -> Option<&str> {
         self.step.as_deref()
     }

@@ -45,7 +45,8 @@ pub enum ToolError {
         /// Tools offered this turn.
         available: Vec<String>,
     },
-    /// The tool panicked.
+    /// The tool's code panicked, with the panic's message: the panic is caught and reported
+    /// like any other tool error, never unwinding through the turn.
     #[error("tool panicked: {0}")]
     Panicked(String),
     /// The call ran past its time limit ([`Tool::timeout`], else the agent's
@@ -81,7 +82,8 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// A failure with a message.
+    /// A failure with a message the model reads as the tool's result (for instance "no rooms
+    /// left on that date"), so it can tell the user or try something else.
     pub fn msg(m: impl std::fmt::Display) -> Self {
         ToolError::Failed(m.to_string())
     }
@@ -130,7 +132,7 @@ pub struct ToolOutput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolImage {
-    /// `image/png`, `image/jpeg`, …
+    /// The image's MIME type (`image/png`, `image/jpeg`, …).
     pub mime_type: String,
     /// The image's bytes, base64-encoded.
     pub data: String,
@@ -158,14 +160,16 @@ impl ToolImage {
 }
 
 impl ToolOutput {
-    /// A text result.
+    /// A result whose text the model reads in its tool round; chain `.data(..)` or
+    /// `.directive(..)` to write data or steer the flow as well.
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             ..Self::default()
         }
     }
-    /// A JSON result.
+    /// A result whose text is `value` serialized as JSON (for a model that reads structured
+    /// results better than prose).
     pub fn json(value: &Value) -> Self {
         Self::text(value.to_string())
     }
@@ -239,7 +243,7 @@ impl Effect {
 /// Anything builders accept as a tool: a tool value (e.g. one made by `#[tool]`) or an
 /// already shared `Arc<dyn Tool>`.
 pub trait IntoTool<D, C> {
-    /// Share it.
+    /// Turn this into the shared tool the builders keep.
     fn into_tool(self) -> Arc<dyn Tool<D, C>>;
 }
 
@@ -344,7 +348,11 @@ fn first_word(name: &str) -> String {
     out
 }
 
-/// A tool the model may call.
+/// Something the model may call during a turn: a name, a description and an argument
+/// schema for the model, and the code that runs with the session's view. `#[tool]` on an
+/// async fn implements it; implement it yourself for tools built at run time (the MCP
+/// tools do). Register tools on the agent, a flow or a step; the model sees a tool only
+/// where it is offered.
 #[async_trait]
 pub trait Tool<D, C>: Send + Sync {
     /// Name the model calls it by (`[A-Za-z0-9_-]{1,64}`, checked at `build()`).
@@ -432,10 +440,12 @@ pub trait Tool<D, C>: Send + Sync {
     async fn check_permissions(&self, _cx: &ToolCx<D, C>) -> Result<(), String> {
         Ok(())
     }
-    /// Run the tool.
+    /// Run the tool with validated arguments: its text for the model, and optionally data
+    /// writes and a directive. An `Err` is shown to the model as the tool's failure.
     async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError>;
 
-    /// The model-facing description.
+    /// The tool as the model sees it: name, description and the JSON schema of its
+    /// arguments (built from the other methods; override it only to change all three).
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().to_owned(),

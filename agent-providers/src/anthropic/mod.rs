@@ -37,7 +37,7 @@ use crate::secret::ApiKey;
 use crate::vendor::{Client, Defaults, Vendor, client_api};
 use crate::{ConfigError, env_lookup};
 
-/// Anthropic's API.
+/// The base URL of Anthropic's Messages API, used unless `base_url` says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The model `from_env()` uses when `ANTHROPIC_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "claude-haiku-4-5";

@@ -30,7 +30,8 @@ use crate::secret::ApiKey;
 use crate::vendor::{Client, Defaults, Vendor, client_api};
 use crate::{ConfigError, env_lookup};
 
-/// Gemini's API.
+/// The base URL of Google's Generative Language API, used unless `base_url` says
+/// otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 /// The model `from_env()` uses when `GEMINI_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";

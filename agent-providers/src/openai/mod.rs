@@ -29,7 +29,7 @@ use crate::stream::{Assembler, Events};
 use crate::vendor::{Client, Defaults, Vendor, client_api};
 use crate::{ConfigError, env_lookup};
 
-/// OpenAI's API.
+/// The base URL of OpenAI's API, used unless `base_url` says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model `from_env()` uses when `OPENAI_MODEL` is not set.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -179,7 +179,7 @@ macro_rules! chat_api {
                 self
             }
 
-            /// The base URL.
+            /// The base URL requests go to (the part before `/chat/completions`).
             pub fn base(&self) -> &str {
                 self.client.base()
             }
@@ -265,14 +265,15 @@ impl OpenAi {
         Ok(self)
     }
 
-    /// Send `OpenAI-Organization`.
+    /// Send the `OpenAI-Organization` header, to bill an organization other than the key's
+    /// default.
     pub fn organization(mut self, org: impl Into<String>) -> Self {
         let org = org.into();
         self.client.configure(|c| c.organization = Some(org));
         self
     }
 
-    /// Send `OpenAI-Project`.
+    /// Send the `OpenAI-Project` header, to attribute usage to a project.
     pub fn project(mut self, project: impl Into<String>) -> Self {
         let project = project.into();
         self.client.configure(|c| c.project = Some(project));

@@ -59,12 +59,13 @@ impl Backoff {
             ..Self::default()
         }
     }
-    /// Another base delay.
+    /// Replace the base delay (default 500 ms): the first wait, and the unit the strategy
+    /// multiplies.
     pub fn base(mut self, base: Duration) -> Self {
         self.base = base;
         self
     }
-    /// Another cap.
+    /// Replace the cap on any single wait (default 30 s).
     pub fn max(mut self, max: Duration) -> Self {
         self.max = max;
         self

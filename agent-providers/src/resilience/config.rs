@@ -24,7 +24,7 @@ pub struct ResilienceConfig {
     pub max_attempts: u32,
     /// Which errors are retried.
     pub retry_on: RetryOn,
-    /// Waits between retries.
+    /// How long to wait between retries (exponential, linear or fixed, with jitter).
     pub backoff: Backoff,
     /// Limit on each call (default none).
     pub request_timeout: Option<Duration>,

@@ -8,14 +8,15 @@ use agent_core::error::ProviderError;
 
 use super::summary;
 
-/// One failed attempt.
+/// One call that failed: which model, which attempt, and the provider's error. Kept in
+/// order by [`ResilienceError`] and [`TimeoutError`], so a failure shows every attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptFailure {
     /// The model (its provider's name, e.g. `openai/gpt-4o`).
     pub model: String,
     /// 1-based attempt number within that model's retries.
     pub attempt: u32,
-    /// What went wrong.
+    /// The provider's error for this attempt.
     pub error: ProviderError,
 }
 
@@ -37,7 +38,7 @@ impl fmt::Display for AttemptFailure {
 pub struct TimeoutError {
     /// The configured total timeout.
     pub limit: Duration,
-    /// Time spent.
+    /// How long the calls ran before the timeout ended them.
     pub elapsed: Duration,
     /// Every failed attempt, in order.
     pub attempts: Vec<AttemptFailure>,

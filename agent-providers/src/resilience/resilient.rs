@@ -59,7 +59,9 @@ impl fmt::Debug for Resilient {
 }
 
 impl Resilient {
-    /// One model, default configuration.
+    /// Wrap one provider with the default resilience (2 retries on transient errors,
+    /// exponential backoff from 500 ms capped at 30 s, full jitter); add models with
+    /// [`Self::fallback`].
     pub fn new(primary: impl Provider + 'static) -> Self {
         Self::from_arc(Arc::new(primary))
     }
@@ -115,7 +117,7 @@ impl Resilient {
         self
     }
 
-    /// Another shared model.
+    /// [`Self::fallback`] for a provider already behind an `Arc`.
     pub fn fallback_arc(mut self, provider: Arc<dyn Provider>) -> Self {
         self.models.push(provider);
         self.rename();
@@ -151,13 +153,15 @@ impl Resilient {
         self
     }
 
-    /// Limit each call.
+    /// Give up on a single call after `d` (that attempt fails and the retry rules decide
+    /// what follows), so one hung request cannot stall the turn.
     pub fn request_timeout(mut self, d: Duration) -> Self {
         self.config.request_timeout = Some(d);
         self
     }
 
-    /// Limit everything.
+    /// Give up after `d` in all, retries, waits and fallbacks included; the error then keeps
+    /// every attempt made.
     pub fn total_timeout(mut self, d: Duration) -> Self {
         self.config.total_timeout = Some(d);
         self
@@ -184,7 +188,7 @@ impl Resilient {
         self
     }
 
-    /// The configuration.
+    /// The retry, backoff, timeout and classifier settings in effect.
     pub fn settings(&self) -> &ResilienceConfig {
         &self.config
     }

@@ -75,7 +75,7 @@ macro_rules! client_api {
                 self
             }
 
-            /// The model called.
+            /// The name of the model this provider calls (as sent in requests).
             pub fn model_name(&self) -> &str {
                 self.client.model()
             }

@@ -11,8 +11,8 @@ mod quickstart;
 mod streaming;
 
 #[allow(dead_code)]
-#[path = "../../examples/repl.rs"]
-mod repl;
+#[path = "../../examples/concierge.rs"]
+mod concierge;
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -148,11 +148,11 @@ async fn a_streaming_example_whose_model_is_down_stops_and_exits_1() {
 }
 
 #[tokio::test]
-async fn a_repl_whose_every_turn_failed_exits_1_and_one_without_turns_exits_0() {
+async fn a_typed_conversation_whose_every_turn_failed_exits_1_and_one_without_turns_exits_0() {
     let run = |typed: &'static str| async move {
         let mut input = Cursor::new(typed.as_bytes());
         let config = AgentConfig::default();
-        repl::run(Arc::new(down()), config, &mut input, &mut Vec::new())
+        concierge::talk(Arc::new(down()), config, &mut input, &mut Vec::new())
             .await
             .unwrap()
     };

@@ -3,7 +3,8 @@
 //! slow and heavy on disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Each test module `x` includes the example file as `x::x`, as the example's own crate
-// sees it; the REPL example includes the concierge, so that file is loaded twice.
+// sees it; the eval example and the exit tests include the concierge too, so that file is
+// loaded more than once.
 #![allow(clippy::module_inception, clippy::duplicate_mod)]
 
 /// Run an example's conversation on its scripted model, as `main` does: the model (to
@@ -34,7 +35,6 @@ mod mcp;
 mod otel;
 mod persistence;
 mod quickstart;
-mod repl;
 mod server;
 mod signals;
 mod streaming;

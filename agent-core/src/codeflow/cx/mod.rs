@@ -229,7 +229,9 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         .await
     }
 
-    /// End the flow.
+    /// End this flow as completed: the turn's reply goes out with what the flow said, and
+    /// the conversation leaves the flow (the session stays). `reason` becomes the
+    /// response's `meta.end_reason`.
     pub fn end(&self, reason: impl Into<String>) -> FlowResult {
         Ok(Outcome::End {
             reason: Some(reason.into()),
@@ -281,17 +283,17 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         super::data_view::at(&self.inner.views, pos).unwrap_or(&self.inner.data)
     }
 
-    /// The session's context.
+    /// The application-owned context of the session (read-only; the model never writes it).
     pub fn context(&self) -> &C {
         &self.inner.context
     }
 
-    /// The session id.
+    /// The id of the session this flow runs in, for keys and logs.
     pub fn session_id(&self) -> &str {
         &self.inner.session_id
     }
 
-    /// This flow's id.
+    /// The id of this flow, as registered on the agent.
     pub fn flow_id(&self) -> &str {
         &self.inner.flow
     }

@@ -86,7 +86,8 @@ impl Default for PostgresOptions {
 }
 
 impl PostgresOptions {
-    /// Use this table.
+    /// Keep sessions in the table `table` (and the tables beside it named after it), for
+    /// several agents or environments in one database.
     pub fn table(mut self, table: impl Into<String>) -> Self {
         self.table = table.into();
         self
@@ -216,7 +217,7 @@ impl PostgresStore {
         Self::connect_with(url, PostgresOptions::default()).await
     }
 
-    /// [`PostgresStore::connect`] with options.
+    /// [`PostgresStore::connect`] with tuning: the table name and the connection count.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
         if !valid_table(&options.table) {
             return Err(StoreError::Backend(format!(

@@ -157,7 +157,7 @@ impl RedisStore {
         Self::connect_with(url, RedisOptions::default()).await
     }
 
-    /// [`RedisStore::connect`] with options.
+    /// [`RedisStore::connect`] with tuning: the key prefix and the response timeout.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, StoreError> {
         let client = Client::open(url)
             .map_err(|e| backend("parsing the URL (expected redis://host:port/db)", e))?;
