@@ -89,6 +89,9 @@ pub use backoff::ConflictBackoff;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+/// The guide's chapters (`docs/src`) are compiled and run as doctests too.
+#[cfg(doctest)]
+mod guide;
 pub use agent_macros;
 
 /// Everything a typical agent file needs.

@@ -135,3 +135,13 @@ mod tests {
         );
     }
 }
+
+/// The guide's chapters that use this crate (`docs/src`) are compiled and run as
+/// doctests.
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../../docs/src/first-agent.md")]
+    pub struct FirstAgent;
+    #[doc = include_str!("../../docs/src/providers.md")]
+    pub struct Providers;
+}
