@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # turn-cost.sh — the deterministic cost gate of a turn: instructions per turn of the
 # `turn` bench's scripts 1, 2 and 3 (one flow; two flows; two flows and a signal, on an
-# instant scripted model), counted by valgrind's callgrind, against the budgets in
+# instant scripted model profiled as capable) and of script 1 on the same model profiled
+# as small (`1s`), counted by valgrind's callgrind, against the budgets in
 # agent-core/benches/turn-budget.txt. Instruction counts do not depend on what else
 # the machine runs, so a change that multiplies a turn's cost cannot land unnoticed.
 #
@@ -33,15 +34,16 @@ for line in sys.stdin:
         print(m["executable"])' | tail -n 1)"
 [ -x "$bin" ] || { log "error: no turn bench binary"; exit 1; }
 
-count() {   # instructions of N turns of script S
-  TURN_PROFILE="$1" TURN_PROFILE_SCRIPT="$2" valgrind --tool=callgrind \
+count() {   # instructions of N turns of script S (a trailing `s`: the small profile)
+  local model=capable; case "$2" in *s) model=small ;; esac
+  TURN_PROFILE="$1" TURN_PROFILE_SCRIPT="${2%s}" TURN_PROFILE_MODEL="$model" valgrind --tool=callgrind \
     --callgrind-out-file=/dev/null "$bin" 2>&1 \
     | sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | tail -n 1
 }
 
 status=0
 printf '%-8s %14s %14s %8s\n' script "instr/turn" budget ratio
-for script in 1 2 3; do
+for script in 1 2 3 1s; do
   base="$(count 0 "$script")"; full="$(count "$TURNS" "$script")"
   [ -n "$base" ] && [ -n "$full" ] || { log "error: callgrind printed no count"; exit 1; }
   per=$(( (full - base) / TURNS ))

@@ -24,7 +24,11 @@ fn unreachable_config<T>(e: ConfigErrors) -> T {
 }
 
 fn agent(flows: usize, signal: bool) -> Agent<Booking, ()> {
-    script::agent(Instant, Arc::new(MemoryStore::new()), flows, signal)
+    agent_on(Instant::default(), flows, signal)
+}
+
+fn agent_on(model: Instant, flows: usize, signal: bool) -> Agent<Booking, ()> {
+    script::agent(model, Arc::new(MemoryStore::new()), flows, signal)
         .unwrap_or_else(unreachable_config)
 }
 
@@ -78,7 +82,7 @@ fn report_idle_session_size() {
     };
     rt.block_on(async {
         let store = Arc::new(MemoryStore::new());
-        let a = script::agent(Instant, store.clone(), 1, false).unwrap_or_else(unreachable_config);
+        let a = script::agent(Instant::default(), store.clone(), 1, false).unwrap_or_else(unreachable_config);
         for _ in 0..TURNS {
             let _ = a.respond("idle", MESSAGE).await;
         }
@@ -98,8 +102,9 @@ fn report_idle_session_size() {
 
 criterion_group!(benches, bench_turns);
 
-/// `TURN_PROFILE=N` (and `TURN_PROFILE_SCRIPT=1|2|3`): run N turns of a script and
-/// exit, for instruction counting under callgrind, which needs a fixed amount of work.
+/// `TURN_PROFILE=N` (and `TURN_PROFILE_SCRIPT=1|2|3`, `TURN_PROFILE_MODEL=small` for a
+/// model profiled as small): run N turns of a script and exit, for instruction counting
+/// under callgrind, which needs a fixed amount of work.
 fn profile_run(n: u64) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -108,10 +113,14 @@ fn profile_run(n: u64) {
         return;
     };
     let script = std::env::var("TURN_PROFILE_SCRIPT").unwrap_or_default();
+    let model = || match std::env::var("TURN_PROFILE_MODEL").as_deref() {
+        Ok("small") => Instant::small(),
+        _ => Instant::default(),
+    };
     let a = match script.as_str() {
-        "2" => agent(2, false),
-        "3" => agent(2, true),
-        _ => agent(1, false),
+        "2" => agent_on(model(), 2, false),
+        "3" => agent_on(model(), 2, true),
+        _ => agent_on(model(), 1, false),
     };
     rt.block_on(async {
         for i in 0..n {

@@ -12,6 +12,7 @@
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns | on | off: the flow's own call judges hand-overs |
 //! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code | on | off: the model writes the question |
+//! | [`tidies_replies`](ModelProfile::tidies_replies): a model-written reply loses sentences said twice, read back from its instructions, said back from the user's message or about "the user", and a last sentence the length limit cut | on | off: the reply is the model's (still bounded by `max_reply_chars` and checked against the state) |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -79,6 +80,18 @@ impl ModelProfile {
     /// so does a turn with something only the model can tell (a correction refused,
     /// an action that did not run).
     pub fn composes_questions(self) -> bool {
+        self == Self::Small
+    }
+
+    /// Whether a model-written reply loses what a small model adds as it runs on:
+    /// sentences it already said, sentences read back from its own instructions (the
+    /// engine's notes: "(Still needed from the user: check_in, guests.)"), sentences
+    /// that say the user's message back or talk about "the user", and a last sentence
+    /// the length limit cut. Measured on Qwen2.5-Coder 1.5B: the notes reached the user
+    /// in 5 of 56 concierge conversations, and the user's own message was said back in
+    /// 22 of 75 help-desk answers. A reply that would lose every sentence is kept whole.
+    /// Code's texts (templates, tools' and hooks' replies) are never changed.
+    pub fn tidies_replies(self) -> bool {
         self == Self::Small
     }
 }

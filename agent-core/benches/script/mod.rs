@@ -55,13 +55,29 @@ pub fn instant_response(kind: CallKind) -> ModelResponse {
     }
 }
 
-/// Answers every call instantly from constants: what is timed is the engine.
-pub struct Instant;
+/// Answers every call instantly from constants: what is timed is the engine. Profiled
+/// as capable unless made with [`Instant::small`].
+#[derive(Default)]
+pub struct Instant {
+    profile: agent_core::policy::ModelProfile,
+}
+
+impl Instant {
+    /// Profiled as a small model: the small-model behaviours run.
+    pub fn small() -> Self {
+        Self {
+            profile: agent_core::policy::ModelProfile::Small,
+        }
+    }
+}
 
 #[async_trait]
 impl Provider for Instant {
     fn name(&self) -> &str {
         "instant"
+    }
+    fn profile(&self) -> agent_core::policy::ModelProfile {
+        self.profile
     }
     async fn generate(
         &self,

@@ -665,10 +665,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     rest
                 };
             }
-            // A model-written reply the user has not seen yet loses what a model running
-            // on adds: sentences said twice or said back, a last sentence the length limit cut.
+            // On a small model, a model-written reply the user has not seen yet loses
+            // what a model running on adds: sentences said twice or said back, a last
+            // sentence the length limit cut (`ModelProfile::tidies_replies`).
             if stopped != StoppedReason::Reply
                 && !self.streamed
+                && self.a.provider.profile().tidies_replies()
                 && let Some(t) = crate::reply::tidy(
                     &message,
                     self.a.config.max_reply_chars,

@@ -127,7 +127,7 @@ fn turn_times(sizes: &Sizes) -> Result<Vec<TurnTime>, BoxError> {
     .zip(TS_REFERENCE_US)
     {
         let store = Arc::new(MemoryStore::new());
-        let agent = script::agent(script::Instant, store.clone(), flows, signal)?;
+        let agent = script::agent(script::Instant::default(), store.clone(), flows, signal)?;
         let samples = rt.block_on(async {
             let mut next = 0u64;
             let mut samples = Vec::with_capacity(sizes.batches);
@@ -163,7 +163,7 @@ fn provider_cost(sizes: &Sizes) -> Result<f64, BoxError> {
         temperature: None,
         seed: None,
     };
-    let p = script::Instant;
+    let p = script::Instant::default();
     rt.block_on(async {
         let start = Instant::now();
         for _ in 0..sizes.provider_calls {
@@ -233,7 +233,7 @@ pub(crate) async fn concurrent_samples<D: AgentData>(
 fn throughput(sizes: &Sizes, cores: usize) -> Result<Throughput, BoxError> {
     let rt = multi_thread(cores)?;
     let store = Arc::new(MemoryStore::new());
-    let agent = script::agent(script::Instant, store.clone(), 1, false)?;
+    let agent = script::agent(script::Instant::default(), store.clone(), 1, false)?;
     let samples = rt.block_on(concurrent_samples(
         &agent,
         store.as_ref(),
