@@ -196,11 +196,21 @@ where
     label = "not deserializable or not described by a schema",
     note = "derive `Deserialize` and `JsonSchema` for it (through `agent_core::__private::{{serde, schemars}}` if your crate does not depend on them), or take a type that has them"
 )]
-pub trait ToolArg: DeserializeOwned + JsonSchema {}
+pub trait ToolArg: Sized {
+    /// The parameter's spec. `#[tool]` reads it through the trait,
+    /// `<T as ToolArg>::SPEC`, so that rustc reports a type that is not an argument at
+    /// the type, in one short error.
+    const SPEC: ToolArgSpec<Self>;
+}
 // `do_not_recommend`: a type that lacks both bounds is reported once, as "`T` cannot be
 // a tool argument", instead of once per unmet bound of this impl.
 #[diagnostic::do_not_recommend]
-impl<T: DeserializeOwned + JsonSchema> ToolArg for T {}
+impl<T: DeserializeOwned + JsonSchema> ToolArg for T {
+    const SPEC: ToolArgSpec<T> = ToolArgSpec {
+        decode: tool_arg::<T>,
+        schema: ToolSchema::arg::<T>,
+    };
+}
 
 type Decode<T> = fn(&serde_json::Map<String, Value>, &str, bool) -> Result<T, ToolError>;
 
@@ -223,10 +233,7 @@ impl<T> ToolArgSpec<T> {
     where
         T: ToolArg,
     {
-        Self {
-            decode: tool_arg::<T>,
-            schema: ToolSchema::arg::<T>,
-        }
+        T::SPEC
     }
     /// Decode the parameter from the argument object.
     pub fn decode(
