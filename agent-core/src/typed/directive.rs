@@ -511,6 +511,23 @@ impl<P, R, E: FitsData<D>, D> IntoDirective<D> for TypedDirective<P, R, E> {
     }
 }
 
+/// Never applies (no directive is over [`Unmatched`]). With a single impl for
+/// `TypedDirective`, rustc appends "but trait `IntoDirective<Survey>` is implemented for
+/// it" and that impl's header to every directive over the wrong data type (five more
+/// lines); with two, it leaves them out and the message names the fix alone.
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl<P, R, E> IntoDirective<Unmatched> for TypedDirective<P, R, (E, Unmatched)> {
+    fn into_directive(self) -> rt::Directive {
+        self.inner
+    }
+}
+
+/// A data type no directive is over (see the second impl of [`IntoDirective`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Unmatched {}
+
 /// A directive a typed [`ToolOutput`](super::tool::ToolOutput) carries: a typed
 /// directive (over any data type: a tool is not bound to one flow) or a runtime one.
 #[diagnostic::on_unimplemented(

@@ -89,6 +89,20 @@ pub trait ToolOnceFallback {
 
 impl<T: ?Sized> ToolOnceFallback for T {}
 
+/// The data type of a `#[flow]`, checked: `<D as FlowData>::Checked` is `D` for a
+/// `#[data]` type (`#[data]` implements it next to [`DataType`]). `#[flow]` builds its
+/// flow over it, so that a data type without `#[data]` is reported once, at `data = ..`,
+/// and the builder calls stay quiet (no impl: the type is unknown to rustc, not merely
+/// unsatisfied). A hand-written [`DataType`] implements it too, with `type Checked = Self`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[data]` type",
+    label = "not a `#[data]` type: put `#[data]` on the struct the flow's `data = ..` names"
+)]
+pub trait FlowData {
+    /// `Self`.
+    type Checked: DataType;
+}
+
 /// A branch or `on_complete` target of a flow over `D`: a flow type over `D`
 /// ([`FlowOver`]). `#[flow]` names a target as `<F as FlowTarget<D>>::flow_id()`, so
 /// that a type that is not one is reported at the type in one short error (no note
