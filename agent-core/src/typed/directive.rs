@@ -790,6 +790,8 @@ type PartReply<S, T> = <S as MergeTyped<T>>::Reply;
 type PartData<S, T> = <S as MergeTyped<T>>::Data;
 type MergedPosition<S, T, P> = <S as MergePosition<PartPosition<S, T>, P>>::Out;
 type MergedReply<S, T, P> = <S as MergeReply<MergedPosition<S, T, P>, PartReply<S, T>>>::Out;
+/// The pre-directive `S` (over `D` and `C`, at the position `P`) with `T` merged in.
+type Merged<D, C, S, T, P> = PreDirective<D, C, MergedPosition<S, T, P>, MergedReply<S, T, P>>;
 
 /// A pre-LLM directive under construction: what `prepare` and `on_enter` hooks return. Adds
 /// `append_prompt`, `inject_tool` and `halt` (this turn only) to a [`Directive`].
@@ -875,7 +877,7 @@ impl<D, C, P, R> PreDirective<D, C, P, R> {
     // The bounds stay on the line of the `fn` (`rustfmt::skip`): rustc quotes that line
     // under an error.
     #[rustfmt::skip]
-    pub fn directive<T>(mut self, d: T) -> PreDirective<D, C, MergedPosition<Self, T, P>, MergedReply<Self, T, P>> where Self: MergeTyped<T> + MergeData<PartData<Self, T>, D> + MergePosition<PartPosition<Self, T>, P> + MergeReply<MergedPosition<Self, T, P>, PartReply<Self, T>> {
+    pub fn directive<T>(mut self, d: T) -> Merged<D, C, Self, T, P> where Self: MergeTyped<T> + MergeData<PartData<Self, T>, D> + MergePosition<PartPosition<Self, T>, P> + MergeReply<MergedPosition<Self, T, P>, PartReply<Self, T>> {
         let d = <Self as MergeTyped<T>>::merged(d);
         if let (Some(a), Some(b)) = (&self.inner.base.position, &d.position)
             && self.conflict.is_none()
