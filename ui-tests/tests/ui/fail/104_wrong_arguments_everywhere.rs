@@ -1,0 +1,36 @@
+// The argument rules hold on every builder that takes the argument, each reported at the
+// argument in one short error: a data patch as a context write (tool output,
+// pre-directive, `Directive::context`), a context patch as a tool's data write, a
+// non-step to `Directive::go_to_step`, a non-flow to `ctx.handoff`, and a directive to a
+// tool output that is not one.
+use agent_core::typed::prelude::*;
+
+#[data]
+pub struct Booking {
+    pub city: String,
+}
+
+#[context]
+pub struct Concierge {
+    pub tier: String,
+}
+
+fn main() {
+    let _ = ToolOutput::text("x").context(Booking::patch().city("Lisbon"));
+    let _ = ToolOutput::text("x").data(Concierge::patch().tier("gold"));
+    let _ = PreDirective::<Booking, Concierge>::new().context(Booking::patch().city("Lisbon"));
+    let _ = Directive::context(Booking::patch().city("Lisbon"));
+    let _ = Directive::go_to_step(BookingFlow);
+    let _ = ToolOutput::text("x").directive("complete");
+}
+
+#[flow(data = Booking)]
+mod booking {
+    #[step(end, prompt = "Confirm.")]
+    fn confirm() {}
+}
+
+#[flow]
+async fn tutor(ctx: FlowCx<Booking, Concierge>) -> FlowResult {
+    ctx.handoff::<Booking>()
+}
