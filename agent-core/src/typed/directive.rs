@@ -303,16 +303,20 @@ impl<P, R, D> TypedDirective<P, R, D> {
     // The bounds of these methods stay on the line of the `fn` (`rustfmt::skip`): rustc
     // quotes that line under an error, so a broken rule costs five lines, not eight.
 
+    // `go_to` names `F`'s data type through `Directive: FlowArg<F>` in its return type,
+    // and `go_to_step` checks `S` through `Directive: StepArg<S>` (see `Directive::go_to`):
+    // a type that is not a flow or a step is reported once, in one short error.
+
     /// Jump to flow `F` (a `#[flow]` type: a declarative flow's entry step, or the
     /// start of a code flow).
     #[rustfmt::skip]
-    pub fn go_to<F: OfData>(self) -> TypedDirective<JumpToFlow, R, D::Out> where P: Unpositioned, D: JoinData<F::Data> {
-        self.with_position(rt::Directive::go_to(F::ID))
+    pub fn go_to<F>(self) -> TypedDirective<JumpToFlow, R, Joined<D, FlowDataOf<F>>> where Directive: FlowArg<F>, P: Unpositioned, D: JoinData<FlowDataOf<F>> {
+        self.with_position(rt::Directive::go_to(<Directive as FlowArg<F>>::ID))
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another.
     #[rustfmt::skip]
-    pub fn go_to_step<S: StepId>(self, step: S) -> TypedDirective<JumpToStep, R, D::Out> where P: Unpositioned, D: JoinData<S::Data> {
-        self.with_position(rt::Directive::go_to_step_in(S::FLOW_ID, step.id()))
+    pub fn go_to_step<S, E>(self, step: S) -> TypedDirective<JumpToStep, R, D::Out> where Directive: StepArg<S, Data = E>, P: Unpositioned, D: JoinData<E> {
+        self.with_position(<Directive as StepArg<S>>::go_to_step(step))
     }
     /// Complete the current flow.
     #[rustfmt::skip]
@@ -439,6 +443,11 @@ impl Directive {
         TypedDirective::wrap(rt::Directive::new().context(<Self as ContextArg<T>>::context_arg(patch)))
     }
 }
+
+/// The data type of the flow `F` (through [`FlowArg`]).
+type FlowDataOf<F> = <Directive as FlowArg<F>>::Data;
+/// The data type of a directive over `D` that takes a part over `E` ([`JoinData`]).
+type Joined<D, E> = <D as JoinData<E>>::Out;
 
 /// `Directive: FlowArg<F>` holds when `F` is a flow type ([`OfData`]): the bound of
 /// [`Directive::go_to`].

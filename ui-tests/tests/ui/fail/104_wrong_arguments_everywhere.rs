@@ -1,8 +1,8 @@
 // The argument rules hold on every builder that takes the argument, each reported at the
 // argument in one short error: a data patch as a context write (tool output,
 // pre-directive, `Directive::context`), a context patch as a tool's data write, a
-// non-step to `Directive::go_to_step`, a non-flow to `ctx.handoff`, and a directive to a
-// tool output that is not one.
+// non-step to `go_to_step`, a non-flow to `.go_to` or `ctx.handoff`, and a directive to
+// a tool output that is not one.
 use agent_core::typed::prelude::*;
 
 #[data]
@@ -22,6 +22,8 @@ fn main() {
     let _ = Directive::context(Booking::patch().city("Lisbon"));
     let _ = Directive::go_to_step(BookingFlow);
     let _ = ToolOutput::text("x").directive("complete");
+    let _ = Directive::new().go_to::<Booking>();
+    let _ = Directive::new().go_to_step("confirm");
 }
 
 #[flow(data = Booking)]
