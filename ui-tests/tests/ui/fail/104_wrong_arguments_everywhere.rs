@@ -1,6 +1,7 @@
 // The argument rules hold on every builder that takes the argument, each reported at the
 // argument in one short error: a data patch as a context write (tool output,
-// pre-directive, `Directive::context`), a context patch as a tool's data write, a
+// pre-directive, `Directive::context`), a context patch as a data write (tool output,
+// directive, pre-directive) or a patch of another data type in a pre-directive, a
 // non-step to `go_to_step`, a non-flow to `.go_to` or `ctx.handoff`, and a directive to
 // a tool output that is not one.
 use agent_core::typed::prelude::*;
@@ -8,6 +9,11 @@ use agent_core::typed::prelude::*;
 #[data]
 pub struct Booking {
     pub city: String,
+}
+
+#[data]
+pub struct Survey {
+    pub score: String,
 }
 
 #[context]
@@ -24,6 +30,10 @@ fn main() {
     let _ = ToolOutput::text("x").directive("complete");
     let _ = Directive::new().go_to::<Booking>();
     let _ = Directive::new().go_to_step("confirm");
+    let _ = Directive::data(Concierge::patch().tier("gold"));
+    let _ = Directive::new().data(Concierge::patch().tier("gold"));
+    let _ = PreDirective::<Booking, Concierge>::new().data(Concierge::patch().tier("gold"));
+    let _ = PreDirective::<Booking, Concierge>::new().data(Survey::patch().score("1"));
 }
 
 #[flow(data = Booking)]
