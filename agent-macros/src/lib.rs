@@ -46,6 +46,9 @@ mod snapshots;
 #[doc = include_str!("../examples-doc/data.rs")]
 /// ```
 ///
+/// The example is `agent-macros/examples-doc/data.rs`, which the `ui-tests` crate compiles
+/// and runs.
+///
 /// # What it generates
 ///
 /// - The struct with every field an `Option` at run time (data arrives over several
@@ -99,6 +102,9 @@ pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[doc = include_str!("../examples-doc/context.rs")]
 /// ```
 ///
+/// The example is `agent-macros/examples-doc/context.rs`, which the `ui-tests` crate compiles
+/// and runs.
+///
 /// # What it generates
 ///
 /// The struct with its fields as written (a context must round-trip through JSON and
@@ -124,6 +130,9 @@ pub fn context(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```ignore
 #[doc = include_str!("../examples-doc/flow.rs")]
 /// ```
+///
+/// The example is `agent-macros/examples-doc/flow.rs`, which the `ui-tests` crate compiles
+/// and runs.
 ///
 /// For `mod booking`, `#[flow]` generates:
 ///
@@ -173,6 +182,9 @@ pub fn context(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```ignore
 #[doc = include_str!("../examples-doc/code_flow.rs")]
 /// ```
+///
+/// The example is `agent-macros/examples-doc/code_flow.rs`, which the `ui-tests` crate compiles
+/// and runs.
 ///
 /// On `async fn tutor(ctx: FlowCx<Data, Context>) -> FlowResult`, `#[flow]` generates the
 /// unit type `TutorFlow` (register it with `.code_flow(TutorFlow)`; name it in
@@ -264,6 +276,9 @@ pub fn step(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```ignore
 #[doc = include_str!("../examples-doc/tool.rs")]
 /// ```
+///
+/// The example is `agent-macros/examples-doc/tool.rs`, which the `ui-tests` crate compiles
+/// and runs.
 ///
 /// # What it generates
 ///
