@@ -131,7 +131,7 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::codeflow::{CodeFlow, FlowRef, IntoCodeFlow};
-    pub use crate::data::date::calendar_field;
+    pub use crate::data::date::CalendarValue;
     pub use crate::typed::rt::*;
     pub use agent_macros::__data_callback as data_callback;
 }

@@ -11,3 +11,11 @@ fn pass_cases_compile_and_run() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
 }
+
+#[test]
+fn the_macro_docs_examples_compile_and_run() {
+    // The examples on the macros' rustdoc pages (`agent-macros/examples-doc`, included
+    // there verbatim).
+    let t = trybuild::TestCases::new();
+    t.pass("../agent-macros/examples-doc/*.rs");
+}

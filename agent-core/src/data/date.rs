@@ -152,14 +152,19 @@ impl JsonSchema for DateTime {
     label = "the field's type must be `Date` or `DateTime` (or implement `CalendarValue`)",
     note = "use `agent_core::data::Date` for a day, `DateTime` for a moment"
 )]
-pub trait CalendarValue {}
+pub trait CalendarValue {
+    /// `#[field(not_past)]`'s check that the field holds a calendar value (read through
+    /// the trait, `<T as CalendarValue>::CALENDAR`, so that rustc reports a type that
+    /// is not one at the field's type, in one short error).
+    #[doc(hidden)]
+    const CALENDAR: () = ();
+}
 
+// Not listed under an error: its label names the types.
+#[diagnostic::do_not_recommend]
 impl CalendarValue for Date {}
+#[diagnostic::do_not_recommend]
 impl CalendarValue for DateTime {}
-
-/// `#[field(not_past)]`'s check that the field holds a calendar value.
-#[doc(hidden)]
-pub fn calendar_field<T: CalendarValue + ?Sized>() {}
 
 #[cfg(test)]
 mod tests {

@@ -41,7 +41,7 @@ use crate::directive as rt;
 use crate::error::DirectiveError;
 use crate::tool::Tool;
 
-use super::data::{DataPatch, DataType, IntoContextPatch};
+use super::data::{ContextArg, DataPatch, DataType};
 use super::flow::{OfData, StepId};
 
 /// Position and reply states of a [`TypedDirective`].
@@ -94,8 +94,7 @@ use state::*;
 /// Satisfied while a directive has no position field yet.
 #[diagnostic::on_unimplemented(
     message = "this directive already has a position field (`{Self}`): a directive holds at most one of `go_to`, `go_to_step`, `complete`, `abort`, `reset`",
-    label = "second position field",
-    note = "to move on after completing the flow, use `Directive::complete_then(next)`"
+    label = "second position field: keep one (to move on after completing the flow, use `Directive::complete_then(next)`)"
 )]
 pub trait Unpositioned {}
 // The impls are not listed under an error: its message names the fix.
@@ -105,8 +104,7 @@ impl Unpositioned for NoPosition {}
 /// Satisfied by every position except `abort`.
 #[diagnostic::on_unimplemented(
     message = "`reply` cannot be combined with `abort`: an aborted conversation delivers no reply",
-    label = "`reply` on an `abort` directive",
-    note = "put the farewell in the abort reason, or use `complete` instead of `abort`"
+    label = "`reply` on an `abort` directive: put the farewell in the abort reason, or use `complete` instead of `abort`"
 )]
 pub trait AllowsReply {}
 // Not listed under an error (as for `Unpositioned`).
@@ -153,8 +151,7 @@ impl ThenState for CompleteThenAbort {
 /// Satisfied while a directive has no reply.
 #[diagnostic::on_unimplemented(
     message = "`abort` cannot be combined with `reply`: an aborted conversation delivers no reply",
-    label = "`abort` on a directive with a `reply`",
-    note = "drop the `reply`, or use `complete` instead of `abort`"
+    label = "`abort` on a directive with a `reply`: drop the `reply`, or use `complete` instead of `abort`"
 )]
 pub trait NoReplyYet {}
 #[diagnostic::do_not_recommend]
@@ -165,8 +162,7 @@ impl NoReplyYet for NoReply {}
 /// that is not [`AnyData`]. An agent has one data type, so two others do not combine.
 #[diagnostic::on_unimplemented(
     message = "a directive over `{Self}` cannot also carry a patch or target over `{D}`",
-    label = "a patch or target over `{D}` on a directive over `{Self}`",
-    note = "an agent has one data type: write `{Self}::patch()..` and name flows and steps with `data = {Self}`"
+    label = "a patch or target over `{D}`: an agent has one data type; write `{Self}::patch()..` and name flows and steps with `data = {Self}`"
 )]
 pub trait JoinData<D> {
     /// The combined data type.
@@ -304,60 +300,49 @@ impl<P, R, D> TypedDirective<P, R, D> {
         self.retype()
     }
 
+    // The bounds of these methods stay on the line of the `fn` (`rustfmt::skip`): rustc
+    // quotes that line under an error, so a broken rule costs five lines, not eight.
+
+    // `go_to` names `F`'s data type through `Directive: FlowArg<F>` in its return type,
+    // and `go_to_step` checks `S` through `Directive: StepArg<S>` (see `Directive::go_to`):
+    // a type that is not a flow or a step is reported once, in one short error.
+
     /// Jump to flow `F` (a `#[flow]` type: a declarative flow's entry step, or the
     /// start of a code flow).
-    pub fn go_to<F: OfData>(self) -> TypedDirective<JumpToFlow, R, D::Out>
-    where
-        P: Unpositioned,
-        D: JoinData<F::Data>,
-    {
-        self.with_position(rt::Directive::go_to(F::ID))
+    #[rustfmt::skip]
+    pub fn go_to<F>(self) -> TypedDirective<JumpToFlow, R, Joined<D, FlowDataOf<F>>> where Directive: FlowArg<F>, P: Unpositioned, D: JoinData<FlowDataOf<F>> {
+        self.with_position(rt::Directive::go_to(<Directive as FlowArg<F>>::ID))
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another.
-    pub fn go_to_step<S: StepId>(self, step: S) -> TypedDirective<JumpToStep, R, D::Out>
-    where
-        P: Unpositioned,
-        D: JoinData<S::Data>,
-    {
-        self.with_position(rt::Directive::go_to_step_in(S::FLOW_ID, step.id()))
+    #[rustfmt::skip]
+    pub fn go_to_step<S, E>(self, step: S) -> TypedDirective<JumpToStep, R, D::Out> where Directive: StepArg<S, Data = E>, P: Unpositioned, D: JoinData<E> {
+        self.with_position(<Directive as StepArg<S>>::go_to_step(step))
     }
     /// Complete the current flow.
-    pub fn complete(self) -> TypedDirective<CompleteFlow, R, D>
-    where
-        P: Unpositioned,
-    {
+    #[rustfmt::skip]
+    pub fn complete(self) -> TypedDirective<CompleteFlow, R, D> where P: Unpositioned {
         self.with_position(rt::Directive::complete())
     }
     /// End the conversation.
-    pub fn abort(self, reason: impl Into<String>) -> TypedDirective<AbortConversation, R, D>
-    where
-        P: Unpositioned,
-        R: NoReplyYet,
-    {
+    #[rustfmt::skip]
+    pub fn abort(self, reason: impl Into<String>) -> TypedDirective<AbortConversation, R, D> where P: Unpositioned, R: NoReplyYet {
         self.with_position(rt::Directive::abort(reason))
     }
     /// Restart the current flow.
-    pub fn reset(self) -> TypedDirective<ResetFlow, R, D>
-    where
-        P: Unpositioned,
-    {
+    #[rustfmt::skip]
+    pub fn reset(self) -> TypedDirective<ResetFlow, R, D> where P: Unpositioned {
         self.with_position(rt::Directive::reset())
     }
     /// A verbatim reply (the model is bypassed for the message body).
-    pub fn reply(self, text: impl Into<String>) -> TypedDirective<P, WithReply, D>
-    where
-        P: AllowsReply,
-    {
-        let inner = self.inner.reply(text);
-        TypedDirective::wrap(inner)
+    #[rustfmt::skip]
+    pub fn reply(self, text: impl Into<String>) -> TypedDirective<P, WithReply, D> where P: AllowsReply {
+        TypedDirective::wrap(self.inner.reply(text))
     }
     /// Write session data (`Booking::patch().city("Lisbon")`, a patch of the data type
     /// `#[data]` generates); shallow-merged.
-    pub fn data<T: DataPatch>(self, patch: T) -> TypedDirective<P, R, D::Out>
-    where
-        D: JoinData<T::Data>,
-    {
-        TypedDirective::wrap(self.inner.data(patch.into_data_patch()))
+    #[rustfmt::skip]
+    pub fn data<T, E>(self, patch: T) -> TypedDirective<P, R, D::Out> where Directive: PatchArg<T, Data = E>, D: JoinData<E> {
+        TypedDirective::wrap(self.inner.data(<Directive as PatchArg<T>>::patch(patch)))
     }
     /// The same directive with its position and reply no longer tracked by the type
     /// (for a hook whose branches build directives of different shapes): it takes no
@@ -375,8 +360,9 @@ impl<P, R, D> TypedDirective<P, R, D> {
         self.retype()
     }
     /// Write session context (`Concierge::patch().tier("gold")`); shallow-merged.
-    pub fn context(self, patch: impl IntoContextPatch) -> Self {
-        Self::wrap(self.inner.context(patch.into_context_patch()))
+    #[rustfmt::skip]
+    pub fn context<T>(self, patch: T) -> Self where Self: ContextArg<T> {
+        Self::wrap(self.inner.context(<Self as ContextArg<T>>::context_arg(patch)))
     }
     /// Attach a reason to the position (for traces).
     pub fn because(self, reason: impl Into<String>) -> Self {
@@ -398,22 +384,23 @@ impl Directive {
     pub fn new() -> TypedDirective {
         TypedDirective::wrap(rt::Directive::new())
     }
+    // `go_to` and `go_to_step` check their flow or step through `Directive: FlowArg<F>`
+    // (`StepArg<S>`) and name its data type through that bound (`go_to_step`: as a
+    // parameter, so that the return type does not report the argument again): rustc
+    // then reports a type that is not a flow (step) once, at the call, in one short
+    // error.
+
     /// Jump to flow `F` (a `#[flow]` type such as `FeedbackFlow`, or a code flow such
     /// as `TutorFlow`); the directive is over `F`'s data type.
-    // The `where` clause (implied anyway) makes rustc report a type that is not a flow
-    // once, at the call, instead of again for the return type's `F::Data`.
-    pub fn go_to<F: OfData>() -> TypedDirective<JumpToFlow, NoReply, F::Data>
-    where
-        F::Data: Sized,
-    {
-        Self::new().go_to::<F>()
+    #[rustfmt::skip]
+    pub fn go_to<F>() -> TypedDirective<JumpToFlow, NoReply, <Self as FlowArg<F>>::Data> where Self: FlowArg<F> {
+        TypedDirective::wrap(rt::Directive::go_to(<Self as FlowArg<F>>::ID))
     }
     /// Jump to a step (`booking::Step::confirm`), of this flow or another; the directive
     /// is over its flow's data type.
-    // `D` as a parameter (not `S::Data`) makes rustc report an argument that is not a
-    // step id once, instead of again for the return type.
-    pub fn go_to_step<S: StepId<Data = D>, D>(step: S) -> TypedDirective<JumpToStep, NoReply, D> {
-        Self::new().go_to_step(step)
+    #[rustfmt::skip]
+    pub fn go_to_step<S, D>(step: S) -> TypedDirective<JumpToStep, NoReply, D> where Self: StepArg<S, Data = D> {
+        TypedDirective::wrap(<Self as StepArg<S>>::go_to_step(step))
     }
     /// Complete the current flow.
     pub fn complete() -> TypedDirective<CompleteFlow> {
@@ -447,12 +434,103 @@ impl Directive {
         Self::new().reply(text)
     }
     /// A data write and nothing else; the directive is over the patch's data type.
-    pub fn data<T: DataPatch>(patch: T) -> TypedDirective<NoPosition, NoReply, T::Data> {
-        Self::new().data(patch)
+    #[rustfmt::skip]
+    pub fn data<T, E>(patch: T) -> TypedDirective<NoPosition, NoReply, E> where Self: PatchArg<T, Data = E> {
+        TypedDirective::wrap(rt::Directive::new().data(<Self as PatchArg<T>>::patch(patch)))
     }
     /// A context write and nothing else.
-    pub fn context(patch: impl IntoContextPatch) -> TypedDirective {
-        Self::new().context(patch)
+    #[rustfmt::skip]
+    pub fn context<T>(patch: T) -> TypedDirective where Self: ContextArg<T> {
+        TypedDirective::wrap(rt::Directive::new().context(<Self as ContextArg<T>>::context_arg(patch)))
+    }
+}
+
+/// The data type of the flow `F` (through [`FlowArg`]).
+type FlowDataOf<F> = <Directive as FlowArg<F>>::Data;
+/// The data type of a directive over `D` that takes a part over `E` ([`JoinData`]).
+type Joined<D, E> = <D as JoinData<E>>::Out;
+
+/// `Directive: PatchArg<T>` holds when `T` is a typed patch of a `#[data]` type
+/// ([`DataPatch`]): the bound of the typed `data(..)` writes, on the receiver so that
+/// rustc reports a wrong argument at the argument in one short error.
+#[diagnostic::on_unimplemented(
+    message = "`{T}` is not a patch of a `#[data]` type",
+    label = "expected `YourData::patch().field(value)` (generated by `#[data]`); a `#[context]` patch goes to `.context(..)`, a raw `Patch` map enters through `TypedDirective::try_from_untyped`"
+)]
+pub trait PatchArg<T> {
+    /// The data type the patch writes.
+    type Data;
+    /// The JSON object written to the data.
+    fn patch(patch: T) -> crate::data::Patch;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<T: DataPatch> PatchArg<T> for Directive {
+    type Data = T::Data;
+    fn patch(patch: T) -> crate::data::Patch {
+        patch.into_data_patch()
+    }
+}
+
+/// `PreDirective<D, ..>: PatchOf<E, D>` holds when a patch of `E` may be written by a
+/// pre-directive over `D` (`E` is `D`).
+#[diagnostic::on_unimplemented(
+    message = "a patch of `{E}` where the flow's data is `{D}`",
+    label = "this writes a `{E}` patch: an agent has one data type; write `{D}::patch()..`"
+)]
+pub trait PatchOf<E, D> {}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, P, R> PatchOf<D, D> for PreDirective<D, C, P, R> {}
+
+/// Never applies (no patch is over [`Unmatched`]). With a single impl, rustc would take
+/// the patch's data type from it (`D`) and report a type mismatch about
+/// `DataPatch::Data` instead of the message above.
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl<D, C, P, R> PatchOf<(Unmatched, D), D> for PreDirective<D, C, P, R> {}
+
+/// `Directive: FlowArg<F>` holds when `F` is a flow type ([`OfData`]): the bound of
+/// [`Directive::go_to`].
+#[diagnostic::on_unimplemented(
+    message = "`{F}` is not a flow",
+    label = "not a `#[flow]` type: a flow is named by the type `#[flow]` generates next to its module (`mod feedback` → `FeedbackFlow`); a flow id known only at run time enters through `TypedDirective::try_from_untyped`"
+)]
+pub trait FlowArg<F> {
+    /// The flow's data type.
+    type Data;
+    /// The flow id.
+    const ID: &'static str;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<F: OfData> FlowArg<F> for Directive {
+    type Data = F::Data;
+    const ID: &'static str = F::ID;
+}
+
+/// `Directive: StepArg<S>` holds when `S` is a step id ([`StepId`]): the bound of
+/// [`Directive::go_to_step`].
+#[diagnostic::on_unimplemented(
+    message = "`{S}` is not a step id",
+    label = "expected a step such as `booking::Step::confirm` (the `Step` enum `#[flow]` generates in each flow module)"
+)]
+pub trait StepArg<S> {
+    /// The data type of the step's flow.
+    type Data;
+    /// The jump to the step.
+    fn go_to_step(step: S) -> rt::Directive;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<S: StepId> StepArg<S> for Directive {
+    type Data = S::Data;
+    fn go_to_step(step: S) -> rt::Directive {
+        rt::Directive::go_to_step_in(S::FLOW_ID, step.id())
     }
 }
 
@@ -485,6 +563,23 @@ impl<P, R, E: FitsData<D>, D> IntoDirective<D> for TypedDirective<P, R, E> {
     }
 }
 
+/// Never applies (no directive is over [`Unmatched`]). With a single impl for
+/// `TypedDirective`, rustc appends "but trait `IntoDirective<Survey>` is implemented for
+/// it" and that impl's header to every directive over the wrong data type (five more
+/// lines); with two, it leaves them out and the message names the fix alone.
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl<P, R, E> IntoDirective<Unmatched> for TypedDirective<P, R, (E, Unmatched)> {
+    fn into_directive(self) -> rt::Directive {
+        self.inner
+    }
+}
+
+/// A data type no directive is over (see the second impl of [`IntoDirective`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Unmatched {}
+
 /// A directive a typed [`ToolOutput`](super::tool::ToolOutput) carries: a typed
 /// directive (over any data type: a tool is not bound to one flow) or a runtime one.
 #[diagnostic::on_unimplemented(
@@ -508,6 +603,27 @@ impl<P, R, D> IntoToolDirective for TypedDirective<P, R, D> {
 impl IntoToolDirective for rt::Directive {
     fn into_tool_directive(self) -> rt::Directive {
         self
+    }
+}
+
+/// The argument of [`ToolOutput::directive`](super::tool::ToolOutput::directive): `S:
+/// ToolDirectiveArg<T>` (for any `S`) holds when `T` is an [`IntoToolDirective`]. A bound
+/// on the receiver rather than on `T`, so that rustc reports a wrong argument at the
+/// argument in one short error.
+#[diagnostic::on_unimplemented(
+    message = "`{T}` is not a post-LLM directive",
+    label = "only a `Directive` is allowed here: `append_prompt`, `inject_tool` and `halt` exist only before the model call (`prepare`, `on_enter`)"
+)]
+pub trait ToolDirectiveArg<T> {
+    /// The runtime directive.
+    fn tool_directive(d: T) -> rt::Directive;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<S: ?Sized, T: IntoToolDirective> ToolDirectiveArg<T> for S {
+    fn tool_directive(d: T) -> rt::Directive {
+        d.into_tool_directive()
     }
 }
 
@@ -639,8 +755,95 @@ impl<P, R, D> TypedParts for TypedDirective<P, R, D> {
     }
 }
 
-type MergedPosition<P, T> = <P as JoinPosition<<T as TypedParts>::Position>>::Out;
-type MergedReply<R, T> = <R as JoinReply<<T as TypedParts>::Reply>>::Out;
+// What `PreDirective::directive` checks, one rule per trait, each on the pre-directive
+// (so that rustc reports a broken rule at the argument in one short error) and each
+// after the previous one (through its associated types, so that a directive that breaks
+// one rule is not reported again for the next).
+
+/// `PreDirective<..>: MergeTyped<T>` holds when `T` is a typed directive
+/// ([`TypedParts`]); its parts feed the next checks of [`PreDirective::directive`].
+#[diagnostic::on_unimplemented(
+    message = "`{T}` is not a typed directive",
+    label = "expected a typed `Directive::..` here: a runtime `agent_core::directive::Directive` enters through `TypedDirective::try_from_untyped(d)?`"
+)]
+pub trait MergeTyped<T> {
+    /// Its position state.
+    type Position;
+    /// Its reply state.
+    type Reply;
+    /// The data type of its patches and targets.
+    type Data;
+    /// The runtime directive.
+    fn merged(d: T) -> rt::Directive;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, P, R, T: TypedParts> MergeTyped<T> for PreDirective<D, C, P, R> {
+    type Position = T::Position;
+    type Reply = T::Reply;
+    type Data = T::Data;
+    fn merged(d: T) -> rt::Directive {
+        d.into_runtime_directive()
+    }
+}
+
+/// `PreDirective<D, ..>: MergeData<E, D>` holds when a directive over `E` fits a
+/// pre-directive over `D` ([`FitsData`]).
+#[diagnostic::on_unimplemented(
+    message = "a directive over `{E}` used in a flow with `data = {D}`",
+    label = "its patch or target is over `{E}`, not `{D}`: an agent has one data type; write `{D}::patch()..` and name flows and steps with `data = {D}`"
+)]
+pub trait MergeData<E, D> {}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, P, R, E: FitsData<D>> MergeData<E, D> for PreDirective<D, C, P, R> {}
+
+/// `PreDirective<_, _, P, _>: MergePosition<Q, P>` holds when a directive with the
+/// position `Q` may be merged into a pre-directive with the position `P`
+/// ([`JoinPosition`]).
+#[diagnostic::on_unimplemented(
+    message = "this pre-directive already has a position field (`{P}`) and the merged directive brings another (`{Q}`)",
+    label = "second position field: a directive holds at most one of `go_to`, `go_to_step`, `complete`, `abort`, `reset`; to move on after completing the flow, use `Directive::complete_then(next)`"
+)]
+pub trait MergePosition<Q, P> {
+    /// The merged position state.
+    type Out;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, P: JoinPosition<Q>, R, Q> MergePosition<Q, P> for PreDirective<D, C, P, R> {
+    type Out = P::Out;
+}
+
+/// `PreDirective<..>: MergeReply<M, Q>` holds when the merged position `M` may hold the
+/// merged reply state (the pre-directive's and `Q`; [`ReplyFits`]).
+#[diagnostic::on_unimplemented(
+    message = "`reply` cannot be combined with `abort`: an aborted conversation delivers no reply",
+    label = "a reply and an `abort` (or a position not known at compile time) in one pre-directive: put the farewell in the abort reason, or use `complete` instead of `abort`"
+)]
+pub trait MergeReply<M, Q> {
+    /// The merged reply state.
+    type Out;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, P, R: JoinReply<Q>, M: ReplyFits<R::Out>, Q> MergeReply<M, Q>
+    for PreDirective<D, C, P, R>
+{
+    type Out = R::Out;
+}
+
+type PartPosition<S, T> = <S as MergeTyped<T>>::Position;
+type PartReply<S, T> = <S as MergeTyped<T>>::Reply;
+type PartData<S, T> = <S as MergeTyped<T>>::Data;
+type MergedPosition<S, T, P> = <S as MergePosition<PartPosition<S, T>, P>>::Out;
+type MergedReply<S, T, P> = <S as MergeReply<MergedPosition<S, T, P>, PartReply<S, T>>>::Out;
+/// The pre-directive `S` (over `D` and `C`, at the position `P`) with `T` merged in.
+type Merged<D, C, S, T, P> = PreDirective<D, C, MergedPosition<S, T, P>, MergedReply<S, T, P>>;
 
 /// A pre-LLM directive under construction: what `prepare` and `on_enter` hooks return. Adds
 /// `append_prompt`, `inject_tool` and `halt` (this turn only) to a [`Directive`].
@@ -723,17 +926,11 @@ impl<D, C, P, R> PreDirective<D, C, P, R> {
     /// position, or an `abort` into a pre-directive with a `reply`, does not compile.
     /// Two [erased](TypedDirective::erase) positions are checked when a `#[flow]` hook
     /// returns them (see [`Self::try_into_runtime`]).
-    pub fn directive<T: TypedParts>(
-        mut self,
-        d: T,
-    ) -> PreDirective<D, C, MergedPosition<P, T>, MergedReply<R, T>>
-    where
-        T::Data: FitsData<D>,
-        P: JoinPosition<T::Position>,
-        R: JoinReply<T::Reply>,
-        MergedPosition<P, T>: ReplyFits<MergedReply<R, T>>,
-    {
-        let d = d.into_runtime_directive();
+    // The bounds stay on the line of the `fn` (`rustfmt::skip`): rustc quotes that line
+    // under an error.
+    #[rustfmt::skip]
+    pub fn directive<T>(mut self, d: T) -> Merged<D, C, Self, T, P> where Self: MergeTyped<T> + MergeData<PartData<Self, T>, D> + MergePosition<PartPosition<Self, T>, P> + MergeReply<MergedPosition<Self, T, P>, PartReply<Self, T>> {
+        let d = <Self as MergeTyped<T>>::merged(d);
         if let (Some(a), Some(b)) = (&self.inner.base.position, &d.position)
             && self.conflict.is_none()
         {
@@ -745,24 +942,21 @@ impl<D, C, P, R> PreDirective<D, C, P, R> {
         self.retype()
     }
     /// Set a verbatim reply.
-    pub fn reply(mut self, text: impl Into<String>) -> PreDirective<D, C, P, WithReply>
-    where
-        P: AllowsReply,
-    {
+    #[rustfmt::skip]
+    pub fn reply(mut self, text: impl Into<String>) -> PreDirective<D, C, P, WithReply> where P: AllowsReply {
         self.inner = self.inner.reply(text);
         self.retype()
     }
     /// Write session data (a patch of `D`, `Booking::patch().city("Lisbon")`).
-    pub fn data<T: DataPatch>(mut self, patch: T) -> Self
-    where
-        T::Data: SameData<D>,
-    {
-        self.inner = self.inner.data(patch.into_data_patch());
+    #[rustfmt::skip]
+    pub fn data<T, E>(mut self, patch: T) -> Self where Directive: PatchArg<T, Data = E>, Self: PatchOf<E, D> {
+        self.inner = self.inner.data(<Directive as PatchArg<T>>::patch(patch));
         self
     }
     /// Write session context.
-    pub fn context(mut self, patch: impl IntoContextPatch) -> Self {
-        self.inner = self.inner.context(patch.into_context_patch());
+    #[rustfmt::skip]
+    pub fn context<T>(mut self, patch: T) -> Self where Self: ContextArg<T> {
+        self.inner = self.inner.context(<Self as ContextArg<T>>::context_arg(patch));
         self
     }
     /// The same pre-directive with its position and reply no longer tracked by the type

@@ -29,8 +29,7 @@ pub trait FlowDef: 'static {
 /// (`booking::Step::confirm`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a step id",
-    label = "expected a step such as `booking::Step::confirm`",
-    note = "steps are named by the `Step` enum `#[flow]` generates in each flow module"
+    label = "expected a step such as `booking::Step::confirm` (the `Step` enum `#[flow]` generates in each flow module)"
 )]
 pub trait StepId: Copy + Send + Sync + 'static {
     /// The data type of the flow the step belongs to: a typed directive that names the
@@ -46,8 +45,7 @@ pub trait StepId: Copy + Send + Sync + 'static {
 /// a typed directive that names it (`Directive::go_to::<F>()`) is over that data type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a flow",
-    label = "not a `#[flow]` type",
-    note = "a flow is named by the type `#[flow]` generates next to its module: `mod feedback` → `FeedbackFlow`; a flow id known only at run time enters through `TypedDirective::try_from_untyped`"
+    label = "not a `#[flow]` type: a flow is named by the type `#[flow]` generates next to its module (`mod feedback` → `FeedbackFlow`); a flow id known only at run time enters through `TypedDirective::try_from_untyped`"
 )]
 pub trait OfData: FlowRef {
     /// The data type of the flow.
@@ -60,8 +58,7 @@ pub trait OfData: FlowRef {
 /// targets require it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a flow with `data = {D}`",
-    label = "not a `#[flow]` type over `{D}`",
-    note = "a flow is named by the type `#[flow]` generates (`mod feedback` → `FeedbackFlow`), and a flow hands over only to flows of the same agent, which share one data type: declare both with the same `data = ..`"
+    label = "not a `#[flow]` type over `{D}`: a flow is named by the type `#[flow]` generates (`mod feedback` → `FeedbackFlow`), and hands over only to flows of the same data type; declare both with the same `data = ..`"
 )]
 pub trait FlowOver<D>: FlowRef {}
 
@@ -69,10 +66,38 @@ pub trait FlowOver<D>: FlowRef {}
 /// name as `other::Step::name` (see [`FlowOver`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a step of a flow with `data = {D}`",
-    label = "a step of a flow over another data type",
-    note = "a flow hands over only to flows of the same agent, which share one data type: declare both with the same `data = ..`"
+    label = "a step of a flow over another data type: a flow hands over only to flows of the same data type; declare both with the same `data = ..`"
 )]
 pub trait StepOver<D>: StepId {}
+
+/// `FlowCx<D, C>: HandoffTarget<F, D>` holds when `F` is a flow over `D` ([`FlowOver`]):
+/// the bound of [`FlowCx::handoff`](crate::codeflow::FlowCx::handoff), which names its
+/// result type through it so that rustc reports a wrong flow type at the call in one
+/// short error.
+#[diagnostic::on_unimplemented(
+    message = "`{F}` is not a flow with `data = {D}`",
+    label = "not a `#[flow]` type over `{D}`: a flow is named by the type `#[flow]` generates (`mod feedback` → `FeedbackFlow`), and hands over only to flows of the same data type; declare both with the same `data = ..`"
+)]
+pub trait HandoffTarget<F, D> {
+    /// [`FlowResult`](crate::codeflow::FlowResult).
+    type Result;
+    /// The hand-off to `F`.
+    fn handoff(&self) -> Self::Result;
+}
+
+// Not listed under an error: its message names the fix.
+#[diagnostic::do_not_recommend]
+impl<D, C, F> HandoffTarget<F, D> for crate::codeflow::FlowCx<D, C>
+where
+    D: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+    F: FlowOver<D>,
+{
+    type Result = crate::codeflow::FlowResult;
+    fn handoff(&self) -> crate::codeflow::FlowResult {
+        self.handoff_to(F::ID)
+    }
+}
 
 // Every typed flow can be named as a hand-off target; the impl sits with the typed
 // flows so the code-flow module does not import the typed layer above it.

@@ -89,6 +89,20 @@ pub trait ToolOnceFallback {
 
 impl<T: ?Sized> ToolOnceFallback for T {}
 
+/// The data type of a `#[flow]`, checked: `<D as FlowData>::Checked` is `D` for a
+/// `#[data]` type (`#[data]` implements it next to [`DataType`]). `#[flow]` builds its
+/// flow over it, so that a data type without `#[data]` is reported once, at `data = ..`,
+/// and the builder calls stay quiet (no impl: the type is unknown to rustc, not merely
+/// unsatisfied). A hand-written [`DataType`] implements it too, with `type Checked = Self`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[data]` type",
+    label = "not a `#[data]` type: put `#[data]` on the struct the flow's `data = ..` names"
+)]
+pub trait FlowData {
+    /// `Self`.
+    type Checked: DataType;
+}
+
 /// A branch or `on_complete` target of a flow over `D`: a flow type over `D`
 /// ([`FlowOver`]). `#[flow]` names a target as `<F as FlowTarget<D>>::flow_id()`, so
 /// that a type that is not one is reported at the type in one short error (no note
@@ -196,11 +210,21 @@ where
     label = "not deserializable or not described by a schema",
     note = "derive `Deserialize` and `JsonSchema` for it (through `agent_core::__private::{{serde, schemars}}` if your crate does not depend on them), or take a type that has them"
 )]
-pub trait ToolArg: DeserializeOwned + JsonSchema {}
+pub trait ToolArg: Sized {
+    /// The parameter's spec. `#[tool]` reads it through the trait,
+    /// `<T as ToolArg>::SPEC`, so that rustc reports a type that is not an argument at
+    /// the type, in one short error.
+    const SPEC: ToolArgSpec<Self>;
+}
 // `do_not_recommend`: a type that lacks both bounds is reported once, as "`T` cannot be
 // a tool argument", instead of once per unmet bound of this impl.
 #[diagnostic::do_not_recommend]
-impl<T: DeserializeOwned + JsonSchema> ToolArg for T {}
+impl<T: DeserializeOwned + JsonSchema> ToolArg for T {
+    const SPEC: ToolArgSpec<T> = ToolArgSpec {
+        decode: tool_arg::<T>,
+        schema: ToolSchema::arg::<T>,
+    };
+}
 
 type Decode<T> = fn(&serde_json::Map<String, Value>, &str, bool) -> Result<T, ToolError>;
 
@@ -223,10 +247,7 @@ impl<T> ToolArgSpec<T> {
     where
         T: ToolArg,
     {
-        Self {
-            decode: tool_arg::<T>,
-            schema: ToolSchema::arg::<T>,
-        }
+        T::SPEC
     }
     /// Decode the parameter from the argument object.
     pub fn decode(

@@ -5,8 +5,8 @@ use serde_json::Value;
 use crate::error::DirectiveError;
 use crate::tool as rt;
 
-use super::data::{IntoContextPatch, IntoDataPatch};
-use super::directive::IntoToolDirective;
+use super::data::{ContextArg, DataArg};
+use super::directive::ToolDirectiveArg;
 
 /// What a `#[tool]` returns: text for the model, and optional data/context writes and a
 /// post-LLM directive.
@@ -34,22 +34,28 @@ impl ToolOutput {
             conflict: None,
         }
     }
+    // The argument bounds sit on the receiver and on the line of the `fn`
+    // (`rustfmt::skip`), so that rustc reports a wrong argument in one short error.
+
     /// Write session data (`Booking::patch().booking_id(id)`).
-    pub fn data(mut self, patch: impl IntoDataPatch) -> Self {
-        self.inner = self.inner.data(patch.into_data_patch());
+    #[rustfmt::skip]
+    pub fn data<T>(mut self, patch: T) -> Self where Self: DataArg<T> {
+        self.inner = self.inner.data(<Self as DataArg<T>>::data_arg(patch));
         self
     }
     /// Write session context (`Concierge::patch().tier("gold")`).
-    pub fn context(mut self, patch: impl IntoContextPatch) -> Self {
-        let d = crate::directive::Directive::new().context(patch.into_context_patch());
+    #[rustfmt::skip]
+    pub fn context<T>(mut self, patch: T) -> Self where Self: ContextArg<T> {
+        let d = crate::directive::Directive::new().context(<Self as ContextArg<T>>::context_arg(patch));
         self.inner = self.inner.directive(d);
         self
     }
     /// Add a post-LLM directive (merged with any already set). A directive holds one
     /// position: a second one (`.directive(complete()).directive(go_to::<F>())`) makes
     /// the `#[tool]` fail with [`rt::ToolError::InvalidDirective`].
-    pub fn directive(mut self, d: impl IntoToolDirective) -> Self {
-        let d = d.into_tool_directive();
+    #[rustfmt::skip]
+    pub fn directive<T>(mut self, d: T) -> Self where Self: ToolDirectiveArg<T> {
+        let d = <Self as ToolDirectiveArg<T>>::tool_directive(d);
         if let (Some(a), Some(b)) = (&self.inner.directive.position, &d.position)
             && self.conflict.is_none()
         {

@@ -333,7 +333,16 @@ pub fn expand(def: &DataDef) -> TokenStream {
         }
     };
     let data_only = if kind == Kind::Data {
-        data_view_and_callback(def)
+        let view_and_callback = data_view_and_callback(def);
+        quote! {
+            // What `#[flow]` builds over (see `FlowData`): a type without `#[data]`
+            // has no impl, so the flow reports it once and its builder stays quiet.
+            #[diagnostic::do_not_recommend]
+            impl ::agent_core::__private::FlowData for #name {
+                type Checked = Self;
+            }
+            #view_and_callback
+        }
     } else {
         quote!()
     };

@@ -153,6 +153,10 @@ impl ::agent_core::__private::DataType for Booking {
         }
     }
 }
+#[diagnostic::do_not_recommend]
+impl ::agent_core::__private::FlowData for Booking {
+    type Checked = Self;
+}
 ///What hooks and predicates of a step see of [`Booking`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct BookingView<

@@ -300,6 +300,10 @@ impl ::agent_core::__private::DataType for Stay {
         }
     }
 }
+#[diagnostic::do_not_recommend]
+impl ::agent_core::__private::FlowData for Stay {
+    type Checked = Self;
+}
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct StayView<

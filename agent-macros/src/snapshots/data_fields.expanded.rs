@@ -38,7 +38,7 @@ impl ::agent_core::__private::DataPatch for StayPatch {
     type Data = Stay;
 }
 const _: fn() = || {
-    ::agent_core::__private::calendar_field::<Date>();
+    let () = <Date as ::agent_core::__private::CalendarValue>::CALENDAR;
 };
 ///The fields of the data type [`Stay`].
 #[allow(non_camel_case_types, dead_code)]
@@ -282,6 +282,10 @@ impl ::agent_core::__private::DataType for Stay {
             _ => ::core::option::Option::None,
         }
     }
+}
+#[diagnostic::do_not_recommend]
+impl ::agent_core::__private::FlowData for Stay {
+    type Checked = Self;
 }
 ///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]

@@ -65,7 +65,7 @@ type __agent_flow_booking_view___completed<'a> = <__agent_flow_booking_step___co
 struct BookingFlow;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
-type __agent_flow_booking_Data = Booking;
+type __agent_flow_booking_Data = <Booking as ::agent_core::__private::FlowData>::Checked;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_booking_Context = Concierge;

@@ -55,7 +55,7 @@ type __agent_flow_match_view___completed<'a> = <__agent_flow_match_step___comple
 struct MatchFlow;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
-type __agent_flow_match_Data = Order;
+type __agent_flow_match_Data = <Order as ::agent_core::__private::FlowData>::Checked;
 #[doc(hidden)]
 #[allow(non_camel_case_types, dead_code)]
 type __agent_flow_match_Context = ();

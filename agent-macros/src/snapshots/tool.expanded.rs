@@ -8,15 +8,13 @@
 )]
 struct book_room;
 const _: () = {
-    const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = ::agent_core::__private::ToolArgSpec::<
+    const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = <String as ::agent_core::__private::ToolArg>::SPEC;
+    const __AGENT_ARG_1: ::agent_core::__private::ToolArgSpec<Option<String>> = <Option<
         String,
-    >::new();
-    const __AGENT_ARG_1: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
-        Option<String>,
-    >::new();
-    const __AGENT_ARG_2: ::agent_core::__private::ToolArgSpec<Option<String>> = ::agent_core::__private::ToolArgSpec::<
-        Option<String>,
-    >::new();
+    > as ::agent_core::__private::ToolArg>::SPEC;
+    const __AGENT_ARG_2: ::agent_core::__private::ToolArgSpec<Option<String>> = <Option<
+        String,
+    > as ::agent_core::__private::ToolArg>::SPEC;
     #[allow(clippy::too_many_arguments, clippy::unused_async)]
     async fn book_room(
         cx: ToolCx<Booking, Concierge>,

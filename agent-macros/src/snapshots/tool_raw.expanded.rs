@@ -8,9 +8,7 @@
 )]
 struct r#move;
 const _: () = {
-    const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = ::agent_core::__private::ToolArgSpec::<
-        String,
-    >::new();
+    const __AGENT_ARG_0: ::agent_core::__private::ToolArgSpec<String> = <String as ::agent_core::__private::ToolArg>::SPEC;
     #[allow(clippy::too_many_arguments, clippy::unused_async)]
     async fn r#move(r#type: String) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(r#type))

@@ -208,19 +208,12 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         .collect();
     let arg_specs = def.args.iter().zip(&spec_names).map(|(a, n)| {
         let ty = &a.ty;
-        // rustc reports the unmet bound on the call expression: starting it at the
-        // type's first token and ending it at its last underlines the whole type
-        // (`hotels::Hotel`), not only its first token.
-        let mut toks = quote!(#ty).into_iter();
-        let first = toks
-            .next()
-            .map_or_else(proc_macro2::Span::call_site, |t| t.span());
-        let last = toks.last().map_or(first, |t| t.span());
-        let head = quote_spanned! {first=> ::agent_core::__private::ToolArgSpec::<#ty>:: };
-        let tail = quote_spanned! {last=> new() };
-        let ctor = quote! { #head #tail };
+        // Read through the trait (`<T as ToolArg>::SPEC`): rustc reports a type that is
+        // not an argument at the type, in one short error (no note about a helper's
+        // bound).
         quote! {
-            const #n: ::agent_core::__private::ToolArgSpec<#ty> = #ctor;
+            const #n: ::agent_core::__private::ToolArgSpec<#ty> =
+                <#ty as ::agent_core::__private::ToolArg>::SPEC;
         }
     });
     // The user's fn keeps its name (a span `#[tracing::instrument]` opens is named like

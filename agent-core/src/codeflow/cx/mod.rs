@@ -250,8 +250,14 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// Hand the conversation to another flow (code or declarative) of this agent, named
     /// by its type: a flow over this flow's data type `D` (a flow over another data type
     /// is a compile error; an id known only at run time goes to [`Self::handoff_to`]).
-    pub fn handoff<F: crate::typed::flow::FlowOver<D>>(&self) -> FlowResult {
-        self.handoff_to(F::ID)
+    ///
+    /// Returns a [`FlowResult`] (named through the bound: rustc then reports a flow type
+    /// that is not one at the call, in one short error).
+    pub fn handoff<F>(&self) -> <Self as crate::typed::flow::HandoffTarget<F, D>>::Result
+    where
+        Self: crate::typed::flow::HandoffTarget<F, D>,
+    {
+        <Self as crate::typed::flow::HandoffTarget<F, D>>::handoff(self)
     }
 
     /// Hand the conversation to another flow by id.

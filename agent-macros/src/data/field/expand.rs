@@ -34,7 +34,7 @@ pub fn calendar_assert(f: &FieldDef) -> Option<TokenStream> {
     let ty = f.value_ty();
     let span = e.key.span();
     Some(quote::quote_spanned! {span=>
-        ::agent_core::__private::calendar_field::<#ty>();
+        let () = <#ty as ::agent_core::__private::CalendarValue>::CALENDAR;
     })
 }
 

@@ -58,7 +58,19 @@ fn view_alias(n: &Names, view: &str) -> syn::Ident {
 pub fn expand(def: &FlowDef, absent: &[crate::flow::validate::AbsentField]) -> TokenStream {
     let module = &def.ident;
     let names = Names {
-        d: format_ident!("__agent_flow_{}_Data", module),
+        // Spanned on `data = ..`: the alias is `<Data as FlowData>::Checked`, and a data
+        // type without `#[data]` is then reported at its name wherever the alias is used
+        // (rustc shows the error once).
+        d: format_ident!(
+            "__agent_flow_{}_Data",
+            module,
+            span = def
+                .flow
+                .data
+                .as_ref()
+                .and_then(|p| p.segments.last())
+                .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span())
+        ),
         c: format_ident!("__agent_flow_{}_Context", module),
         prefix: format_ident!("__agent_flow_{}", module),
     };

@@ -100,7 +100,6 @@ pub(super) fn module(
         .map(|_| quote!(.checks(<__D as #rt::DataType>::field_checks())));
     // Fields are written as in Rust; the runtime flow takes their JSON names.
     let field_fn = match &f.data {
-        // The same bound as `checks` above, so a data type without `#[data]` gets one error.
         Some(_) => quote!(|__f: &'static str| -> &'static str {
             <__D as #rt::DataType>::json_name(__f).unwrap_or(__f)
         }),
@@ -109,6 +108,38 @@ pub(super) fn module(
     let builder = builder::flow_calls(def, &flow_view, &completed_view, &mut hooks);
     let step_stmts = builder::step_stmts(def, unique, step_names, &mut hooks);
     hooks.extend(builder::once_tool_checks(def));
+
+    let flow_body = quote! {
+        #[allow(unused_variables)]
+        let __field = #field_fn;
+        let __b = #rt::Flow::<__D, __C>::builder(#id)
+            #(#builder)*;
+        #(#step_stmts)*
+        __b #checks .build()
+    };
+    // `__D` is `<Data as FlowData>::Checked`: spanned on `data = ..` here too, a data type
+    // without `#[data]` is reported once, at its name (the alias's other uses are).
+    let data_span = f
+        .data
+        .as_ref()
+        .and_then(|p| p.segments.last())
+        .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+    let flow_body = respan_ident(flow_body, "__D", data_span);
+    let d_ident = proc_macro2::Ident::new("__D", data_span);
+
+    // Spanned on `data = ..` (see `respan_ident`).
+    let step_impls = quote::quote_spanned! {data_span=>
+        impl #rt::StepId for Step {
+            type Data = __D;
+            const FLOW_ID: &'static str = #id;
+            fn id(self) -> &'static str {
+                Step::id(self)
+            }
+        }
+
+        #[diagnostic::do_not_recommend]
+        impl #rt::StepOver<__D> for Step {}
+    };
 
     let diagram = crate::flow::diagram::consts(def);
     let mod_attrs = &def.attrs;
@@ -157,16 +188,7 @@ pub(super) fn module(
                 }
             }
 
-            impl #rt::StepId for Step {
-                type Data = __D;
-                const FLOW_ID: &'static str = #id;
-                fn id(self) -> &'static str {
-                    Step::id(self)
-                }
-            }
-
-            #[diagnostic::do_not_recommend]
-            impl #rt::StepOver<__D> for Step {}
+            #step_impls
 
             #(#view_mods)*
 
@@ -192,14 +214,29 @@ pub(super) fn module(
 
             /// Build the runtime flow (the runtime validates it again).
             #[allow(dead_code)]
-            pub fn flow() -> ::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors> {
-                #[allow(unused_variables)]
-                let __field = #field_fn;
-                let __b = #rt::Flow::<__D, __C>::builder(#id)
-                    #(#builder)*;
-                #(#step_stmts)*
-                __b #checks .build()
+            pub fn flow() -> ::core::result::Result<#rt::Flow<#d_ident, __C>, #rt::ConfigErrors> {
+                #flow_body
             }
         }
     }
+}
+
+/// `tokens` with every identifier `name` spanned at `span`.
+fn respan_ident(tokens: TokenStream, name: &str, span: proc_macro2::Span) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Ident(mut i) if i == name => {
+                i.set_span(span);
+                TokenTree::Ident(i)
+            }
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), respan_ident(g.stream(), name, span));
+                n.set_span(g.span());
+                TokenTree::Group(n)
+            }
+            t => t,
+        })
+        .collect()
 }

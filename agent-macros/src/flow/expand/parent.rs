@@ -3,7 +3,7 @@
 //! callback macro for the views and field checks.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 
 use super::{Names, flow_type_ident, rt, view_alias};
 use crate::diag::name;
@@ -23,7 +23,17 @@ pub(super) fn parent(
     let flow_ty = flow_type_ident(module);
     let (alias_d, alias_c) = (&names.d, &names.c);
     let data_alias = match &def.flow.data {
-        Some(p) => quote!(#vis type #alias_d = #p;),
+        // `<Data as FlowData>::Checked` is the data type once it is a `#[data]` type:
+        // one without `#[data]` is reported once, at its name, and the code over it
+        // stays quiet.
+        Some(p) => {
+            let span = p
+                .segments
+                .last()
+                .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+            let checked = quote_spanned!(span=> <#p as ::agent_core::__private::FlowData>::Checked);
+            quote!(#vis type #alias_d = #checked;)
+        }
         None => quote!(#vis type #alias_d = ();),
     };
     let ctx_alias = match &def.flow.context {
@@ -100,6 +110,23 @@ pub(super) fn parent(
     let flow_doc = format!(
         "The `{id}` flow ({title}): name it in branch targets, `on_complete` and `Directive::go_to::<{flow_ty}>()`."
     );
+    // Spanned on `data = ..`, like the alias they name: a data type without `#[data]`
+    // is reported once, at its name.
+    let data_span = def
+        .flow
+        .data
+        .as_ref()
+        .and_then(|p| p.segments.last())
+        .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+    let data_impls = quote_spanned! {data_span=>
+        // Not listed in errors: the trait's message says what a target must be.
+        #[diagnostic::do_not_recommend]
+        impl #rt::FlowOver<#alias_d> for #flow_ty {}
+
+        impl #rt::OfData for #flow_ty {
+            type Data = #alias_d;
+        }
+    };
     let view_names: Vec<(String, TokenStream)> = unique
         .iter()
         .map(|s| (name(&s.ident), s.cfg_attrs()))
@@ -143,13 +170,7 @@ pub(super) fn parent(
         #[allow(non_camel_case_types, dead_code)]
         #ctx_alias
 
-        // Not listed in errors: the trait's message says what a target must be.
-        #[diagnostic::do_not_recommend]
-        impl #rt::FlowOver<#alias_d> for #flow_ty {}
-
-        impl #rt::OfData for #flow_ty {
-            type Data = #alias_d;
-        }
+        #data_impls
 
         #[allow(dead_code)]
         impl #flow_ty {
