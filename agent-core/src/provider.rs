@@ -272,22 +272,17 @@ impl ModelRequest {
     /// [`STATE_MARKER`]), so tests and logs can read the whole prompt in one place.
     pub fn instructions(&self) -> String {
         let mut out = self.system.clone();
-        if let Some(state) = self.state() {
-            out.push('\n');
-            out.push_str(state);
-        }
-        out
-    }
-
-    /// The per-turn state the engine appended to the latest user message (after
-    /// [`STATE_MARKER`]), if any.
-    pub(crate) fn state(&self) -> Option<&str> {
-        self.messages
+        if let Some((_, state)) = self
+            .messages
             .iter()
             .rev()
             .find(|m| m.role == Role::User)
             .and_then(|m| m.content.split_once(STATE_MARKER))
-            .map(|(_, state)| state)
+        {
+            out.push('\n');
+            out.push_str(state);
+        }
+        out
     }
 }
 

@@ -279,7 +279,8 @@ pub(crate) struct ReadBack {
 
 impl ReadBack {
     fn said_in(&self, bare: &str) -> bool {
-        bare.contains(self.marker.as_str()) || self.lines.iter().any(|l| l.said_in(bare))
+        (self.marker.len() <= bare.len() && bare.contains(self.marker.as_str()))
+            || self.lines.iter().any(|l| l.said_in(bare))
     }
 }
 
@@ -326,8 +327,13 @@ impl LineReadBack {
     }
 
     fn said_in(&self, bare: &str) -> bool {
+        // A sentence shorter than an entry cannot hold it: most are, and the length
+        // is cheaper to compare than a search is to set up.
         self.exact.iter().any(|e| e == bare)
-            || self.within.iter().any(|w| bare.contains(w.as_str()))
+            || self
+                .within
+                .iter()
+                .any(|w| w.len() <= bare.len() && bare.contains(w.as_str()))
     }
 }
 

@@ -1,12 +1,14 @@
-//! What the user reads of a model-written reply: the reply style told to the model,
-//! sentences said twice, sentences read back from the instructions and a sentence cut
-//! by the length limit removed; code's verbatim
-//! replies and text already streamed live are left as they are.
+//! What the user reads of a model-written reply: the reply style told to the model;
+//! on a model profiled as small, sentences said twice, sentences read back from the
+//! instructions and a sentence cut by the length limit removed (a capable model's
+//! reply is its own); code's verbatim replies and text already streamed live are left
+//! as they are.
 
 #![allow(clippy::unwrap_used)] // fixture builders outside #[test] fns
 
 mod common;
 
+use agent_core::policy::ModelProfile;
 use agent_core::prelude::*;
 use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::{AgentConfig, DEFAULT_REPLY_STYLE};
@@ -24,6 +26,17 @@ fn configured(
         .clock(agent_core::clock::ManualClock::new(TODAY_MS))
         .provider(p.clone())
         .flow(flow)
+        .config(config)
+        .build()
+        .unwrap()
+}
+
+/// An agent with no flow on a model profiled as small: every reply is the model's.
+fn small(p: &ScriptedProvider, config: AgentConfig) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .name("Concierge")
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .provider(p.clone().with_profile(ModelProfile::Small))
         .config(config)
         .build()
         .unwrap()
@@ -74,10 +87,10 @@ async fn the_reply_style_is_in_the_static_system_prompt_and_can_be_changed_or_re
 #[tokio::test]
 async fn a_sentence_said_twice_is_said_once() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    p.respond(Answer::message(
-        "Which city would you like? I'm here to help! Just tell me the city. I'm here to help!",
-    ));
+    let a = small(&p, AgentConfig::default());
+    let twice =
+        "Which city would you like? I'm here to help! Just tell me the city. I'm here to help!";
+    p.respond(Answer::message(twice));
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(
         r.message,
@@ -85,7 +98,7 @@ async fn a_sentence_said_twice_is_said_once() {
     );
     // The history keeps what the user read.
     let p2 = p.clone();
-    p.respond(Answer::message("When?").with_data(json!({ "city": "Lisbon" })));
+    p.respond(Answer::message("Lisbon is lovely."));
     a.respond("s", "Lisbon").await.unwrap();
     let history = &p2.last_request().unwrap().messages;
     assert!(
@@ -95,32 +108,39 @@ async fn a_sentence_said_twice_is_said_once() {
                 == "Which city would you like? I'm here to help! Just tell me the city."),
         "{history:?}"
     );
+    // A capable model's reply is its own.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message(twice));
+    let r = a.respond("s", "hi").await.unwrap();
+    assert_eq!(r.message, twice);
 }
 
 #[tokio::test]
 async fn the_instructions_read_back_are_not_what_the_user_reads() {
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    // The step's prompt and the engine's own rule, read back by a small model.
+    let a = small(&p, AgentConfig::default());
+    // The engine's own rule and a note about the user, read back by a small model.
     p.respond(Answer::message(
-        "Ask which city the user wants to stay in. Which city would you like? \
+        "The user wants a hotel. Which city would you like? \
          Never say an action (a booking, a refund, a change) was made unless a tool made it.",
     ));
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(r.message, "Which city would you like?");
     // Nothing but the instructions: kept rather than sending nothing.
-    p.respond(Answer::message("Ask for the check-in date.").with_data(json!({ "city": "Lisbon" })));
+    let rule =
+        "Never say an action (a booking, a refund, a change) was made unless a tool made it.";
+    p.respond(Answer::message(rule));
     let r = a.respond("s", "Lisbon").await.unwrap();
-    assert_eq!(r.message, "Ask for the check-in date.");
+    assert_eq!(r.message, rule);
 }
 
 #[tokio::test]
 async fn a_sentence_cut_by_the_length_limit_is_left_out() {
     let p = ScriptedProvider::new();
     let text = "Which city would you like? I can also help you with restaurants and";
-    let a = configured(
+    let a = small(
         &p,
-        booking_flow(false),
         AgentConfig {
             max_reply_chars: text.chars().count(),
             ..AgentConfig::default()
@@ -132,7 +152,7 @@ async fn a_sentence_cut_by_the_length_limit_is_left_out() {
 
     // Under the limit, an unfinished sentence is the model's own and stays.
     let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
+    let a = small(&p, AgentConfig::default());
     p.respond(Answer::message("Which city would you like? Tell me"));
     let r = a.respond("s", "hi").await.unwrap();
     assert_eq!(r.message, "Which city would you like? Tell me");

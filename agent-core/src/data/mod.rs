@@ -93,6 +93,10 @@ pub struct DataSchema {
     model_string_chars: usize,
     checks: Vec<custom::FieldCheck>,
     calendar: crate::clock::Calendar,
+    /// Per field, how replies name it and how a question names it with its bounds
+    /// ("the number of guests", "the number of guests (1 to 12)"), worked out on first
+    /// use (`pipeline/question.rs`); cleared when a constraint changes.
+    pub(crate) spoken: std::sync::OnceLock<Vec<(String, String)>>,
 }
 
 /// Largest serialized value one field may hold unless configured otherwise.
@@ -140,6 +144,7 @@ impl DataSchema {
             model_string_chars: DEFAULT_MODEL_STRING_CHARS,
             checks: Vec::new(),
             calendar: crate::clock::Calendar::default(),
+            spoken: std::sync::OnceLock::new(),
         }
     }
 
@@ -166,6 +171,7 @@ impl DataSchema {
     /// Add constraints to a field's schema (`minimum`, `pattern`, `enum`, ...): they
     /// are sent to the model and checked on every write. Unknown fields are an error.
     pub fn constrain(&mut self, field: &str, constraints: &Value) -> Result<(), DataError> {
+        self.spoken = std::sync::OnceLock::new();
         let Some(Value::Object(p)) = self.properties.get_mut(field) else {
             return Err(DataError::UnknownField {
                 field: field.to_owned(),

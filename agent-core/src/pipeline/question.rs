@@ -121,7 +121,26 @@ pub(crate) fn built_question(schema: &DataSchema, fields: &[&str]) -> Option<Str
 
 /// How a question names `field`, with its bounds.
 fn label(schema: &DataSchema, field: &str) -> String {
-    let mut name = field_name(schema, field);
+    match schema.index_of(field) {
+        Some(i) => spoken(schema)[i].1.clone(),
+        None => label_of(schema, field),
+    }
+}
+
+/// How replies and questions name each field, worked out once per schema.
+fn spoken(schema: &DataSchema) -> &[(String, String)] {
+    schema.spoken.get_or_init(|| {
+        schema
+            .fields()
+            .iter()
+            .map(|f| (name_of(schema, f), label_of(schema, f)))
+            .collect()
+    })
+}
+
+/// [`label`], worked out.
+fn label_of(schema: &DataSchema, field: &str) -> String {
+    let mut name = name_of(schema, field);
     let prop = schema.property(field).map(|p| schema.shape(p));
     if let Some(b) = prop.and_then(|p| bounds(schema, p)) {
         name.push_str(&format!(" ({b})"));
@@ -132,6 +151,14 @@ fn label(schema: &DataSchema, field: &str) -> String {
 /// How a reply names `field` ("the number of guests"): the first clause of its doc,
 /// or its identifier, after an article unless the doc starts with one.
 pub(crate) fn field_name(schema: &DataSchema, field: &str) -> String {
+    match schema.index_of(field) {
+        Some(i) => spoken(schema)[i].0.clone(),
+        None => name_of(schema, field),
+    }
+}
+
+/// [`field_name`], worked out.
+fn name_of(schema: &DataSchema, field: &str) -> String {
     // The doc sits beside an optional field's alternatives, or on its type.
     let doc = schema
         .property(field)

@@ -67,9 +67,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         self.calls += 1;
         if kind == CallKind::Respond {
+            // The state part was kept as the prompt was rendered.
             self.prompt.clone_from(&req.system);
-            self.prompt_state.clear();
-            self.prompt_state.push_str(req.state().unwrap_or_default());
         }
         let a = self.a;
         let target = crate::telemetry::CallTarget {

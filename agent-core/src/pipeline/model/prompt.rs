@@ -508,6 +508,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.a.note_prompt_len(sys.len() + state.len());
         let mut messages = self.history_messages();
         attach_state(&mut messages, &state);
+        // What the reply must not read back, with the system text `call` keeps.
+        self.prompt_state.clone_from(&state);
         let mut req = self.request(CallKind::Respond, sys, messages);
         if !in_answer {
             req.tools = specs;
