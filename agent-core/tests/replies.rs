@@ -14,7 +14,6 @@ use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::{AgentConfig, DEFAULT_REPLY_STYLE};
 use common::*;
 use futures::StreamExt;
-use serde_json::json;
 
 fn configured(
     p: &ScriptedProvider,
