@@ -127,23 +127,21 @@ impl Facts<'_> {
             return None;
         }
         let said = normalize(sentence);
-        {
-            for o in self.outcomes {
-                if (self.earned)(&o.tool) {
-                    continue;
-                }
-                for w in &o.words {
-                    // Another tool with the same words earned it.
-                    let earned_by_other = self
-                        .outcomes
-                        .iter()
-                        .any(|p| p.words.contains(w) && (self.earned)(&p.tool));
-                    if !earned_by_other && states(&said, w) {
-                        return Some(Unsupported {
-                            said: w.clone(),
-                            why: format!("`{}` has not run in this turn", o.tool),
-                        });
-                    }
+        for o in self.outcomes {
+            if (self.earned)(&o.tool) {
+                continue;
+            }
+            for w in &o.words {
+                // Another tool with the same words earned it.
+                let earned_by_other = self
+                    .outcomes
+                    .iter()
+                    .any(|p| p.words.contains(w) && (self.earned)(&p.tool));
+                if !earned_by_other && states(&said, w) {
+                    return Some(Unsupported {
+                        said: w.clone(),
+                        why: format!("`{}` has not run in this turn", o.tool),
+                    });
                 }
             }
         }
