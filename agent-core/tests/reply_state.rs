@@ -10,32 +10,11 @@ mod common;
 use agent_core::prelude::*;
 use agent_core::testing::{Answer, ScriptedProvider};
 use common::*;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 
-/// `book_room`, declaring the words by which a reply states its outcome.
+/// `book_room` (which completes the flow), declaring the words that state its outcome.
 fn book_room_stating() -> FnTool<Booking, Concierge> {
-    #[derive(Deserialize, JsonSchema)]
-    struct Args {
-        /// Hotel name
-        hotel: String,
-    }
-    FnTool::new(
-        "book_room",
-        "Book the room.",
-        |_cx: ToolCx<Booking, Concierge>, a: Args| async move {
-            let id = format!("BK-{}", a.hotel.len());
-            Ok(ToolOutput::text(format!("booked {id}")).data(
-                json!({ "booking_id": id })
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
-            ))
-        },
-    )
-    .derived_args(["hotel"])
-    .outcome(["booked", "reserved"])
+    book_room_tool().outcome(["booked", "reserved"])
 }
 
 fn agent(p: &ScriptedProvider) -> Agent<Booking, Concierge> {

@@ -40,6 +40,11 @@ pub fn entries(l: &Log) -> Vec<String> {
 }
 
 pub fn book_room() -> Arc<dyn Tool<Booking, Concierge>> {
+    book_room_tool().into_arc()
+}
+
+/// [`book_room`] before it is shared, for tests that declare more on it.
+pub fn book_room_tool() -> FnTool<Booking, Concierge> {
     #[derive(Deserialize, JsonSchema)]
     struct Args {
         /// Hotel name
@@ -63,7 +68,6 @@ pub fn book_room() -> Arc<dyn Tool<Booking, Concierge>> {
     // The tests script hotels the model picks; `tests/tool_args.rs` checks a hotel
     // argument that is the user's to give.
     .derived_args(["hotel"])
-    .into_arc()
 }
 
 /// ask_city → ask_date → ask_guests → route (auto) → confirm (end) | large_group (reply, end)
