@@ -680,6 +680,37 @@ async fn on_a_small_model_a_message_sorted_as_an_answer_is_read_by_the_flow() {
 }
 
 #[tokio::test]
+async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_message() {
+    use agent_core::codeflow::{Fallback, Router};
+    let p = small();
+    let a: Agent<Booking, Concierge> = Agent::builder()
+        .provider(p.clone())
+        .clock(agent_core::clock::ManualClock::new(TODAY_MS))
+        .flow(booking_flow(false))
+        .flow(feedback_flow())
+        .router(Router::SchemaIntent {
+            fallback: Fallback::Classic,
+        })
+        .build()
+        .unwrap();
+    p.route(Answer::route("booking"));
+    p.respond(Answer::message("Noted.").with_data(json!({"city": "Porto", "guests": 2})));
+    let r = a
+        .respond("s", "A room in Porto for 2 people please")
+        .await
+        .unwrap();
+    // The values the message gave are stored in the turn the flow starts, and the
+    // question asked is the next one's, not the city's.
+    assert_eq!(r.flow.as_deref(), Some("booking"));
+    assert_eq!(r.data.city.as_deref(), Some("Porto"));
+    assert_eq!(r.data.guests, Some(2));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    assert!(r.commands.contains(&Command::start_flow("booking")));
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    assert_eq!(r.model_calls, 2, "the sort, then the flow's call that reads");
+}
+
+#[tokio::test]
 async fn an_unreadable_sorting_answer_leaves_the_message_to_the_flow() {
     let p = small();
     let a = at_ask_date(&p).await;

@@ -528,6 +528,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 if self.s.code.is_some() {
                                     (String::new(), StoppedReason::NeedsInput, Vec::new())
                                 } else {
+                                    // The flow started reads the message that started it
+                                    // ("an appointment for Anna Berg, a check-up"), as a
+                                    // flow handed to does: otherwise a question written
+                                    // by code would ask for what the message just gave.
+                                    if !self.streamed {
+                                        (spec, alt) = self.speculate().await?;
+                                        if let Some(not_started) = self.not_started.take() {
+                                            return Ok((
+                                                not_started,
+                                                StoppedReason::NeedsInput,
+                                                Vec::new(),
+                                            ));
+                                        }
+                                    }
                                     continue;
                                 }
                             }
