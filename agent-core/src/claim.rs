@@ -20,8 +20,12 @@
 //! - **Claim guards** ([`crate::agent::AgentBuilder::guard_claim`], deprecated): a
 //!   pattern that needs fields present.
 //!
-//! Questions state nothing ("Shall I book it?", "Did you mean Naples?") and are not
-//! read.
+//! - **Asking again.** For a value the user gave this turn, a sentence that repeats
+//!   code's question for its field, or a question naming the field (by its identifier
+//!   or as its doc names it: "invoice number") without its value, asks for what the
+//!   state holds.
+//!
+//! Questions state nothing else ("Shall I book it?", "Did you mean Naples?").
 //!
 //! A reply that fails is rendered again once, told why; if it still does, the failing
 //! sentences are removed and listed in
@@ -91,6 +95,14 @@ pub(crate) struct FieldFacts {
     pub(crate) counted_as: Option<String>,
     /// The field's bounds (its limits, which a reply may state).
     pub(crate) bounds: Vec<String>,
+    /// For a field the user gave this turn: its names, normalised (its identifier as
+    /// words, "check in"; how its doc names it, "invoice number"). A question naming
+    /// one without the field's value asks for what the user just gave.
+    pub(crate) given_as: Vec<String>,
+    /// For a field the user gave this turn: the sentences of code's questions for it
+    /// (its steps' `ask`, the question built from its doc), normalised. A sentence
+    /// repeating one asks again for what the user just gave.
+    pub(crate) asked_with: Vec<String>,
 }
 
 /// Everything a reply's sentence is checked against.
@@ -122,11 +134,31 @@ impl Facts<'_> {
         if self.outcomes.is_empty() && self.fields.is_empty() {
             return None;
         }
-        // A question states nothing ("Shall I book it?", "Did you mean Naples?").
-        if trimmed.ends_with('?') {
+        let question = trimmed.ends_with('?');
+        let said = normalize(sentence);
+        // Asking again for a value the user gave this turn ("Which invoice is it
+        // about?" with INV-7 just stored) says the state does not hold it.
+        for f in self.fields {
+            if f.current.is_empty() || f.current.iter().any(|c| names(&said, c)) {
+                continue;
+            }
+            let copied = f.asked_with.iter().any(|q| *q == said);
+            let names_it = question && f.given_as.iter().any(|g| said.contains(g.as_str()));
+            if copied || names_it {
+                return Some(Unsupported {
+                    said: trimmed.to_owned(),
+                    why: format!(
+                        "the user has just given it: `{}` is {}",
+                        f.field,
+                        f.current.join(" or ")
+                    ),
+                });
+            }
+        }
+        // A question states nothing else ("Shall I book it?", "Did you mean Naples?").
+        if question {
             return None;
         }
-        let said = normalize(sentence);
         for o in self.outcomes {
             if (self.earned)(&o.tool) {
                 continue;
@@ -405,6 +437,7 @@ mod tests {
             wrong: vec!["Naples, Italy".into()],
             counted_as: None,
             bounds: Vec::new(),
+            ..FieldFacts::default()
         };
         let guests = FieldFacts {
             field: "guests".into(),
@@ -412,6 +445,7 @@ mod tests {
             wrong: Vec::new(),
             counted_as: Some("guests".into()),
             bounds: vec!["1".into(), "12".into()],
+            ..FieldFacts::default()
         };
         let fields = [city, guests];
         let f = facts(&[], &none, &[], &none, &fields);
@@ -439,6 +473,48 @@ mod tests {
         }
         // The field's bounds are its limits, which may be said.
         assert_eq!(unsupported(&f, "We take 1 to 12 guests."), None);
+    }
+
+    #[test]
+    fn asking_again_for_a_value_given_this_turn_is_caught() {
+        let none = |_: &str| false;
+        let invoice = FieldFacts {
+            field: "invoice".into(),
+            current: vec!["INV-7".into()],
+            given_as: vec![normalize("invoice"), normalize("invoice number")],
+            asked_with: vec![
+                normalize("Which invoice is it about?"),
+                normalize("Please give me its number (it starts with INV-)."),
+            ],
+            ..FieldFacts::default()
+        };
+        let fields = [invoice];
+        let f = facts(&[], &none, &[], &none, &fields);
+        for again in [
+            "Which invoice is it about?",
+            "Please give me its number (it starts with INV-).",
+            "Could you please provide the invoice number?",
+        ] {
+            let u = unsupported(&f, again).unwrap();
+            assert_eq!(u.said, again);
+            assert_eq!(u.why, "the user has just given it: `invoice` is INV-7");
+        }
+        for fine in [
+            "What would you like to know about invoice INV-7?",
+            "Is INV-7 the right invoice number?",
+            "The invoice number helps us find it.",
+            "Which date was the charge?",
+        ] {
+            assert_eq!(unsupported(&f, fine), None, "{fine}");
+        }
+        // A field with no value is asked for freely.
+        let empty = [FieldFacts {
+            field: "invoice".into(),
+            given_as: vec![normalize("invoice"), normalize("invoice number")],
+            ..FieldFacts::default()
+        }];
+        let f = facts(&[], &none, &[], &none, &empty);
+        assert_eq!(unsupported(&f, "What is the invoice number?"), None);
     }
 
     #[test]

@@ -210,3 +210,44 @@ async fn a_value_changed_this_turn_is_not_named_as_if_it_still_held() {
         "{again}"
     );
 }
+
+#[tokio::test]
+async fn a_reply_asking_again_for_the_value_just_given_is_rendered_again() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    // The value is stored, and the reply asks for it again (in the question's words,
+    // then in others): told why, then the sentence is withheld.
+    p.respond(
+        Answer::message("Thanks! Which city would you like to stay in?")
+            .with_data(json!({ "city": "Lisbon" }))
+            .claiming("ask_date"),
+    );
+    p.respond(Answer::message("Lisbon it is. When do you arrive?"));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Lisbon"));
+    assert_eq!(r.message, "Lisbon it is. When do you arrive?");
+    assert_eq!(r.model_calls, 2);
+    let again = p.last_request().unwrap().instructions();
+    assert!(
+        again.contains("the user has just given it: `city` is Lisbon"),
+        "{again}"
+    );
+
+    // Twice: the sentence goes, the rest stays.
+    let p = ScriptedProvider::new();
+    let a = agent(&p);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    for _ in 0..2 {
+        p.respond(
+            Answer::message("When do you arrive? And which city was it again?")
+                .with_data(json!({ "city": "Lisbon" }))
+                .claiming("ask_date"),
+        );
+    }
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "When do you arrive?");
+    assert_eq!(r.withheld_claims, vec!["And which city was it again?"]);
+}

@@ -35,7 +35,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// read) on most turns. A refused value is not among them: a reply says why.
     fn field_facts(&self, message: &str) -> Vec<crate::claim::FieldFacts> {
         let digits = message.bytes().any(|b| b.is_ascii_digit());
-        if self.ungrounded.is_empty() && self.unheld.is_empty() && !digits {
+        // The fields the user gave a value this turn that hold it: a reply may not
+        // ask for them again.
+        let given: Vec<&str> = self
+            .commands
+            .iter()
+            .filter_map(crate::command::Command::field)
+            .filter(|f| self.a.schema.index_of(f).is_some_and(|i| self.is_present(i)))
+            .collect();
+        if self.ungrounded.is_empty() && self.unheld.is_empty() && !digits && given.is_empty() {
             return Vec::new();
         }
         let shown = |v: &serde_json::Value| match v {
@@ -73,7 +81,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .map(shown)
                     .collect()
             };
-            if wrong.is_empty() && !(number && digits) {
+            let is_given = given.contains(&field.as_ref());
+            if wrong.is_empty() && !(number && digits) && !is_given {
                 continue;
             }
             let current: Vec<String> = data
@@ -96,9 +105,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     .trim()
                     .to_owned()
             });
-            if wrong.is_empty() && counted_as.is_none() {
+            if wrong.is_empty() && counted_as.is_none() && !is_given {
                 continue;
             }
+            let (given_as, asked_with) = if is_given {
+                self.asked_for(field)
+            } else {
+                (Vec::new(), Vec::new())
+            };
             let bounds = schema
                 .property(field)
                 .map(|p| {
@@ -116,9 +130,50 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 wrong,
                 counted_as,
                 bounds,
+                given_as,
+                asked_with,
             });
         }
         out
+    }
+
+    /// How code asks for `field`, normalised: its names (identifier, doc), and the sentences
+    /// of its questions (the `ask` of every step that collects it, without
+    /// placeholders, and the question built from its doc).
+    fn asked_for(&self, field: &str) -> (Vec<String>, Vec<String>) {
+        use crate::data::ground::normalize;
+        let schema = &self.a.schema;
+        let mut given_as: Vec<String> = [
+            normalize(&field.replace(['_', '-'], " ")),
+            normalize(&super::question::field_phrase(schema, field)),
+        ]
+        .into_iter()
+        .filter(|n| n.trim().len() > 1)
+        .collect();
+        given_as.dedup();
+        let mut asked_with: Vec<String> = Vec::new();
+        let mut add = |q: &str| {
+            for s in crate::reply::sentences(q) {
+                let n = normalize(s);
+                if !n.trim().is_empty() && !asked_with.contains(&n) {
+                    asked_with.push(n);
+                }
+            }
+        };
+        for flow in &self.a.flows {
+            for step in &flow.steps {
+                if let Some(ask) = step.ask.as_deref()
+                    && !ask.contains('{')
+                    && step.collect.iter().any(|c| c.as_ref() == field)
+                {
+                    add(ask);
+                }
+            }
+        }
+        if let Some(q) = super::question::built_question(schema, &[field]) {
+            add(&q);
+        }
+        (given_as, asked_with)
     }
 
     /// The reply about to be rendered replaces a draft written for another position:
@@ -748,6 +803,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     );
                     self.withheld.extend(removed);
                     message = kept;
+                    // Nothing left: the step's own question, written by code, if it
+                    // has one.
+                    if message.is_empty()
+                        && let Some((flow, j)) = finalize_step.as_ref()
+                        && let Some(t) = self.step_question(flow, *j).map(|q| q.into_owned())
+                    {
+                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        message = crate::template::render(&t, &data);
+                        self.code_wrote.push(message.clone());
+                    }
                 }
             }
             return Ok((message, stopped, deltas));

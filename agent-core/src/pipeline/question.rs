@@ -157,10 +157,16 @@ pub(crate) fn field_name(schema: &DataSchema, field: &str) -> String {
     }
 }
 
-/// [`field_name`], worked out.
-fn name_of(schema: &DataSchema, field: &str) -> String {
+/// How the field's doc names it, without an article added: the first clause of its
+/// doc ("invoice number", "the patient's full name"), or its identifier as words.
+pub(crate) fn field_phrase(schema: &DataSchema, field: &str) -> String {
+    lower_first(&doc_name(schema, field))
+}
+
+/// The first clause of the field's doc, or its identifier as words.
+fn doc_name(schema: &DataSchema, field: &str) -> String {
     // The doc sits beside an optional field's alternatives, or on its type.
-    let doc = schema
+    schema
         .property(field)
         .and_then(|p| {
             p.get("description")
@@ -169,7 +175,12 @@ fn name_of(schema: &DataSchema, field: &str) -> String {
         .and_then(Value::as_str)
         .map(first_clause)
         .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| field.replace(['_', '-'], " "));
+        .unwrap_or_else(|| field.replace(['_', '-'], " "))
+}
+
+/// [`field_name`], worked out.
+fn name_of(schema: &DataSchema, field: &str) -> String {
+    let doc = doc_name(schema, field);
     let first = doc
         .split_whitespace()
         .next()
