@@ -29,6 +29,13 @@
 //!   (English and German, billing, support and a greeting), where the front desk's
 //!   full call sent "I have a question about my latest invoice" to support.
 //!
+//! On a profile whose questions code writes, the call also reads what an answer
+//! gives (`data`, every field the flow may still read, after the pick): a message
+//! sorted as the answer that stored or refused a value and asks nothing needs no
+//! call of the flow's own, and code asks what comes next (`speculate.rs`). Without
+//! it, every answer in the clinic cost two calls (the sort, then the flow's call that
+//! read the value and whose reply code replaced with its question).
+//!
 //! Options are labelled by the flows' titles: the same model picked
 //! `technical_support` for "my app keeps crashing" and never `tech`. When the call
 //! keeps the message with the flow, the flow's own call starts no other flow.
@@ -38,7 +45,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::answer::strip_fences;
 use crate::branch::Target;
@@ -246,6 +253,30 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if other {
             let _ = writeln!(sys, "- {answer}: something else");
         }
+        // On a profile whose questions code writes, the call also reads what an
+        // answer gives, for every field the flow may still read: a message sorted as
+        // the answer then needs no call of the flow's own when code asks next.
+        let reads: Vec<Arc<str>> =
+            if !other && asked && self.a.provider.profile().composes_questions() {
+                self.readable(&flow.collectable)
+            } else {
+                Vec::new()
+            };
+        if !reads.is_empty() {
+            let _ = writeln!(
+                sys,
+                "When `{ABOUT}` is {answer}, write in `data` the value the message gives for each field (null for what it does not say; never guess):"
+            );
+            for f in &reads {
+                let desc = field_desc(&self.a.schema, f);
+                if desc.is_empty() {
+                    let _ = writeln!(sys, "- {f}");
+                } else {
+                    let _ = writeln!(sys, "- {f}: {desc}");
+                }
+            }
+            self.push_today(&mut sys);
+        }
         sys.push_str("Answer with JSON only.");
         let mut ids: Vec<Value> = options
             .iter()
@@ -256,7 +287,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             ids.insert(0, Value::String(answer.to_owned()));
         }
-        let picked = self.sort_call(sys, ids, answer).await?;
+        let data_schema = (!reads.is_empty()).then(|| {
+            self.a
+                .schema
+                .extraction_schema(&reads, self.a.config.cite_quotes)
+        });
+        let (picked, read) = match self.sort_call(sys, ids, answer, data_schema).await? {
+            Some((p, d)) => (Some(p), d),
+            None => (None, None),
+        };
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
             options
@@ -288,6 +327,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
+                self.sort_read = read.filter(|d| d.values().any(|v| !v.is_null()));
                 Ok(None)
             }
         }
@@ -367,7 +407,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .map(|o| Value::String(o.label.clone()))
             .collect();
         ids.push(Value::String(other.to_owned()));
-        let Some(p) = self.sort_call(sys, ids, other).await? else {
+        let Some((p, _)) = self.sort_call(sys, ids, other, None).await? else {
             return Ok(None);
         };
         match options
@@ -387,20 +427,31 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The sorting call itself: `sys` lists the options, `labels` are the values the
-    /// answer may take, `stay` the one the answer's `null` stands for. The message is
+    /// answer may take, `stay` the one the answer's `null` stands for; with `data`
+    /// (an extraction schema), the answer also carries what the message gives, after
+    /// the pick (keys go in alphabetical order: `about`, then `data`). The message is
     /// sent alone, without the conversation. `None`: the answer cannot be read.
     async fn sort_call(
         &mut self,
         sys: String,
         labels: Vec<Value>,
         stay: &str,
-    ) -> Result<Option<String>, AgentError> {
-        let schema = json!({
+        data: Option<Value>,
+    ) -> Result<Option<(String, Option<Map<String, Value>>)>, AgentError> {
+        let mut schema = json!({
             "type": "object",
             "properties": { ABOUT: { "enum": labels } },
             "required": [ABOUT],
             "additionalProperties": false,
         });
+        let reads = data.is_some();
+        if let Some(d) = data {
+            schema["properties"]["data"] = d;
+            schema["required"] = json!([ABOUT, "data"]);
+            if let Some(defs) = self.a.schema.defs() {
+                schema["$defs"] = defs.clone();
+            }
+        }
         let said: String = self.msg.chars().take(MAX_MESSAGE_CHARS).collect();
         let mut req = self.request(CallKind::Route, sys, vec![Message::user(said)]);
         req.output = Some(OutputSchema {
@@ -408,21 +459,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             schema: Arc::new(schema),
         });
         let (resp, _) = self.call(&req, None).await?;
-        let picked = (resp.finish != FinishReason::Length)
+        let answer = (resp.finish != FinishReason::Length)
             .then(|| serde_json::from_str::<Value>(strip_fences(&resp.content)).ok())
-            .flatten()
-            .and_then(|v| {
-                // `flow` too: the scripted provider's `Answer::route(..)`.
-                match v.get(ABOUT).or_else(|| v.get("flow")) {
-                    Some(Value::String(p)) => Some(p.clone()),
-                    Some(Value::Null) => Some(stay.to_owned()),
-                    _ => None,
-                }
-            });
+            .flatten();
+        let picked = answer.as_ref().and_then(|v| {
+            // `flow` too: the scripted provider's `Answer::route(..)`.
+            match v.get(ABOUT).or_else(|| v.get("flow")) {
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(Value::Null) => Some(stay.to_owned()),
+                _ => None,
+            }
+        });
         if picked.is_none() {
             tracing::warn!(answer = %resp.content, "sorting answer unreadable; the message is read as before");
         }
-        Ok(picked)
+        let read = answer
+            .filter(|_| reads)
+            .and_then(|mut v| match v.get_mut("data").map(Value::take) {
+                Some(Value::Object(d)) => Some(d),
+                _ => None,
+            });
+        Ok(picked.map(|p| (p, read)))
     }
 }
 
