@@ -139,7 +139,12 @@ impl Facts<'_> {
         // Asking again for a value the user gave this turn ("Which invoice is it
         // about?" with INV-7 just stored) says the state does not hold it.
         for f in self.fields {
-            if f.current.is_empty() || f.current.iter().any(|c| names(&said, c)) {
+            // Any mention of the value counts here, a one-digit count included.
+            let mentions = |c: &String| {
+                let v = normalize(c);
+                !v.trim().is_empty() && said.contains(v.as_str())
+            };
+            if f.current.is_empty() || f.current.iter().any(mentions) {
                 continue;
             }
             let copied = f.asked_with.iter().any(|q| *q == said);
