@@ -679,11 +679,11 @@ async fn on_a_small_model_a_message_sorted_as_an_answer_is_read_by_the_flow() {
     );
 }
 
-#[tokio::test]
-async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_message() {
+/// The concierge with no flow under way, routed by the reply with no flow
+/// (`Router::SchemaIntent`), which a small model's sorting call stands in for.
+fn opening_agent(p: &ScriptedProvider) -> Agent<Booking, Concierge> {
     use agent_core::codeflow::{Fallback, Router};
-    let p = small();
-    let a: Agent<Booking, Concierge> = Agent::builder()
+    Agent::builder()
         .provider(p.clone())
         .clock(agent_core::clock::ManualClock::new(TODAY_MS))
         .flow(booking_flow(false))
@@ -692,20 +692,47 @@ async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_messa
             fallback: Fallback::Classic,
         })
         .build()
-        .unwrap();
-    p.route(Answer::route("booking"));
-    p.respond(Answer::message("Noted.").with_data(json!({"city": "Porto", "guests": 2})));
+        .unwrap()
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_message() {
+    // The sorting call reads the values with the pick: the flow starts with them, and
+    // code asks the next question, in that one call.
+    let p = small();
+    let a = opening_agent(&p);
+    p.route(Answer::raw(
+        r#"{"about": "booking", "data": {"city": "Porto", "check_in": null, "guests": 2, "feedback": null}}"#,
+    ));
     let r = a
         .respond("s", "A room in Porto for 2 people please")
         .await
         .unwrap();
-    // The values the message gave are stored in the turn the flow starts, and the
-    // question asked is the next one's, not the city's.
     assert_eq!(r.flow.as_deref(), Some("booking"));
     assert_eq!(r.data.city.as_deref(), Some("Porto"));
     assert_eq!(r.data.guests, Some(2));
     assert_eq!(r.step.as_deref(), Some("ask_date"));
     assert!(r.commands.contains(&Command::start_flow("booking")));
+    assert_eq!(r.model_calls, 1);
+    let sort = &p.requests()[0];
+    assert!(sort.system.contains("write in `data`"), "{}", sort.system);
+
+    // A message that asks something is read by the flow's own call, which answers
+    // it: the values it gives are stored in the turn the flow starts, and the
+    // question asked is the next one's, not the city's.
+    let p = small();
+    let a = opening_agent(&p);
+    p.route(Answer::raw(r#"{"about": "booking", "data": {"city": null, "check_in": null, "guests": null, "feedback": null}}"#));
+    p.respond(
+        Answer::message("Yes, Porto has rooms.").with_data(json!({"city": "Porto", "guests": 2})),
+    );
+    let r = a
+        .respond("s", "Any rooms in Porto for 2 people?")
+        .await
+        .unwrap();
+    assert_eq!(r.data.city.as_deref(), Some("Porto"));
+    assert_eq!(r.data.guests, Some(2));
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
     assert_eq!(p.calls_of(CallKind::Route), 1);
     assert_eq!(r.model_calls, 2, "the sort, then the flow's call that reads");
 }

@@ -587,7 +587,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                     // ("an appointment for Anna Berg, a check-up"), as a
                                     // flow handed to does: otherwise a question written
                                     // by code would ask for what the message just gave.
-                                    if !self.streamed {
+                                    // What the sorting call read stands for that reading
+                                    // unless the message asks something.
+                                    let read = self.opening_read.take();
+                                    if let Some(read) = read.filter(|_| {
+                                        !super::model::digress::asks_something(self.msg)
+                                    }) {
+                                        if let Some(flow) = self.flow() {
+                                            self.absorb_model_data(&flow, Some(read)).await?;
+                                        }
+                                    } else if !self.streamed {
                                         (spec, alt) = self.speculate().await?;
                                         if let Some(not_started) = self.not_started.take() {
                                             return Ok((

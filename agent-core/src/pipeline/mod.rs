@@ -191,6 +191,9 @@ pub(crate) struct Turn<'a, D, C> {
     /// active flow's question (`model/digress.rs`): stored before that flow's own
     /// call, which is not made when code writes the next question.
     pub(crate) sort_read: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What the sorting call with no flow under way read for the flow it picked
+    /// (`None`: it read nothing for it, or was not asked to).
+    pub(crate) opening_read: Option<serde_json::Map<String, serde_json::Value>>,
     /// The instructions (system prompt, then state block) of the last respond call:
     /// the reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -358,6 +361,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             sorted: None,
             sorted_none: false,
             sort_read: None,
+            opening_read: None,
             prompt: String::new(),
             prompt_state: String::new(),
             preview: None,

@@ -153,7 +153,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let took = (self.commands.len(), self.told.len()) != marks;
             if took
-                && !self.msg.contains(['?', '？', '¿'])
+                && !super::model::digress::asks_something(self.msg)
                 && self.deferred.is_empty()
                 && preview.is_none()
             {

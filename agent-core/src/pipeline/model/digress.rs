@@ -401,13 +401,54 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let _ = writeln!(sys, "- {}: {}", o.label, o.desc);
         }
         let _ = writeln!(sys, "- {other}: something else");
+        // On a profile whose questions code writes, the call also reads what the
+        // message gives for the fields of the flows it may start: the flow picked
+        // then needs no call of its own to read it (`converse.rs`).
+        let reads: Vec<Arc<str>> = if self.a.provider.profile().composes_questions() {
+            let mut fields: Vec<Arc<str>> = Vec::new();
+            for f in &self.a.flows {
+                if options.iter().any(|o| o.id == f.id.as_ref()) {
+                    for c in self.readable(&f.collectable) {
+                        if !fields.contains(&c) {
+                            fields.push(c);
+                        }
+                    }
+                }
+            }
+            // In the data type's order: one schema for the agent, whatever the flows.
+            let order = self.a.schema.fields();
+            fields.sort_by_key(|f| order.iter().position(|o| o == f));
+            fields
+        } else {
+            Vec::new()
+        };
+        if !reads.is_empty() {
+            let _ = writeln!(
+                sys,
+                "When `{ABOUT}` names a task, write in `data` the value the message gives for each field (null for what it does not say; never guess):"
+            );
+            for f in &reads {
+                let desc = field_desc(&self.a.schema, f);
+                if desc.is_empty() {
+                    let _ = writeln!(sys, "- {f}");
+                } else {
+                    let _ = writeln!(sys, "- {f}: {desc}");
+                }
+            }
+            self.push_today(&mut sys);
+        }
         sys.push_str("Answer with JSON only.");
         let mut ids: Vec<Value> = options
             .iter()
             .map(|o| Value::String(o.label.clone()))
             .collect();
         ids.push(Value::String(other.to_owned()));
-        let Some((p, _)) = self.sort_call(sys, ids, other, None).await? else {
+        let data_schema = (!reads.is_empty()).then(|| {
+            self.a
+                .schema
+                .extraction_schema(&reads, self.a.config.cite_quotes)
+        });
+        let Some((p, read)) = self.sort_call(sys, ids, other, data_schema).await? else {
             return Ok(None);
         };
         match options
@@ -416,6 +457,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         {
             Some(o) => {
                 tracing::info!(to = %o.id, "the message asks for a flow (sorting call, no flow under way)");
+                if !reads.is_empty() {
+                    // What the flow picked collects; it reads it when it starts.
+                    let collects = |k: &str| {
+                        self.a
+                            .flow(&o.id)
+                            .is_some_and(|f| f.collectable.iter().any(|c| c.as_ref() == k))
+                    };
+                    self.opening_read = Some(
+                        read.unwrap_or_default()
+                            .into_iter()
+                            .filter(|(k, v)| !v.is_null() && collects(k))
+                            .collect(),
+                    );
+                }
                 Ok(Some(o.id.clone()))
             }
             None => {
@@ -481,6 +536,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             });
         Ok(picked.map(|p| (p, read)))
     }
+}
+
+/// Whether `message` asks something (a question mark in any script's form): the
+/// reply must then answer it, so what a sorting call read does not stand in for the
+/// flow's own call.
+pub(in crate::pipeline) fn asks_something(message: &str) -> bool {
+    message.contains(['?', '？', '¿', '؟'])
 }
 
 /// One option of the sorting call besides the step's own.

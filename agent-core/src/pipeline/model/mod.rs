@@ -15,7 +15,7 @@ mod agree;
 pub(super) mod answer;
 mod call;
 pub(super) mod classify;
-mod digress;
+pub(super) mod digress;
 mod extract;
 mod live;
 mod prompt;
