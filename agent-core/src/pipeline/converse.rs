@@ -350,7 +350,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         // A tool already set the reply (or aborted): a new rendering
                         // would be replaced, and could call the tool again.
                         None if self.reply_settled_since(0) => CallOutcome::default(),
-                        None if asks.is_some() || (again.is_some() && tells) => {
+                        // An action the accepted answer carries is replayed by the
+                        // step's call (below), even where code asks the question.
+                        None if replay.is_none() && (asks.is_some() || (again.is_some() && tells)) => {
                             if self.prepare(&flow, *j).await? || self.turn_over() {
                                 self.read_where_handed(&flow, &mut spec, &mut alt).await?;
                                 continue;

@@ -69,6 +69,8 @@ async fn a_small_model_sorts_the_first_message_among_the_flows_and_the_picked_on
     let agent = clinic_on(&model);
     // Options are labelled by the flows' titles.
     model.route(Answer::raw(r#"{"about": "appointment_booking"}"#));
+    // The message asks something: the flow's own call reads it (nothing to store).
+    model.respond(Answer::message("Sure."));
     let r = agent
         .respond("s", "Hi, can I see a doctor this week?")
         .await
@@ -90,14 +92,47 @@ async fn a_small_model_sorts_the_first_message_among_the_flows_and_the_picked_on
     }
     assert_eq!(sort.messages.len(), 1, "the message alone");
     // The reply with no flow was not written, and the booking's first question is
-    // code's, built from the field's doc (a small model's): the turn made one call.
-    assert_eq!(requests.len(), 1);
+    // code's, built from the field's doc (a small model's); the booking's call read
+    // the message, which asks something.
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].kind, CallKind::Respond);
     assert_eq!(r.message, "Could you tell me the patient's full name?");
     assert!(
         r.commands
             .contains(&agent_core::command::Command::start_flow("appointment"))
     );
     assert_eq!(model.unused(), 0);
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_starts() {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    // The sorting call picks the booking and reads what the message gives for it (a
+    // medicine it made up belongs to no field of the booking and is not read).
+    model.route(Answer::raw(
+        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null, "medicine": "aspirin"}}"#,
+    ));
+    let r = agent
+        .respond(
+            "s",
+            "I'd like to book an appointment for Anna Berg, a check-up",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.flow.as_deref(), r.step.as_deref()),
+        (Some("appointment"), Some("ask_day"))
+    );
+    assert_eq!(r.data.patient.as_deref(), Some("Anna Berg"));
+    assert_eq!(r.data.reason.as_deref(), Some("a check-up"));
+    assert_eq!(r.data.medicine, None);
+    assert_eq!(r.message, "Could you tell me the day of the appointment?");
+    assert_eq!(r.model_calls, 1);
+    let sort = &model.requests()[0];
+    for field in ["- patient:", "- reason:", "- day:", "- medicine:"] {
+        assert!(sort.system.contains(field), "{}", sort.system);
+    }
 }
 
 #[tokio::test]
