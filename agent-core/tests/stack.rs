@@ -773,6 +773,21 @@ async fn on_a_small_model_the_sorting_call_reads_the_answer_and_code_asks_next_i
     let r = a.respond("s", "July 1st, do you have rooms then?").await.unwrap();
     assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
     assert_eq!(r.model_calls, 2);
+
+    // A value for another field than the one asked is the flow's call's to read, with
+    // the conversation: what the sorting call read is not used.
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.route(Answer::raw(
+        r#"{"about": "answer", "data": {"city": null, "check_in": "2026-07-01", "guests": 1}}"#,
+    ));
+    p.respond(Answer::message("Noted.").with_data(json!({"check_in": "2026-07-01"})));
+    p.clear_requests();
+    let r = a.respond("s", "July 1st, one more thing").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.data.guests, None, "the sorting call's other value is not used");
+    assert_eq!(r.model_calls, 2);
+    assert_eq!(p.calls_of(CallKind::Respond), 1);
 }
 
 #[tokio::test]

@@ -148,7 +148,11 @@ mod billing {
 
 #[flow(title = "Technical support", when = "the user reports a technical problem", data = Case)]
 mod tech {
-    #[step(prompt = "Ask which device has the problem.", collect(device))]
+    #[step(
+        prompt = "Ask which device has the problem.",
+        ask = "Which device is the problem on (a phone, a tablet or a computer)?",
+        collect(device)
+    )]
     fn ask_device() {}
 
     /// Code says what happens next. Asked to confirm the outcome of a question the

@@ -327,7 +327,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
-                self.sort_read = read.filter(|d| d.values().any(|v| !v.is_null()));
+                // Only an answer to the question, and nothing else it read, stands for
+                // the flow's own reading: a small model reading the message alone
+                // also wrote "Monday next week" as the visit's reason. Anything
+                // beyond is the flow's call's to read, with the conversation.
+                let asked_for = |k: &str| step.collect.iter().any(|c| c.as_ref() == k);
+                self.sort_read = read.filter(|d| {
+                    d.values().any(|v| !v.is_null())
+                        && d.iter().all(|(k, v)| v.is_null() || asked_for(k))
+                });
                 Ok(None)
             }
         }
