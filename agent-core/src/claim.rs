@@ -147,7 +147,7 @@ impl Facts<'_> {
             if f.current.is_empty() || f.current.iter().any(mentions) {
                 continue;
             }
-            let copied = f.asked_with.iter().any(|q| *q == said);
+            let copied = f.asked_with.contains(&said);
             let names_it = question && f.given_as.iter().any(|g| said.contains(g.as_str()));
             if copied || names_it {
                 return Some(Unsupported {

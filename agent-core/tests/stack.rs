@@ -734,7 +734,10 @@ async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_messa
     assert_eq!(r.data.guests, Some(2));
     assert_eq!(r.step.as_deref(), Some("ask_date"));
     assert_eq!(p.calls_of(CallKind::Route), 1);
-    assert_eq!(r.model_calls, 2, "the sort, then the flow's call that reads");
+    assert_eq!(
+        r.model_calls, 2,
+        "the sort, then the flow's call that reads"
+    );
 }
 
 #[tokio::test]
@@ -770,7 +773,10 @@ async fn on_a_small_model_the_sorting_call_reads_the_answer_and_code_asks_next_i
         CallKind::Respond,
         Answer::message("Yes, we have rooms then. How many guests?"),
     );
-    let r = a.respond("s", "July 1st, do you have rooms then?").await.unwrap();
+    let r = a
+        .respond("s", "July 1st, do you have rooms then?")
+        .await
+        .unwrap();
     assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
     assert_eq!(r.model_calls, 2);
 
@@ -785,7 +791,10 @@ async fn on_a_small_model_the_sorting_call_reads_the_answer_and_code_asks_next_i
     p.clear_requests();
     let r = a.respond("s", "July 1st, one more thing").await.unwrap();
     assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
-    assert_eq!(r.data.guests, None, "the sorting call's other value is not used");
+    assert_eq!(
+        r.data.guests, None,
+        "the sorting call's other value is not used"
+    );
     assert_eq!(r.model_calls, 2);
     assert_eq!(p.calls_of(CallKind::Respond), 1);
 }

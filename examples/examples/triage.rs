@@ -182,12 +182,12 @@ pub fn scripted() -> ScriptedProvider {
     // Turn 2: the tool refunds, says so and sends the user back to the front desk (code
     // decides); no model call after it.
     model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));
-    // Turn 3: the front desk's branch, judged in its reply call, sends the user on.
+    // Turn 3: the front desk's branch, judged in its reply call, sends the user on;
+    // support's first question is code's (its `ask`): one call.
     model.respond(
         Answer::message("Let me get you to support.")
             .judging("the user reports a technical problem", true),
     );
-    model.respond(Answer::message("Support here. Which device is it?"));
     model
 }
 

@@ -41,7 +41,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .commands
             .iter()
             .filter_map(crate::command::Command::field)
-            .filter(|f| self.a.schema.index_of(f).is_some_and(|i| self.is_present(i)))
+            .filter(|f| {
+                self.a
+                    .schema
+                    .index_of(f)
+                    .is_some_and(|i| self.is_present(i))
+            })
             .collect();
         if self.ungrounded.is_empty() && self.unheld.is_empty() && !digits && given.is_empty() {
             return Vec::new();
@@ -352,7 +357,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         None if self.reply_settled_since(0) => CallOutcome::default(),
                         // An action the accepted answer carries is replayed by the
                         // step's call (below), even where code asks the question.
-                        None if replay.is_none() && (asks.is_some() || (again.is_some() && tells)) => {
+                        None if replay.is_none()
+                            && (asks.is_some() || (again.is_some() && tells)) =>
+                        {
                             if self.prepare(&flow, *j).await? || self.turn_over() {
                                 self.read_where_handed(&flow, &mut spec, &mut alt).await?;
                                 continue;

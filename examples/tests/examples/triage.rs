@@ -48,12 +48,18 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     );
     assert_eq!(rs[1].model_calls, 1, "{printed}");
 
-    // The desk's `when` branch, judged in its reply call, sent the user to support.
+    // The desk's `when` branch, judged in its reply call, sent the user to support,
+    // whose question is code's.
     assert!(rs[2].transitions.contains(&hop("triage", "tech")));
     assert_eq!(
         (rs[2].flow.as_deref(), rs[2].step.as_deref()),
         (Some("tech"), Some("ask_device"))
     );
+    assert_eq!(
+        rs[2].message,
+        "Which device is the problem on (a phone, a tablet or a computer)?"
+    );
+    assert_eq!(rs[2].model_calls, 1, "{printed}");
 
     // The stream showed every hop.
     for line in [
@@ -435,7 +441,10 @@ async fn on_a_small_model_an_invoice_given_alone_is_followed_by_codes_question_n
     let r = agent.respond("s", "It's INV-7").await.unwrap();
     assert_eq!(at(&r), (Some("billing"), Some("settle")));
     assert_eq!(r.data.invoice.as_deref(), Some("INV-7"));
-    assert_eq!(r.message, "What would you like to know about invoice INV-7?");
+    assert_eq!(
+        r.message,
+        "What would you like to know about invoice INV-7?"
+    );
     assert_eq!(r.model_calls, 2, "the sort and the one call that read");
     assert_eq!(model.unused(), 0);
 }

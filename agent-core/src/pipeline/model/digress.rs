@@ -536,12 +536,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if picked.is_none() {
             tracing::warn!(answer = %resp.content, "sorting answer unreadable; the message is read as before");
         }
-        let read = answer
-            .filter(|_| reads)
-            .and_then(|mut v| match v.get_mut("data").map(Value::take) {
-                Some(Value::Object(d)) => Some(d),
-                _ => None,
-            });
+        let read =
+            answer
+                .filter(|_| reads)
+                .and_then(|mut v| match v.get_mut("data").map(Value::take) {
+                    Some(Value::Object(d)) => Some(d),
+                    _ => None,
+                });
         Ok(picked.map(|p| (p, read)))
     }
 }
