@@ -741,65 +741,6 @@ async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_messa
 }
 
 #[tokio::test]
-async fn on_a_small_model_the_sorting_call_reads_the_answer_and_code_asks_next_in_one_call() {
-    let p = small();
-    let a = at_ask_date(&p).await;
-    p.clear_requests();
-    p.route(Answer::raw(
-        r#"{"about": "answer", "data": {"city": null, "check_in": "2026-07-01", "guests": null}}"#,
-    ));
-    let r = a.respond("s", "July 1st").await.unwrap();
-    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
-    assert_eq!(
-        (r.flow.as_deref(), r.step.as_deref()),
-        (Some("booking"), Some("ask_guests"))
-    );
-    // The next question is code's, and the flow's own call was not made.
-    assert_eq!(r.model_calls, 1);
-    assert_eq!(p.calls_of(CallKind::Respond), 0);
-    assert!(r.message.contains("guests"), "{}", r.message);
-    let sort = &p.requests()[0];
-    assert!(sort.system.contains("write in `data`"), "{}", sort.system);
-    let schema = &sort.output.as_ref().unwrap().schema;
-    assert!(schema["properties"]["data"]["properties"]["check_in"].is_object());
-
-    // A message that also asks something is read by the flow's call, which answers.
-    let p = small();
-    let a = at_ask_date(&p).await;
-    p.route(Answer::raw(
-        r#"{"about": "answer", "data": {"city": null, "check_in": "2026-07-01", "guests": null}}"#,
-    ));
-    p.default_answer(
-        CallKind::Respond,
-        Answer::message("Yes, we have rooms then. How many guests?"),
-    );
-    let r = a
-        .respond("s", "July 1st, do you have rooms then?")
-        .await
-        .unwrap();
-    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
-    assert_eq!(r.model_calls, 2);
-
-    // A value for another field than the one asked is the flow's call's to read, with
-    // the conversation: what the sorting call read is not used.
-    let p = small();
-    let a = at_ask_date(&p).await;
-    p.route(Answer::raw(
-        r#"{"about": "answer", "data": {"city": null, "check_in": "2026-07-01", "guests": 1}}"#,
-    ));
-    p.respond(Answer::message("Noted.").with_data(json!({"check_in": "2026-07-01"})));
-    p.clear_requests();
-    let r = a.respond("s", "July 1st, one more thing").await.unwrap();
-    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
-    assert_eq!(
-        r.data.guests, None,
-        "the sorting call's other value is not used"
-    );
-    assert_eq!(r.model_calls, 2);
-    assert_eq!(p.calls_of(CallKind::Respond), 1);
-}
-
-#[tokio::test]
 async fn an_unreadable_sorting_answer_leaves_the_message_to_the_flow() {
     let p = small();
     let a = at_ask_date(&p).await;

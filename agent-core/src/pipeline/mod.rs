@@ -187,10 +187,6 @@ pub(crate) struct Turn<'a, D, C> {
     /// flow it asks for (`model/digress.rs`, `sort_opening`): the reply with no flow
     /// names no task to start.
     pub(crate) sorted_none: bool,
-    /// What the sorting call read from a message it sorted as the answer to the
-    /// active flow's question (`model/digress.rs`): stored before that flow's own
-    /// call, which is not made when code writes the next question.
-    pub(crate) sort_read: Option<serde_json::Map<String, serde_json::Value>>,
     /// What the sorting call with no flow under way read for the flow it picked
     /// (`None`: it read nothing for it, or was not asked to).
     pub(crate) opening_read: Option<serde_json::Map<String, serde_json::Value>>,
@@ -360,7 +356,6 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             not_started: None,
             sorted: None,
             sorted_none: false,
-            sort_read: None,
             opening_read: None,
             prompt: String::new(),
             prompt_state: String::new(),

@@ -140,26 +140,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             return Ok(Some((None, alt)));
         }
-        // What the sorting call read from a message it sorted as the answer: stored
-        // (or refused, with the reason code tells) like any value read. When it
-        // stored or refused something and the message asks nothing, the message is
-        // not read again: the walk goes on, and the step it reaches is asked by code
-        // (or rendered by its own call, as after any message that needs no reading).
-        if let Some(read) = self.sort_read.take() {
-            let marks = (self.commands.len(), self.told.len());
-            self.absorb_model_data(&flow, Some(read)).await?;
-            if self.turn_over() {
-                return Ok(Some((None, alt)));
-            }
-            let took = (self.commands.len(), self.told.len()) != marks;
-            if took
-                && !super::model::digress::asks_something(self.msg)
-                && self.deferred.is_empty()
-                && preview.is_none()
-            {
-                return Ok(Some((None, alt)));
-            }
-        }
         if !self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none() {
             return Ok(Some((None, alt)));
         }

@@ -29,12 +29,13 @@
 //!   (English and German, billing, support and a greeting), where the front desk's
 //!   full call sent "I have a question about my latest invoice" to support.
 //!
-//! On a profile whose questions code writes, the call also reads what an answer
-//! gives (`data`, every field the flow may still read, after the pick): a message
-//! sorted as the answer that stored or refused a value and asks nothing needs no
-//! call of the flow's own, and code asks what comes next (`speculate.rs`). Without
-//! it, every answer in the clinic cost two calls (the sort, then the flow's call that
-//! read the value and whose reply code replaced with its question).
+//! With no flow under way, on a profile whose questions code writes, the call also
+//! reads what the message gives for the flows it may start (`data`, after the pick):
+//! the flow it picks then needs no call of its own to read it unless the message asks
+//! something (`converse.rs`). Inside a flow it does not: with the answer's fields in
+//! the schema, the model above sorted "Before that, I need my lisinopril renewed" as
+//! the answer to "what is the visit for?" (2 of 2 runs), where it sorted it as the
+//! renewal without them.
 //!
 //! Options are labelled by the flows' titles: the same model picked
 //! `technical_support` for "my app keeps crashing" and never `tech`. When the call
@@ -253,30 +254,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if other {
             let _ = writeln!(sys, "- {answer}: something else");
         }
-        // On a profile whose questions code writes, the call also reads what an
-        // answer gives, for every field the flow may still read: a message sorted as
-        // the answer then needs no call of the flow's own when code asks next.
-        let reads: Vec<Arc<str>> =
-            if !other && asked && self.a.provider.profile().composes_questions() {
-                self.readable(&flow.collectable)
-            } else {
-                Vec::new()
-            };
-        if !reads.is_empty() {
-            let _ = writeln!(
-                sys,
-                "When `{ABOUT}` is {answer}, write in `data` the value the message gives for each field (null for what it does not say; never guess):"
-            );
-            for f in &reads {
-                let desc = field_desc(&self.a.schema, f);
-                if desc.is_empty() {
-                    let _ = writeln!(sys, "- {f}");
-                } else {
-                    let _ = writeln!(sys, "- {f}: {desc}");
-                }
-            }
-            self.push_today(&mut sys);
-        }
         sys.push_str("Answer with JSON only.");
         let mut ids: Vec<Value> = options
             .iter()
@@ -287,15 +264,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             ids.insert(0, Value::String(answer.to_owned()));
         }
-        let data_schema = (!reads.is_empty()).then(|| {
-            self.a
-                .schema
-                .extraction_schema(&reads, self.a.config.cite_quotes)
-        });
-        let (picked, read) = match self.sort_call(sys, ids, answer, data_schema).await? {
-            Some((p, d)) => (Some(p), d),
-            None => (None, None),
-        };
+        let picked = self
+            .sort_call(sys, ids, answer, None)
+            .await?
+            .map(|(p, _)| p);
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
             options
@@ -327,15 +299,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
-                // Only an answer to the question, and nothing else it read, stands for
-                // the flow's own reading: a small model reading the message alone
-                // also wrote "Monday next week" as the visit's reason. Anything
-                // beyond is the flow's call's to read, with the conversation.
-                let asked_for = |k: &str| step.collect.iter().any(|c| c.as_ref() == k);
-                self.sort_read = read.filter(|d| {
-                    d.values().any(|v| !v.is_null())
-                        && d.iter().all(|(k, v)| v.is_null() || asked_for(k))
-                });
                 Ok(None)
             }
         }
