@@ -150,7 +150,7 @@ mod billing {
 mod tech {
     #[step(
         prompt = "Ask which device has the problem.",
-        ask = "Which device is the problem on (a phone, a tablet or a computer)?",
+        ask = "Which device is the problem on?",
         collect(device)
     )]
     fn ask_device() {}

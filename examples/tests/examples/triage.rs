@@ -57,7 +57,7 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     );
     assert_eq!(
         rs[2].message,
-        "Which device is the problem on (a phone, a tablet or a computer)?"
+        "Which device is the problem on?"
     );
     assert_eq!(rs[2].model_calls, 1, "{printed}");
 
