@@ -55,10 +55,7 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
         (rs[2].flow.as_deref(), rs[2].step.as_deref()),
         (Some("tech"), Some("ask_device"))
     );
-    assert_eq!(
-        rs[2].message,
-        "Which device is the problem on?"
-    );
+    assert_eq!(rs[2].message, "Which device is the problem on?");
     assert_eq!(rs[2].model_calls, 1, "{printed}");
 
     // The stream showed every hop.
