@@ -33,9 +33,9 @@
 //! reads what the message gives for the flows it may start (`data`, after the pick):
 //! the flow it picks then needs no call of its own to read it unless the message asks
 //! something (`converse.rs`). Inside a flow it does not: with the answer's fields in
-//! the schema, the model above sorted "Before that, I need my lisinopril renewed" as
-//! the answer to "what is the visit for?" (2 of 2 runs), where it sorted it as the
-//! renewal without them.
+//! the schema, the model above sorted "Before that, I need my lisinopril renewed" and
+//! "Can you also renew my prescription for lisinopril?" as answers to "what is the
+//! visit for?" (4 of 4 runs), where it sorted them as the renewal without them.
 //!
 //! Options are labelled by the flows' titles: the same model picked
 //! `technical_support` for "my app keeps crashing" and never `tech`. When the call
