@@ -133,13 +133,8 @@ mod billing {
     )]
     fn ask_invoice() {}
 
-    /// The model answers what the user asked about the invoice (or refunds it). When
-    /// the message only gave the number, the question is code's: asked to write it,
-    /// Qwen2.5 1.5B copied the question the user had just answered, or the user's
-    /// own first message.
     #[step(
         prompt = "You have the invoice number. Refund the duplicate charge on it if the user asked for a refund; otherwise answer the user's question about it, or ask what they would like to know about it.",
-        ask = "What would you like to know about invoice {invoice}?",
         requires(invoice),
         tools(refund)
     )]

@@ -419,29 +419,3 @@ async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
     );
     assert_ne!(r.message, "Do you want to stop billing?");
 }
-
-#[tokio::test]
-async fn on_a_small_model_an_invoice_given_alone_is_followed_by_codes_question_not_asked_again() {
-    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
-    model.default_answer(CallKind::Route, Answer::raw(r#"{"about": "answer"}"#));
-    let agent = desk(&model).await;
-    let r = agent.respond("s", "I want a refund").await.unwrap();
-    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
-    // The model reads the invoice but writes for the question just answered (what
-    // Qwen2.5 1.5B did): that draft is not used, and the step it reached asks its
-    // own question, written by code, with no second rendering.
-    model.respond(
-        Answer::message("Please give me its number (it starts with INV-).")
-            .with_data(json!({"invoice": "INV-7"}))
-            .claiming("ask_invoice"),
-    );
-    let r = agent.respond("s", "It's INV-7").await.unwrap();
-    assert_eq!(at(&r), (Some("billing"), Some("settle")));
-    assert_eq!(r.data.invoice.as_deref(), Some("INV-7"));
-    assert_eq!(
-        r.message,
-        "What would you like to know about invoice INV-7?"
-    );
-    assert_eq!(r.model_calls, 2, "the sort and the one call that read");
-    assert_eq!(model.unused(), 0);
-}
