@@ -741,6 +741,78 @@ async fn on_a_small_model_a_flow_the_first_message_is_sorted_to_reads_that_messa
 }
 
 #[tokio::test]
+async fn on_a_small_model_a_message_that_is_nothing_but_the_answer_costs_the_sorting_call_alone() {
+    // The sorting call reads the asked field with the pick; the message says nothing
+    // else, so the value is stored and code asks the next question: one call.
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.clear_requests();
+    p.route(Answer::raw(
+        r#"{"about": "answer", "data": {"check_in": "2026-07-01"}}"#,
+    ));
+    let r = a.respond("s", "July 1st, please").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert_eq!(r.model_calls, 1);
+    assert!(
+        r.commands
+            .iter()
+            .any(|c| matches!(c, Command::SetValue { field, .. } if field == "check_in")),
+        "{:?}",
+        r.commands
+    );
+    // The instructions are those of the sort without values (the pick is made as
+    // before); only the answer's schema carries the asked field, after the pick.
+    let sort = &p.requests()[0];
+    assert!(!sort.system.contains("`data`"), "{}", sort.system);
+    let schema = &sort.output.as_ref().unwrap().schema;
+    assert!(
+        schema["properties"]["data"]["properties"]["check_in"].is_object(),
+        "{schema}"
+    );
+    assert!(
+        schema["properties"]["data"]["properties"]["guests"].is_null(),
+        "{schema}"
+    );
+
+    // A message that says more than the answer is read by the flow's own call too,
+    // with the conversation: what else it says is stored, not lost.
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.route(Answer::raw(
+        r#"{"about": "answer", "data": {"check_in": "2026-07-01"}}"#,
+    ));
+    p.respond(Answer::message("Noted.").with_data(json!({"check_in": "2026-07-01", "guests": 3})));
+    p.default_answer(CallKind::Respond, Answer::message("Shall I book it?"));
+    p.clear_requests();
+    let r = a
+        .respond("s", "July 1st, and we will be three")
+        .await
+        .unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.data.guests, Some(3));
+    assert_eq!(p.calls_of(CallKind::Route), 1);
+    let read = &p.requests()[1];
+    assert_eq!(
+        read.kind,
+        CallKind::Respond,
+        "the flow's call read the message"
+    );
+
+    // A value the message alone does not show (said in another turn, or not at
+    // all) is the flow's call's to read, as before.
+    let p = small();
+    let a = at_ask_date(&p).await;
+    p.route(Answer::raw(
+        r#"{"about": "answer", "data": {"check_in": "2026-07-02"}}"#,
+    ));
+    p.respond(Answer::message("Noted.").with_data(json!({"check_in": "2026-07-01"})));
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    assert_eq!(r.model_calls, 2);
+}
+
+#[tokio::test]
 async fn an_unreadable_sorting_answer_leaves_the_message_to_the_flow() {
     let p = small();
     let a = at_ask_date(&p).await;

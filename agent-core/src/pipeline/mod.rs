@@ -190,6 +190,11 @@ pub(crate) struct Turn<'a, D, C> {
     /// What the sorting call with no flow under way read for the flow it picked
     /// (`None`: it read nothing for it, or was not asked to).
     pub(crate) opening_read: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What the sorting call inside a flow read from a message it sorted as the
+    /// answer to the flow's question (`model/digress.rs`): it stands for the flow's
+    /// own reading when the message is nothing but that answer
+    /// ([`Self::answer_alone`]).
+    pub(crate) sort_read: Option<serde_json::Map<String, serde_json::Value>>,
     /// The instructions (system prompt, then state block) of the last respond call:
     /// the reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -357,6 +362,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             sorted: None,
             sorted_none: false,
             opening_read: None,
+            sort_read: None,
             prompt: String::new(),
             prompt_state: String::new(),
             preview: None,

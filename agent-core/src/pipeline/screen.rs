@@ -388,7 +388,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// The agent clock's local date: what a day named without a year is read against.
-    fn today(&self) -> time::Date {
+    pub(crate) fn today(&self) -> time::Date {
         self.a.config.time_zone.local(self.a.clock.now_ms()).date()
     }
 

@@ -140,6 +140,20 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             return Ok(Some((None, alt)));
         }
+        // What the sorting call read from a message it sorted as the answer, when
+        // the message is nothing but that answer: stored (or refused, with the reason
+        // code tells) like any value read, and the message is not read again; the
+        // walk goes on, and the step it reaches is asked by code (or rendered by its
+        // own call, as after any message that needs no reading).
+        if let Some(read) = self.sort_read.take()
+            && self.deferred.is_empty()
+            && preview.is_none()
+            && self.answer_alone(&read)
+        {
+            tracing::debug!(flow = %flow.id, "the sorting call's reading stands for the flow's");
+            self.absorb_model_data(&flow, Some(read)).await?;
+            return Ok(Some((None, alt)));
+        }
         if !self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none() {
             return Ok(Some((None, alt)));
         }

@@ -81,6 +81,44 @@ impl Evidence<'_> {
         })
     }
 
+    /// The words of `message` beyond the values of `read` (each a field's schema and
+    /// the value read): words taken out one by one, from the first, while the rest
+    /// alone still shows every value by the checks of [`Self::check`]. `None` when
+    /// the message alone does not show them all. "It's INV-7" for `INV-7` leaves
+    /// `it` and `s`; "Anna Berg" for `Anna Berg` leaves none; "Monday next week,
+    /// please" for that day leaves the words the day can do without.
+    pub(crate) fn words_beyond(
+        &self,
+        read: &[(&Value, &Value)],
+        message: &str,
+    ) -> Option<Vec<String>> {
+        let text = normalize(message);
+        let shown = |t: &str| read.iter().all(|(p, v)| self.supports(p, v, t));
+        if read.is_empty() || !shown(&text) {
+            return None;
+        }
+        let mut kept: Vec<&str> = text.split_whitespace().collect();
+        let mut beyond = Vec::new();
+        let mut rest = String::with_capacity(text.len());
+        let mut i = 0;
+        while i < kept.len() {
+            rest.clear();
+            rest.push(' ');
+            for (j, w) in kept.iter().enumerate() {
+                if j != i {
+                    rest.push_str(w);
+                    rest.push(' ');
+                }
+            }
+            if shown(&rest) {
+                beyond.push(kept.remove(i).to_owned());
+            } else {
+                i += 1;
+            }
+        }
+        Some(beyond)
+    }
+
     fn supports(&self, prop: &Value, value: &Value, text: &str) -> bool {
         match value {
             Value::Null | Value::Bool(_) | Value::Object(_) => true,

@@ -52,6 +52,8 @@ fn text_and_numbers() {
     assert!(ok(&["July 1st, 2 of us"], json!(2)));
     assert!(ok(&["3 people in July"], json!(3)));
     assert!(!ok(&["invoice 8"], json!("INV-7")));
+    assert!(!ok(&["It's INV-8"], json!("INV-7")));
+    assert!(!ok(&["Pixel 7"], json!("Pixel 8")));
     // "um", "un", "ein" are the article too: a count alone or of people.
     assert!(!ok(&["Olá, preciso de um hotel no Porto"], json!(1)));
     assert!(!ok(&["Quiero un hotel en Madrid"], json!(1)));
@@ -243,4 +245,38 @@ fn normalize_folds_case_accents_and_punctuation_as_the_unicode_tables_do() {
         assert_eq!(normalize(text), reference(text), "{text:?}");
     }
     assert_eq!(normalize("Hello, World!"), " hello world ");
+}
+
+#[test]
+fn the_words_a_message_says_beyond_the_values_read() {
+    let e = ev(&[]);
+    let text = json!({});
+    let beyond = |msg: &str, v: Value| e.words_beyond(&[(&text, &v)], msg);
+    assert_eq!(beyond("Anna Berg", json!("Anna Berg")), Some(vec![]));
+    assert_eq!(
+        beyond("It's INV-7", json!("INV-7")),
+        Some(vec!["it".to_owned(), "s".to_owned()])
+    );
+    // Short words of a text value may be phrased otherwise: they are not needed.
+    assert_eq!(
+        beyond("A check-up", json!("check-up")),
+        Some(vec!["a".to_owned(), "up".to_owned()])
+    );
+    // Everything but the name is beyond it.
+    assert_eq!(
+        beyond("Anna Berg, next Monday please", json!("Anna Berg")).map(|b| b.len()),
+        Some(3)
+    );
+    // A day needs the words that name it ("next week" names Monday the 22nd as
+    // well); "please" it does not.
+    assert_eq!(
+        beyond("Monday next week, please", json!("2026-06-22")),
+        Some(vec!["monday".to_owned(), "please".to_owned()])
+    );
+    // A message that does not show the value.
+    assert_eq!(
+        beyond("Before that, my app crashes", json!("Anna Berg")),
+        None
+    );
+    assert_eq!(e.words_beyond(&[], "Anna Berg"), None);
 }

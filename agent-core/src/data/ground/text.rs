@@ -63,8 +63,11 @@ pub(super) fn contains_words(text: &str, value: &str) -> bool {
     if text.contains(value) {
         return true;
     }
-    // Short words ("in", "of") may be phrased differently; the others must be there.
-    let content: Vec<&str> = words(value).filter(|w| w.chars().count() >= 3).collect();
+    // Short words ("in", "of") may be phrased differently; the others must be there,
+    // and so must every number ("INV 8" does not say "INV-7").
+    let content: Vec<&str> = words(value)
+        .filter(|w| w.chars().count() >= 3 || w.chars().any(char::is_numeric))
+        .collect();
     let needed: Vec<&str> = if content.is_empty() {
         words(value).collect()
     } else {

@@ -264,10 +264,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             ids.insert(0, Value::String(answer.to_owned()));
         }
-        let picked = self
-            .sort_call(sys, ids, answer, None)
-            .await?
-            .map(|(p, _)| p);
+        // On a profile whose questions code writes, the answer also carries what the
+        // message gives for the fields the step asks for, after the pick and with
+        // nothing said about it in the instructions: the pick is made as without
+        // it (the instructions and the labels are the same), and a message that is
+        // nothing but the answer needs no call of the flow's own (`speculate.rs`).
+        let reads: Vec<Arc<str>> =
+            if !other && asked && self.a.provider.profile().composes_questions() {
+                self.readable(&step.collect)
+            } else {
+                Vec::new()
+            };
+        let data_schema = (!reads.is_empty()).then(|| {
+            self.a
+                .schema
+                .extraction_schema(&reads, self.a.config.cite_quotes)
+        });
+        let (picked, read) = match self.sort_call(sys, ids, answer, data_schema).await? {
+            Some((p, d)) => (Some(p), d),
+            None => (None, None),
+        };
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
             options
@@ -299,6 +315,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
+                if p == answer {
+                    self.sort_read = read.filter(|d| d.values().any(|v| !v.is_null()));
+                }
                 Ok(None)
             }
         }
@@ -507,6 +526,54 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     _ => None,
                 });
         Ok(picked.map(|p| (p, read)))
+    }
+}
+
+/// The words a message sorted as the answer may say beyond the values the sorting
+/// call read for it ("it's" before "INV-7", "a" before "check-up", "please" after a
+/// day) for that reading to stand for the flow's own. More, and the flow's call
+/// reads the message with the conversation: what else it says is not lost.
+const MAX_WORDS_BEYOND_ANSWER: usize = 2;
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// Whether what the sorting call read from the message, sorted as the answer to
+    /// the flow's question, stands for the flow's own reading: the message asks
+    /// nothing, shows every value read by itself ([`Evidence::words_beyond`]), and
+    /// says at most [`MAX_WORDS_BEYOND_ANSWER`] words beyond them, none a number nor
+    /// (unless a day was read) a day.
+    ///
+    /// [`Evidence::words_beyond`]: crate::data::ground::Evidence::words_beyond
+    pub(in crate::pipeline) fn answer_alone(&self, read: &Map<String, Value>) -> bool {
+        if asks_something(self.msg) {
+            return false;
+        }
+        let values = crate::data::extract::read_extraction(&self.a.schema, read.clone());
+        let mut pairs = Vec::with_capacity(values.len());
+        for x in &values {
+            let Some(prop) = self.a.schema.property(&x.field) else {
+                return false;
+            };
+            pairs.push((prop, &x.value));
+        }
+        let today = self.today();
+        let evidence = crate::data::ground::Evidence {
+            said: Arc::from(Vec::new()),
+            today,
+            defs: self.a.schema.defs(),
+        };
+        let Some(beyond) = evidence.words_beyond(&pairs, self.msg) else {
+            return false;
+        };
+        let read_day = values.iter().any(|x| {
+            x.value
+                .as_str()
+                .and_then(crate::data::validate::parse_date)
+                .is_some()
+        });
+        let rest = beyond.join(" ");
+        beyond.len() <= MAX_WORDS_BEYOND_ANSWER
+            && !rest.chars().any(char::is_numeric)
+            && (read_day || crate::data::ground::resolve_date(&rest, today).is_none())
     }
 }
 
