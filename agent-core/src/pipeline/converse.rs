@@ -595,17 +595,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                     // The flow started reads the message that started it
                                     // ("an appointment for Anna Berg, a check-up"), as a
                                     // flow handed to does: otherwise a question written
-                                    // by code would ask for what the message just gave.
-                                    // What the sorting call read stands for that reading
-                                    // unless the message asks something.
-                                    let read = self.opening_read.take();
-                                    if let Some(read) = read.filter(|_| {
-                                        !super::model::digress::asks_something(self.msg)
-                                    }) {
+                                    // by code would ask for what the message just gave
+                                    // (what the sorting call read may stand for that
+                                    // reading: `speculate.rs`).
+                                    if self.streamed {
                                         if let Some(flow) = self.flow() {
-                                            self.absorb_model_data(&flow, Some(read)).await?;
+                                            self.absorb_started_read(&flow).await?;
                                         }
-                                    } else if !self.streamed {
+                                    } else {
                                         (spec, alt) = self.speculate().await?;
                                         if let Some(not_started) = self.not_started.take() {
                                             return Ok((

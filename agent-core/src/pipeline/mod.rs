@@ -187,9 +187,11 @@ pub(crate) struct Turn<'a, D, C> {
     /// flow it asks for (`model/digress.rs`, `sort_opening`): the reply with no flow
     /// names no task to start.
     pub(crate) sorted_none: bool,
-    /// What the sorting call with no flow under way read for the flow it picked
-    /// (`None`: it read nothing for it, or was not asked to).
-    pub(crate) opening_read: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What a sorting call read for the flow it started (with no flow under way, or
+    /// at a step whose conditions only pick the flow to go to), and that flow's id:
+    /// it stands for that flow's own reading of the message unless the message asks
+    /// something (`speculate.rs`). `None`: it read nothing, or was not asked to.
+    pub(crate) started_read: Option<(Arc<str>, serde_json::Map<String, serde_json::Value>)>,
     /// What the sorting call inside a flow read from a message it sorted as the
     /// answer to the flow's question (`model/digress.rs`): it stands for the flow's
     /// own reading when the message is nothing but that answer
@@ -361,7 +363,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             not_started: None,
             sorted: None,
             sorted_none: false,
-            opening_read: None,
+            started_read: None,
             sort_read: None,
             prompt: String::new(),
             prompt_state: String::new(),

@@ -67,6 +67,30 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         !self.fields_to_read(flow).is_empty()
     }
 
+    /// What the sorting call that started `flow` read for it
+    /// ([`Turn::started_read`]), stored (or refused, with the reason code tells) like
+    /// any value read. `true` when that reading stands for the flow's own: the
+    /// message asks nothing (a question is the flow's call's to answer, and it
+    /// reads the message then).
+    pub(super) async fn absorb_started_read(
+        &mut self,
+        flow: &Arc<Flow<D, C>>,
+    ) -> Result<bool, AgentError> {
+        let Some((id, read)) = self.started_read.take() else {
+            return Ok(false);
+        };
+        if id != flow.id {
+            self.started_read = Some((id, read));
+            return Ok(false);
+        }
+        if super::model::digress::asks_something(self.msg) {
+            return Ok(false);
+        }
+        tracing::debug!(flow = %flow.id, "the sorting call's reading stands for the flow's");
+        self.absorb_model_data(flow, Some(read)).await?;
+        Ok(true)
+    }
+
     /// The first call, made before the walk when this message may carry data: it
     /// extracts and renders the predicted step in one go. When that answer hands the
     /// user to another flow, the flow it lands in reads the same message the same way
@@ -111,6 +135,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // A resumed turn has no new words to read: it answers with the tools' results.
         if self.tools_off || self.turn_over() {
+            return Ok(Some((None, alt)));
+        }
+        // A sorting call that started this flow read the message for it.
+        if self.absorb_started_read(&flow).await? {
             return Ok(Some((None, alt)));
         }
         // On a small model, whether the answer to the flow's question asks for

@@ -399,6 +399,49 @@ async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditi
 }
 
 #[tokio::test]
+async fn on_a_small_model_the_desks_sorting_call_reads_what_the_message_gives_the_flow_it_picks() {
+    // The device is read with the pick: tech starts with it and its last step
+    // answers, in the one call.
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.clear_requests();
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": "iPhone 15", "invoice": null}}"#,
+    ));
+    let r = agent
+        .respond("s", "My iPhone 15 keeps restarting every few minutes")
+        .await
+        .unwrap();
+    assert_eq!(r.data.device.as_deref(), Some("iPhone 15"));
+    assert_eq!(
+        r.message,
+        "Thanks. I've logged the problem on your iPhone 15; a technician will follow up here."
+    );
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+    // The instructions are those of the sort without values; the answer's schema
+    // carries the fields of the flows the desk may go to.
+    let sort = &model.requests()[0];
+    assert!(!sort.system.contains("`data`"), "{}", sort.system);
+    let schema = &sort.output.as_ref().unwrap().schema;
+    assert!(
+        schema["properties"]["data"]["properties"]["device"].is_object(),
+        "{schema}"
+    );
+
+    // Nothing given: code asks tech's question, in the same one call.
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.clear_requests();
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
+    ));
+    let r = agent.respond("s", "My app crashes on start").await.unwrap();
+    assert_eq!(at(&r), (Some("tech"), Some("ask_device")));
+    assert_eq!(r.message, "Which device is the problem on?");
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+}
+
+#[tokio::test]
 async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
     let (model, agent) = small_at_ask_invoice().await;
     // What Qwen2.5 1.5B read in "Can I talk to a human please?" at billing's question:

@@ -269,12 +269,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // nothing said about it in the instructions: the pick is made as without
         // it (the instructions and the labels are the same), and a message that is
         // nothing but the answer needs no call of the flow's own (`speculate.rs`).
-        let reads: Vec<Arc<str>> =
-            if !other && asked && self.a.provider.profile().composes_questions() {
-                self.readable(&step.collect)
-            } else {
-                Vec::new()
-            };
+        // At a step that only routes, the same holds for the fields of the flows it
+        // may go to: the flow picked starts with what the message gave it, as from
+        // the sorting call with no flow under way.
+        let reads: Vec<Arc<str>> = if !self.a.provider.profile().composes_questions() {
+            Vec::new()
+        } else if routing {
+            self.fields_of(options.iter().map(|o| o.id.as_str()))
+        } else if !other && asked {
+            self.readable(&step.collect)
+        } else {
+            Vec::new()
+        };
         let data_schema = (!reads.is_empty()).then(|| {
             self.a
                 .schema
@@ -299,6 +305,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             for w in &o.whens {
                 self.judged.entry(w.clone()).or_insert(false);
             }
+        }
+        if routing && let Some(o) = target {
+            self.started_read =
+                Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read.clone())));
         }
         match target {
             Some(o) if !o.whens.is_empty() => {
@@ -395,20 +405,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // message gives for the fields of the flows it may start: the flow picked
         // then needs no call of its own to read it (`converse.rs`).
         let reads: Vec<Arc<str>> = if self.a.provider.profile().composes_questions() {
-            let mut fields: Vec<Arc<str>> = Vec::new();
-            for f in &self.a.flows {
-                if options.iter().any(|o| o.id == f.id.as_ref()) {
-                    for c in self.readable(&f.collectable) {
-                        if !fields.contains(&c) {
-                            fields.push(c);
-                        }
-                    }
-                }
-            }
-            // In the data type's order: one schema for the agent, whatever the flows.
-            let order = self.a.schema.fields();
-            fields.sort_by_key(|f| order.iter().position(|o| o == f));
-            fields
+            self.fields_of(options.iter().map(|o| o.id.as_str()))
         } else {
             Vec::new()
         };
@@ -448,18 +445,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Some(o) => {
                 tracing::info!(to = %o.id, "the message asks for a flow (sorting call, no flow under way)");
                 if !reads.is_empty() {
-                    // What the flow picked collects; it reads it when it starts.
-                    let collects = |k: &str| {
-                        self.a
-                            .flow(&o.id)
-                            .is_some_and(|f| f.collectable.iter().any(|c| c.as_ref() == k))
-                    };
-                    self.opening_read = Some(
-                        read.unwrap_or_default()
-                            .into_iter()
-                            .filter(|(k, v)| !v.is_null() && collects(k))
-                            .collect(),
-                    );
+                    self.started_read =
+                        Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read)));
                 }
                 Ok(Some(o.id.clone()))
             }
@@ -526,6 +513,41 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     _ => None,
                 });
         Ok(picked.map(|p| (p, read)))
+    }
+}
+
+impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The fields a sorting call reads for the flows `ids` (those that may start):
+    /// every field they collect that the message may give, in the data type's order
+    /// (one schema for the agent, whatever the flows).
+    fn fields_of<'i>(&self, ids: impl Iterator<Item = &'i str>) -> Vec<Arc<str>> {
+        let mut fields: Vec<Arc<str>> = Vec::new();
+        for id in ids {
+            if let Some(f) = self.a.flow(id) {
+                for c in self.readable(&f.collectable) {
+                    if !fields.contains(&c) {
+                        fields.push(c);
+                    }
+                }
+            }
+        }
+        let order = self.a.schema.fields();
+        fields.sort_by_key(|f| order.iter().position(|o| o == f));
+        fields
+    }
+
+    /// What a sorting call read that the flow `id` collects (it reads it when it
+    /// starts); values of other flows' fields are not kept.
+    fn kept_for(&self, id: &str, read: Option<Map<String, Value>>) -> Map<String, Value> {
+        let collects = |k: &str| {
+            self.a
+                .flow(id)
+                .is_some_and(|f| f.collectable.iter().any(|c| c.as_ref() == k))
+        };
+        read.unwrap_or_default()
+            .into_iter()
+            .filter(|(k, v)| !v.is_null() && collects(k))
+            .collect()
     }
 }
 
