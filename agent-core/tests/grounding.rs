@@ -561,6 +561,60 @@ async fn an_action_in_a_speculative_answer_runs_only_once_its_step_is_reached() 
     assert_eq!(r.message, "How many guests?");
 }
 
+/// An action the accepted answer carries runs at the step it was for, also where code
+/// writes that step's question (`ask`): the step's call replays it.
+#[tokio::test]
+async fn an_accepted_answers_action_runs_at_a_step_whose_question_is_codes() {
+    let p = ScriptedProvider::new();
+    let flow = Flow::builder("booking")
+        .required(["city"])
+        .step(Step::model("ask_city").collect(["city"]))
+        .step(
+            Step::model("confirm")
+                .prompt("Confirm the booking.")
+                .ask("Shall I book a room in {city}?")
+                .requires(["city"])
+                .tool(book_room())
+                .end(),
+        )
+        .build()
+        .unwrap();
+    let a = booking(&p)
+        .config(AgentConfig {
+            tools_in_answer: true,
+            ..AgentConfig::default()
+        })
+        .flow(flow)
+        .build()
+        .unwrap();
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    let act = Answer::from_fn(|_req| {
+        Ok(agent_core::provider::ModelResponse {
+            content: json!({
+                "message": "Booking now.",
+                "data": { "city": "Lisbon" },
+                "action": { "tool": "book_room", "with": { "hotel": "Grand" } },
+            })
+            .to_string(),
+            tool_calls: Vec::new(),
+            usage: agent_core::provider::Usage::default(),
+            finish: agent_core::provider::FinishReason::Stop,
+            id: None,
+        })
+    });
+    p.respond(act);
+    p.tool_round(Answer::message("Booked: BK-5."));
+    let r = a.respond("s", "Lisbon, book it").await.unwrap();
+    assert_eq!(r.tool_calls.len(), 1, "{r:?}");
+    assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    // What the tool did is told, not code's question for the step.
+    assert_eq!(
+        r.message,
+        "Booked: BK-5. Is there anything else I can help with?"
+    );
+}
+
 /// A reference-number flow: the booking's id has a pattern, then a step that needs it.
 fn change_flow() -> Flow<Booking, Concierge> {
     Flow::builder("change")

@@ -346,6 +346,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         .flatten();
                     // An accepted answer with an action is replayed, not reused: the
                     // action runs in that rendering as if the model had just answered.
+                    // A tool that runs in this step's rendering has its outcome told by
+                    // that rendering: code's question does not replace it.
+                    let tools_before = self.tool_calls.len();
                     let (reuse, mut replay) = match reuse {
                         Some(mut sp) if sp.out.tool_call.is_some() => (None, sp.out.answer.take()),
                         other => (other, None),
@@ -420,8 +423,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             out
                         }
                     };
+                    let ran_tool = self.tool_calls.len() != tools_before;
                     if let Some(t) = asks.as_deref()
                         && !self.reply_settled_since(0)
+                        && !ran_tool
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let mut told = std::mem::take(&mut self.told);
@@ -430,6 +435,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         self.code_wrote.push(out.message.clone());
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
+                        && !ran_tool
                     {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let q = crate::template::render(t, &data);
