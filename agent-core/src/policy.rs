@@ -10,7 +10,7 @@
 //!
 //! | behaviour | small | capable |
 //! |---|---|---|
-//! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); one more call on such turns; with no flow under way, the call that sorts the message among the flows also reads its values for them | on | off: the flow's own call judges hand-overs |
+//! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); the same call reads the answer to the step's question, and a message that is nothing but that answer ("Anna Berg", "It's INV-7") needs no call of the flow's own; with no flow under way, or at a step that only routes, the call that sorts the message among the flows also reads its values for them | on | off: the flow's own call judges hand-overs |
 //! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code | on | off: the model writes the question |
 //! | [`tidies_replies`](ModelProfile::tidies_replies): a model-written reply loses sentences said twice, read back from its instructions, said back from the user's message or about "the user", and a last sentence the length limit cut | on | off: the reply is the model's (still bounded by `max_reply_chars` and checked against the state) |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
@@ -52,11 +52,15 @@ impl ModelProfile {
     /// the flow's own call, which also reads values and writes the reply (see
     /// [`crate::command`], Digressions). It costs one short call on turns that answer
     /// a flow's question with something other than a plain yes, in agents whose
-    /// flows hand over to flows that say `when` they apply. With no flow under way, on
-    /// a profile that also [composes questions](Self::composes_questions), the call
-    /// that sorts the first message among the flows also reads the values it gives
-    /// for them: the flow it starts makes no call of its own unless the message asks
-    /// something.
+    /// flows hand over to flows that say `when` they apply. On a profile that also
+    /// [composes questions](Self::composes_questions), the call reads the values the
+    /// message gives after its pick (the instructions do not mention them, so the
+    /// pick is made as without them): for the fields the step asks for, standing
+    /// for the flow's own call when the message is nothing but that answer (it
+    /// shows every value read by itself and says at most two more words, none a
+    /// number); with no flow under way, or at a step that only routes, for the
+    /// flows it may start, which then make no call of their own unless the message
+    /// asks something.
     pub fn checks_digressions(self) -> bool {
         self == Self::Small
     }

@@ -141,6 +141,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if self.absorb_started_read(&flow).await? {
             return Ok(Some((None, alt)));
         }
+        // An answer code reads by itself needs no call ("Monday next week" to "which
+        // day?"): stored, and the walk goes on.
+        if self.deferred.is_empty()
+            && preview.is_none()
+            && let Some(read) = self.answer_read_by_code(&flow)
+        {
+            tracing::debug!(flow = %flow.id, "the answer is read by code");
+            self.absorb_model_data(&flow, Some(read)).await?;
+            return Ok(Some((None, alt)));
+        }
         // On a small model, whether the answer to the flow's question asks for
         // another flow instead, in a short call of its own (`model/digress.rs`); also
         // where code sees that the message does not give what the step asks for.

@@ -136,6 +136,68 @@ async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_st
 }
 
 #[tokio::test]
+async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_no_call() {
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    model.route(Answer::raw(
+        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null}}"#,
+    ));
+    let r = agent
+        .respond(
+            "s",
+            "I'd like to book an appointment for Anna Berg, a check-up",
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_day"));
+    model.clear_requests();
+    // Code reads the day; nothing else is said: no sorting call, no flow's call.
+    let tomorrow = {
+        use agent_core::clock::{Clock, SystemClock, TimeZone};
+        let today = TimeZone::utc().local(SystemClock.now_ms()).date();
+        agent_core::data::Date::from(today.next_day().unwrap_or(today))
+    };
+    let r = agent.respond("s", "Tomorrow, please").await.unwrap();
+    assert_eq!(r.data.day, Some(tomorrow));
+    assert_eq!(r.step.as_deref(), Some("confirm"));
+    assert_eq!(r.model_calls, 0, "{:?}", model.requests());
+    assert_eq!(
+        r.message,
+        format!(
+            "Here is your appointment: a check-up for Anna Berg on {tomorrow}. Shall I book it?"
+        )
+    );
+    assert!(
+        r.commands
+            .iter()
+            .any(|c| matches!(c, Command::SetValue { field, .. } if field == "day"))
+    );
+
+    // A day and more: the message is sorted and read by the booking's call.
+    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let agent = clinic_on(&model);
+    model.route(Answer::raw(
+        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null}}"#,
+    ));
+    agent
+        .respond(
+            "s",
+            "I'd like to book an appointment for Anna Berg, a check-up",
+        )
+        .await
+        .unwrap();
+    model.clear_requests();
+    model.route(Answer::raw(r#"{"about": "answer"}"#));
+    model.default_answer(CallKind::Respond, Answer::message("Noted."));
+    agent
+        .respond("s", "Tomorrow, but are you open that early?")
+        .await
+        .unwrap();
+    assert_eq!(model.calls_of(CallKind::Route), 1);
+    assert!(model.calls_of(CallKind::Respond) >= 1);
+}
+
+#[tokio::test]
 async fn a_first_message_sorted_as_something_else_gets_a_reply_that_starts_no_flow() {
     let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
     let agent = clinic_on(&model);

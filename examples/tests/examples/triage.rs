@@ -314,6 +314,29 @@ async fn a_small_model_sorts_a_message_that_cannot_be_the_invoice_and_tech_takes
 }
 
 #[tokio::test]
+async fn on_a_small_model_an_invoice_number_and_nothing_else_is_read_by_code() {
+    let (model, agent) = small_at_ask_invoice().await;
+    // No sorting call: the number is the answer; settle's call answers with it.
+    model.respond(Answer::message(
+        "What would you like to know about invoice INV-7?",
+    ));
+    let r = agent.respond("s", "It's INV-7").await.unwrap();
+    assert_eq!(r.data.invoice.as_deref(), Some("INV-7"));
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
+    assert_eq!(model.calls_of(CallKind::Route), 0);
+    assert_eq!(r.model_calls, 1);
+    // Written otherwise than the pattern wants, or with more said, it is sorted.
+    let (model, agent) = small_at_ask_invoice().await;
+    model.route(Answer::raw(r#"{"about": "answer"}"#));
+    model.default_answer(CallKind::Respond, Answer::message("Noted."));
+    agent
+        .respond("s", "It's INV-7, and my app crashes too")
+        .await
+        .unwrap();
+    assert_eq!(model.calls_of(CallKind::Route), 1);
+}
+
+#[tokio::test]
 async fn once_sorted_as_something_else_billings_call_starts_no_other_flow() {
     let (model, agent) = small_at_ask_invoice().await;
     model.route(Answer::raw(r#"{"about": "other"}"#));

@@ -29,13 +29,19 @@
 //!   (English and German, billing, support and a greeting), where the front desk's
 //!   full call sent "I have a question about my latest invoice" to support.
 //!
-//! With no flow under way, on a profile whose questions code writes, the call also
-//! reads what the message gives for the flows it may start (`data`, after the pick):
-//! the flow it picks then needs no call of its own to read it unless the message asks
-//! something (`converse.rs`). Inside a flow it does not: with the answer's fields in
-//! the schema, the model above sorted "Before that, I need my lisinopril renewed" and
-//! "Can you also renew my prescription for lisinopril?" as answers to "what is the
-//! visit for?" (4 of 4 runs), where it sorted them as the renewal without them.
+//! On a profile whose questions code writes, the call also reads what the message
+//! gives, in `data` after the pick. Its instructions do not mention it, so the pick is
+//! the one the call makes without it: a form that asked for the values in the
+//! instructions sorted "Before that, I need my lisinopril renewed" as the answer to
+//! "what is the visit for?" (4 of 4 runs). Inside a flow it reads the fields the step
+//! asks for, and that reading stands for the flow's own call when the message is
+//! nothing but the answer ([`Turn::answer_alone`]: "Anna Berg", "A check-up"); with
+//! no flow under way, or at a step that only routes, it reads the fields of the
+//! flows it may start, and the flow picked starts with them (`speculate.rs`). A
+//! message that is nothing but a value code reads by itself (a day, a pattern's
+//! match) is not sorted at all ([`Turn::answer_read_by_code`]): "Monday next week,
+//! please" to "which day?" was sorted as the answer on one run and as the opening
+//! hours on another, the two within a tenth of a log-probability.
 //!
 //! Options are labelled by the flows' titles: the same model picked
 //! `technical_support` for "my app keeps crashing" and never `tech`. When the call
@@ -558,6 +564,67 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 const MAX_WORDS_BEYOND_ANSWER: usize = 2;
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// The answer to the flow's question read by code alone: on a profile whose
+    /// questions code writes, at a model step that asked for fields code can read
+    /// from words (a date, which [`resolve_date`] reads against the clock; a
+    /// field with a `pattern`, whose match the message holds), when the message is
+    /// nothing but those values ([`Self::answer_alone`]): "Monday next week,
+    /// please" to "which day?", "It's INV-7" to "which invoice?". The values are
+    /// then stored (or refused, with the reason) with no call: no other reading of
+    /// such a message is possible, and the sorting call judged "Monday next week"
+    /// against the opening hours within a tenth of a log-probability (Qwen2.5-Coder
+    /// 1.5B, the answer on one run, the hours on another). A step whose conditions
+    /// or `prepare` hook decide for themselves is not read this way.
+    ///
+    /// [`resolve_date`]: crate::data::ground::resolve_date
+    pub(in crate::pipeline) fn answer_read_by_code(
+        &self,
+        flow: &Flow<D, C>,
+    ) -> Option<Map<String, Value>> {
+        if !self.a.provider.profile().composes_questions()
+            || self.transitions.len() != self.read_from
+        {
+            return None;
+        }
+        let j = self.awaiting_model_step(flow)?;
+        let step = &flow.steps[j];
+        if step.collect.is_empty()
+            || step.prepare.is_some()
+            || step.branch_table().iter().any(|b| !b.when.is_empty())
+            || flow
+                .successors(j)
+                .iter()
+                .any(|&k| flow.steps[k].when.is_some())
+        {
+            return None;
+        }
+        let mut read = Map::new();
+        for f in self.readable(&step.collect) {
+            let Some(prop) = self.a.schema.property(&f) else {
+                continue;
+            };
+            // A day the field refuses is refused with the reason, as from any reading
+            // (or, said without its year, taken as the next such day and asked
+            // about); a match written otherwise than the pattern wants ("inv-7") is
+            // the model's to read.
+            let value = if self.is_date(prop) {
+                self.named_day()
+                    .map(|d| Value::String(crate::data::Date::from(d).to_string()))
+            } else {
+                crate::data::spot::spotter(prop, self.a.schema.defs())
+                    .and_then(|re| {
+                        re.find(self.msg)
+                            .map(|m| Value::String(m.as_str().to_owned()))
+                    })
+                    .filter(|v| self.a.schema.admit(&f, v).is_ok())
+            };
+            if let Some(v) = value {
+                read.insert(f.to_string(), v);
+            }
+        }
+        (!read.is_empty() && self.answer_alone(&read)).then_some(read)
+    }
+
     /// Whether what the sorting call read from the message, sorted as the answer to
     /// the flow's question, stands for the flow's own reading: the message asks
     /// nothing, shows every value read by itself ([`Evidence::words_beyond`]), and
