@@ -515,6 +515,25 @@ async fn tools_can_be_called_through_the_structured_answer() {
     );
 }
 
+/// An answer (tools in the answer) with `message`, `data` and the action to book the
+/// Grand.
+fn acting(message: &'static str, data: serde_json::Value) -> Answer {
+    Answer::from_fn(move |_req| {
+        Ok(agent_core::provider::ModelResponse {
+            content: json!({
+                "message": message,
+                "data": data,
+                "action": { "tool": "book_room", "with": { "hotel": "Grand" } },
+            })
+            .to_string(),
+            tool_calls: Vec::new(),
+            usage: agent_core::provider::Usage::default(),
+            finish: agent_core::provider::FinishReason::Stop,
+            id: None,
+        })
+    })
+}
+
 #[tokio::test]
 async fn an_action_in_a_speculative_answer_runs_only_once_its_step_is_reached() {
     let p = ScriptedProvider::new();
@@ -534,25 +553,9 @@ async fn an_action_in_a_speculative_answer_runs_only_once_its_step_is_reached() 
         .flow(flow)
         .build()
         .unwrap();
-    let act = |message: &'static str, data: serde_json::Value| {
-        Answer::from_fn(move |_req| {
-            Ok(agent_core::provider::ModelResponse {
-                content: json!({
-                    "message": message,
-                    "data": data,
-                    "action": { "tool": "book_room", "with": { "hotel": "Grand" } },
-                })
-                .to_string(),
-                tool_calls: Vec::new(),
-                usage: agent_core::provider::Usage::default(),
-                finish: agent_core::provider::FinishReason::Stop,
-                id: None,
-            })
-        })
-    };
     // "0 guests" is refused: the speculative answer for `confirm` asked to book, but
     // the walk stays at `ask_guests`, so nothing is booked.
-    p.respond(act("Booked!", json!({ "city": "Lisbon", "guests": 0 })));
+    p.respond(acting("Booked!", json!({ "city": "Lisbon", "guests": 0 })));
     p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
     let r = a.respond("s", "Lisbon, 0 guests, book it").await.unwrap();
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
@@ -589,21 +592,7 @@ async fn an_accepted_answers_action_runs_at_a_step_whose_question_is_codes() {
         .unwrap();
     p.respond(Answer::message("Which city?"));
     a.respond("s", "I need a hotel").await.unwrap();
-    let act = Answer::from_fn(|_req| {
-        Ok(agent_core::provider::ModelResponse {
-            content: json!({
-                "message": "Booking now.",
-                "data": { "city": "Lisbon" },
-                "action": { "tool": "book_room", "with": { "hotel": "Grand" } },
-            })
-            .to_string(),
-            tool_calls: Vec::new(),
-            usage: agent_core::provider::Usage::default(),
-            finish: agent_core::provider::FinishReason::Stop,
-            id: None,
-        })
-    });
-    p.respond(act);
+    p.respond(acting("Booking now.", json!({ "city": "Lisbon" })));
     p.tool_round(Answer::message("Booked: BK-5."));
     let r = a.respond("s", "Lisbon, book it").await.unwrap();
     assert_eq!(r.tool_calls.len(), 1, "{r:?}");

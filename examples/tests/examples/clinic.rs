@@ -135,8 +135,9 @@ async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_st
     }
 }
 
-#[tokio::test]
-async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_no_call() {
+/// The clinic on a scripted small model, at the booking's question for the day (the
+/// name and the reason read with the first message's pick).
+async fn small_at_ask_day() -> (ScriptedProvider, agent_core::Agent<clinic::Visit, ()>) {
     let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
     let agent = clinic_on(&model);
     model.route(Answer::raw(
@@ -151,6 +152,12 @@ async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_
         .unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_day"));
     model.clear_requests();
+    (model, agent)
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_no_call() {
+    let (model, agent) = small_at_ask_day().await;
     // Code reads the day; nothing else is said: no sorting call, no flow's call.
     let tomorrow = {
         use agent_core::clock::{Clock, SystemClock, TimeZone};
@@ -174,19 +181,7 @@ async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_
     );
 
     // A day and more: the message is sorted and read by the booking's call.
-    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
-    let agent = clinic_on(&model);
-    model.route(Answer::raw(
-        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null}}"#,
-    ));
-    agent
-        .respond(
-            "s",
-            "I'd like to book an appointment for Anna Berg, a check-up",
-        )
-        .await
-        .unwrap();
-    model.clear_requests();
+    let (model, agent) = small_at_ask_day().await;
     model.route(Answer::raw(r#"{"about": "answer"}"#));
     model.default_answer(CallKind::Respond, Answer::message("Noted."));
     agent
