@@ -62,22 +62,6 @@ async fn a_value_nobody_said_for_a_question_not_asked_is_dropped_not_asked_about
 }
 
 #[tokio::test]
-async fn a_question_asked_back_gives_no_value_it_shares_no_word_with() {
-    // "Sorry, what did you say?" at the guests question: a count the model wrote
-    // anyway (or a name, for a name's question) is dropped, not shown back.
-    let p = ScriptedProvider::new();
-    let a = agent(&p, vec![booking_flow(false)]);
-    at_ask_guests(&p, &a, "s").await;
-    p.respond(Answer::message("How many guests?").with_data(json!({"guests": 3})));
-    p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
-    let r = a.respond("s", "Sorry, what did you say?").await.unwrap();
-    assert!(r.tentative.is_empty(), "{:?}", r.tentative);
-    assert_eq!(r.data.guests, None);
-    assert_eq!(r.ungrounded.len(), 1, "{:?}", r.ungrounded);
-    assert_eq!(r.step.as_deref(), Some("ask_guests"));
-}
-
-#[tokio::test]
 async fn a_value_the_words_do_not_show_is_asked_about_and_stored_on_a_plain_yes() {
     let p = ScriptedProvider::new();
     let a = agent(&p, vec![booking_flow(false)]);

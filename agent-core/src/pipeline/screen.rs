@@ -453,24 +453,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Whether the model read `x` where the user answered, though their words do not
     /// show it: the awaiting step asked for its field ("me and my husband" to "how
-    /// many guests?") and the message asks nothing back, or a word of the value is a
-    /// word of the message ("Naples, Italy" for "make it Naples"). Otherwise nothing
-    /// ties the value to what the user said.
+    /// many guests?"), or a word of the value is a word of the message ("Naples,
+    /// Italy" for "make it Naples"). Otherwise nothing ties the value to what the
+    /// user said.
     fn read_from_answer(&self, flow: &Flow<D, C>, x: &Extracted) -> bool {
-        let shares_words = x.value.as_str().is_some_and(|v| {
-            let said = normalize(self.msg);
-            normalize(v)
-                .split_whitespace()
-                .filter(|w| w.chars().count() >= 3)
-                .any(|w| said.split_whitespace().any(|s| s == w))
-        });
-        // A question asked back ("Sorry, what did you say?") answers nothing: a
-        // value it shares no word with was not given by it.
-        shares_words
-            || (!super::model::digress::asks_something(self.msg)
-                && self
-                    .awaiting_model_step(flow)
-                    .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field)))
+        let asked = self
+            .awaiting_model_step(flow)
+            .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field));
+        asked
+            || x.value.as_str().is_some_and(|v| {
+                let said = normalize(self.msg);
+                normalize(v)
+                    .split_whitespace()
+                    .filter(|w| w.chars().count() >= 3)
+                    .any(|w| said.split_whitespace().any(|s| s == w))
+            })
     }
 
     /// Whether `prop` is a date field (`format: date`), also an optional one.

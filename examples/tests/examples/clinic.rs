@@ -180,6 +180,15 @@ async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_
             .any(|c| matches!(c, Command::SetValue { field, .. } if field == "day"))
     );
 
+    // The eval's phrasing: a weekday and "next week" name one day.
+    let (model, agent) = small_at_ask_day().await;
+    let r = agent
+        .respond("s", "Monday next week, please")
+        .await
+        .unwrap();
+    assert_eq!(r.data.day, Some(clinic::next_monday()));
+    assert_eq!(r.model_calls, 0, "{:?}", model.requests());
+
     // A day and more: the message is sorted and read by the booking's call.
     let (model, agent) = small_at_ask_day().await;
     model.route(Answer::raw(r#"{"about": "answer"}"#));

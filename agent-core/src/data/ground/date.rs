@@ -77,6 +77,19 @@ fn relative(ws: &[&str], date: Date, today: Date) -> bool {
             return true;
         }
     }
+    // A weekday and "next week" name that weekday of next week ("Monday next week"):
+    // both hold, not either.
+    let weekdays: Vec<Weekday> = ws
+        .iter()
+        .filter_map(|w| WEEKDAYS.iter().find(|(n, _)| n == w).map(|(_, d)| *d))
+        .collect();
+    if pairs("next", "week") && !weekdays.is_empty() {
+        let monday =
+            today + Duration::days(7 - i64::from(today.weekday().number_days_from_monday()));
+        return weekdays.contains(&date.weekday())
+            && date >= monday
+            && date < monday + Duration::days(7);
+    }
     // A weekday, with the word before it saying which one: "next Monday" is never
     // today, "last Friday" is in the past week, "this Friday" within this week; a bare
     // one is the nearest, today included.

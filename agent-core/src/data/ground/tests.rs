@@ -112,6 +112,16 @@ fn one_named_day_resolves_two_do_not() {
         Some(date!(2026 - 06 - 22))
     );
     assert_eq!(resolve_date("Monday", today), Some(today));
+    // A weekday and "next week": that weekday of next week.
+    assert_eq!(
+        resolve_date("Monday next week, please", today),
+        Some(date!(2026 - 06 - 22))
+    );
+    assert_eq!(
+        resolve_date("next week on Thursday", date!(2026 - 06 - 17)),
+        Some(date!(2026 - 06 - 25))
+    );
+    assert_eq!(resolve_date("sometime next week", today), None);
     assert_eq!(
         resolve_date("last Friday", today),
         Some(date!(2026 - 06 - 12))
@@ -267,7 +277,7 @@ fn the_words_a_message_says_beyond_the_values_read() {
         beyond("Anna Berg, next Monday please", json!("Anna Berg")).map(|b| b.len()),
         Some(3)
     );
-    // A day needs the words that name it ("next week" names Monday the 22nd as
+    // A day needs the words that name it ("next week" shows each of its days as
     // well); "please" it does not.
     assert_eq!(
         beyond("Monday next week, please", json!("2026-06-22")),
