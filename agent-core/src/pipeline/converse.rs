@@ -27,6 +27,9 @@ use crate::step::StepKind;
 const DECLINED: &str =
     "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
 
+/// What code asks when a reply it writes has nothing else to ask.
+const NEXT: &str = "What would you like me to do next?";
+
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// What each field's values are this turn, for the check of a reply's values
     /// (`claim.rs`): the fields with a value the reply may not name (written this
@@ -140,6 +143,35 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             });
         }
         out
+    }
+
+    /// Code's reply when a model-written one said nothing the state holds and the
+    /// step has no question of its own: the values the user gave this turn, as
+    /// stored ("Noted: the invoice number INV-7."), then what to do next.
+    fn noted(&self, data: &serde_json::Value) -> String {
+        let mut given: Vec<String> = Vec::new();
+        for f in self
+            .commands
+            .iter()
+            .filter_map(crate::command::Command::field)
+        {
+            let Some(v) = data.get(f).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let shown = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let item = format!("{} {shown}", super::question::field_name(&self.a.schema, f));
+            if !given.contains(&item) {
+                given.push(item);
+            }
+        }
+        if given.is_empty() {
+            NEXT.to_owned()
+        } else {
+            format!("Noted: {}. {NEXT}", given.join(", "))
+        }
     }
 
     /// How code asks for `field`, normalised: its names (identifier, doc), and the sentences
@@ -825,13 +857,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     self.withheld.extend(removed);
                     message = kept;
                     // Nothing left: the step's own question, written by code, if it
-                    // has one.
-                    if message.is_empty()
-                        && let Some((flow, j)) = finalize_step.as_ref()
-                        && let Some(t) = self.step_question(flow, *j).map(|q| q.into_owned())
-                    {
+                    // has one; else what this turn stored, and a question for what
+                    // the user wants next (never an empty reply).
+                    if message.is_empty() {
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        message = crate::template::render(&t, &data);
+                        message = match finalize_step
+                            .as_ref()
+                            .and_then(|(flow, j)| self.step_question(flow, *j))
+                        {
+                            Some(t) => crate::template::render(&t, &data),
+                            None => self.noted(&data),
+                        };
                         self.code_wrote.push(message.clone());
                     }
                 }

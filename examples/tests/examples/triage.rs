@@ -337,6 +337,24 @@ async fn on_a_small_model_an_invoice_number_and_nothing_else_is_read_by_code() {
 }
 
 #[tokio::test]
+async fn a_reply_with_nothing_left_to_say_is_codes_never_empty() {
+    // Settle's call asks again for the invoice just given, twice: the sentence is
+    // withheld, and settle has no question of its own: code says what it stored.
+    let (model, agent) = small_at_ask_invoice().await;
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("Could you please provide the invoice number?"),
+    );
+    let r = agent.respond("s", "It's INV-7").await.unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
+    assert_eq!(
+        r.message,
+        "Noted: the invoice number INV-7. What would you like me to do next?"
+    );
+    assert_eq!(r.withheld_claims.len(), 1, "{:?}", r.withheld_claims);
+}
+
+#[tokio::test]
 async fn once_sorted_as_something_else_billings_call_starts_no_other_flow() {
     let (model, agent) = small_at_ask_invoice().await;
     model.route(Answer::raw(r#"{"about": "other"}"#));
