@@ -193,6 +193,21 @@ impl<D, C> Flow<D, C> {
         }
         out
     }
+    /// Where the agent's own code decides what an answer at step `idx` leads to:
+    /// `(the step's own, a later step's)`. The step's own are its `prepare` hook and
+    /// the conditions of its branches; a later step's are the `when` conditions of
+    /// the steps the walk may take next ([`Self::successors`]). The built-in reading
+    /// of an answer (the digression check, code's reading of a bare value) leaves
+    /// such a step to those rules.
+    pub(crate) fn own_rules(&self, idx: usize) -> (bool, bool) {
+        let step = &self.steps[idx];
+        let own = step.prepare.is_some() || step.branch_table().iter().any(|b| !b.when.is_empty());
+        let later = self
+            .successors(idx)
+            .iter()
+            .any(|&k| self.steps[k].when.is_some());
+        (own, later)
+    }
     pub(crate) fn step_pos(&self, id: &str) -> Option<usize> {
         self.step_index.get(id).copied()
     }

@@ -104,14 +104,20 @@ async fn a_small_model_sorts_the_first_message_among_the_flows_and_the_picked_on
     assert_eq!(model.unused(), 0);
 }
 
-#[tokio::test]
-async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_starts() {
+/// The clinic on a scripted small model after its first message, "I'd like to book an
+/// appointment for Anna Berg, a check-up", whose sorting call picked the booking and
+/// read `data` from it.
+async fn small_booking_started(
+    data: serde_json::Value,
+) -> (
+    ScriptedProvider,
+    agent_core::Agent<clinic::Visit, ()>,
+    agent_core::response::AgentResponse<clinic::Visit>,
+) {
     let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
     let agent = clinic_on(&model);
-    // The sorting call picks the booking and reads what the message gives for it (a
-    // medicine it made up belongs to no field of the booking and is not read).
     model.route(Answer::raw(
-        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null, "medicine": "aspirin"}}"#,
+        json!({"about": "appointment_booking", "data": data}).to_string(),
     ));
     let r = agent
         .respond(
@@ -120,6 +126,17 @@ async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_st
         )
         .await
         .unwrap();
+    (model, agent, r)
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_starts() {
+    // The sorting call picks the booking and reads what the message gives for it (a
+    // medicine it made up belongs to no field of the booking and is not read).
+    let (model, _, r) = small_booking_started(
+        json!({"patient": "Anna Berg", "reason": "a check-up", "day": null, "medicine": "aspirin"}),
+    )
+    .await;
     assert_eq!(
         (r.flow.as_deref(), r.step.as_deref()),
         (Some("appointment"), Some("ask_day"))
@@ -138,18 +155,9 @@ async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_st
 /// The clinic on a scripted small model, at the booking's question for the day (the
 /// name and the reason read with the first message's pick).
 async fn small_at_ask_day() -> (ScriptedProvider, agent_core::Agent<clinic::Visit, ()>) {
-    let model = ScriptedProvider::new().with_profile(ModelProfile::Small);
-    let agent = clinic_on(&model);
-    model.route(Answer::raw(
-        r#"{"about": "appointment_booking", "data": {"patient": "Anna Berg", "reason": "a check-up", "day": null}}"#,
-    ));
-    let r = agent
-        .respond(
-            "s",
-            "I'd like to book an appointment for Anna Berg, a check-up",
-        )
-        .await
-        .unwrap();
+    let (model, agent, r) =
+        small_booking_started(json!({"patient": "Anna Berg", "reason": "a check-up", "day": null}))
+            .await;
     assert_eq!(r.step.as_deref(), Some("ask_day"));
     model.clear_requests();
     (model, agent)

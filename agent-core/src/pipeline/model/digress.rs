@@ -133,13 +133,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             && conditional().all(|b| to_flow(&b.then).is_some());
         // A step that routes is sorted; any other only once it asked, and only
         // without a hook or condition of its own (nor a condition of a step after it).
-        let own_rules = step.prepare.is_some() || conditional().next().is_some();
-        if !(routing || (asked && !own_rules))
-            || flow
-                .successors(j)
-                .iter()
-                .any(|&k| flow.steps[k].when.is_some())
-        {
+        let (own_rules, later_rules) = flow.own_rules(j);
+        if !(routing || (asked && !own_rules)) || later_rules {
             return Ok(None);
         }
         // The options besides the step's own: the flows its conditions lead to (those
@@ -292,7 +287,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .schema
                 .extraction_schema(&reads, self.a.config.cite_quotes)
         });
-        let (picked, read) = match self.sort_call(sys, ids, answer, data_schema).await? {
+        let (picked, mut read) = match self.sort_call(sys, ids, answer, data_schema).await? {
             Some((p, d)) => (Some(p), d),
             None => (None, None),
         };
@@ -313,8 +308,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
         }
         if routing && let Some(o) = target {
-            self.started_read =
-                Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read.clone())));
+            self.started_read = Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read.take())));
         }
         match target {
             Some(o) if !o.whens.is_empty() => {
@@ -588,14 +582,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let j = self.awaiting_model_step(flow)?;
         let step = &flow.steps[j];
-        if step.collect.is_empty()
-            || step.prepare.is_some()
-            || step.branch_table().iter().any(|b| !b.when.is_empty())
-            || flow
-                .successors(j)
-                .iter()
-                .any(|&k| flow.steps[k].when.is_some())
-        {
+        if step.collect.is_empty() || flow.own_rules(j) != (false, false) {
             return None;
         }
         let mut read = Map::new();
