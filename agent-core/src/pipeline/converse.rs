@@ -215,6 +215,41 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// The reply about to be rendered replaces a draft written for another position:
     /// say what is still missing, so the new reply does not repeat the draft's claims.
+    /// Runs `f` with the facts a model-written `message` is checked against
+    /// (`claim.rs`): the fields present, the outcomes this turn's tools earned, the
+    /// values the message names, what code wrote.
+    fn with_facts<R>(&self, message: &str, f: impl FnOnce(&crate::claim::Facts<'_>) -> R) -> R {
+        let fields = self.field_facts(message);
+        let present = |f: &str| {
+            self.a
+                .schema
+                .index_of(f)
+                .is_some_and(|i| self.is_present(i))
+        };
+        let earned = |t: &str| self.tool_calls.iter().any(|c| c.ok && c.name == t);
+        let facts = crate::claim::Facts {
+            guards: &self.a.claim_guards,
+            present: &present,
+            outcomes: &self.a.outcomes,
+            earned: &earned,
+            fields: &fields,
+            code_wrote: &self.code_wrote,
+        };
+        f(&facts)
+    }
+
+    /// The note a rendering is told when `message` states what the state does not
+    /// hold (the first thing it states), or `None`.
+    fn claim_note(&self, message: &str) -> Option<String> {
+        self.with_facts(message, |facts| crate::claim::unsupported(facts, message))
+            .map(|u| {
+                format!(
+                    "Your draft said \"{}\", which is not so ({}). Reply without saying it.",
+                    u.said, u.why
+                )
+            })
+    }
+
     fn note_mismatch(&mut self, flow: &Flow<D, C>) {
         let missing: Vec<&str> = flow
             .required_idx
@@ -341,6 +376,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         }
                         if !ok && !self.streamed {
                             self.note_mismatch(&flow);
+                            // A draft that stated what the state does not hold (a
+                            // small model asking again for the value the message
+                            // just gave) is rendered again told why: the one
+                            // rendering the claim check allows, not a second.
+                            if !claim_retried && let Some(note) = self.claim_note(&sp.out.message) {
+                                claim_retried = true;
+                                self.notes.push(note);
+                            }
                         }
                         if !ok && self.streamed {
                             tracing::error!(
@@ -815,23 +858,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // checked after this turn's tools and hooks wrote their data): rendered
             // again once, told why; then the sentences that still say it are withheld.
             if stopped != StoppedReason::Reply && !message.is_empty() && !self.streamed {
-                let fields = self.field_facts(&message);
-                let present = |f: &str| {
-                    self.a
-                        .schema
-                        .index_of(f)
-                        .is_some_and(|i| self.is_present(i))
-                };
-                let earned = |t: &str| self.tool_calls.iter().any(|c| c.ok && c.name == t);
-                let facts = crate::claim::Facts {
-                    guards: &self.a.claim_guards,
-                    present: &present,
-                    outcomes: &self.a.outcomes,
-                    earned: &earned,
-                    fields: &fields,
-                    code_wrote: &self.code_wrote,
-                };
-                if let Some(u) = crate::claim::unsupported(&facts, &message) {
+                if let Some(note) = self.claim_note(&message) {
                     let here = finalize_step
                         .as_ref()
                         .filter(|(f, _)| self.s.flow.as_deref() == Some(f.id.as_ref()))
@@ -841,15 +868,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && rounds <= self.rerender_cap()
                     {
                         claim_retried = true;
-                        self.notes.push(format!(
-                            "Your draft said \"{}\", which is not so ({}). Reply without saying it.",
-                            u.said, u.why
-                        ));
+                        self.notes.push(note);
                         self.awaiting = false;
                         self.landed = Some(at);
                         continue;
                     }
-                    let (kept, removed) = crate::claim::withhold(&facts, &message);
+                    let (kept, removed) =
+                        self.with_facts(&message, |facts| crate::claim::withhold(facts, &message));
                     tracing::warn!(
                         ?removed,
                         "reply stated what the state does not hold; withheld"

@@ -503,3 +503,113 @@ async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
     );
     assert_ne!(r.message, "Do you want to stop billing?");
 }
+
+#[tokio::test]
+async fn on_a_small_model_a_flow_the_sorting_call_picks_inside_another_starts_with_what_it_read() {
+    // At billing's question, "It's my iPhone" is sorted to tech, whose device the
+    // same call read: tech's last step answers and billing, interrupted, asks its
+    // question again, in the one call.
+    let (model, agent) = small_at_ask_invoice().await;
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": "iPhone", "invoice": null}}"#,
+    ));
+    let r = agent.respond("s", "It's my iPhone").await.unwrap();
+    assert_eq!(r.data.device.as_deref(), Some("iPhone"));
+    assert_eq!(
+        r.message,
+        format!(
+            "Thanks. I've logged the problem on your iPhone; a technician will follow up here.\n\n{ASK_INVOICE}"
+        )
+    );
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+    let sort = &model.requests()[0];
+    assert!(!sort.system.contains("`data`"), "{}", sort.system);
+    let schema = &sort.output.as_ref().unwrap().schema;
+    assert!(
+        schema["properties"]["data"]["properties"]["device"].is_object(),
+        "{schema}"
+    );
+
+    // At tech's question, a billing question: billing starts and code asks its
+    // question, with no call of billing's own.
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
+    ));
+    let r = agent.respond("s", "My app crashes on start").await.unwrap();
+    assert_eq!(at(&r), (Some("tech"), Some("ask_device")));
+    model.clear_requests();
+    model.route(Answer::raw(
+        r#"{"about": "billing", "data": {"device": null, "invoice": null}}"#,
+    ));
+    let r = agent
+        .respond("s", "I have a billing question as well")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.message, ASK_INVOICE);
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+}
+
+#[tokio::test]
+async fn on_a_small_model_the_answer_the_sorting_call_read_is_the_steps_own_fields_only() {
+    // At tech's question, the sort reads the device and (wrongly) an invoice nobody
+    // named: the answer is the device alone, stored with no other call; the invoice
+    // is billing's to read, and billing did not start.
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
+    ));
+    agent.respond("s", "My app crashes on start").await.unwrap();
+    model.clear_requests();
+    model.route(Answer::raw(
+        r#"{"about": "answer", "data": {"device": "iPhone", "invoice": "INV-3"}}"#,
+    ));
+    let r = agent.respond("s", "My iPhone").await.unwrap();
+    assert_eq!(r.data.device.as_deref(), Some("iPhone"));
+    assert_eq!(r.data.invoice, None);
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+}
+
+#[tokio::test]
+async fn a_draft_that_asks_again_for_the_value_just_given_is_rendered_again_once_told_why() {
+    // The first call reads the invoice and asks for it again (a small model copying
+    // its last question): the rendering of settle is told why at once, and what it
+    // still says is withheld, in three calls, not four.
+    let (model, agent) = small_at_ask_invoice().await;
+    model.route(Answer::raw(
+        r#"{"about": "answer", "data": {"invoice": "INV-9", "device": null}}"#,
+    ));
+    model.respond(
+        Answer::message(ASK_INVOICE)
+            .with_data(json!({"invoice": "INV-9"}))
+            .claiming("ask_invoice"),
+    );
+    model.default_answer(CallKind::Respond, Answer::message(ASK_INVOICE));
+    let r = agent
+        .respond("s", "Invoice INV-9 has a charge I don't recognise")
+        .await
+        .unwrap();
+    assert_eq!(r.data.invoice.as_deref(), Some("INV-9"));
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
+    assert_eq!(
+        model.calls_of(CallKind::Respond),
+        2,
+        "{:?}",
+        model.requests()
+    );
+    let again = &model.requests()[2];
+    assert!(
+        serde_json::to_string(&again.messages)
+            .unwrap()
+            .contains("which is not so"),
+        "{again:?}"
+    );
+    assert_eq!(
+        r.message,
+        "Noted: the invoice number INV-9. What would you like me to do next?"
+    );
+}

@@ -266,19 +266,27 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             ids.insert(0, Value::String(answer.to_owned()));
         }
         // On a profile whose questions code writes, the answer also carries what the
-        // message gives for the fields the step asks for, after the pick and with
-        // nothing said about it in the instructions: the pick is made as without
-        // it (the instructions and the labels are the same), and a message that is
-        // nothing but the answer needs no call of the flow's own (`speculate.rs`).
-        // At a step that only routes, the same holds for the fields of the flows it
-        // may go to: the flow picked starts with what the message gave it, as from
-        // the sorting call with no flow under way.
-        let reads: Vec<Arc<str>> = if !self.a.provider.profile().composes_questions() {
-            Vec::new()
-        } else if routing {
-            self.fields_of(options.iter().map(|o| o.id.as_str()))
-        } else if !other && asked {
+        // message gives for the fields the step asks for and for those of the flows
+        // it may go to, after the pick and with nothing said about it in the
+        // instructions: the pick is made as without it (the instructions and the
+        // labels are the same). A message that is nothing but the answer needs no
+        // call of the flow's own (`speculate.rs`); a flow picked starts with what the
+        // message gave it, as from the sorting call with no flow under way.
+        let own_fields = if !other && asked {
             self.readable(&step.collect)
+        } else {
+            Vec::new()
+        };
+        let reads: Vec<Arc<str>> = if self.a.provider.profile().composes_questions() {
+            let mut reads = own_fields.clone();
+            for f in self.fields_of(options.iter().map(|o| o.id.as_str())) {
+                if !reads.contains(&f) {
+                    reads.push(f);
+                }
+            }
+            let order = self.a.schema.fields();
+            reads.sort_by_key(|f| order.iter().position(|o| o == f));
+            reads
         } else {
             Vec::new()
         };
@@ -307,7 +315,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.judged.entry(w.clone()).or_insert(false);
             }
         }
-        if routing && let Some(o) = target {
+        if let Some(o) = target {
             self.started_read = Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read.take())));
         }
         match target {
@@ -325,8 +333,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
+                // What it read for the step's own fields only: another flow's are
+                // that flow's to read, if it starts.
                 if p == answer {
-                    self.sort_read = read.filter(|d| d.values().any(|v| !v.is_null()));
+                    self.sort_read = read
+                        .map(|d| {
+                            d.into_iter()
+                                .filter(|(k, v)| {
+                                    !v.is_null() && own_fields.iter().any(|f| f.as_ref() == k)
+                                })
+                                .collect::<Map<String, Value>>()
+                        })
+                        .filter(|d| !d.is_empty());
                 }
                 Ok(None)
             }
