@@ -857,44 +857,46 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // A model-written reply may state only what the state holds (`claim.rs`,
             // checked after this turn's tools and hooks wrote their data): rendered
             // again once, told why; then the sentences that still say it are withheld.
-            if stopped != StoppedReason::Reply && !message.is_empty() && !self.streamed {
-                if let Some(note) = self.claim_note(&message) {
-                    let here = finalize_step
+            if stopped != StoppedReason::Reply
+                && !message.is_empty()
+                && !self.streamed
+                && let Some(note) = self.claim_note(&message)
+            {
+                let here = finalize_step
+                    .as_ref()
+                    .filter(|(f, _)| self.s.flow.as_deref() == Some(f.id.as_ref()))
+                    .map(|(f, j)| (f.id.to_string(), f.steps[*j].id.to_string()));
+                if let Some(at) = here
+                    && !claim_retried
+                    && rounds <= self.rerender_cap()
+                {
+                    claim_retried = true;
+                    self.notes.push(note);
+                    self.awaiting = false;
+                    self.landed = Some(at);
+                    continue;
+                }
+                let (kept, removed) =
+                    self.with_facts(&message, |facts| crate::claim::withhold(facts, &message));
+                tracing::warn!(
+                    ?removed,
+                    "reply stated what the state does not hold; withheld"
+                );
+                self.withheld.extend(removed);
+                message = kept;
+                // Nothing left: the step's own question, written by code, if it
+                // has one; else what this turn stored, and a question for what
+                // the user wants next (never an empty reply).
+                if message.is_empty() {
+                    let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                    message = match finalize_step
                         .as_ref()
-                        .filter(|(f, _)| self.s.flow.as_deref() == Some(f.id.as_ref()))
-                        .map(|(f, j)| (f.id.to_string(), f.steps[*j].id.to_string()));
-                    if let Some(at) = here
-                        && !claim_retried
-                        && rounds <= self.rerender_cap()
+                        .and_then(|(flow, j)| self.step_question(flow, *j))
                     {
-                        claim_retried = true;
-                        self.notes.push(note);
-                        self.awaiting = false;
-                        self.landed = Some(at);
-                        continue;
-                    }
-                    let (kept, removed) =
-                        self.with_facts(&message, |facts| crate::claim::withhold(facts, &message));
-                    tracing::warn!(
-                        ?removed,
-                        "reply stated what the state does not hold; withheld"
-                    );
-                    self.withheld.extend(removed);
-                    message = kept;
-                    // Nothing left: the step's own question, written by code, if it
-                    // has one; else what this turn stored, and a question for what
-                    // the user wants next (never an empty reply).
-                    if message.is_empty() {
-                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                        message = match finalize_step
-                            .as_ref()
-                            .and_then(|(flow, j)| self.step_question(flow, *j))
-                        {
-                            Some(t) => crate::template::render(&t, &data),
-                            None => self.noted(&data),
-                        };
-                        self.code_wrote.push(message.clone());
-                    }
+                        Some(t) => crate::template::render(&t, &data),
+                        None => self.noted(&data),
+                    };
+                    self.code_wrote.push(message.clone());
                 }
             }
             return Ok((message, stopped, deltas));
