@@ -34,10 +34,11 @@
 //! the one the call makes without it: a form that asked for the values in the
 //! instructions sorted "Before that, I need my lisinopril renewed" as the answer to
 //! "what is the visit for?" (4 of 4 runs). Inside a flow it reads the fields the step
-//! asks for, and that reading stands for the flow's own call when the message is
-//! nothing but the answer ([`Turn::answer_alone`]: "Anna Berg", "A check-up"); with
-//! no flow under way, or at a step that only routes, it reads the fields of the
-//! flows it may start, and the flow picked starts with them (`speculate.rs`). A
+//! asks for, and that reading (of the step's own fields only) stands for the flow's
+//! own call when the message is nothing but the answer ([`Turn::answer_alone`]: "Anna
+//! Berg", "A check-up"). Wherever it sorts, it also reads the fields of the flows it
+//! may start, and the flow picked starts with them (`speculate.rs`): "It's my iPhone"
+//! while billing asks for an invoice starts support with the device, in one call. A
 //! message that is nothing but a value code reads by itself (a day, a pattern's
 //! match) is not sorted at all ([`Turn::answer_read_by_code`]): "Monday next week,
 //! please" to "which day?" was sorted as the answer on one run and as the opening
