@@ -213,8 +213,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         (given_as, asked_with)
     }
 
-    /// The reply about to be rendered replaces a draft written for another position:
-    /// say what is still missing, so the new reply does not repeat the draft's claims.
     /// Runs `f` with the facts a model-written `message` is checked against
     /// (`claim.rs`): the fields present, the outcomes this turn's tools earned, the
     /// values the message names, what code wrote.
@@ -250,6 +248,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             })
     }
 
+    /// The reply about to be rendered replaces a draft written for another position:
+    /// say what is still missing, so the new reply does not repeat the draft's claims.
     fn note_mismatch(&mut self, flow: &Flow<D, C>) {
         let missing: Vec<&str> = flow
             .required_idx
