@@ -459,15 +459,7 @@ async fn on_a_small_model_the_desks_sorting_call_reads_what_the_message_gives_th
         "Thanks. I've logged the problem on your iPhone 15; a technician will follow up here."
     );
     assert_eq!(r.model_calls, 1, "{:?}", model.requests());
-    // The instructions are those of the sort without values; the answer's schema
-    // carries the fields of the flows the desk may go to.
-    let sort = &model.requests()[0];
-    assert!(!sort.system.contains("`data`"), "{}", sort.system);
-    let schema = &sort.output.as_ref().unwrap().schema;
-    assert!(
-        schema["properties"]["data"]["properties"]["device"].is_object(),
-        "{schema}"
-    );
+    assert_sort_reads_device(&model);
 
     // Nothing given: code asks tech's question, in the same one call.
     let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
@@ -504,6 +496,33 @@ async fn a_plain_request_for_a_person_read_as_a_cancel_still_hands_over() {
     assert_ne!(r.message, "Do you want to stop billing?");
 }
 
+/// The help desk on a scripted small model, at tech's question for the device (the
+/// desk's sorting call picked tech and read no device).
+async fn small_at_ask_device() -> (ScriptedProvider, Agent<triage::Case, ()>) {
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.route(Answer::raw(
+        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
+    ));
+    let r = agent.respond("s", "My app crashes on start").await.unwrap();
+    assert_eq!(at(&r), (Some("tech"), Some("ask_device")));
+    model.clear_requests();
+    (model, agent)
+}
+
+/// The turn's first call was a sorting call whose instructions are those of the sort
+/// without values and whose answer's schema carries tech's device.
+fn assert_sort_reads_device(model: &ScriptedProvider) {
+    let sort = &model.requests()[0];
+    assert_eq!(sort.kind, CallKind::Route);
+    assert!(!sort.system.contains("`data`"), "{}", sort.system);
+    let schema = &sort.output.as_ref().unwrap().schema;
+    assert!(
+        schema["properties"]["data"]["properties"]["device"].is_object(),
+        "{schema}"
+    );
+}
+
 #[tokio::test]
 async fn on_a_small_model_a_flow_the_sorting_call_picks_inside_another_starts_with_what_it_read() {
     // At billing's question, "It's my iPhone" is sorted to tech, whose device the
@@ -523,24 +542,11 @@ async fn on_a_small_model_a_flow_the_sorting_call_picks_inside_another_starts_wi
     );
     assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
     assert_eq!(r.model_calls, 1, "{:?}", model.requests());
-    let sort = &model.requests()[0];
-    assert!(!sort.system.contains("`data`"), "{}", sort.system);
-    let schema = &sort.output.as_ref().unwrap().schema;
-    assert!(
-        schema["properties"]["data"]["properties"]["device"].is_object(),
-        "{schema}"
-    );
+    assert_sort_reads_device(&model);
 
     // At tech's question, a billing question: billing starts and code asks its
     // question, with no call of billing's own.
-    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
-    let agent = desk(&model).await;
-    model.route(Answer::raw(
-        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
-    ));
-    let r = agent.respond("s", "My app crashes on start").await.unwrap();
-    assert_eq!(at(&r), (Some("tech"), Some("ask_device")));
-    model.clear_requests();
+    let (model, agent) = small_at_ask_device().await;
     model.route(Answer::raw(
         r#"{"about": "billing", "data": {"device": null, "invoice": null}}"#,
     ));
@@ -558,13 +564,7 @@ async fn on_a_small_model_the_answer_the_sorting_call_read_is_the_steps_own_fiel
     // At tech's question, the sort reads the device and (wrongly) an invoice nobody
     // named: the answer is the device alone, stored with no other call; the invoice
     // is billing's to read, and billing did not start.
-    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
-    let agent = desk(&model).await;
-    model.route(Answer::raw(
-        r#"{"about": "technical_support", "data": {"device": null, "invoice": null}}"#,
-    ));
-    agent.respond("s", "My app crashes on start").await.unwrap();
-    model.clear_requests();
+    let (model, agent) = small_at_ask_device().await;
     model.route(Answer::raw(
         r#"{"about": "answer", "data": {"device": "iPhone", "invoice": "INV-3"}}"#,
     ));
