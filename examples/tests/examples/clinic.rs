@@ -431,3 +431,28 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     assert_eq!(r.data.appointment_id, None);
     assert_eq!(model.unused(), 0);
 }
+
+#[tokio::test]
+async fn on_a_small_model_a_sorting_call_inside_a_flow_reads_no_value_already_stored() {
+    // The booking holds the name; the renewal that interrupts it collects a name too.
+    let (model, agent, r) =
+        small_booking_started(json!({"patient": "Anna Berg", "reason": null, "day": null})).await;
+    assert_eq!(r.step.as_deref(), Some("ask_reason"));
+    model.clear_requests();
+    // What the sorting call writes for the stored name is not read (a model that
+    // holds its answer to the schema cannot write it at all).
+    model.route(Answer::raw(
+        r#"{"about": "prescription_renewal", "data": {"medicine": "lisinopril", "patient": "renewal"}}"#,
+    ));
+    let r = agent
+        .respond("s", "Before that, I need my lisinopril renewed")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("renewal"));
+    assert_eq!(r.data.patient.as_deref(), Some("Anna Berg"));
+    assert_eq!(r.data.medicine.as_deref(), Some("lisinopril"));
+    let sort = &model.requests()[0];
+    let data = &sort.output.as_ref().unwrap().schema["properties"]["data"]["properties"];
+    assert!(data["medicine"].is_object(), "{data}");
+    assert!(data.get("patient").is_none(), "{data}");
+}

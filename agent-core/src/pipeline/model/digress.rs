@@ -278,10 +278,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         } else {
             Vec::new()
         };
+        // Inside a flow, only the other flows' fields with no value yet: a stored
+        // value is changed by a flow's own call, which reads the message with the
+        // conversation, never by this one (measured: asked for the renewal's fields
+        // while the booking held the patient's name, the model above read "renewal"
+        // as the patient from "Before that, I need my lisinopril renewed").
         let reads: Vec<Arc<str>> = if self.a.provider.profile().composes_questions() {
             let mut reads = own_fields.clone();
             for f in self.fields_of(options.iter().map(|o| o.id.as_str())) {
-                if !reads.contains(&f) {
+                let stored = !routing
+                    && self
+                        .a
+                        .schema
+                        .index_of(&f)
+                        .is_some_and(|i| self.is_present(i));
+                if !stored && !reads.contains(&f) {
                     reads.push(f);
                 }
             }
@@ -300,6 +311,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             Some((p, d)) => (Some(p), d),
             None => (None, None),
         };
+        // Only the fields it was asked to read (a provider whose decoding does not
+        // hold the answer to its schema may write others).
+        if let Some(d) = read.as_mut() {
+            d.retain(|k, _| reads.iter().any(|f| f.as_ref() == k));
+        }
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
         let target = picked.as_deref().and_then(|p| {
             options
