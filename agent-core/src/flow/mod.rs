@@ -208,6 +208,31 @@ impl<D, C> Flow<D, C> {
             .any(|&k| self.steps[k].when.is_some());
         (own, later)
     }
+    /// The flow a branch target of this flow leads to, if it leads to another flow.
+    pub(crate) fn flow_target(&self, t: &Target) -> Option<String> {
+        match t {
+            Target::Flow(id) => Some(id.clone()),
+            Target::Id(id) if self.step_pos(id).is_none() => Some(id.clone()),
+            _ => None,
+        }
+    }
+    /// The flows step `idx` sends the user to, when all it does is pick one (a front
+    /// desk): it collects nothing, and each of its conditions leads to another flow.
+    /// `None` for any other step.
+    pub(crate) fn routes_to(&self, idx: usize) -> Option<Vec<String>> {
+        let step = self.steps.get(idx)?;
+        if !step.collect.is_empty() {
+            return None;
+        }
+        let mut to = Vec::new();
+        for b in step.branch_table().iter().filter(|b| !b.when.is_empty()) {
+            let id = self.flow_target(&b.then)?;
+            if !to.contains(&id) {
+                to.push(id);
+            }
+        }
+        (!to.is_empty()).then_some(to)
+    }
     pub(crate) fn step_pos(&self, id: &str) -> Option<usize> {
         self.step_index.get(id).copied()
     }

@@ -409,7 +409,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         self.to_tell |= !self.told.is_empty();
                     }
                     let tells = !self.to_tell && question.is_some() && !self.told.is_empty();
-                    let asks = (!is_closing && !asked && !self.to_tell)
+                    // A message kept at a step that only routes and asking nothing
+                    // is answered by the question alone, as on reaching the step.
+                    let kept = self.nothing_to_answer && flow.routes_to(*j).is_some();
+                    let asks = (!is_closing && (!asked || kept) && !self.to_tell)
                         .then(|| question.clone())
                         .flatten();
                     // On a small model, the question of a step asked again (the user

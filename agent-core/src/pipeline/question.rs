@@ -38,6 +38,25 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(t) = step.ask.as_deref() {
             return Some(Cow::Borrowed(t));
         }
+        // A step that only picks the flow to go to, kept with a message that asks
+        // nothing: which of those flows the user wants.
+        if self.nothing_to_answer
+            && let Some(to) = flow.routes_to(j)
+        {
+            let titles: Vec<String> = to
+                .iter()
+                .filter_map(|id| self.a.flow(id))
+                .map(|g| {
+                    if g.title.is_empty() {
+                        g.id.replace('_', " ")
+                    } else {
+                        crate::prompt::one_line(&g.title)
+                    }
+                })
+                .collect();
+            let q = routing_question(&titles)?;
+            return Some(Cow::Owned(q.replace('{', "{{").replace('}', "}}")));
+        }
         if !self.a.provider.profile().composes_questions()
             || (!step.tools.is_empty() && !step.act_on_answer)
         {
@@ -106,6 +125,30 @@ pub(crate) fn after_statement(message: &str, question: String, earlier: &[&str])
     } else {
         question
     }
+}
+
+/// The question of a step that only picks the flow to go to, from those flows'
+/// titles (at least one): "What can I help you with: billing or technical support?".
+/// A title is lowercased unless its first word is written in capitals ("FAQ").
+pub(crate) fn routing_question(titles: &[String]) -> Option<String> {
+    let spoken: Vec<String> = titles
+        .iter()
+        .map(|t| {
+            let mut chars = t.chars();
+            match (chars.next(), chars.next()) {
+                (Some(a), Some(b)) if a.is_uppercase() && !b.is_uppercase() => {
+                    a.to_lowercase().chain(t.chars().skip(1)).collect()
+                }
+                _ => t.clone(),
+            }
+        })
+        .collect();
+    let (last, rest) = spoken.split_last()?;
+    Some(if rest.is_empty() {
+        format!("Can I help you with {last}?")
+    } else {
+        format!("What can I help you with: {} or {last}?", rest.join(", "))
+    })
 }
 
 /// The question for `fields` (at least one), from their docs and constraints.
@@ -287,7 +330,7 @@ fn type_range(format: Option<&str>) -> (Option<f64>, Option<f64>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{built_question, first_clause};
+    use super::{built_question, first_clause, routing_question};
     use crate::data::DataSchema;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -417,5 +460,19 @@ mod tests {
         assert_eq!(first_clause("The device (a phone)"), "The device");
         assert_eq!(first_clause("The total. In euros."), "The total");
         assert_eq!(first_clause("Invoice number: INV-7"), "Invoice number");
+    }
+
+    #[test]
+    fn a_routing_question_names_the_flows_by_title_lowercased_unless_in_capitals() {
+        let t = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            routing_question(&t(&["Billing", "Technical support", "FAQ"])).as_deref(),
+            Some("What can I help you with: billing, technical support or FAQ?")
+        );
+        assert_eq!(
+            routing_question(&t(&["Billing"])).as_deref(),
+            Some("Can I help you with billing?")
+        );
+        assert_eq!(routing_question(&[]), None);
     }
 }

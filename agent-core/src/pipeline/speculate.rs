@@ -192,7 +192,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             self.absorb_model_data(&flow, Some(read)).await?;
             return Ok(Some((None, alt)));
         }
-        if !self.may_extract(&flow) && self.deferred.is_empty() && preview.is_none() {
+        // Sorted as nothing to answer at a step that only routes: no call reads it
+        // again (the sorting call read it for the flows it may start).
+        if (self.nothing_to_answer || !self.may_extract(&flow))
+            && self.deferred.is_empty()
+            && preview.is_none()
+        {
             return Ok(Some((None, alt)));
         }
         // A step not asked yet is read as answered too (unless the hand-over's answer

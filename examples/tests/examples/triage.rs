@@ -424,19 +424,54 @@ async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditi
         assert!(sort.system.contains(option), "{}", sort.system);
     }
 
-    // Something else: no condition holds, the desk asks again (its own call).
+    // Something else that asks something: no condition holds, the desk answers (its
+    // own call).
     let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
     let agent = desk(&model).await;
+    model.clear_requests();
     model.route(Answer::raw(r#"{"about": "other"}"#));
-    model.default_answer(CallKind::Respond, Answer::message("Hi! How can I help?"));
-    let r = agent.respond("s", "hi").await.unwrap();
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("I can't check the weather. How can I help?"),
+    );
+    let r = agent
+        .respond("s", "What's the weather like in Paris today?")
+        .await
+        .unwrap();
     assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
-    assert_eq!(r.message, "Hi! How can I help?");
+    assert_eq!(r.message, "I can't check the weather. How can I help?");
+    assert_eq!(r.model_calls, 2, "{:?}", model.requests());
     assert!(
         r.transitions.iter().all(|t| t.to == "triage"),
         "{:?}",
         r.transitions
     );
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_message_the_desk_keeps_that_asks_nothing_gets_codes_question() {
+    // "hi", "thanks": kept at the desk by the sorting call, asking nothing. The desk's
+    // question is code's, from the titles of the flows its conditions lead to, in the
+    // one call; so on every message of that kind, asked before or not.
+    let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
+    let agent = desk(&model).await;
+    model.default_answer(CallKind::Respond, Answer::message("Hello there! Hello!"));
+    for said in ["hi", "Thanks!", "Hello, I own a Pixel 8"] {
+        model.clear_requests();
+        model.route(Answer::raw(
+            r#"{"about": "other", "data": {"device": "Pixel 8", "invoice": null}}"#,
+        ));
+        let r = agent.respond("s", said).await.unwrap();
+        assert_eq!(at(&r), (Some("triage"), Some("ask_need")), "{said}");
+        assert_eq!(
+            r.message, "What can I help you with: billing or technical support?",
+            "{said}"
+        );
+        assert_eq!(r.model_calls, 1, "{said}: {:?}", model.requests());
+        assert_eq!(model.requests()[0].kind, CallKind::Route);
+        // What it read for a flow it did not start is not stored.
+        assert_eq!(r.data.device, None, "{said}");
+    }
 }
 
 #[tokio::test]

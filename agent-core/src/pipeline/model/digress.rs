@@ -44,6 +44,13 @@
 //! please" to "which day?" was sorted as the answer on one run and as the opening
 //! hours on another, the two within a tenth of a log-probability.
 //!
+//! At a step that only picks the flow to go to, a message the call keeps there and
+//! that asks nothing ("hi", "thanks": no question mark) needs no call of the step's
+//! own: code asks which of those flows the user wants, from their titles ("What can I
+//! help you with: billing or technical support?"), or the step's `ask`. A message
+//! that asks something is answered by the step's call, which judges none of the
+//! conditions this call judged.
+//!
 //! Options are labelled by the flows' titles: the same model picked
 //! `technical_support` for "my app keeps crashing" and never `tech`. When the call
 //! keeps the message with the flow, the flow's own call starts no other flow.
@@ -123,15 +130,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // none applies and the step asks again.
         let step = &flow.steps[j];
         let table = step.branch_table();
-        let to_flow = |t: &Target| match t {
-            Target::Flow(id) => Some(id.clone()),
-            Target::Id(id) if flow.step_pos(id).is_none() => Some(id.clone()),
-            _ => None,
-        };
+        let to_flow = |t: &Target| flow.flow_target(t);
         let conditional = || table.iter().filter(|b| !b.when.is_empty());
-        let routing = step.collect.is_empty()
-            && conditional().next().is_some()
-            && conditional().all(|b| to_flow(&b.then).is_some());
+        let routing = flow.routes_to(j).is_some();
         // A step that routes is sorted; any other only once it asked, and only
         // without a hook or condition of its own (nor a condition of a step after it).
         let (own_rules, later_rules) = flow.own_rules(j);
@@ -332,6 +333,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 self.judged.entry(w.clone()).or_insert(false);
             }
         }
+        // Judged here: the step's own call does not judge them again.
+        let judged = &self.judged;
+        self.deferred.retain(|w| !judged.contains_key(w));
         if let Some(o) = target {
             self.started_read = Some((Arc::from(o.id.as_str()), self.kept_for(&o.id, read.take())));
         }
@@ -350,6 +354,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
+                // At a step that only routes, a message kept there that asks
+                // nothing needs no answer of the model: code asks the step's
+                // question again.
+                self.nothing_to_answer = routing && !asks_something(self.msg);
                 // What it read for the step's own fields only: another flow's are
                 // that flow's to read, if it starts.
                 if p == answer {
