@@ -222,6 +222,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if predicted.is_none() {
             predicted = self.predict(true, None).await.0;
         }
+        // A message that speaks of stopping ("never mind that, I have a billing
+        // question") is read by the asked step's own call, which reads a cancel and a
+        // flow to start: a call that only extracts reads neither, and the step's call
+        // would follow it in the same turn.
+        if !matches!(predicted, Some(Stop::Render(..) | Stop::Closing(..)))
+            && let Some(j) = alt
+            && super::stack::mentions_stopping(self.msg)
+        {
+            predicted = Some(Stop::Render(flow.id.clone(), j));
+        }
         let mut spec = None;
         match predicted {
             Some(Stop::Render(f, j)) => {

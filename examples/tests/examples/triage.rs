@@ -648,3 +648,25 @@ async fn a_draft_that_asks_again_for_the_value_just_given_is_rendered_again_once
         "Noted: the invoice number INV-9. What would you like me to do next?"
     );
 }
+
+#[tokio::test]
+async fn a_message_that_speaks_of_stopping_is_read_by_the_steps_own_call_alone() {
+    // "Never mind that, I have a billing question instead" at support's question: the
+    // call that reads it is the one that reads a cancel and a flow to start (not a call
+    // that only extracts the device, followed by that one).
+    let (model, agent) = small_at_ask_device().await;
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("Sure.")
+            .command(agent_core::command::Command::CancelFlow)
+            .command(agent_core::command::Command::start_flow("billing")),
+    );
+    let r = agent
+        .respond("s", "Never mind that, I have a billing question instead")
+        .await
+        .unwrap();
+    assert_eq!(at(&r), (Some("billing"), Some("ask_invoice")));
+    assert_eq!(r.message, ASK_INVOICE);
+    assert_eq!(r.model_calls, 1, "{:?}", model.requests());
+    assert_eq!(model.requests()[0].kind, CallKind::Respond);
+}
