@@ -198,10 +198,10 @@ pub(crate) struct Turn<'a, D, C> {
     /// ([`Self::answer_alone`]).
     pub(crate) sort_read: Option<serde_json::Map<String, serde_json::Value>>,
     /// The sorting call kept the message at a step that only picks the flow to go to
-    /// (a front desk), and the message asks nothing ("hi", "thanks"): the step's
-    /// question, written by code, is the reply, with no call of the step's own
-    /// (`model/digress.rs`, [`Self::step_question`]).
-    pub(crate) nothing_to_answer: bool,
+    /// (a front desk): the step's question is code's (`model/digress.rs`,
+    /// [`Self::step_question`]), the whole reply when the message asks nothing ("hi",
+    /// "thanks", with no call of the step's own), else after the model's answer.
+    pub(crate) kept_at_routing: bool,
     /// The instructions (system prompt, then state block) of the last respond call:
     /// the reply it wrote must not read them back to the user.
     pub(crate) prompt: String,
@@ -370,7 +370,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             sorted_none: false,
             started_read: None,
             sort_read: None,
-            nothing_to_answer: false,
+            kept_at_routing: false,
             prompt: String::new(),
             prompt_state: String::new(),
             preview: None,

@@ -38,9 +38,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if let Some(t) = step.ask.as_deref() {
             return Some(Cow::Borrowed(t));
         }
-        // A step that only picks the flow to go to, kept with a message that asks
-        // nothing: which of those flows the user wants.
-        if self.nothing_to_answer
+        // A step that only picks the flow to go to, where the sorting call kept the
+        // message: which of those flows the user wants.
+        if self.kept_at_routing
             && let Some(to) = flow.routes_to(j)
         {
             let titles: Vec<String> = to

@@ -91,6 +91,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         Ok(true)
     }
 
+    /// Whether the sorting call kept the message at a step that only routes and the
+    /// message asks nothing ("hi", "thanks"): the step's question, written by code,
+    /// is the whole reply, with no call of the step's own.
+    pub(super) fn nothing_to_answer(&self) -> bool {
+        self.kept_at_routing && !super::model::digress::asks_something(self.msg)
+    }
+
     /// The first call, made before the walk when this message may carry data: it
     /// extracts and renders the predicted step in one go. When that answer hands the
     /// user to another flow, the flow it lands in reads the same message the same way
@@ -194,7 +201,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // Sorted as nothing to answer at a step that only routes: no call reads it
         // again (the sorting call read it for the flows it may start).
-        if (self.nothing_to_answer || !self.may_extract(&flow))
+        if (self.nothing_to_answer() || !self.may_extract(&flow))
             && self.deferred.is_empty()
             && preview.is_none()
         {

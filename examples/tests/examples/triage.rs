@@ -424,8 +424,9 @@ async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditi
         assert!(sort.system.contains(option), "{}", sort.system);
     }
 
-    // Something else that asks something: no condition holds, the desk answers (its
-    // own call).
+    // Something else that asks something: no condition holds, the desk's own call
+    // answers it, and the question after the answer is code's (the model's question
+    // is left out, as is a message that only reads the user's back).
     let model = ScriptedProvider::new().with_profile(agent_core::policy::ModelProfile::Small);
     let agent = desk(&model).await;
     model.clear_requests();
@@ -439,8 +440,21 @@ async fn on_a_small_model_the_desk_sorts_the_message_among_the_flows_its_conditi
         .await
         .unwrap();
     assert_eq!(at(&r), (Some("triage"), Some("ask_need")));
-    assert_eq!(r.message, "I can't check the weather. How can I help?");
+    assert_eq!(
+        r.message,
+        "I can't check the weather. What can I help you with: billing or technical support?"
+    );
     assert_eq!(r.model_calls, 2, "{:?}", model.requests());
+    model.route(Answer::raw(r#"{"about": "other"}"#));
+    model.default_answer(
+        CallKind::Respond,
+        Answer::message("Hi again, anyone there?"),
+    );
+    let r = agent.respond("s", "Hi again, anyone there?").await.unwrap();
+    assert_eq!(
+        r.message,
+        "What can I help you with: billing or technical support?"
+    );
     assert!(
         r.transitions.iter().all(|t| t.to == "triage"),
         "{:?}",

@@ -354,10 +354,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             None => {
                 tracing::debug!(flow = %flow.id, picked = p, "the message stays with the flow (digression check)");
                 self.sorted = Some(flow.index);
-                // At a step that only routes, a message kept there that asks
-                // nothing needs no answer of the model: code asks the step's
-                // question again.
-                self.nothing_to_answer = routing && !asks_something(self.msg);
+                // At a step that only routes, the question is code's.
+                self.kept_at_routing = routing;
                 // What it read for the step's own fields only: another flow's are
                 // that flow's to read, if it starts.
                 if p == answer {
