@@ -409,18 +409,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         self.to_tell |= !self.told.is_empty();
                     }
                     let tells = !self.to_tell && question.is_some() && !self.told.is_empty();
-                    // A message kept at a step that only routes and asking nothing
-                    // is answered by the question alone, as on reaching the step.
                     // At a step that only routes, kept there by the sorting call: a
                     // message that asks nothing gets the question alone, as on
                     // reaching the step; one that asks something gets the model's
                     // answer, then the question, as on asking again.
                     let kept = self.kept_at_routing && flow.routes_to(*j).is_some();
                     let quiet = kept && self.nothing_to_answer();
-                    let asks =
-                        (!is_closing && (!asked || quiet) && !(kept && !quiet) && !self.to_tell)
-                            .then(|| question.clone())
-                            .flatten();
+                    let alone = if kept { quiet } else { !asked };
+                    let asks = (!is_closing && alone && !self.to_tell)
+                        .then(|| question.clone())
+                        .flatten();
                     // On a small model, the question of a step asked again (the user
                     // answered with something else) is code's too, after at most the
                     // model's first statement (an answer to a side question), or after
