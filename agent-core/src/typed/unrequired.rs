@@ -11,8 +11,8 @@ use std::ops::Deref;
 ///
 /// It does not implement `Display` or `Debug`, nor compare with a value (`v.guests > 8`):
 /// `format!("{}", v.city)` would put an empty string or `None` into a prompt, so these
-/// fail to compile with a message naming the field and the fix (add `requires(city)` to
-/// the step, or read it with `.get()`).
+/// fail to compile with a message naming the field and the fix (add the field to the
+/// step's `requires(..)`, or read it with `.get()`).
 ///
 /// `F` is a marker type `#[data]` generates for the field, so that message can name it.
 pub struct Unrequired<'a, T, F = ()> {
@@ -66,7 +66,7 @@ impl<T: PartialEq, F> PartialEq<Option<&T>> for Unrequired<'_, T, F> {
 /// Never implemented: the bound under which [`Unrequired`] would be `Display` or `Debug`,
 /// so that formatting a field the step does not require fails with this message.
 #[diagnostic::on_unimplemented(
-    message = "`{F}` is not in this step's `requires`: add `requires({F})` to the step, or read it with `.get()`",
+    message = "`{F}` is not in this step's `requires`, so it may hold no value: add the field to the step's `requires(..)`, or read it with `.get()`",
     label = "may hold no value here"
 )]
 pub trait StepRequires<F> {}
