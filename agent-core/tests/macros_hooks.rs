@@ -44,7 +44,7 @@ mod trip {
         super::log(format!(
             "flow.on_enter tier={} city={:?}",
             v.context().tier,
-            v.city
+            v.city.get()
         ));
         PreDirective::new()
     }

@@ -143,7 +143,8 @@ pub fn context(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///   the runtime flow (`Result<Flow<D, C>, ConfigErrors>`: the runtime validates it
 ///   again); `DIAGRAM` and `diagram()`, a Mermaid diagram; `ID`; and the views, one per
 ///   step (`booking::confirm::View<'_>`: the fields the step `requires` are plain values,
-///   the others `Option<&T>`), `booking::View<'_>` (every field an `Option`) and
+///   the others `Unrequired<'_, T, _>`, read as an `Option<&T>` with `.get()`),
+///   `booking::View<'_>` (no field required) and
 ///   `booking::Completed<'_>` (the `required` fields plain).
 ///
 /// The module keeps your items and sees its parent (`use super::*;` is added). Steps run

@@ -17,6 +17,9 @@ pub mod prelude;
 #[doc(hidden)]
 pub mod rt;
 pub mod tool;
+mod unrequired;
+
+pub use unrequired::{StepRequires, Unrequired};
 
 #[doc = include_str!("reference.md")]
 pub mod reference {}

@@ -10,4 +10,5 @@ pub use super::directive::{
 };
 pub use super::flow::{FlowDef, OfData, StepId};
 pub use super::tool::ToolOutput;
+pub use super::unrequired::Unrequired;
 pub use agent_macros::{context, data, flow, step, tool};

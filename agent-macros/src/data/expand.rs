@@ -360,20 +360,29 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
     let fvis: Vec<&syn::Visibility> = seen.iter().map(|f| &f.vis).collect();
     let docs = seen.iter().map(|f| {
         let d = crate::diag::doc_text(&f.attrs).unwrap_or_default();
-        format!("{d} (a plain value when the step `requires` it, else an `Option`)")
+        format!("{d} (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))")
     });
     let view_doc = format!(
-        "What hooks and predicates of a step see of [`{name}`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`."
+        "What hooks and predicates of a step see of [`{name}`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`."
     );
     let mac = format_ident!("__agent_data_{}", name);
     let keys: Vec<syn::Ident> = idents.iter().map(|i| (*i).clone()).collect();
     let skipped = def.fields.iter().filter(|f| f.skip).map(|f| &f.ident);
+    // One marker type per field, named as the field: an `Unrequired` field names it in
+    // the message of a `Display`/`Debug` use (`add `requires(city)``).
+    let markers = format_ident!("__agent_fields_{}", name);
     let _ = Span::call_site();
     quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, non_snake_case, dead_code, missing_docs)]
+        #vis mod #markers {
+            #(pub enum #idents {})*
+        }
+
         #[doc = #view_doc]
         #[allow(dead_code)]
         #vis struct #view<'a, C, #(#modes: ::agent_core::__private::Mode = ::agent_core::__private::Opt),*> {
-            #(#[doc = #docs] #fvis #idents: <#modes as ::agent_core::__private::Mode>::Of<'a, #tys>,)*
+            #(#[doc = #docs] #fvis #idents: <#modes as ::agent_core::__private::Mode>::Of<'a, #tys, #markers::#idents>,)*
             __cx: &'a ::agent_core::__private::Cx<'a, #name, C>,
         }
 
@@ -384,7 +393,7 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
             pub fn __new(cx: &'a ::agent_core::__private::Cx<'a, #name, C>) -> ::core::option::Option<Self> {
                 let data = cx.data();
                 ::core::option::Option::Some(Self {
-                    #(#idents: <#modes as ::agent_core::__private::Mode>::get(&data.#idents)?,)*
+                    #(#idents: <#modes as ::agent_core::__private::Mode>::get::<_, #markers::#idents>(&data.#idents)?,)*
                     __cx: cx,
                 })
             }

@@ -683,6 +683,75 @@ fn plain_jump(e: &syn::Expr) -> bool {
     }
 }
 
+/// The part of a directive target whose destination the macro cannot read, if any: the
+/// target must be a `Directive::..` chain (`Directive::go_to_step(Step::b).reply(..)`),
+/// each step it goes to written as a path and each directive it wraps
+/// (`Directive::complete_then(..)`) readable the same way. A call of a helper fn, a
+/// variable, a block or a closure may go anywhere: `auto` cycles through it cannot be
+/// checked.
+pub fn unreadable_directive(e: &syn::Expr) -> Option<&syn::Expr> {
+    let is_directive = |p: &syn::ExprPath| {
+        p.qself.is_none()
+            && p.path.segments.len() >= 2
+            && name(&p.path.segments[p.path.segments.len() - 2].ident) == "Directive"
+    };
+    // Arguments that give where the directive goes.
+    let position_arg = |method: &str, arg: &'_ syn::Expr| -> Option<()> {
+        match method {
+            // `Step::b`, `self::Step::b`, `other::Step::x`: not a variable.
+            "go_to_step" => match arg {
+                syn::Expr::Path(p)
+                    if p.qself.is_none()
+                        && p.path.segments.len() >= 2
+                        && name(&p.path.segments[p.path.segments.len() - 2].ident) == "Step" =>
+                {
+                    None
+                }
+                _ => Some(()),
+            },
+            "complete_then" => unreadable_directive(arg).map(|_| ()),
+            _ => None,
+        }
+    };
+    match e {
+        syn::Expr::Paren(p) => unreadable_directive(&p.expr),
+        syn::Expr::Group(g) => unreadable_directive(&g.expr),
+        syn::Expr::Call(c) => {
+            let syn::Expr::Path(p) = &*c.func else {
+                return Some(e);
+            };
+            if !is_directive(p) {
+                return Some(e);
+            }
+            let method = p
+                .path
+                .segments
+                .last()
+                .map(|s| name(&s.ident))
+                .unwrap_or_default();
+            c.args.iter().find_map(|a| {
+                position_arg(&method, a)?;
+                match method.as_str() {
+                    "complete_then" => unreadable_directive(a),
+                    _ => Some(a),
+                }
+            })
+        }
+        syn::Expr::MethodCall(m) => {
+            let method = name(&m.method);
+            let arg = m.args.iter().find_map(|a| {
+                position_arg(&method, a)?;
+                match method.as_str() {
+                    "complete_then" => unreadable_directive(a),
+                    _ => Some(a),
+                }
+            });
+            arg.or_else(|| unreadable_directive(&m.receiver))
+        }
+        _ => Some(e),
+    }
+}
+
 /// Parse the whole flow module.
 pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Option<FlowDef> {
     let module: syn::ItemMod = match syn::parse2(item) {
@@ -861,6 +930,44 @@ mod tests {
             Ok(false)
         ));
         assert!(matches!(e(quote::quote!(helper())), Ok(false)));
+    }
+
+    #[test]
+    fn a_readable_directive_is_a_directive_chain_with_written_steps() {
+        let e = |ts: TokenStream| -> Option<String> {
+            let e = syn::parse2::<syn::Expr>(ts).ok()?;
+            unreadable_directive(&e).map(|u| quote::quote!(#u).to_string())
+        };
+        assert_eq!(e(quote::quote!(Directive::go_to_step(Step::b))), None);
+        assert_eq!(e(quote::quote!(Directive::complete().reply(text()))), None);
+        assert_eq!(
+            e(quote::quote!(Directive::go_to::<Other>().reply("x"))),
+            None
+        );
+        assert_eq!(
+            e(quote::quote!(Directive::complete_then(
+                Directive::go_to_step(other::Step::x)
+            ))),
+            None
+        );
+        assert_eq!(e(quote::quote!(helper())).as_deref(), Some("helper ()"));
+        assert_eq!(e(quote::quote!(next)).as_deref(), Some("next"));
+        assert_eq!(
+            e(quote::quote!(Directive::go_to_step(pick()))).as_deref(),
+            Some("pick ()")
+        );
+        assert_eq!(
+            e(quote::quote!(Directive::new().go_to_step(s).reply("x"))).as_deref(),
+            Some("s")
+        );
+        assert_eq!(
+            e(quote::quote!(Directive::complete_then(helper()))).as_deref(),
+            Some("helper ()")
+        );
+        assert_eq!(
+            e(quote::quote!(helper().reply("x"))).as_deref(),
+            Some("helper ()")
+        );
     }
 
     #[test]

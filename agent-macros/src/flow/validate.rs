@@ -462,6 +462,18 @@ fn branch_table(s: &StepDef, b: &Branches, names: &[String], errors: &mut Errors
                 ),
             );
         }
+        if let Target::Directive(d) = &e.target
+            && s.is_auto()
+            && let Some(u) = super::parse::unreadable_directive(d)
+        {
+            errors.push_spanned(
+                u,
+                format!(
+                    "`auto` step `{}` branches to a directive `#[flow]` cannot read, so it cannot check that `auto` steps do not loop: write the target in the attribute (`=> step_name`, `=> Directive::go_to_step(Step::x)`), or drop `auto`",
+                    name(&s.ident)
+                ),
+            );
+        }
         if let Target::Step(t) = &e.target {
             let name = name(t);
             if !names.contains(&name) {

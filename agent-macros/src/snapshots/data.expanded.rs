@@ -157,7 +157,14 @@ impl ::agent_core::__private::DataType for Booking {
 impl ::agent_core::__private::FlowData for Booking {
     type Checked = Self;
 }
-///What hooks and predicates of a step see of [`Booking`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
+#[doc(hidden)]
+#[allow(non_camel_case_types, non_snake_case, dead_code, missing_docs)]
+pub mod __agent_fields_Booking {
+    pub enum city {}
+    pub enum guests {}
+    pub enum notes {}
+}
+///What hooks and predicates of a step see of [`Booking`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct BookingView<
     'a,
@@ -166,12 +173,24 @@ pub struct BookingView<
     M1: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M2: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
-    ///City the guest wants to stay in (a plain value when the step `requires` it, else an `Option`)
-    pub city: <M0 as ::agent_core::__private::Mode>::Of<'a, String>,
-    ///Number of guests (a plain value when the step `requires` it, else an `Option`)
-    pub guests: <M1 as ::agent_core::__private::Mode>::Of<'a, u8>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub notes: <M2 as ::agent_core::__private::Mode>::Of<'a, String>,
+    ///City the guest wants to stay in (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub city: <M0 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Booking::city,
+    >,
+    ///Number of guests (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub guests: <M1 as ::agent_core::__private::Mode>::Of<
+        'a,
+        u8,
+        __agent_fields_Booking::guests,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub notes: <M2 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Booking::notes,
+    >,
     __cx: &'a ::agent_core::__private::Cx<'a, Booking, C>,
 }
 #[allow(dead_code)]
@@ -189,9 +208,18 @@ impl<
     ) -> ::core::option::Option<Self> {
         let data = cx.data();
         ::core::option::Option::Some(Self {
-            city: <M0 as ::agent_core::__private::Mode>::get(&data.city)?,
-            guests: <M1 as ::agent_core::__private::Mode>::get(&data.guests)?,
-            notes: <M2 as ::agent_core::__private::Mode>::get(&data.notes)?,
+            city: <M0 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Booking::city,
+            >(&data.city)?,
+            guests: <M1 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Booking::guests,
+            >(&data.guests)?,
+            notes: <M2 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Booking::notes,
+            >(&data.notes)?,
             __cx: cx,
         })
     }

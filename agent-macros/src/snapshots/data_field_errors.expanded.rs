@@ -304,7 +304,18 @@ impl ::agent_core::__private::DataType for Stay {
 impl ::agent_core::__private::FlowData for Stay {
     type Checked = Self;
 }
-///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
+#[doc(hidden)]
+#[allow(non_camel_case_types, non_snake_case, dead_code, missing_docs)]
+pub mod __agent_fields_Stay {
+    pub enum guests {}
+    pub enum city {}
+    pub enum notes {}
+    pub enum nights {}
+    pub enum pets {}
+    pub enum source {}
+    pub enum hotel {}
+}
+///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct StayView<
     'a,
@@ -317,20 +328,48 @@ pub struct StayView<
     M5: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M6: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub guests: <M0 as ::agent_core::__private::Mode>::Of<'a, u8>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub city: <M1 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub notes: <M2 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub nights: <M3 as ::agent_core::__private::Mode>::Of<'a, u8>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub pets: <M4 as ::agent_core::__private::Mode>::Of<'a, bool>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub source: <M5 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub hotel: <M6 as ::agent_core::__private::Mode>::Of<'a, String>,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub guests: <M0 as ::agent_core::__private::Mode>::Of<
+        'a,
+        u8,
+        __agent_fields_Stay::guests,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub city: <M1 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::city,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub notes: <M2 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::notes,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub nights: <M3 as ::agent_core::__private::Mode>::Of<
+        'a,
+        u8,
+        __agent_fields_Stay::nights,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub pets: <M4 as ::agent_core::__private::Mode>::Of<
+        'a,
+        bool,
+        __agent_fields_Stay::pets,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub source: <M5 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::source,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub hotel: <M6 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::hotel,
+    >,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -352,13 +391,34 @@ impl<
     ) -> ::core::option::Option<Self> {
         let data = cx.data();
         ::core::option::Option::Some(Self {
-            guests: <M0 as ::agent_core::__private::Mode>::get(&data.guests)?,
-            city: <M1 as ::agent_core::__private::Mode>::get(&data.city)?,
-            notes: <M2 as ::agent_core::__private::Mode>::get(&data.notes)?,
-            nights: <M3 as ::agent_core::__private::Mode>::get(&data.nights)?,
-            pets: <M4 as ::agent_core::__private::Mode>::get(&data.pets)?,
-            source: <M5 as ::agent_core::__private::Mode>::get(&data.source)?,
-            hotel: <M6 as ::agent_core::__private::Mode>::get(&data.hotel)?,
+            guests: <M0 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::guests,
+            >(&data.guests)?,
+            city: <M1 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::city,
+            >(&data.city)?,
+            notes: <M2 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::notes,
+            >(&data.notes)?,
+            nights: <M3 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::nights,
+            >(&data.nights)?,
+            pets: <M4 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::pets,
+            >(&data.pets)?,
+            source: <M5 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::source,
+            >(&data.source)?,
+            hotel: <M6 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::hotel,
+            >(&data.hotel)?,
             __cx: cx,
         })
     }

@@ -287,7 +287,19 @@ impl ::agent_core::__private::DataType for Stay {
 impl ::agent_core::__private::FlowData for Stay {
     type Checked = Self;
 }
-///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
+#[doc(hidden)]
+#[allow(non_camel_case_types, non_snake_case, dead_code, missing_docs)]
+pub mod __agent_fields_Stay {
+    pub enum guests {}
+    pub enum min_temp {}
+    pub enum budget {}
+    pub enum check_in {}
+    pub enum room {}
+    pub enum tags {}
+    pub enum city {}
+    pub enum arrival {}
+}
+///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct StayView<
     'a,
@@ -301,22 +313,54 @@ pub struct StayView<
     M6: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M7: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
-    ///Number of guests (a plain value when the step `requires` it, else an `Option`)
-    pub guests: <M0 as ::agent_core::__private::Mode>::Of<'a, u8>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub min_temp: <M1 as ::agent_core::__private::Mode>::Of<'a, f64>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub budget: <M2 as ::agent_core::__private::Mode>::Of<'a, i64>,
-    ///Check-in date (ISO 8601) (a plain value when the step `requires` it, else an `Option`)
-    pub check_in: <M3 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub room: <M4 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub tags: <M5 as ::agent_core::__private::Mode>::Of<'a, Vec<String>>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub city: <M6 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub arrival: <M7 as ::agent_core::__private::Mode>::Of<'a, Date>,
+    ///Number of guests (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub guests: <M0 as ::agent_core::__private::Mode>::Of<
+        'a,
+        u8,
+        __agent_fields_Stay::guests,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub min_temp: <M1 as ::agent_core::__private::Mode>::Of<
+        'a,
+        f64,
+        __agent_fields_Stay::min_temp,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub budget: <M2 as ::agent_core::__private::Mode>::Of<
+        'a,
+        i64,
+        __agent_fields_Stay::budget,
+    >,
+    ///Check-in date (ISO 8601) (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub check_in: <M3 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::check_in,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub room: <M4 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::room,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub tags: <M5 as ::agent_core::__private::Mode>::Of<
+        'a,
+        Vec<String>,
+        __agent_fields_Stay::tags,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub city: <M6 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::city,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub arrival: <M7 as ::agent_core::__private::Mode>::Of<
+        'a,
+        Date,
+        __agent_fields_Stay::arrival,
+    >,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -339,14 +383,38 @@ impl<
     ) -> ::core::option::Option<Self> {
         let data = cx.data();
         ::core::option::Option::Some(Self {
-            guests: <M0 as ::agent_core::__private::Mode>::get(&data.guests)?,
-            min_temp: <M1 as ::agent_core::__private::Mode>::get(&data.min_temp)?,
-            budget: <M2 as ::agent_core::__private::Mode>::get(&data.budget)?,
-            check_in: <M3 as ::agent_core::__private::Mode>::get(&data.check_in)?,
-            room: <M4 as ::agent_core::__private::Mode>::get(&data.room)?,
-            tags: <M5 as ::agent_core::__private::Mode>::get(&data.tags)?,
-            city: <M6 as ::agent_core::__private::Mode>::get(&data.city)?,
-            arrival: <M7 as ::agent_core::__private::Mode>::get(&data.arrival)?,
+            guests: <M0 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::guests,
+            >(&data.guests)?,
+            min_temp: <M1 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::min_temp,
+            >(&data.min_temp)?,
+            budget: <M2 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::budget,
+            >(&data.budget)?,
+            check_in: <M3 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::check_in,
+            >(&data.check_in)?,
+            room: <M4 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::room,
+            >(&data.room)?,
+            tags: <M5 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::tags,
+            >(&data.tags)?,
+            city: <M6 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::city,
+            >(&data.city)?,
+            arrival: <M7 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::arrival,
+            >(&data.arrival)?,
             __cx: cx,
         })
     }

@@ -158,7 +158,14 @@ impl ::agent_core::__private::DataType for Stay {
 impl ::agent_core::__private::FlowData for Stay {
     type Checked = Self;
 }
-///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others `Option`s. Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
+#[doc(hidden)]
+#[allow(non_camel_case_types, non_snake_case, dead_code, missing_docs)]
+pub mod __agent_fields_Stay {
+    pub enum check_in {}
+    pub enum guests {}
+    pub enum r#type {}
+}
+///What hooks and predicates of a step see of [`Stay`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`.
 #[allow(dead_code)]
 pub struct StayView<
     'a,
@@ -167,12 +174,24 @@ pub struct StayView<
     M1: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
     M2: ::agent_core::__private::Mode = ::agent_core::__private::Opt,
 > {
-    ///Check-in date (a plain value when the step `requires` it, else an `Option`)
-    pub check_in: <M0 as ::agent_core::__private::Mode>::Of<'a, String>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub guests: <M1 as ::agent_core::__private::Mode>::Of<'a, u8>,
-    /// (a plain value when the step `requires` it, else an `Option`)
-    pub r#type: <M2 as ::agent_core::__private::Mode>::Of<'a, String>,
+    ///Check-in date (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub check_in: <M0 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::check_in,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub guests: <M1 as ::agent_core::__private::Mode>::Of<
+        'a,
+        u8,
+        __agent_fields_Stay::guests,
+    >,
+    /// (a plain value when the step `requires` it, else an [`Unrequired`](::agent_core::typed::Unrequired))
+    pub r#type: <M2 as ::agent_core::__private::Mode>::Of<
+        'a,
+        String,
+        __agent_fields_Stay::r#type,
+    >,
     __cx: &'a ::agent_core::__private::Cx<'a, Stay, C>,
 }
 #[allow(dead_code)]
@@ -190,9 +209,18 @@ impl<
     ) -> ::core::option::Option<Self> {
         let data = cx.data();
         ::core::option::Option::Some(Self {
-            check_in: <M0 as ::agent_core::__private::Mode>::get(&data.check_in)?,
-            guests: <M1 as ::agent_core::__private::Mode>::get(&data.guests)?,
-            r#type: <M2 as ::agent_core::__private::Mode>::get(&data.r#type)?,
+            check_in: <M0 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::check_in,
+            >(&data.check_in)?,
+            guests: <M1 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::guests,
+            >(&data.guests)?,
+            r#type: <M2 as ::agent_core::__private::Mode>::get::<
+                _,
+                __agent_fields_Stay::r#type,
+            >(&data.r#type)?,
             __cx: cx,
         })
     }

@@ -74,12 +74,6 @@ impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlo
 impl ::agent_core::__private::OfData for BookingFlow {
     type Data = __agent_flow_booking_Data;
 }
-#[allow(dead_code)]
-impl BookingFlow {
-    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
-    /// between the traits that carry it).
-    pub const ID: &'static str = "booking";
-}
 impl ::agent_core::__private::FlowDef for BookingFlow {
     const ID: &'static str = "booking";
     type Data = __agent_flow_booking_Data;
@@ -96,6 +90,12 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     fn diagram() -> &'static str {
         booking::DIAGRAM
     }
+}
+#[allow(dead_code)]
+impl BookingFlow {
+    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+    /// between the traits that carry it).
+    pub const ID: &'static str = "booking";
 }
 Booking! {
     data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
@@ -185,39 +185,39 @@ mod booking {
     ///Step `ask_city`.
     #[allow(non_snake_case)]
     pub mod ask_city {
-        ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `ask_city`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_ask_city<'a>;
     }
     ///Step `ask_hotel`.
     #[allow(non_snake_case)]
     pub mod ask_hotel {
-        ///The typed view of step `ask_hotel`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `ask_hotel`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_ask_hotel<'a>;
     }
     ///Step `route`.
     #[allow(non_snake_case)]
     pub mod route {
-        ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `route`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_route<'a>;
     }
     ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
-        ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_confirm<'a>;
     }
     ///Step `large_group`.
     #[allow(non_snake_case)]
     pub mod large_group {
-        ///The typed view of step `large_group`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `large_group`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_large_group<'a>;
     }
-    /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+    /// The flow-level view (no field required): flow hooks and `if` see it.
     #[allow(dead_code)]
     pub type View<'a> = __agent_flow_booking_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.

@@ -65,12 +65,6 @@ impl ::agent_core::__private::FlowOver<__agent_flow_booking_Data> for BookingFlo
 impl ::agent_core::__private::OfData for BookingFlow {
     type Data = __agent_flow_booking_Data;
 }
-#[allow(dead_code)]
-impl BookingFlow {
-    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
-    /// between the traits that carry it).
-    pub const ID: &'static str = "booking";
-}
 impl ::agent_core::__private::FlowDef for BookingFlow {
     const ID: &'static str = "booking";
     type Data = __agent_flow_booking_Data;
@@ -87,6 +81,12 @@ impl ::agent_core::__private::FlowDef for BookingFlow {
     fn diagram() -> &'static str {
         booking::DIAGRAM
     }
+}
+#[allow(dead_code)]
+impl BookingFlow {
+    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+    /// between the traits that carry it).
+    pub const ID: &'static str = "booking";
 }
 Booking! {
     data_name = "Booking"; data = Booking; context = __agent_flow_booking_Context; prefix
@@ -147,18 +147,18 @@ mod booking {
     ///Step `route`.
     #[allow(non_snake_case)]
     pub mod route {
-        ///The typed view of step `route`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `route`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_route<'a>;
     }
     ///Step `confirm`.
     #[allow(non_snake_case)]
     pub mod confirm {
-        ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `confirm`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_booking_view_confirm<'a>;
     }
-    /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+    /// The flow-level view (no field required): flow hooks and `if` see it.
     #[allow(dead_code)]
     pub type View<'a> = __agent_flow_booking_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.

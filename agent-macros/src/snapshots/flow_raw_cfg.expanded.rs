@@ -64,12 +64,6 @@ impl ::agent_core::__private::FlowOver<__agent_flow_match_Data> for MatchFlow {}
 impl ::agent_core::__private::OfData for MatchFlow {
     type Data = __agent_flow_match_Data;
 }
-#[allow(dead_code)]
-impl MatchFlow {
-    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
-    /// between the traits that carry it).
-    pub const ID: &'static str = "match";
-}
 impl ::agent_core::__private::FlowDef for MatchFlow {
     const ID: &'static str = "match";
     type Data = __agent_flow_match_Data;
@@ -86,6 +80,12 @@ impl ::agent_core::__private::FlowDef for MatchFlow {
     fn diagram() -> &'static str {
         r#match::DIAGRAM
     }
+}
+#[allow(dead_code)]
+impl MatchFlow {
+    /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
+    /// between the traits that carry it).
+    pub const ID: &'static str = "match";
 }
 Order! {
     data_name = "Order"; data = Order; context = __agent_flow_match_Context; prefix =
@@ -163,7 +163,7 @@ mod r#match {
     ///Step `ask`.
     #[allow(non_snake_case)]
     pub mod ask {
-        ///The typed view of step `ask`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `ask`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_match_view_ask<'a>;
     }
@@ -171,18 +171,18 @@ mod r#match {
     ///Step `loop`.
     #[allow(non_snake_case)]
     pub mod r#loop {
-        ///The typed view of step `loop`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `loop`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_match_view_loop<'a>;
     }
     ///Step `done`.
     #[allow(non_snake_case)]
     pub mod done {
-        ///The typed view of step `done`: the fields it `requires` are plain values, the others `Option`s.
+        ///The typed view of step `done`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).
         #[allow(dead_code)]
         pub type View<'a> = super::__agent_flow_match_view_done<'a>;
     }
-    /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+    /// The flow-level view (no field required): flow hooks and `if` see it.
     #[allow(dead_code)]
     pub type View<'a> = __agent_flow_match_view___flow<'a>;
     /// The view of `on_complete_hook`: the flow's `required` fields are plain values.

@@ -63,7 +63,7 @@ pub(super) fn module(
         let cfg = s.cfg_attrs();
         let alias = view_alias(names, &name(n));
         let doc = format!(
-            "The typed view of step `{}`: the fields it `requires` are plain values, the others `Option`s.",
+            "The typed view of step `{}`: the fields it `requires` are plain values, the others `Unrequired` (read with `.get()`).",
             name(n)
         );
         let mod_doc = format!("Step `{}`.", name(n));
@@ -124,8 +124,7 @@ pub(super) fn module(
         .as_ref()
         .and_then(|p| p.segments.last())
         .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
-    let flow_body = respan_ident(flow_body, "__D", data_span);
-    let d_ident = proc_macro2::Ident::new("__D", data_span);
+    let flow_body = respan_call_site(respan_ident(flow_body, "__D", data_span), data_span);
 
     // Spanned on `data = ..` (see `respan_ident`).
     let step_impls = quote::quote_spanned! {data_span=>
@@ -141,6 +140,12 @@ pub(super) fn module(
         impl #rt::StepOver<__D> for Step {}
     };
 
+    // The return type is checked (`Flow<D, C>` wants `D: DataType`) at its own span:
+    // spanned on `data = ..` as a whole, a data type without `#[data]` is reported once.
+    let flow_ret = respan_all(
+        quote!(::core::result::Result<#rt::Flow<__D, __C>, #rt::ConfigErrors>),
+        data_span,
+    );
     let diagram = crate::flow::diagram::consts(def);
     let mod_attrs = &def.attrs;
     let step_docs = unique.iter().map(|s| {
@@ -192,7 +197,7 @@ pub(super) fn module(
 
             #(#view_mods)*
 
-            /// The flow-level view (every field an `Option`): flow hooks and `if` see it.
+            /// The flow-level view (no field required): flow hooks and `if` see it.
             #[allow(dead_code)]
             pub type View<'a> = #flow_view<'a>;
             /// The view of `on_complete_hook`: the flow's `required` fields are plain values.
@@ -214,11 +219,30 @@ pub(super) fn module(
 
             /// Build the runtime flow (the runtime validates it again).
             #[allow(dead_code)]
-            pub fn flow() -> ::core::result::Result<#rt::Flow<#d_ident, __C>, #rt::ConfigErrors> {
+            pub fn flow() -> #flow_ret {
                 #flow_body
             }
         }
     }
+}
+
+/// `tokens` with every token spanned at `span`.
+fn respan_all(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|t| match t {
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), respan_all(g.stream(), span));
+                n.set_span(span);
+                TokenTree::Group(n)
+            }
+            mut t => {
+                t.set_span(span);
+                t
+            }
+        })
+        .collect()
 }
 
 /// `tokens` with every identifier `name` spanned at `span`.
@@ -237,6 +261,73 @@ fn respan_ident(tokens: TokenStream, name: &str, span: proc_macro2::Span) -> Tok
                 TokenTree::Group(n)
             }
             t => t,
+        })
+        .collect()
+}
+
+/// `tokens` with every token the macro wrote (spanned at the call site: not the user's)
+/// spanned at `span`. The builder's calls are checked against the data type (`build()`
+/// wants `D: DataType`) at their own spans: spanned on `data = ..`, a data type without
+/// `#[data]` is reported once, there, not again at the flow attribute. A call whose
+/// arguments hold the user's tokens keeps its path at the call site, so that rustc's
+/// "required by a bound introduced by this call" stays on one line. (A span has no `Eq`;
+/// its `Debug` names its place in the source.)
+fn respan_call_site(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    use proc_macro2::Span;
+    let here = format!("{:?}", Span::call_site());
+    respan_ours(tokens, span, &|s: Span| format!("{s:?}") == here)
+}
+
+fn respan_ours(
+    tokens: TokenStream,
+    span: proc_macro2::Span,
+    ours: &dyn Fn(proc_macro2::Span) -> bool,
+) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    fn has_users(ts: &TokenStream, ours: &dyn Fn(proc_macro2::Span) -> bool) -> bool {
+        ts.clone().into_iter().any(|t| match t {
+            TokenTree::Group(g) => has_users(&g.stream(), ours),
+            t => !ours(t.span()),
+        })
+    }
+    let tts: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut keep = vec![false; tts.len()];
+    for (k, t) in tts.iter().enumerate() {
+        if let TokenTree::Group(g) = t
+            && has_users(&g.stream(), ours)
+        {
+            // The path of the call (or method) that takes these arguments.
+            let mut j = k;
+            while j > 0 {
+                let prev = &tts[j - 1];
+                let stop = matches!(prev, TokenTree::Group(_))
+                    || matches!(prev, TokenTree::Punct(p) if matches!(p.as_char(), '.' | ',' | ';' | '='));
+                if stop {
+                    break;
+                }
+                j -= 1;
+                keep[j] = true;
+            }
+        }
+    }
+    tts.into_iter()
+        .zip(keep)
+        .map(|(t, keep)| match t {
+            TokenTree::Group(g) => {
+                let mut n = Group::new(g.delimiter(), respan_ours(g.stream(), span, ours));
+                n.set_span(if ours(g.span()) && !keep {
+                    span
+                } else {
+                    g.span()
+                });
+                TokenTree::Group(n)
+            }
+            mut t => {
+                if ours(t.span()) && !keep {
+                    t.set_span(span);
+                }
+                t
+            }
         })
         .collect()
 }

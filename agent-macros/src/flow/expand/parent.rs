@@ -118,13 +118,33 @@ pub(super) fn parent(
         .as_ref()
         .and_then(|p| p.segments.last())
         .map_or_else(proc_macro2::Span::call_site, |s| s.ident.span());
+    let mut flow_ty_at_data = flow_ty.clone();
+    flow_ty_at_data.set_span(data_span);
     let data_impls = quote_spanned! {data_span=>
         // Not listed in errors: the trait's message says what a target must be.
         #[diagnostic::do_not_recommend]
-        impl #rt::FlowOver<#alias_d> for #flow_ty {}
+        impl #rt::FlowOver<#alias_d> for #flow_ty_at_data {}
 
-        impl #rt::OfData for #flow_ty {
+        impl #rt::OfData for #flow_ty_at_data {
             type Data = #alias_d;
+        }
+    };
+    // Spanned on `data = ..` too, the impl's header included (its self type here): rustc
+    // checks `type Data` against `DataType` at the header, and a data type without
+    // `#[data]` is then reported once, at its name.
+    let mut module_at_data = module.clone();
+    module_at_data.set_span(data_span);
+    let flow_def = quote_spanned! {data_span=>
+        impl #rt::FlowDef for #flow_ty_at_data {
+            const ID: &'static str = #id;
+            type Data = #alias_d;
+            type Context = #alias_c;
+            fn flow() -> ::core::result::Result<#rt::Flow<#alias_d, #alias_c>, #rt::ConfigErrors> {
+                #module_at_data::flow()
+            }
+            fn diagram() -> &'static str {
+                #module_at_data::DIAGRAM
+            }
         }
     };
     let view_names: Vec<(String, TokenStream)> = unique
@@ -171,24 +191,13 @@ pub(super) fn parent(
         #ctx_alias
 
         #data_impls
+        #flow_def
 
         #[allow(dead_code)]
         impl #flow_ty {
             /// The flow id (`FlowDef::ID`; inherent, so `BookingFlow::ID` is not ambiguous
             /// between the traits that carry it).
             pub const ID: &'static str = #id;
-        }
-
-        impl #rt::FlowDef for #flow_ty {
-            const ID: &'static str = #id;
-            type Data = #alias_d;
-            type Context = #alias_c;
-            fn flow() -> ::core::result::Result<#rt::Flow<#alias_d, #alias_c>, #rt::ConfigErrors> {
-                #module::flow()
-            }
-            fn diagram() -> &'static str {
-                #module::DIAGRAM
-            }
         }
 
         #callback

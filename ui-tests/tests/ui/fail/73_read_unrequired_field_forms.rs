@@ -1,8 +1,8 @@
 //! Reading a field the step does not `requires` as if it were present, in the forms a
-//! hook body usually takes. The view's field is an `Option<&T>`, so rustc reports a
-//! type mismatch, a missing method or a missing `Display` on that `Option`; no message
-//! of ours can be attached to these errors (see "Step views" in the macro reference:
-//! the fix is `requires(city)`, or handling the `Option`).
+//! hook body usually takes. The view's field is an `Unrequired<'_, String, _>`: `{}` and
+//! `{:?}` fail with our message naming the field and the fix (`requires(city)`, or
+//! `.get()`); using it as a `&String` (a binding, a method of `String`, an argument)
+//! gets rustc's type mismatch or missing method, naming `Unrequired`.
 use agent_core::typed::prelude::*;
 
 #[data]
@@ -19,15 +19,13 @@ fn shout(city: &str) -> String {
 
 #[flow(data = Booking)]
 mod booking {
-    #[step(prompt = "Ask the city.", collect(city))]
-    fn ask_city() {}
-
     #[step(end, prompt = "Confirm.", requires(guests))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, ()> {
         let city: &String = v.city;
         let n = v.city.len();
         let line = format!("{} for {}", v.city, v.guests);
-        PreDirective::new().append_prompt(format!("{city} {n} {line} {}", super::shout(v.city)))
+        let debug = format!("{:?}", v.city);
+        PreDirective::new().append_prompt(format!("{city} {n} {line} {debug} {}", super::shout(v.city)))
     }
 }
 

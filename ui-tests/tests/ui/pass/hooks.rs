@@ -54,9 +54,10 @@ mod booking {
     #[step(prompt = "Ask how many guests.", collect(guests), requires(city),
            skip = |v| v.guests.is_some(), finalize = after_guests)]
     async fn ask_guests(v: ask_guests::View<'_>) -> PreDirective<Booking, Concierge> {
-        // `city` is required here: a plain `String`; `guests` is not: an `Option`.
+        // `city` is required here: a plain `String`; `guests` is not: an `Unrequired`,
+        // read as the `Option` it holds.
         let city: String = v.city;
-        let guests: Option<&u8> = v.guests;
+        let guests: Option<&u8> = v.guests.get();
         PreDirective::new()
             .append_prompt(format!("The guest is going to {city} ({guests:?})."))
             .inject_tool(book_room)

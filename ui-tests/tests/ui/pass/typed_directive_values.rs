@@ -4,9 +4,7 @@
 //! `TypedDirective::try_from_untyped`, whose error the hook handles.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_core::typed::directive::state::{
-    Checked, JumpToFlow, JumpToStep, NoPosition, NoReply, WithReply,
-};
+use agent_core::typed::directive::state::{Checked, JumpToFlow, NoPosition, NoReply, WithReply};
 use agent_core::typed::prelude::*;
 
 #[data]
@@ -30,7 +28,9 @@ fn noted() -> TypedDirective<NoPosition, NoReply, Booking> {
 }
 
 /// A runtime directive (parsed from JSON, say) enters through the conversion.
-fn from_runtime(raw: agent_core::directive::Directive) -> TypedDirective<Checked, Checked, Booking> {
+fn from_runtime(
+    raw: agent_core::directive::Directive,
+) -> TypedDirective<Checked, Checked, Booking> {
     match TypedDirective::try_from_untyped(raw) {
         Ok(d) => d,
         Err(_) => Directive::reset().erase().over(),
@@ -53,7 +53,9 @@ mod booking {
         if v.message() == "feedback" {
             PreDirective::new().directive(d).reply("Thanks!").erase()
         } else {
-            PreDirective::new().data(Booking::patch().note("asked")).erase()
+            PreDirective::new()
+                .data(Booking::patch().note("asked"))
+                .erase()
         }
     }
 
@@ -78,24 +80,6 @@ mod feedback {
     fn ask() {}
 }
 
-fn to_pong() -> TypedDirective<JumpToStep, NoReply, Booking> {
-    Directive::go_to_step(cycle::Step::pong)
-}
-
-/// An `auto` cycle closed through a directive a helper fn builds: the macro cannot read
-/// the helper, so `flow()` (`build()`) rejects it.
-#[flow(data = Booking)]
-mod cycle {
-    #[step(prompt = "Ask the city.", collect(city))]
-    fn ask_city() {}
-
-    #[step(auto, branches(else => super::to_pong()))]
-    fn ping() {}
-
-    #[step(auto, jump_target, branches(else => ping))]
-    fn pong() {}
-}
-
 /// A code flow hands off to a flow over its own data type.
 #[flow(when = "the user wants a reminder")]
 async fn reminder(ctx: FlowCx<Booking, ()>) -> FlowResult {
@@ -104,10 +88,6 @@ async fn reminder(ctx: FlowCx<Booking, ()>) -> FlowResult {
 
 fn main() {
     booking::flow().expect("valid");
-    let Err(e) = cycle::flow() else {
-        panic!("an auto cycle closed by a directive jump must not build");
-    };
-    assert!(e.to_string().contains("`auto` cycle with no exit"), "{e}");
     let raw = agent_core::directive::Directive::abort("rude").reply("Bye!");
     let err = TypedDirective::<_, _, Booking>::try_from_untyped(raw).unwrap_err();
     assert!(matches!(err, UntypedDirectiveError::Shape(_)), "{err:?}");
