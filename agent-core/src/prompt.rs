@@ -188,14 +188,15 @@ pub(crate) fn step_task<D, C>(step: &Step<D, C>) -> String {
 /// The step a hand-over to `flow` lands on, when another flow's reply may be written
 /// for it ([`crate::config::AgentConfig::preview_handoffs`]): the entry step, if the
 /// model speaks there and nothing runs first (no `on_enter` or `prepare` hook, whose
-/// output belongs in the prompt; no `act_on_answer`, which waits for an answer).
+/// output belongs in the prompt; no tool waiting for the user's yes, which its
+/// question summarises).
 pub(crate) fn opening_step<D, C>(flow: &Flow<D, C>) -> Option<usize> {
     let j = flow.entry();
     let step = flow.steps.get(j)?;
     (matches!(step.kind, StepKind::Model)
         && step.on_enter.is_none()
         && step.prepare.is_none()
-        && !step.act_on_answer
+        && !step.offers_agreed_tool()
         && flow.hooks.on_enter.is_none())
     .then_some(j)
 }

@@ -44,8 +44,9 @@ pub struct Step<D, C> {
     pub(crate) end: bool,
     /// Tools that must have run successfully before the step may end its flow.
     pub(crate) must_call: Vec<Arc<str>>,
-    /// The step's tools are offered only in a call that reads the user's answer to it.
-    pub(crate) act_on_answer: bool,
+    /// Every tool of the step waits for the user's yes (the deprecated
+    /// [`Step::act_on_answer`]).
+    confirm_tools: bool,
     /// The question that asks a model step, written by code (a `{field}` template).
     pub(crate) ask: Option<String>,
     /// What an interruption at this step does, over the flow's own policy.
@@ -89,7 +90,7 @@ impl<D, C> Step<D, C> {
             branches: None,
             end: false,
             must_call: Vec::new(),
-            act_on_answer: false,
+            confirm_tools: false,
             ask: None,
             interrupted: None,
             section: String::new(),
@@ -167,8 +168,17 @@ impl<D, C> Step<D, C> {
         self
     }
     /// Offer a tool at this step only: the model can call it in this step's turns.
-    pub fn tool(mut self, tool: impl crate::tool::IntoTool<D, C>) -> Self {
-        self.tools.push(tool.into_tool());
+    pub fn tool(mut self, tool: impl crate::tool::IntoTool<D, C>) -> Self
+    where
+        D: Send + Sync + 'static,
+        C: Send + Sync + 'static,
+    {
+        let tool = tool.into_tool();
+        self.tools.push(if self.confirm_tools {
+            Arc::new(crate::tool::Confirmed(tool))
+        } else {
+            tool
+        });
         self
     }
     /// Add an instruction scoped to this step.
@@ -215,16 +225,26 @@ impl<D, C> Step<D, C> {
         self.must_call.push(Arc::from(tool.into()));
         self
     }
-    /// Offer the step's own tools only in a call that reads the user's answer to the
-    /// step, not in the call that first asks it. A confirmation step ("Shall I book
-    /// it?") then cannot act in the same turn it is reached: the user has not said
-    /// yes yet, and a small model offered a `book_room` tool tends to call it at once.
-    /// The answer runs them only when it is judged a yes and, checked by code, neither
-    /// changes a stored value nor asks a question without naming the action ("Does it
-    /// have parking?" books nothing; "Can you book it now?" may): the step is asked
-    /// again instead. Flow-wide and agent-wide tools are not affected.
-    pub fn act_on_answer(mut self) -> Self {
-        self.act_on_answer = true;
+    /// Make every tool of this step wait for the user's yes to a summary of its call
+    /// ([`crate::tool::Tool::needs_agreement`]), as if each were marked `confirm`.
+    /// Deprecated: mark the tool itself (`#[tool(confirm)]`, `FnTool::confirm`, or
+    /// `effect = once`, which waits by default); a step with an `ask` that offers such
+    /// a tool proposes its call through that question.
+    #[deprecated(
+        since = "0.2.0",
+        note = "mark the tool instead: `#[tool(confirm)]` or `effect = once` waits for the user's yes to its summary wherever it is offered"
+    )]
+    pub fn act_on_answer(mut self) -> Self
+    where
+        D: Send + Sync + 'static,
+        C: Send + Sync + 'static,
+    {
+        self.confirm_tools = true;
+        self.tools = self
+            .tools
+            .into_iter()
+            .map(|t| Arc::new(crate::tool::Confirmed(t)) as Arc<dyn crate::tool::Tool<D, C>>)
+            .collect();
         self
     }
     /// The question that asks this model step, written by code from the data

@@ -68,6 +68,9 @@ fn pay(charges: &Charges) -> FnTool<Order, ()> {
         },
     )
     .effect(Effect::Once)
+    // A person's approval is tested here; the user's yes to a summary, and an
+    // approval after it, in `agreement.rs`.
+    .confirm(false)
     // The model converts the euros the user names into cents.
     .derived_args(["cents"])
 }

@@ -32,9 +32,8 @@ fn flow(ask: &str) -> Result<Flow<Booking, Concierge>, ConfigErrors> {
             Step::model("confirm")
                 .prompt("Summarise and ask the guest to confirm.")
                 .ask(ask)
-                .tool(book_room())
+                .tool(book_room_tool().confirm(true))
                 .requires_tool("book_room")
-                .act_on_answer()
                 .end(),
         )
         .build()
@@ -103,11 +102,17 @@ async fn later_messages_at_the_step_are_the_models() {
     let r = a.respond("s", "Is breakfast included?").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("confirm"));
     assert_eq!(r.message, "Breakfast is included. Shall I book it?");
-    // And the yes books it.
+    // The reply the user read was the model's: the booking it asks for is summarised
+    // by code first, and the yes to that books it with no call to judge it.
     p.respond(Answer::tool("book_room", json!({ "hotel": "grand" })));
-    p.tool_round(Answer::message("Done."));
+    let r = a.respond("s", "Yes").await.unwrap();
+    assert_eq!(r.data.booking_id, None);
+    assert_eq!(r.message, "Book the room: grand. Shall I go ahead?");
+    p.respond(Answer::message("Done."));
     let r = a.respond("s", "Yes").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
+    assert_eq!(r.model_calls, 1, "no judgement: only the outcome, told");
+    assert!(r.message.starts_with("Done."), "{}", r.message);
 }
 
 #[tokio::test]

@@ -499,6 +499,8 @@ fn paid_trip(
         },
     )
     .effect(agent_core::tool::Effect::Once)
+    // (The cancel after it ran is tested here; the user's yes in `agreement.rs`.)
+    .confirm(false)
     .derived_args(["hotel"]);
     let mut f = Flow::builder("trip")
         .title("Trip")

@@ -150,6 +150,8 @@ fn pay(effect: Effect, charges: &Charges) -> FnTool<Notes, ()> {
         },
     )
     .effect(effect)
+    // What re-running a call does is tested here; the user's yes in `agreement.rs`.
+    .confirm(false)
     // The model converts the euros the user names into cents.
     .derived_args(["cents"])
 }
@@ -592,7 +594,8 @@ async fn a_failed_once_call_is_recorded_and_replayed_as_it_failed() {
             }
         },
     )
-    .effect(Effect::Once);
+    .effect(Effect::Once)
+    .confirm(false);
     let a = agent_with(&p, &store, declined, None, Resolution::RunAgain);
     script_pay(&p, 500, "Declined.");
     script_pay(&p, 500, "Declined.");

@@ -45,7 +45,9 @@ pub struct Visit {
 }
 
 /// Book the appointment the patient confirmed. The reply is code's, from the state.
-#[tool]
+/// `confirm`: a call waits for the patient's yes to the summary (the `confirm` step's
+/// `ask`), and runs only then.
+#[tool(confirm)]
 async fn book_appointment(cx: ToolCx<Visit, ()>) -> Result<ToolOutput, ToolError> {
     let v = cx.data();
     let (Some(patient), Some(reason), Some(day)) = (&v.patient, &v.reason, &v.day) else {
@@ -61,7 +63,7 @@ async fn book_appointment(cx: ToolCx<Visit, ()>) -> Result<ToolOutput, ToolError
 }
 
 /// Send the renewal request to the doctor. The reply is code's, from the state.
-#[tool]
+#[tool(confirm)]
 async fn renew_prescription(cx: ToolCx<Visit, ()>) -> Result<ToolOutput, ToolError> {
     let v = cx.data();
     let (Some(patient), Some(medicine)) = (&v.patient, &v.medicine) else {
@@ -98,8 +100,7 @@ mod appointment {
         ask = "Here is your appointment: {reason} for {patient} on {day}. Shall I book it?",
         requires(patient, reason, day),
         tools(book_appointment),
-        requires_tool(book_appointment),
-        act_on_answer
+        requires_tool(book_appointment)
     )]
     fn confirm() {}
 }
@@ -135,8 +136,7 @@ mod renewal {
         ask = "I'll ask the doctor to renew {medicine} for {patient}. Shall I send the request?",
         requires(patient, medicine),
         tools(renew_prescription),
-        requires_tool(renew_prescription),
-        act_on_answer
+        requires_tool(renew_prescription)
     )]
     fn confirm_renewal() {}
 }
@@ -202,8 +202,8 @@ pub fn scripted() -> ScriptedProvider {
     );
     // Turn 5: the day; the summary is code's.
     model.respond(Answer::message("Noted.").with_data(json!({ "day": next_monday().to_string() })));
-    // Turn 6: the yes books it; the reply is the tool's.
-    model.respond(Answer::tool("book_appointment", json!({})));
+    // Turn 6: the yes to the summary books it with no model call; the reply is the
+    // tool's.
     model
 }
 

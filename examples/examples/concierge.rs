@@ -62,7 +62,9 @@ pub struct Concierge {
 }
 
 /// Book the room once the guest has confirmed.
-#[tool(outcome = [
+// `confirm`: the model's call does not run; the guest reads a summary written by code
+// (here the `confirm` step's `ask`) and a yes runs exactly that call.
+#[tool(confirm, outcome = [
     "booked",
     "reserved",
     "confirmed",
@@ -151,11 +153,11 @@ mod booking {
     /// question is code's (`ask`): the guest confirms the state itself, and a turn whose
     /// data lands here makes no second call to ask. The flow cannot end here unless
     /// `book_room` ran: a reply claiming a booking without it is replaced. `book_room`
-    /// is offered only once the guest answers the question (`act_on_answer`), never in
-    /// the turn that asks it.
+    /// waits for the guest's yes (`confirm`): the `ask` is its summary, and a yes to it
+    /// books with no model call.
     #[step(end, prompt = "Summarise the booking and ask the guest to confirm.",
            ask = "Here is your booking: a room in {city} from {check_in} for {guests} guest(s). Shall I book it?",
-           tools(book_room), requires_tool(book_room), act_on_answer,
+           tools(book_room), requires_tool(book_room),
            branches(when "the user wants another date" => ask_date))]
     fn confirm(v: confirm::View<'_>) -> PreDirective<Booking, Concierge> {
         PreDirective::new().append_prompt(format!("Guest tier: {}", v.context().tier))
@@ -218,9 +220,8 @@ pub fn scripted() -> ScriptedProvider {
         Answer::message("Lisbon, July 1st, 2 guests. Shall I book it?")
             .with_data(json!({ "check_in": next_july_first().to_string() })),
     );
-    // book_room writes the reply itself: no call after the tool.
-    // No hotel was named: a good model leaves the optional argument out.
-    model.respond(Answer::tool("book_room", json!({})));
+    // "Yes, book it" answers the summary (the `confirm` step's `ask`): it runs
+    // `book_room` with no model call, and book_room writes the reply itself.
     model
 }
 

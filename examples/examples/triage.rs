@@ -42,21 +42,21 @@ pub struct Case {
 
 /// Refund a duplicate charge, then hand the user back to the front desk.
 ///
-/// Money moves, so it runs once per call (`effect = once`), and the model is offered
-/// it only when the user's own words ask for a refund (`request_words`, in the
-/// languages the desk answers) or answer the agent's offer of one: a small model asked
-/// to judge consent refunded invoices the user had only quoted for a question.
+/// Money moves, so it runs once per call (`effect = once`), and a call waits for the
+/// user's yes: the model's call does not run; the user reads code's summary
+/// ("Refund the duplicate charge on INV-7. Shall I go ahead?") and a yes runs exactly
+/// that call. `request_words` lets the front desk route a request for a refund to
+/// billing in code.
 ///
 /// Code knows the outcome, so code says it: the reply is the tool's (no model call
 /// after the refund, and no sentence about money the refund did not move), and the
 /// invoice refunded is recorded.
 ///
-/// The model reads `description`, not this doc: the whole doc used to reach the
-/// prompt of the step that offers the refund (about 120 tokens of reasons meant for
-/// developers).
+/// The model reads `description`, not this doc.
 #[tool(
     description = "Refund the duplicate charge on an invoice.",
     effect = once,
+    summary = "Refund the duplicate charge on {invoice}",
     request_words = ["refund", "money back", "reimburs", "reembols", "devolu", "rembours", "erstatt"]
 )]
 async fn refund(
@@ -162,9 +162,10 @@ mod tech {
 }
 
 /// What the user says.
-pub const MESSAGES: [&str; 3] = [
+pub const MESSAGES: [&str; 4] = [
     "Hi, I was charged twice this month",
     "It's invoice INV-7. Please refund it",
+    "Yes please",
     "Also, my app crashes on start",
 ];
 
@@ -174,10 +175,12 @@ pub fn scripted() -> ScriptedProvider {
     // Turn 1: the front desk's answer hands over to billing, whose first question is
     // code's (the message names no invoice, so nothing is read): one call.
     model.respond(Answer::message("Let me get you to billing.").switching_to("billing"));
-    // Turn 2: the tool refunds, says so and sends the user back to the front desk (code
-    // decides); no model call after it.
+    // Turn 2: the model calls the refund; it waits for the user's yes, and code
+    // writes the summary of the call as the reply.
     model.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));
-    // Turn 3: the front desk's branch, judged in its reply call, sends the user on;
+    // Turn 3: a plain yes runs that call with no model call; the tool says what it
+    // did and sends the user back to the front desk (code decides).
+    // Turn 4: the front desk's branch, judged in its reply call, sends the user on;
     // support's first question is code's (its `ask`): one call.
     model.respond(
         Answer::message("Let me get you to support.")

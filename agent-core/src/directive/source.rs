@@ -54,6 +54,9 @@ pub enum DirectiveSource {
     /// A slash command the user typed (`/flow <id>`, `/flow stop`;
     /// [`crate::agent::AgentConfig::flow_commands`]).
     Slash(String),
+    /// The summary of a call waiting for the user's yes (the tool's name;
+    /// [`crate::tool::Tool::needs_agreement`]).
+    Summary(String),
 }
 
 impl fmt::Display for DirectiveSource {
@@ -78,6 +81,7 @@ impl fmt::Display for DirectiveSource {
             DirectiveSource::Handoff(s) => write!(f, "handoff from code flow `{s}`"),
             DirectiveSource::Command(s) => write!(f, "command `{s}`"),
             DirectiveSource::Slash(s) => write!(f, "slash command `{s}`"),
+            DirectiveSource::Summary(s) => write!(f, "summary of a `{s}` call"),
         }
     }
 }

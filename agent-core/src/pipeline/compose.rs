@@ -102,6 +102,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok((reply, StoppedReason::HumanHandoff, Vec::new()));
         }
         if !self.turn_over() {
+            self.settle_proposal().await?;
+            if self.paused.is_some() {
+                // The call agreed to is held for a person's approval.
+                return Ok(self.held_outcome(String::new()));
+            }
+        }
+        if !self.turn_over() {
             self.settle_tentative().await?;
         }
         self.run_certain_auto_hooks().await?;
@@ -158,6 +165,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             tracing::warn!(max, "reply longer than max_reply_chars; cut");
         }
         let message = cap_chars(message, max);
+        self.propose_by_ask(&message);
         Ok((message, stopped, deltas))
     }
 

@@ -549,6 +549,14 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                         && self.missing_tool(&flow.steps[*j]).is_some()
                     {
+                        // Values changed this turn: the summary of the new ones again.
+                        let changed =
+                            self.changed_now || self.commands.iter().any(|c| c.field().is_some());
+                        if !changed {
+                            // Code's text refers to the summary the user read: a yes to
+                            // it still runs that call.
+                            self.renew_proposal();
+                        }
                         // Not a copy of the summary or of the last message.
                         let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                         let summary = question
@@ -558,9 +566,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .into_iter()
                             .chain(summary.as_deref())
                             .collect();
-                        // Values changed this turn: the summary of the new ones again.
-                        let changed =
-                            self.changed_now || self.commands.iter().any(|c| c.field().is_some());
                         let ask = match summary.clone() {
                             Some(s) if changed => s,
                             _ => DECLINED.to_owned(),
@@ -744,6 +749,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             if let Some(src) = last_source {
                 self.apply(src, merged, Phase::Post).await?;
+            }
+            if self.proposed_now() {
+                // A call summarised for the user's yes: the step waits for it.
+                closing = None;
             }
             if declined
                 && let (Some(flow), Some((_, j))) = (&closing, &finalize_step)

@@ -18,6 +18,7 @@ mod model;
 mod patterns;
 mod persist;
 mod predict;
+mod propose;
 mod question;
 mod reentry;
 mod resume;
@@ -124,6 +125,11 @@ pub(crate) struct Turn<'a, D, C> {
     /// This turn's answer to a confirmation was checked on its own and does not agree
     /// ([`consent::Gate::unless_not_agreed`]).
     pub(crate) not_agreed: bool,
+    /// The call summarised in the last reply, waiting for this message's yes
+    /// (`propose.rs`); taken when it runs.
+    pub(crate) proposal: Option<crate::session::Proposal>,
+    /// The user agreed to [`Turn::proposal`] this turn: its call may run.
+    pub(crate) agreed: bool,
     pub(crate) chain: Vec<ChainEntry>,
     /// The model's commands handled this turn ([`crate::command`]).
     pub(crate) commands: Vec<crate::command::Command>,
@@ -313,6 +319,9 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             }
         }
         let awaiting = s.step.is_some();
+        // A summary counts only for the message right after it.
+        let mut s = s;
+        let proposal = s.proposal.take().filter(|p| p.turn + 1 == s.turns);
         let turn_tag = crate::tool::key::turn_tag(event_id.as_deref(), s.turns, msg);
         let unsaid = if a.config.grounding {
             let texts = s
@@ -339,6 +348,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             correction_done: false,
             changed_now: false,
             not_agreed: false,
+            proposal,
+            agreed: false,
             chain: Vec::new(),
             commands: Vec::new(),
             executed: Vec::new(),

@@ -58,7 +58,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Some(Cow::Owned(q.replace('{', "{{").replace('}', "}}")));
         }
         if !self.a.provider.profile().composes_questions()
-            || (!step.tools.is_empty() && !step.act_on_answer)
+            || (!step.tools.is_empty() && step.proposes_by_ask().is_none())
         {
             return None;
         }

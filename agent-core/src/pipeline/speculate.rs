@@ -105,6 +105,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     pub(super) async fn speculate(
         &mut self,
     ) -> Result<(Option<Speculation<D, C>>, Option<usize>), AgentError> {
+        // A call the user agreed to already ran and set the reply.
+        if self.reply_settled_since(0) {
+            return Ok((None, None));
+        }
         let mut hops = 0;
         loop {
             match self.speculate_once().await? {
@@ -481,7 +485,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .a
                 .flow(f)
                 .and_then(|f| f.steps.get(*j))
-                .is_some_and(|s| s.act_on_answer),
+                .is_some_and(|s| s.offers_agreed_tool()),
             _ => false,
         }
     }

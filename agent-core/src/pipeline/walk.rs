@@ -174,7 +174,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// entered this turn, a position a directive set), when the message may answer it
     /// as if it had: a model step that collects something still missing, with what it
     /// requires, and nothing that runs or decides in code before it is rendered (no
-    /// hooks, `skip`, tools, `act_on_answer`, required tools; a code-written `ask` is
+    /// hooks, `skip`, tools, required tools; a code-written `ask` is
     /// still code's when the message does not answer the step) and
     /// not landed on by a branch (which speaks even when satisfied). The speculative
     /// call reads such a step as answered and renders the one after it, with this
@@ -195,8 +195,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             && step.prepare.is_none()
             && step.skip.is_none()
             && step.tools.is_empty()
-            && step.must_call.is_empty()
-            && !step.act_on_answer;
+            && step.must_call.is_empty();
         let open = !step.collect_idx.is_empty()
             && step
                 .collect_idx

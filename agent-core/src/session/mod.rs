@@ -89,6 +89,8 @@ struct Header<'a, D, C> {
     approval: &'a Option<PendingApproval>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     acted: &'a BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "is_none")]
+    proposal: &'a Option<Proposal>,
     #[serde(skip_serializing_if = "is_empty")]
     tentative: &'a Vec<crate::response::TentativeValue>,
     #[serde(skip_serializing_if = "is_empty")]
@@ -125,6 +127,7 @@ impl<'a, D, C> Header<'a, D, C> {
             code: &s.code,
             approval: &s.approval,
             acted: &s.acted,
+            proposal: &s.proposal,
             tentative: &s.tentative,
             stack: &s.stack,
             cancelling: &s.cancelling,
@@ -214,6 +217,29 @@ impl HandedOff {
     }
 }
 
+/// A tool call summarised to the user and waiting for their yes
+/// ([`crate::tool::Tool::needs_agreement`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Proposal {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments the call runs with on a yes.
+    pub arguments: serde_json::Value,
+    /// The summary the user read (code's text, with its question).
+    pub summary: String,
+    /// The session's turn count in the turn that showed it: a yes counts only in the
+    /// turn after.
+    pub turn: u64,
+    /// The flow and step it was shown at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<String>,
+    /// The data the summary was written from: a yes after any value changed runs
+    /// nothing.
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
 /// A flow that completed, and when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompletedFlow {
@@ -281,10 +307,15 @@ pub struct Session<D, C> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<PendingApproval>,
     /// Tools with effects that ran successfully, each with the turn (counted from 0)
-    /// it last ran in: a user's request for one is used up by the call it led to, so a
-    /// later turn does not run it again on the same words.
+    /// it last ran in: a cancel of a flow after one of its `once` tools ran says the
+    /// flow's `cancel_after_tool`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub acted: BTreeMap<String, u64>,
+    /// A call of a tool that waits for the user's yes ([`crate::tool::Tool::needs_agreement`]),
+    /// summarised in the last reply: it runs, with exactly these arguments, on a yes in
+    /// the next message, and is dropped by anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<Proposal>,
     /// Values shown back to the user for a yes, settled by their next message
     /// ([`crate::response::TentativeValue`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -342,6 +373,7 @@ impl<D: AgentData, C: AgentContext> Session<D, C> {
             code: None,
             approval: None,
             acted: BTreeMap::new(),
+            proposal: None,
             tentative: Vec::new(),
             stack: Vec::new(),
             cancelling: None,

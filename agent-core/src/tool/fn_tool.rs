@@ -37,6 +37,8 @@ pub struct FnTool<D, C> {
     timeout: Option<Duration>,
     effect: Effect,
     request_words: Option<Vec<String>>,
+    confirm: Option<bool>,
+    summary: Option<String>,
     derived: Vec<String>,
     outcome: Vec<String>,
     handler: Handler<D, C>,
@@ -55,6 +57,8 @@ impl<D, C> Clone for FnTool<D, C> {
             timeout: self.timeout,
             effect: self.effect,
             request_words: self.request_words.clone(),
+            confirm: self.confirm,
+            summary: self.summary.clone(),
             derived: self.derived.clone(),
             outcome: self.outcome.clone(),
             handler: self.handler.clone(),
@@ -96,6 +100,8 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             timeout: None,
             effect: Effect::default(),
             request_words: None,
+            confirm: None,
+            summary: None,
             derived: Vec::new(),
             outcome: Vec::new(),
             handler,
@@ -124,6 +130,8 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
             timeout: None,
             effect: Effect::default(),
             request_words: None,
+            confirm: None,
+            summary: None,
             derived: Vec::new(),
             outcome: Vec::new(),
             handler: Arc::new(move |cx, args| f(cx, args).boxed()),
@@ -164,6 +172,20 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FnTool<D, C> {
     /// [`Tool::derived_args`]): not checked against what the user said.
     pub fn derived_args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
         self.derived = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether a call waits for the user's yes to its summary ([`Tool::needs_agreement`];
+    /// default: only an [`Effect::Once`] tool does).
+    pub fn confirm(mut self, confirm: bool) -> Self {
+        self.confirm = Some(confirm);
+        self
+    }
+
+    /// The summary shown for that yes, a template over the arguments
+    /// ([`Tool::summary_template`]): `.summary("Refund the duplicate charge on {invoice}")`.
+    pub fn summary(mut self, template: impl Into<String>) -> Self {
+        self.summary = Some(template.into());
         self
     }
 
@@ -241,6 +263,12 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> Tool<D, C> for FnTool<D
         self.request_words
             .clone()
             .unwrap_or_else(|| default_request_words(self.effect, &self.name))
+    }
+    fn needs_agreement(&self) -> bool {
+        self.confirm.unwrap_or(self.effect == Effect::Once)
+    }
+    fn summary_template(&self) -> Option<&str> {
+        self.summary.as_deref()
     }
     fn derived_args(&self) -> Vec<String> {
         self.derived.clone()

@@ -285,6 +285,12 @@ where
     fn request_words(&self) -> Vec<String> {
         (**self).request_words()
     }
+    fn needs_agreement(&self) -> bool {
+        (**self).needs_agreement()
+    }
+    fn summary_template(&self) -> Option<&str> {
+        (**self).summary_template()
+    }
     fn derived_args(&self) -> Vec<String> {
         (**self).derived_args()
     }
@@ -304,6 +310,68 @@ where
         (**self).spec()
     }
 }
+
+/// A tool that waits for the user's yes to its summary wherever it is offered
+/// ([`Tool::needs_agreement`]; what the deprecated `Step::act_on_answer` makes of a
+/// step's tools).
+pub(crate) struct Confirmed<D, C>(pub(crate) Arc<dyn Tool<D, C>>);
+
+#[async_trait]
+impl<D, C> Tool<D, C> for Confirmed<D, C>
+where
+    D: Send + Sync + 'static,
+    C: Send + Sync + 'static,
+{
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+    fn parameters(&self) -> Value {
+        self.0.parameters()
+    }
+    fn concurrency_safe(&self) -> bool {
+        self.0.concurrency_safe()
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.0.timeout()
+    }
+    fn effect(&self) -> Effect {
+        self.0.effect()
+    }
+    fn needs_approval(&self, args: &Value) -> bool {
+        self.0.needs_approval(args)
+    }
+    fn request_words(&self) -> Vec<String> {
+        self.0.request_words()
+    }
+    fn needs_agreement(&self) -> bool {
+        true
+    }
+    fn summary_template(&self) -> Option<&str> {
+        self.0.summary_template()
+    }
+    fn derived_args(&self) -> Vec<String> {
+        self.0.derived_args()
+    }
+    fn outcome_words(&self) -> Vec<String> {
+        self.0.outcome_words()
+    }
+    fn validate_input(&self, args: &Value) -> Result<(), String> {
+        self.0.validate_input(args)
+    }
+    async fn check_permissions(&self, cx: &ToolCx<D, C>) -> Result<(), String> {
+        self.0.check_permissions(cx).await
+    }
+    async fn call(&self, cx: ToolCx<D, C>, args: Value) -> Result<ToolOutput, ToolError> {
+        self.0.call(cx, args).await
+    }
+    fn spec(&self) -> ToolSpec {
+        self.0.spec()
+    }
+}
+
 /// Whether normalised text has a word starting with `word` (normalised the same way):
 /// "refund" is in "refunded", "fund" is not.
 pub(crate) fn names_word(said: &str, word: &str) -> bool {
@@ -374,6 +442,25 @@ pub trait Tool<D, C>: Send + Sync {
     fn effect(&self) -> Effect {
         Effect::Idempotent
     }
+    /// Whether a call waits for the user's yes to a summary of it before it runs
+    /// (default: an [`Effect::Once`] tool does, the others do not). The model's call
+    /// does not run: the user reads a summary written by code from the call's
+    /// arguments ([`Tool::summary_template`]) and a question, and a yes in the next
+    /// message runs that exact call, with no model call to write its arguments again.
+    /// Anything else runs nothing; a changed detail is summarised again. This is the
+    /// one way a tool waits for the user's agreement; a person's approval
+    /// ([`Tool::needs_approval`]) is separate and comes on top. `#[tool(confirm)]` or
+    /// `#[tool(confirm = false)]` sets it; see the guide's "Tools" chapter.
+    fn needs_agreement(&self) -> bool {
+        self.effect() == Effect::Once
+    }
+    /// The summary shown for the user's yes ([`Tool::needs_agreement`]): a template
+    /// over the call's arguments (`"Refund the duplicate charge on {invoice}"`), to
+    /// which the engine adds its question. `None` (the default): the description
+    /// followed by the argument values.
+    fn summary_template(&self) -> Option<&str> {
+        None
+    }
     /// Whether this call must wait for a person's decision before it runs
     /// ([`crate::approval`]; default: no).
     fn needs_approval(&self, _args: &Value) -> bool {
@@ -381,11 +468,11 @@ pub trait Tool<D, C>: Send + Sync {
     }
     /// Words by which a user asks for this action, matched at the start of the user's
     /// words, case and accents aside ("refund" matches "refunded", "reembols"
-    /// "reembolso"). A tool with words is offered to the model only when the user's
-    /// latest message or the one before has one of them, or the agent's last message
-    /// did (an offer the user answers); otherwise the answer cannot call it. Default:
-    /// for an [`Effect::Once`] tool (money moves), the first word of its name (`book`
-    /// for `book_room`); for the others none (the model's judgement decides).
+    /// "reembolso"). Code may route on them ([`Tool::requested_in`]), and a yes to
+    /// the tool's summary that names the action ("Refund it") counts as a plain yes
+    /// ([`Tool::needs_agreement`]). They do not decide whether a call may run.
+    /// Default: for an [`Effect::Once`] tool, the first word of its name (`book` for
+    /// `book_room`); for the others none.
     fn request_words(&self) -> Vec<String> {
         default_request_words(self.effect(), self.name())
     }
@@ -425,9 +512,9 @@ pub trait Tool<D, C>: Send + Sync {
     fn outcome_words(&self) -> Vec<String> {
         Vec::new()
     }
-    /// Whether `text` asks for this action in one of its [`request_words`](Self::request_words),
-    /// read the way the engine reads them before it offers the tool: for code that
-    /// routes on the same words (a front desk sending refund requests to billing).
+    /// Whether `text` names this action in one of its [`request_words`](Self::request_words),
+    /// read the way the engine reads them: for code that routes on the same words (a
+    /// front desk sending refund requests to billing).
     fn requested_in(&self, text: &str) -> bool {
         let said = crate::data::ground::normalize(text);
         self.request_words().iter().any(|w| names_word(&said, w))

@@ -141,6 +141,8 @@ fn charge(runs: &Arc<AtomicUsize>) -> Arc<dyn Tool<Booking, Concierge>> {
         },
     )
     .effect(agent_core::tool::Effect::Once)
+    // The journal is tested here; the user's yes in `agreement.rs`.
+    .confirm(false)
     .into_arc()
 }
 

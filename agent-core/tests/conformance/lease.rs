@@ -242,9 +242,8 @@ fn effect_agent(
         },
     )
     .effect(agent_core::tool::Effect::Once)
-    // Offered on every message (these cases are about leases, not consent): a
-    // once-tool without request words is left to the model's judgement.
-    .request_words(Vec::<String>::new());
+    // Run on the model's call (these cases are about leases, not the user's yes).
+    .confirm(false);
     Agent::builder()
         .name("Concierge")
         .provider(p)

@@ -224,6 +224,8 @@ fn add(runs: &Arc<AtomicUsize>) -> FnTool<Cart, ()> {
         },
     )
     .effect(agent_core::tool::Effect::Once)
+    // The reuse of a result is tested here; the user's yes in `agreement.rs`.
+    .confirm(false)
 }
 
 /// An agent whose model adds what the user's message names after "add ".

@@ -140,6 +140,22 @@ pub fn expand(def: &ToolDef) -> TokenStream {
         }
     });
 
+    let confirm = def.confirm.as_ref().map(|b| {
+        quote! {
+            fn needs_agreement(&self) -> bool {
+                #b
+            }
+        }
+    });
+
+    let summary = def.summary.as_ref().map(|t| {
+        quote! {
+            fn summary_template(&self) -> ::core::option::Option<&str> {
+                ::core::option::Option::Some(#t)
+            }
+        }
+    });
+
     let derived: Vec<String> = def
         .args
         .iter()
@@ -291,6 +307,8 @@ pub fn expand(def: &ToolDef) -> TokenStream {
                 #effect
                 #request_words
                 #outcome
+                #confirm
+                #summary
                 #derived_args
                 #approval
                 async fn call(

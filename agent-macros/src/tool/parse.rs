@@ -51,6 +51,12 @@ pub struct ToolDef {
     pub request_words: Option<Vec<syn::LitStr>>,
     /// `outcome = ["booked", ..]`: the words by which a reply states its outcome.
     pub outcome: Option<Vec<syn::LitStr>>,
+    /// `confirm` / `confirm = false`: whether a call waits for the user's yes to a
+    /// summary (default: only `effect = once` tools do).
+    pub confirm: Option<syn::LitBool>,
+    /// `summary = ".."`: the summary shown for that yes, a template over the
+    /// arguments (checked against them in `validate`).
+    pub summary: Option<syn::LitStr>,
     /// `approval` (every call waits for a person) or `approval = path` (calls whose
     /// arguments the fn `path(&serde_json::Value) -> bool` picks).
     pub approval: Option<Approval>,
@@ -125,6 +131,8 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
     let mut effect = None;
     let mut request_words = None;
     let mut outcome = None;
+    let mut confirm = None;
+    let mut summary = None;
     let mut approval = None;
     let mut seen: Vec<String> = Vec::new();
     let mut later: Vec<syn::Error> = Vec::new();
@@ -184,6 +192,25 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
                 "`outcome` takes a list of string literals, the words by which a reply states it: `outcome = [\"booked\", \"reserved\"]`",
             )?);
             Ok(())
+        } else if meta.path.is_ident("confirm") {
+            if meta.input.peek(syn::Token![=]) {
+                let b: syn::LitBool = meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(e.span(), "`confirm` takes `true` or `false`, or stands alone")
+                })?;
+                confirm = Some(b);
+            } else {
+                confirm = Some(syn::LitBool::new(true, syn::spanned::Spanned::span(&meta.path)));
+            }
+            Ok(())
+        } else if meta.path.is_ident("summary") {
+            let s: syn::LitStr = meta.value()?.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "`summary` takes a string literal over the arguments: `summary = \"Refund {invoice}\"`",
+                )
+            })?;
+            summary = Some(s);
+            Ok(())
         } else if meta.path.is_ident("approval") {
             if meta.input.peek(syn::Token![=]) {
                 let rule: syn::Path = meta.value()?.parse().map_err(|e| {
@@ -199,7 +226,7 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
             Ok(())
         } else {
             Err(meta.error(format!(
-                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `request_words`, `outcome`, `approval`",
+                "unknown `#[tool]` key `{}`; known keys: `name`, `description`, `concurrency_safe`, `timeout_ms`, `effect`, `request_words`, `outcome`, `confirm`, `summary`, `approval`",
                 meta.path
                     .get_ident()
                     .map(ToString::to_string)
@@ -307,6 +334,8 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         effect,
         request_words,
         outcome,
+        confirm,
+        summary,
         approval,
         cx,
         args,

@@ -30,6 +30,21 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
             );
         }
     }
+    if let Some(t) = &def.summary {
+        let names: Vec<String> = def.args.iter().map(|a| crate::diag::name(&a.ident)).collect();
+        for p in placeholders(&t.value()) {
+            if !names.iter().any(|n| *n == p) {
+                errors.push(
+                    t.span(),
+                    format!(
+                        "`{{{p}}}` in the summary of tool `{}` is not one of its arguments; {}",
+                        def.name,
+                        crate::diag::suggest(&p, &names, "arguments")
+                    ),
+                );
+            }
+        }
+    }
     if !valid_name(&def.name) {
         errors.push(
             def.name_span,
@@ -143,4 +158,21 @@ pub fn wrong_return(output: &syn::ReturnType) -> Option<(&syn::Type, String)> {
             "a `#[tool]` returns `Result<ToolOutput, ToolError>`: write `ToolOutput` here and wrap the text, `Ok(ToolOutput::text(..))`".to_owned(),
         )
     })
+}
+
+/// The `{name}` placeholders of a summary template (`{{` and `}}` are literal braces).
+fn placeholders(template: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        let after = &rest[i + 1..];
+        if let Some(stripped) = after.strip_prefix('{') {
+            rest = stripped;
+            continue;
+        }
+        let Some(end) = after.find('}') else { break };
+        out.push(after[..end].trim().to_owned());
+        rest = &after[end + 1..];
+    }
+    out
 }

@@ -429,6 +429,26 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
         )
     );
     assert_eq!(r.data.appointment_id, None);
+    // A yes to that summary books it, with no model call.
+    let r = agent.respond("s", "yes").await.unwrap();
+    assert!(r.data.appointment_id.is_some(), "{r:?}");
+    assert_eq!(r.model_calls, 0);
+    assert_eq!(model.unused(), 0);
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_yes_after_codes_nothing_done_yet_books_what_the_summary_said() {
+    let (model, agent) = small_clinic_at_ask_day().await;
+    let day = clinic::next_monday();
+    model.respond(Answer::message("Thanks.").with_data(json!({"day": day.to_string()})));
+    agent.respond("s", &day.to_string()).await.unwrap();
+    model.respond(Answer::message("OK.").command(Command::decline()));
+    let r = agent.respond("s", "No, not yet").await.unwrap();
+    assert!(r.message.starts_with("Nothing has been done yet"), "{}", r.message);
+    // Code's text asks about the same summary: the yes to it books.
+    let r = agent.respond("s", "ok, yes").await.unwrap();
+    assert!(r.data.appointment_id.is_some(), "{r:?}");
+    assert_eq!(r.model_calls, 0);
     assert_eq!(model.unused(), 0);
 }
 

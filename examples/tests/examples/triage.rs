@@ -21,7 +21,7 @@ fn hop(from: &str, to: &str) -> Transition {
 async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     let (model, (rs, tally), printed) = run_example!(triage);
     assert_eq!(tally.failed, 0, "{printed}");
-    assert_eq!(rs.len(), 3, "{printed}");
+    assert_eq!(rs.len(), 4, "{printed}");
 
     // The model switched to billing; the message names no invoice, so billing reads
     // nothing and its first question is code's: one call in the turn.
@@ -36,27 +36,36 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
             .any(|e| e.source == DirectiveSource::Command("start_flow billing".into()))
     );
 
-    // The refund tool sent the user back to the desk (code decides) and wrote the
-    // reply: no model call after the refund.
-    assert!(rs[1].transitions.contains(&hop("billing", "triage")));
-    assert_eq!(rs[1].flow.as_deref(), Some("triage"));
-    assert_eq!(rs[1].tool_calls[0].name, "refund");
+    // The model's refund call waits for the user's yes: code wrote its summary.
+    assert!(rs[1].tool_calls.is_empty(), "{printed}");
     assert_eq!(rs[1].data.invoice.as_deref(), Some("INV-7"));
     assert_eq!(
         rs[1].message,
-        "Refunded the duplicate charge on INV-7. Anything else I can help with?"
+        "Refund the duplicate charge on INV-7. Shall I go ahead?"
     );
     assert_eq!(rs[1].model_calls, 1, "{printed}");
 
+    // The yes ran that call with no model call; the refund sent the user back to the
+    // desk (code decides) and wrote the reply.
+    assert!(rs[2].transitions.contains(&hop("billing", "triage")));
+    assert_eq!(rs[2].flow.as_deref(), Some("triage"));
+    assert_eq!(rs[2].tool_calls[0].name, "refund");
+    assert_eq!(rs[2].tool_calls[0].arguments, json!({ "invoice": "INV-7" }));
+    assert_eq!(
+        rs[2].message,
+        "Refunded the duplicate charge on INV-7. Anything else I can help with?"
+    );
+    assert_eq!(rs[2].model_calls, 0, "{printed}");
+
     // The desk's `when` branch, judged in its reply call, sent the user to support,
     // whose question is code's.
-    assert!(rs[2].transitions.contains(&hop("triage", "tech")));
+    assert!(rs[3].transitions.contains(&hop("triage", "tech")));
     assert_eq!(
-        (rs[2].flow.as_deref(), rs[2].step.as_deref()),
+        (rs[3].flow.as_deref(), rs[3].step.as_deref()),
         (Some("tech"), Some("ask_device"))
     );
-    assert_eq!(rs[2].message, "Which device is the problem on?");
-    assert_eq!(rs[2].model_calls, 1, "{printed}");
+    assert_eq!(rs[3].message, "Which device is the problem on?");
+    assert_eq!(rs[3].model_calls, 1, "{printed}");
 
     // The stream showed every hop.
     for line in [
@@ -199,10 +208,10 @@ async fn billing_reads_the_message_the_desk_sent_on() {
 }
 
 /// With tools in the answer (llama.cpp), an answer that reads the invoice and names
-/// the refund the user asked for runs it in that one call, even when its message says
-/// it asks for the invoice: the message is never shown (the refund writes the reply).
+/// the refund the user asked for is summarised by code in that one call, whatever its
+/// message says (it is never shown); a yes then runs exactly that call.
 #[tokio::test]
-async fn a_refund_named_with_the_invoice_runs_in_one_call_whatever_its_message_asks() {
+async fn a_refund_named_with_the_invoice_is_summarised_in_one_call_and_a_yes_runs_it() {
     let model = ScriptedProvider::new();
     let agent = triage::builder()
         .unwrap()
@@ -223,13 +232,21 @@ async fn a_refund_named_with_the_invoice_runs_in_one_call_whatever_its_message_a
         .unwrap();
     assert_eq!(r.message, ASK_INVOICE);
     model.respond(Answer::raw(
-        r#"{"action":{"agreed":true,"tool":"refund","with":{"invoice":"INV-7"}},"data":{"invoice":"INV-7"},"handoff":{"tech":false},"message":"Which invoice is it about?","reply_asks_for":"invoice"}"#,
+        r#"{"action":{"tool":"refund","with":{"invoice":"INV-7"}},"data":{"invoice":"INV-7"},"handoff":{"tech":false},"message":"Which invoice is it about?","reply_asks_for":"invoice"}"#,
     ));
     let r = agent
         .respond("s", "It's invoice INV-7. Please refund it")
         .await
         .unwrap();
     assert_eq!(r.model_calls, 1, "{r:?}");
+    assert!(r.tool_calls.is_empty());
+    assert_eq!(
+        r.message,
+        "Refund the duplicate charge on INV-7. Shall I go ahead?"
+    );
+    assert_eq!(at(&r), (Some("billing"), Some("settle")));
+    let r = agent.respond("s", "yes, go ahead").await.unwrap();
+    assert_eq!(r.model_calls, 0, "{r:?}");
     assert_eq!(r.tool_calls.len(), 1);
     assert_eq!(
         r.message,

@@ -212,7 +212,7 @@ pub(super) enum Action {
     Call(ToolCall, bool),
 }
 
-pub(super) fn strip_fences(content: &str) -> &str {
+pub(in crate::pipeline) fn strip_fences(content: &str) -> &str {
     let t = content.trim();
     t.strip_prefix("```json")
         .or_else(|| t.strip_prefix("```"))

@@ -15,7 +15,7 @@ use super::schema::with_tool_call;
 use crate::data::{AgentContext, AgentData};
 use crate::flow::Flow;
 use crate::pipeline::Turn;
-use crate::pipeline::consent::{Consent, Gate, Requests, plainly_agrees, withheld_note};
+use crate::pipeline::consent::{Consent, Gate, plainly_agrees};
 use crate::pipeline::walk::Stop;
 use crate::prompt::{one_line, render_dynamic_instructions};
 use crate::provider::{
@@ -139,13 +139,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         // The target step's id and the pending step the reply may re-ask instead.
         let mut pending: Option<(Arc<str>, usize)> = None;
-        // Tools offered outside a step's gate follow its rule too: one with request
-        // words only when the user asks for it (`consent::Requests`).
-        let requests = Requests::of(&self.s.history, &self.s.acted, self.s.turns);
-        let mut withheld = Vec::new();
-        let mut tools: Vec<Arc<dyn Tool<D, C>>> = requests.filter(&self.a.tools, &mut withheld);
-        // The answer to an `act_on_answer` step: its tools are offered, and with tools in
-        // the answer the model judges the user's agreement before naming one.
+        // Every tool is offered; a call of one that needs the user's agreement is
+        // summarised for a yes, not run (`pipeline/propose.rs`).
+        let mut tools: Vec<Arc<dyn Tool<D, C>>> = self.a.tools.clone();
+        // The answer to a summary: with tools in the answer the model judges the
+        // user's agreement before naming one.
         let mut consent = Consent::None;
         let mut answer_held = false;
         if let Some(f) = &flow {
@@ -185,17 +183,19 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 state.push_str(t);
             }
-            tools.extend(requests.filter(&f.tools, &mut withheld));
+            tools.extend(f.tools.iter().cloned());
             match &target {
                 Target::Step(_, j) => {
                     let step = &f.steps[*j];
-                    // Asked now, not answered: an `act_on_answer` step waits for it.
-                    let gate = (!step.act_on_answer || self.awaiting_model_step(f) == Some(*j))
-                        .then(|| {
-                            Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
-                                .unless_changed(self.changed_now)
-                                .unless_not_agreed(self.not_agreed)
-                        });
+                    // Asked now, not answered: a step whose `ask` summarises its call
+                    // offers it only in the answer to that question.
+                    let gate = (step.proposes_by_ask().is_none()
+                        || self.awaiting_model_step(f) == Some(*j))
+                    .then(|| {
+                        Gate::of(step, self.proposal.as_ref(), Some(self.msg))
+                            .unless_changed(self.changed_now)
+                            .unless_not_agreed(self.not_agreed)
+                    });
                     if gate.as_ref().is_some_and(|g| g.consent != Consent::None)
                         && let Some(t) = fill.take()
                     {
@@ -258,7 +258,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 "Then set `reply_asks_for` to what your message asks for.\n",
                             ],
                         );
-                        tools.extend(requests.filter(&s.tools, &mut withheld));
+                        tools.extend(s.tools.iter().cloned());
                         pending = Some((step.id.clone(), a));
                     }
                     if let Some(t) = fill.take() {
@@ -267,7 +267,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
                 Target::Closing(_, j) => {
                     let step = &f.steps[*j];
-                    let gate = Gate::of(step, &self.s.history, &self.s.acted, self.s.turns)
+                    let gate = Gate::of(step, self.proposal.as_ref(), Some(self.msg))
                         .unless_changed(self.changed_now)
                         .unless_not_agreed(self.not_agreed);
                     let acts = !gate.tools.is_empty();
@@ -336,13 +336,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 let _ = writeln!(state, "- {n}");
             }
         }
-        for t in requests.filter(&self.aug.tools, &mut withheld) {
+        for t in &self.aug.tools {
             tools.retain(|e| e.name() != t.name());
-            tools.push(t);
-        }
-        if let Some(n) = withheld_note(&withheld) {
-            state.push_str(&n);
-            state.push('\n');
+            tools.push(t.clone());
         }
         dedupe_tools(&mut tools);
         if self.tools_off {

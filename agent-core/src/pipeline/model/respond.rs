@@ -96,6 +96,21 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     if self.speculating && out.tool_call.is_some() {
                         out.answer = Some(resp.clone());
                     }
+                    // A yes that also changes a value agrees to nothing the user read:
+                    // nothing runs, and the new details are summarised again.
+                    // (A speculative answer is not accepted then: `Turn::accepts`.) Its
+                    // values are read again with the call held, told why.
+                    if consent == Consent::Answer
+                        && out.tool_call.is_some()
+                        && self.answer_changes(&out.commands)
+                    {
+                        tracing::info!("the answer to a summary changed a value; nothing runs");
+                        self.changed_now = true;
+                        if !self.speculating {
+                            self.deferred = conditions;
+                            return Box::pin(self.render_call(again, extract, alt)).await;
+                        }
+                    }
                     if !self.speculating
                         && !acted
                         && let Some(call) = out.tool_call.take()
@@ -103,7 +118,9 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         // An answer to a confirmation judged a yes: checked on its own
                         // before anything runs; not agreed, it is rendered again with
                         // the tools held (`Gate::unless_not_agreed`), asking again.
-                        if consent == Consent::Answer && !self.not_agreed {
+                        // (A summary whose values changed is shown again instead.)
+                        if consent == Consent::Answer && !self.not_agreed && self.proposal_stands()
+                        {
                             let tool = tools.iter().find(|t| t.name() == call.name);
                             if let Some(t) = tool
                                 && !self.agrees_to(t.as_ref()).await?
@@ -114,6 +131,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 self.deferred = conditions;
                                 return Box::pin(self.render_call(again, extract, alt)).await;
                             }
+                            // A yes to the summary the user read: its call may run.
+                            self.agree_to_proposal();
                         }
                         // A tool asked for in the answer: run it, then ask again with
                         // its result, as a native tool round would.

@@ -16,10 +16,9 @@ use crate::provider::ToolSpec;
 /// outcome (asked after the message, Qwen2.5 1.5B announced bookings and never acted).
 ///
 /// With `consent`, `action` first judges the user, then names a tool only on a yes.
-/// The answer to a question the agent asked ([`Consent::Answer`]) is classed:
+/// The answer to a summary the agent showed ([`Consent::Answer`]) is classed:
 /// `{"answer": "yes", "tool": .., "with": ..}` or `{"answer": "no" | "new details" |
-/// "something else"}`; a request ([`Consent::Request`]) is a yes/no,
-/// `{"agreed": true, "tool": .., "with": ..}` or `{"agreed": false}`. Asked as "null or
+/// "something else"}`. Asked as "null or
 /// a call", Qwen2.5 1.5B wrote null to "Yes, book it", "Sure" and "OK, go ahead" alike
 /// (2026-11-26). Asked `agreed` true/false at the confirmation, it said false to a
 /// clear yes in 5 of 48 sampled concierge runs (temperature 0.7); with the classes, the
@@ -43,14 +42,7 @@ pub(super) fn with_tool_call(
         bound_strings(&mut p, max_string_chars);
         p
     };
-    let (key, yes, other) = match consent {
-        Consent::Answer => (ANSWER, json!({ "const": YES }), json!({ "enum": NOT_YES })),
-        _ => (
-            "agreed",
-            json!({ "const": true }),
-            json!({ "const": false }),
-        ),
-    };
+    let (key, yes, other) = (ANSWER, json!({ "const": YES }), json!({ "enum": NOT_YES }));
     let mut options: Vec<Value> = specs
         .iter()
         .map(|t| {

@@ -58,6 +58,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let mut assistant = Message::assistant(resp.content.clone());
             assistant.tool_calls = resp.tool_calls.clone();
             req.messages.push(assistant);
+            // (A summary whose values changed is shown again instead.)
+            if confirms && self.raw_answer_changes(&resp.content) {
+                self.changed_now = true;
+            }
+            let confirms = confirms && self.proposal_stands();
             if confirms && !self.round_agreed(tools, &resp.tool_calls).await? {
                 for call in &resp.tool_calls {
                     req.messages
@@ -66,6 +71,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 req.kind = CallKind::ToolRound;
                 req.tools.clear();
                 continue;
+            }
+            if confirms {
+                // A yes to the summary the user read: its call may run.
+                self.agree_to_proposal();
             }
             let since = self.post_bus.len();
             let results = self.run_tools(tools, &resp.tool_calls).await;
@@ -257,9 +266,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         tools: &[Arc<dyn Tool<D, C>>],
         calls: &[ToolCall],
     ) -> Vec<String> {
+        // A call of a tool that waits for the user's yes runs only as the call the user
+        // just agreed to; any other is summarised for the user (`pipeline/propose.rs`).
         // Calls with an argument the user never gave do not run: the model is told to
         // ask for it (the others of the round run as usual).
-        let checks: Vec<ArgCheck> = calls.iter().map(|c| self.screen_args(tools, c)).collect();
+        let mut checks: Vec<ArgCheck> = Vec::with_capacity(calls.len());
+        for c in calls {
+            let gated = tools
+                .iter()
+                .find(|t| t.name() == c.name)
+                .filter(|t| t.needs_agreement())
+                .cloned();
+            checks.push(match gated {
+                Some(t) => match self.agreement(t.as_ref(), c) {
+                    Ok(fixed) if fixed.arguments == c.arguments => ArgCheck::Given,
+                    Ok(fixed) => ArgCheck::LeftOut(fixed),
+                    Err(why) => ArgCheck::Summarised(why),
+                },
+                None => self.screen_args(tools, c),
+            });
+        }
         if checks.iter().any(|c| !matches!(c, ArgCheck::Given)) {
             let runs: Vec<ToolCall> = calls
                 .iter()
@@ -267,7 +293,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 .filter_map(|(c, check)| match check {
                     ArgCheck::Given => Some(c.clone()),
                     ArgCheck::LeftOut(c) => Some(c.clone()),
-                    ArgCheck::NotRun(_) => None,
+                    ArgCheck::NotRun(_) | ArgCheck::Summarised(_) => None,
                 })
                 .collect();
             if runs.len() == calls.len() {
@@ -284,9 +310,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             }
             let mut contents = Vec::with_capacity(calls.len());
             for (c, check) in calls.iter().zip(checks) {
-                let ArgCheck::NotRun(why) = check else {
-                    contents.push(ran.next().unwrap_or_default());
-                    continue;
+                let why = match check {
+                    ArgCheck::NotRun(why) => why,
+                    // Not a call that ran or failed: the user reads its summary.
+                    ArgCheck::Summarised(why) => {
+                        contents.push(why);
+                        continue;
+                    }
+                    ArgCheck::Given | ArgCheck::LeftOut(_) => {
+                        contents.push(ran.next().unwrap_or_default());
+                        continue;
+                    }
                 };
                 tracing::info!(tool = %c.name, %why, "tool call not run: an argument the user did not give");
                 let rec = ToolCallRecord {
@@ -444,10 +478,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             );
             let (content, ok) = match r {
                 Ok(out) => {
-                    // A call with effects uses up the request that led to it
-                    // (`pipeline/consent.rs`).
-                    if find(&c.name).is_some_and(|t| t.effect() != crate::tool::Effect::Pure) {
-                        self.s.acted.insert(c.name.clone(), self.s.turns);
+                    // A call with effects is remembered (a cancel says what stays
+                    // done); a call the user agreed to uses up the yes
+                    // (`pipeline/propose.rs`).
+                    if let Some(t) = find(&c.name) {
+                        if t.effect() != crate::tool::Effect::Pure {
+                            self.s.acted.insert(c.name.clone(), self.s.turns);
+                        }
+                        if t.needs_agreement() {
+                            self.ran_agreed();
+                        }
                     }
                     let src = DirectiveSource::Tool(c.name.clone());
                     if !out.directive.is_empty() {
@@ -486,6 +526,8 @@ enum ArgCheck {
     LeftOut(ToolCall),
     /// A required argument nobody gave: the call does not run; the tool result.
     NotRun(String),
+    /// A call waiting for the user's yes: summarised, not run; the tool result.
+    Summarised(String),
 }
 
 /// A value as the tool result names it.

@@ -85,6 +85,7 @@ fn block_on<F: Future>(f: F) -> F::Output {
 }
 
 fn main() {
+    agreement::check();
     let t: &dyn Tool<Booking, ()> = &book_room;
     assert_eq!(t.name(), "book_room");
     assert_eq!(t.description(), "Book a room in a hotel.");
@@ -145,4 +146,31 @@ fn main() {
     assert_eq!(h.timeout(), Some(std::time::Duration::from_millis(2500)));
     let err = block_on(h.call(cx, json!({"name": 3}))).expect_err("wrong type");
     assert!(matches!(err, ToolError::InvalidArguments(_)), "{err}");
+}
+
+/// A tool that waits for the user's yes to its summary, with the summary written
+/// over its arguments; and a `once` tool that does not wait.
+mod agreement {
+    use agent_core::typed::prelude::*;
+
+    /// Send an invoice by email.
+    #[tool(confirm, summary = "Send invoice {invoice} to {email}")]
+    pub async fn send_invoice(invoice: String, email: String) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("sent {invoice} to {email}")))
+    }
+
+    /// Log a call for the team.
+    #[tool(effect = once, confirm = false)]
+    pub async fn log_call(note: String) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(note))
+    }
+
+    pub fn check() {
+        assert!(Tool::<(), ()>::needs_agreement(&send_invoice));
+        assert_eq!(
+            Tool::<(), ()>::summary_template(&send_invoice),
+            Some("Send invoice {invoice} to {email}")
+        );
+        assert!(!Tool::<(), ()>::needs_agreement(&log_call));
+    }
 }
