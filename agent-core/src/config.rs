@@ -40,13 +40,16 @@ pub struct AgentConfig {
     /// the provider's native tools, for servers and models that cannot call a tool
     /// while a JSON schema constrains the answer. Off by default. Measured on
     /// Qwen2.5-Coder 1.5B under llama.cpp: natively it never called `book_room`; with
-    /// actions it did (the examples' local configuration turns it on; consent rules
-    /// hold the tools until the user agrees).
+    /// actions it did (the examples' local configuration turns it on). A call of a
+    /// tool that waits for the user's agreement is summarised either way
+    /// ([`crate::tool::Tool::needs_agreement`]).
     pub tools_in_answer: bool,
-    /// Before a tool with effects runs on the user's answer to a confirmation
-    /// ("Shall I book it?"), ask the model in a short call of its own whether that
-    /// answer agrees, unless the answer is made of agreement words only ("Yes, book
-    /// it"); when it does not, nothing runs and the reply asks again. On by default.
+    /// Before a call that waits for the user's agreement runs on an answer to its
+    /// summary ([`crate::tool::Tool::needs_agreement`]) that the turn's answer judged a
+    /// yes, ask the model in a short call of its own whether that answer agrees; a
+    /// plain yes ("Yes, book it") runs with no call at all. When it does not agree,
+    /// nothing runs and the reply asks again. On by default: turn it off when the
+    /// model's judgement of a yes inside the turn's answer can be trusted.
     /// Measured on Qwen2.5-Coder 1.5B at temperature 0.7: inside the full reply call
     /// it judged "Let me think about it for a moment", "Not yet, thanks" and "Ainda
     /// não, obrigado" a yes about a third of the time and booked (4 of 168 concierge

@@ -37,8 +37,12 @@ fn refund(runs: &Runs) -> FnTool<Booking, Concierge> {
         move |_cx: ToolCx<Booking, Concierge>, a: Value| {
             runs.lock().unwrap().push(a.clone());
             async move {
-                Ok(ToolOutput::text("refunded")
-                    .directive(Directive::new().reply(format!("Refunded {}.", a["invoice"].as_str().unwrap_or("?")))))
+                Ok(
+                    ToolOutput::text("refunded").directive(Directive::new().reply(format!(
+                        "Refunded {}.",
+                        a["invoice"].as_str().unwrap_or("?")
+                    ))),
+                )
             }
         },
     )
@@ -46,7 +50,10 @@ fn refund(runs: &Runs) -> FnTool<Booking, Concierge> {
     .summary("Refund invoice {invoice}")
 }
 
-fn agent_with_tool(p: &ScriptedProvider, tool: FnTool<Booking, Concierge>) -> Agent<Booking, Concierge> {
+fn agent_with_tool(
+    p: &ScriptedProvider,
+    tool: FnTool<Booking, Concierge>,
+) -> Agent<Booking, Concierge> {
     Agent::builder()
         .provider(p.clone())
         .clock(agent_core::clock::ManualClock::new(TODAY_MS))
@@ -67,7 +74,10 @@ async fn a_once_call_is_summarised_and_a_plain_yes_runs_it_with_no_model_call() 
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let stored = a.session("s").await.unwrap().unwrap();
     let waiting = stored.proposal.expect("the call waits for the yes");
-    assert_eq!((waiting.tool.as_str(), &waiting.arguments), ("refund", &json!({ "invoice": "INV-7" })));
+    assert_eq!(
+        (waiting.tool.as_str(), &waiting.arguments),
+        ("refund", &json!({ "invoice": "INV-7" }))
+    );
 
     let calls = p.requests().len();
     let r = a.respond("s", "Yes please").await.unwrap();
@@ -92,7 +102,9 @@ async fn a_yes_to_anything_but_the_last_summary_runs_nothing() {
     p.respond(Answer::tool("refund", json!({ "invoice": "INV-7" })));
     a.respond("s", "Please refund INV-7").await.unwrap();
     // A question in between: the summary is no longer what the user answers.
-    p.respond(Answer::message("It is sunny. Would you like anything else?"));
+    p.respond(Answer::message(
+        "It is sunny. Would you like anything else?",
+    ));
     a.respond("s", "What's the weather like?").await.unwrap();
     p.respond(Answer::message("Glad to help."));
     let r = a.respond("s", "yes").await.unwrap();
@@ -136,8 +148,14 @@ async fn a_summary_without_a_template_is_the_description_and_the_values() {
         .confirm(true)
     };
     let a = agent_with_tool(&p, tool);
-    p.respond(Answer::tool("send", json!({ "invoice": "INV-7", "email": "ana@example.com" })));
-    let r = a.respond("s", "mail me INV-7 at ana@example.com").await.unwrap();
+    p.respond(Answer::tool(
+        "send",
+        json!({ "invoice": "INV-7", "email": "ana@example.com" }),
+    ));
+    let r = a
+        .respond("s", "mail me INV-7 at ana@example.com")
+        .await
+        .unwrap();
     assert_eq!(
         r.message,
         "Send the invoice by email: ana@example.com, INV-7. Shall I go ahead?"
@@ -189,7 +207,12 @@ fn booking(ran: &Runs) -> Flow<Booking, Concierge> {
             ran.lock().unwrap().push(json!({ "args": a, "city": city }));
             async move {
                 Ok(ToolOutput::text("booked")
-                    .data(json!({ "booking_id": "BK-1" }).as_object().cloned().unwrap())
+                    .data(
+                        json!({ "booking_id": "BK-1" })
+                            .as_object()
+                            .cloned()
+                            .unwrap(),
+                    )
                     .directive(Directive::complete().reply(format!("Booked in {city}."))))
             }
         },
@@ -199,8 +222,16 @@ fn booking(ran: &Runs) -> Flow<Booking, Concierge> {
         .title("Hotel booking")
         .required(["city", "guests"])
         .cancel_after_tool("The booking stays.")
-        .step(Step::model("ask_city").prompt("Ask which city.").collect(["city"]))
-        .step(Step::model("ask_guests").prompt("Ask how many guests.").collect(["guests"]))
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask which city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .collect(["guests"]),
+        )
         .step(
             Step::model("confirm")
                 .prompt("Book the room when the user agrees.")
@@ -281,7 +312,10 @@ async fn a_yes_in_other_words_runs_the_summarised_call_once_checked() {
     // Not a plain yes: the answer judges it, and the check agrees.
     p.respond(Answer::tool("book", json!({})));
     p.agreement(true);
-    let r = a.respond("s", "That works for us, thank you so much").await.unwrap();
+    let r = a
+        .respond("s", "That works for us, thank you so much")
+        .await
+        .unwrap();
     assert_eq!(runs(&ran).len(), 1);
     assert_eq!(r.message, "Booked in Lisbon.");
     assert_eq!(p.calls_of(CallKind::Agreement), 1);
@@ -295,9 +329,18 @@ async fn a_yes_judged_by_the_model_that_the_check_does_not_confirm_books_nothing
     at_confirm(&p, &a).await;
     p.respond(Answer::tool("book", json!({})));
     p.agreement(false);
-    p.default_answer(CallKind::Respond, Answer::message("No problem, take your time."));
-    p.default_answer(CallKind::ToolRound, Answer::message("No problem, take your time."));
-    let r = a.respond("s", "Hmm, let me think about that").await.unwrap();
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("No problem, take your time."),
+    );
+    p.default_answer(
+        CallKind::ToolRound,
+        Answer::message("No problem, take your time."),
+    );
+    let r = a
+        .respond("s", "Hmm, let me think about that")
+        .await
+        .unwrap();
     assert!(runs(&ran).is_empty(), "{:?}", r.tool_calls);
     assert_eq!(r.step.as_deref(), Some("confirm"));
 }
@@ -335,4 +378,78 @@ async fn the_deprecated_act_on_answer_makes_a_steps_tools_wait_for_the_yes() {
     let r = a.respond("s", "hold the Grand for me").await.unwrap();
     assert!(runs(&ran).is_empty());
     assert_eq!(r.message, "Hold the room: Grand. Shall I go ahead?");
+}
+
+/// A code flow that asks for the user's yes to its summary before it refunds.
+fn refund_flow(
+    tool: FnTool<Booking, Concierge>,
+) -> agent_core::codeflow::CodeFlow<Booking, Concierge> {
+    agent_core::codeflow::CodeFlow::new(
+        "refunds",
+        move |ctx: agent_core::codeflow::FlowCx<Booking, Concierge>| {
+            let tool = tool.clone();
+            async move {
+                if ctx.confirm("refund", "Refund invoice INV-7").await {
+                    let _ = ctx.tool(tool, json!({ "invoice": "INV-7" })).await;
+                    ctx.say("Refunded INV-7.").await;
+                } else {
+                    ctx.say("Nothing was refunded.").await;
+                }
+                ctx.end("done")
+            }
+        },
+    )
+}
+
+fn code_agent(p: &ScriptedProvider, ran: &Runs) -> Agent<Booking, Concierge> {
+    Agent::builder()
+        .provider(p.clone())
+        .code_flow(refund_flow(refund(ran)))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_code_flow_asks_for_the_yes_to_its_summary_and_a_plain_yes_needs_no_call() {
+    let ran = Runs::default();
+    let p = ScriptedProvider::new();
+    let a = code_agent(&p, &ran);
+    let r = a.respond("s", "refund my invoice").await.unwrap();
+    assert_eq!(r.message, "Refund invoice INV-7. Shall I go ahead?");
+    assert_eq!(r.model_calls, 0);
+    assert!(runs(&ran).is_empty());
+    let r = a.respond("s", "yes please").await.unwrap();
+    assert_eq!(r.model_calls, 0);
+    assert_eq!(runs(&ran), vec![json!({ "invoice": "INV-7" })]);
+    assert_eq!(r.message, "Refunded INV-7.");
+}
+
+#[tokio::test]
+async fn a_code_flows_summary_answered_in_other_words_is_judged_alone() {
+    for (said, agrees, refunded) in [
+        ("hmm, I am not sure about that", false, 0),
+        ("that is exactly what I want", true, 1),
+    ] {
+        let ran = Runs::default();
+        let p = ScriptedProvider::new();
+        let a = code_agent(&p, &ran);
+        a.respond("s", "refund my invoice").await.unwrap();
+        p.agreement(agrees);
+        let r = a.respond("s", said).await.unwrap();
+        assert_eq!(p.calls_of(CallKind::Agreement), 1, "{said}");
+        assert_eq!(runs(&ran).len(), refunded, "{said}");
+        let asked = p.last_request().unwrap().messages[0].content.clone();
+        assert!(
+            asked.contains("The assistant asked: \"Refund invoice INV-7. Shall I go ahead?\""),
+            "{asked}"
+        );
+        assert_eq!(
+            r.message,
+            if agrees {
+                "Refunded INV-7."
+            } else {
+                "Nothing was refunded."
+            }
+        );
+    }
 }

@@ -302,7 +302,12 @@ fn held_book() -> FnTool<Booking, Concierge> {
         "Book the room.",
         |_cx: ToolCx<Booking, Concierge>, _a: Args| async move {
             Ok(ToolOutput::text("booked BK-5")
-                .data(json!({ "booking_id": "BK-5" }).as_object().cloned().unwrap())
+                .data(
+                    json!({ "booking_id": "BK-5" })
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+                )
                 .directive(Directive::complete()))
         },
     )
@@ -683,7 +688,10 @@ async fn a_hesitation_judged_a_yes_books_nothing_when_the_answer_alone_does_not_
     p.respond(Answer::message("Booked."));
     let r = a.respond("s", "OK, go ahead and book it").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
-    assert_eq!(r.model_calls, 1, "a plain yes needs no judgement: the outcome only");
+    assert_eq!(
+        r.model_calls, 1,
+        "a plain yes needs no judgement: the outcome only"
+    );
     assert_eq!(p.calls_of(CallKind::Agreement), 1);
 }
 
@@ -810,7 +818,10 @@ async fn a_declined_answer_keeps_a_step_that_requires_its_tool_in_one_call() {
     p.respond(Answer::message("Booked."));
     let r = a.respond("s", "OK, go ahead").await.unwrap();
     assert_eq!(r.data.booking_id.as_deref(), Some("BK-5"));
-    assert_eq!(r.model_calls, 1, "a plain yes to the summary: the outcome only");
+    assert_eq!(
+        r.model_calls, 1,
+        "a plain yes to the summary: the outcome only"
+    );
     assert_eq!(r.flow, None, "the booking completed the flow");
 }
 
@@ -880,8 +891,14 @@ async fn an_idempotent_tool_named_in_the_answer_runs_with_no_consent_form() {
     p.respond(Answer::raw(
         r#"{"action":{"tool":"lookup","with":{"city":"Lisbon"}},"data":{"city":"Lisbon"},"message":"Looking."}"#,
     ));
-    p.default_answer(CallKind::ToolRound, Answer::message("There are 3 hotels in Lisbon."));
-    p.default_answer(CallKind::Respond, Answer::message("There are 3 hotels in Lisbon."));
+    p.default_answer(
+        CallKind::ToolRound,
+        Answer::message("There are 3 hotels in Lisbon."),
+    );
+    p.default_answer(
+        CallKind::Respond,
+        Answer::message("There are 3 hotels in Lisbon."),
+    );
     let r = a
         .respond("s", "Which hotels are in Lisbon? Look them up")
         .await
@@ -949,7 +966,10 @@ async fn a_once_tool_named_in_the_answer_is_summarised_and_a_yes_in_another_lang
     ));
     let r = a.respond("s", "Quiero un reembolso, Lisbon").await.unwrap();
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
-    assert_eq!(r.message, "Refund the stay in a city: Lisbon. Shall I go ahead?");
+    assert_eq!(
+        r.message,
+        "Refund the stay in a city: Lisbon. Shall I go ahead?"
+    );
     // A plain yes in Spanish runs it with the summary's arguments; the model only
     // says the outcome.
     p.respond(Answer::message("Reembolsado."));

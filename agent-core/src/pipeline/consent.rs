@@ -101,7 +101,11 @@ impl<D, C> Gate<D, C> {
     pub(super) fn of(step: &Step<D, C>, proposal: Option<&Proposal>, latest: Option<&str>) -> Self {
         let answers = proposal.is_some_and(|p| step.tools.iter().any(|t| t.name() == p.tool));
         Self {
-            consent: if answers { Consent::Answer } else { Consent::None },
+            consent: if answers {
+                Consent::Answer
+            } else {
+                Consent::None
+            },
             tools: step.tools.clone(),
             withheld: Vec::new(),
             held: Held::Nothing,

@@ -19,6 +19,7 @@ mod patterns;
 mod persist;
 mod predict;
 mod propose;
+pub(crate) use propose::with_go_ahead;
 mod question;
 mod reentry;
 mod resume;

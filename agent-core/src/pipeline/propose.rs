@@ -46,7 +46,8 @@ pub(super) const SUMMARISED: &str = "Not run yet: the user now reads a summary o
 
 /// The result the model reads for a second call in the same round that waits for a
 /// yes: one summary at a time.
-const ONE_AT_A_TIME: &str = "Not run: another action is waiting for the user's yes first. Do not say it was done.";
+const ONE_AT_A_TIME: &str =
+    "Not run: another action is waiting for the user's yes first. Do not say it was done.";
 
 impl<D, C> Step<D, C> {
     /// The tool this step proposes through its `ask`: a step with an `ask` that offers
@@ -104,12 +105,21 @@ pub(crate) fn summary_of<D, C>(tool: &dyn Tool<D, C>, args: &Value) -> String {
             }
         }
     };
-    let what = what.trim();
+    with_go_ahead(&what)
+}
+
+/// `summary` followed by the question whether to go ahead, unless it asks already.
+pub(crate) fn with_go_ahead(summary: &str) -> String {
+    let what = summary.trim();
     if what.ends_with(['?', '？']) {
         return what.to_owned();
     }
-    let stop = if what.ends_with(['.', '!', '。']) { "" } else { "." };
-    format!("{what}{stop} {GO_AHEAD}")
+    let stop = if what.is_empty() || what.ends_with(['.', '!', '。']) {
+        ""
+    } else {
+        "."
+    };
+    format!("{what}{stop} {GO_AHEAD}").trim_start().to_owned()
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
@@ -212,7 +222,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let calls = [call];
         match self.gate_round(&tools, &calls, None) {
             None => Vec::new(),
-            Some(gates) => self.run_round(&tools, &calls, Some((gates, Vec::new()))).await,
+            Some(gates) => {
+                self.run_round(&tools, &calls, Some((gates, Vec::new())))
+                    .await
+            }
         }
     }
 
@@ -220,7 +233,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// call the user just agreed to (the proposal's tool, with no argument other than
     /// the summary's) runs with the summary's arguments; any other is summarised and
     /// runs nothing (`Err`: the result the model reads).
-    pub(super) fn agreement(&mut self, tool: &dyn Tool<D, C>, call: &ToolCall) -> Result<ToolCall, String> {
+    pub(super) fn agreement(
+        &mut self,
+        tool: &dyn Tool<D, C>,
+        call: &ToolCall,
+    ) -> Result<ToolCall, String> {
         if self.agreed
             && self.proposal_stands()
             && let Some(p) = self.proposal.as_ref()
@@ -264,7 +281,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Whether this turn summarised a call for the user's yes.
     pub(super) fn proposed_now(&self) -> bool {
-        self.s.proposal.as_ref().is_some_and(|p| p.turn == self.s.turns)
+        self.s
+            .proposal
+            .as_ref()
+            .is_some_and(|p| p.turn == self.s.turns)
     }
 
     /// Keep a call summarised in this turn's reply for the user's yes.
@@ -321,7 +341,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return false;
         };
         commands.iter().any(|c| {
-            let (Command::SetValue { field, value, .. } | Command::CorrectValue { field, value, .. }) = c
+            let (Command::SetValue { field, value, .. }
+            | Command::CorrectValue { field, value, .. }) = c
             else {
                 return false;
             };
@@ -336,7 +357,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(p) = self.proposal.as_ref() else {
             return false;
         };
-        let Ok(v) = serde_json::from_str::<Value>(super::model::answer::strip_fences(content)) else {
+        let Ok(v) = serde_json::from_str::<Value>(super::model::answer::strip_fences(content))
+        else {
             return false;
         };
         let Some(data) = v.get("data").and_then(Value::as_object) else {

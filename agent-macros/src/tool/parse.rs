@@ -195,11 +195,17 @@ pub fn parse(attr: TokenStream, item: TokenStream, errors: &mut Errors) -> Optio
         } else if meta.path.is_ident("confirm") {
             if meta.input.peek(syn::Token![=]) {
                 let b: syn::LitBool = meta.value()?.parse().map_err(|e| {
-                    syn::Error::new(e.span(), "`confirm` takes `true` or `false`, or stands alone")
+                    syn::Error::new(
+                        e.span(),
+                        "`confirm` takes `true` or `false`, or stands alone",
+                    )
                 })?;
                 confirm = Some(b);
             } else {
-                confirm = Some(syn::LitBool::new(true, syn::spanned::Spanned::span(&meta.path)));
+                confirm = Some(syn::LitBool::new(
+                    true,
+                    syn::spanned::Spanned::span(&meta.path),
+                ));
             }
             Ok(())
         } else if meta.path.is_ident("summary") {

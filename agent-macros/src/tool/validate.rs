@@ -31,7 +31,11 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
         }
     }
     if let Some(t) = &def.summary {
-        let names: Vec<String> = def.args.iter().map(|a| crate::diag::name(&a.ident)).collect();
+        let names: Vec<String> = def
+            .args
+            .iter()
+            .map(|a| crate::diag::name(&a.ident))
+            .collect();
         for p in placeholders(&t.value()) {
             if !names.iter().any(|n| *n == p) {
                 errors.push(

@@ -444,7 +444,11 @@ async fn on_a_small_model_a_yes_after_codes_nothing_done_yet_books_what_the_summ
     agent.respond("s", &day.to_string()).await.unwrap();
     model.respond(Answer::message("OK.").command(Command::decline()));
     let r = agent.respond("s", "No, not yet").await.unwrap();
-    assert!(r.message.starts_with("Nothing has been done yet"), "{}", r.message);
+    assert!(
+        r.message.contains("Nothing has been done yet"),
+        "{}",
+        r.message
+    );
     // Code's text asks about the same summary: the yes to it books.
     let r = agent.respond("s", "ok, yes").await.unwrap();
     assert!(r.data.appointment_id.is_some(), "{r:?}");

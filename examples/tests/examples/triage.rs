@@ -38,7 +38,6 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
 
     // The model's refund call waits for the user's yes: code wrote its summary.
     assert!(rs[1].tool_calls.is_empty(), "{printed}");
-    assert_eq!(rs[1].data.invoice.as_deref(), Some("INV-7"));
     assert_eq!(
         rs[1].message,
         "Refund the duplicate charge on INV-7. Shall I go ahead?"
@@ -51,6 +50,7 @@ async fn the_desk_hands_over_and_takes_back_within_each_turn() {
     assert_eq!(rs[2].flow.as_deref(), Some("triage"));
     assert_eq!(rs[2].tool_calls[0].name, "refund");
     assert_eq!(rs[2].tool_calls[0].arguments, json!({ "invoice": "INV-7" }));
+    assert_eq!(rs[2].data.invoice.as_deref(), Some("INV-7"));
     assert_eq!(
         rs[2].message,
         "Refunded the duplicate charge on INV-7. Anything else I can help with?"

@@ -10,6 +10,16 @@ use super::{FlowCx, Request};
 use crate::codeflow::journal::Entry;
 use crate::error::CodeFlowError;
 
+/// How the answer to a question is read.
+enum Reading {
+    /// Extracted by the model against a schema.
+    Model(Value),
+    /// The message as it is.
+    Verbatim,
+    /// A yes or no to a summary.
+    Agreement,
+}
+
 impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// Ask the user `text` and wait for the answer, extracted by the model against
     /// `T`'s schema. The first time, the turn ends with `text` as the reply; the next
@@ -27,7 +37,7 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
         text: impl Into<String>,
     ) -> T {
         self.ask_as(key, text.into(), || {
-            Some(serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
+            Reading::Model(serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null))
         })
         .await
     }
@@ -37,16 +47,43 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
     /// correct). A blank message asks again; a message made only of stop words stops
     /// the flow, as for [`FlowCx::ask`].
     pub async fn ask_text(&self, key: &str, text: impl Into<String>) -> String {
-        self.ask_as(key, text.into(), || None).await
+        self.ask_as(key, text.into(), || Reading::Verbatim).await
     }
 
-    /// The ask machinery: `schema` gives the answer's schema for a model extraction,
-    /// or `None` to take the message verbatim.
-    async fn ask_as<T: DeserializeOwned>(
+    /// Show the user `summary` of what the flow is about to do and ask whether to go
+    /// ahead; `true` on a yes. The question is `summary` followed by "Shall I go
+    /// ahead?" unless it ends with a question already. A plain yes ("yes", "ok, go
+    /// ahead", "sí, por favor") is read by code with no model call; any other answer
+    /// is judged in a short call of its own, and one it cannot read is a no. The
+    /// answer is recorded like [`FlowCx::ask`]'s, keyed by `key`.
+    ///
+    /// This is the code flow's form of the one way a tool waits for the user's
+    /// agreement ([`crate::tool::Tool::needs_agreement`]): write the summary from the
+    /// exact values the call will use, and make the call only on `true`. A tool a
+    /// code flow calls with [`FlowCx::tool`] runs when the code calls it.
+    ///
+    /// ```no_run
+    /// # use agent_core::codeflow::FlowCx;
+    /// # async fn f(cx: FlowCx<(), ()>) -> Result<(), agent_core::codeflow::ToolFailure> {
+    /// # let refund = agent_core::tool::FnTool::raw("refund", "Refund.", serde_json::json!({}), |_cx: agent_core::tool::ToolCx<(), ()>, _a: serde_json::Value| async { Ok(agent_core::tool::ToolOutput::text("ok")) });
+    /// let invoice: String = cx.ask("invoice", "Which invoice?").await;
+    /// if cx.confirm("refund", format!("Refund the duplicate charge on {invoice}")).await {
+    ///     cx.tool(refund, serde_json::json!({ "invoice": invoice })).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn confirm(&self, key: &str, summary: impl Into<String>) -> bool {
+        let question = crate::pipeline::with_go_ahead(&summary.into());
+        self.ask_as(key, question, || Reading::Agreement).await
+    }
+
+    /// The ask machinery: `schema` gives how the answer is read (a model extraction
+    /// against a schema, the message verbatim, or a yes or no).
+    async fn ask_as<T: DeserializeOwned, R: Into<Reading>>(
         &self,
         key: &str,
         question: String,
-        schema: impl FnOnce() -> Option<Value>,
+        schema: impl FnOnce() -> R,
     ) -> T {
         enum Step {
             Answered(Value),
@@ -106,8 +143,8 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
                 std::future::pending().await
             }
             Step::Open(Some(message)) => {
-                let extracted = match schema() {
-                    Some(schema) => {
+                let extracted = match schema().into() {
+                    Reading::Model(schema) => {
                         let (reply, rx) = oneshot::channel();
                         let _ = self.inner.tx.send(Request::Extract {
                             key: key.to_owned(),
@@ -117,8 +154,13 @@ impl<D: Send + Sync + 'static, C: Send + Sync + 'static> FlowCx<D, C> {
                         });
                         rx.await.ok().flatten()
                     }
-                    None => Some(Value::String(message))
+                    Reading::Verbatim => Some(Value::String(message))
                         .filter(|v| v.as_str().is_some_and(|m| !m.trim().is_empty())),
+                    Reading::Agreement => {
+                        let (reply, rx) = oneshot::channel();
+                        let _ = self.inner.tx.send(Request::Agree { reply });
+                        rx.await.ok().map(Value::Bool)
+                    }
                 };
                 let typed = extracted
                     .and_then(|v| serde_json::from_value::<T>(v.clone()).ok().map(|t| (t, v)));

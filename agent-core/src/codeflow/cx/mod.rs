@@ -26,6 +26,8 @@ pub(crate) enum Request<D, C> {
         schema: Value,
         reply: oneshot::Sender<Option<Value>>,
     },
+    /// Whether the user's message agrees to the summary the flow asked about.
+    Agree { reply: oneshot::Sender<bool> },
     /// Run a tool.
     Tool {
         tool: Result<Arc<dyn Tool<D, C>>, String>,

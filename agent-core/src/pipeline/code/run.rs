@@ -126,6 +126,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 Err(e) => { served = Err(e); break Stop::Broken; }
                             }
                         }
+                        Some(Request::Agree { reply }) => {
+                            // A plain yes is read by code; anything else is judged alone.
+                            let yes = if super::super::consent::plainly_agrees(self.msg, &[]) {
+                                true
+                            } else {
+                                match self.agrees_with_last_question().await {
+                                    Ok(yes) => yes,
+                                    Err(e) => { served = Err(e); break Stop::Broken; }
+                                }
+                            };
+                            let _ = reply.send(yes);
+                        }
                         Some(Request::Tool { tool, name, args, reply }) => {
                             // The call a person just decided (a resumed turn).
                             if let Some(h) = self.decided.take_if(|h| h.tool == name && h.arguments == args) {
