@@ -26,6 +26,7 @@ pub(crate) mod validate;
 
 pub use date::{CalendarValue, Date, DateTime};
 pub(crate) use extract::{Extracted, read_extraction};
+pub(crate) use validate::parse_date;
 
 /// A shallow write to session data or context: top-level keys replace, nested values are
 /// not deep-merged. `null` clears an optional field.
@@ -295,6 +296,33 @@ impl DataSchema {
     /// The JSON schema of one field.
     pub fn property(&self, field: &str) -> Option<&Value> {
         self.properties.get(field)
+    }
+
+    /// Whether `field` holds a calendar date (`"format": "date"`, as
+    /// [`crate::data::Date`] and `Option<Date>` fields do).
+    pub(crate) fn is_date(&self, field: &str) -> bool {
+        fn dated(s: &Value, defs: Option<&Value>, depth: u32) -> bool {
+            if depth > 4 {
+                return false;
+            }
+            if s.get("format").and_then(Value::as_str) == Some("date") {
+                return true;
+            }
+            let by_ref = s
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .and_then(|name| defs?.get(name))
+                .is_some_and(|t| dated(t, defs, depth + 1));
+            by_ref
+                || ["anyOf", "oneOf"].iter().any(|k| {
+                    s.get(*k)
+                        .and_then(Value::as_array)
+                        .is_some_and(|b| b.iter().any(|b| dated(b, defs, depth + 1)))
+                })
+        }
+        self.property(field)
+            .is_some_and(|p| dated(p, self.defs.as_ref(), 0))
     }
 
     /// Shared `$defs` that field schemas may reference (`#/$defs/...`).

@@ -510,7 +510,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                         && !ran_tool
                     {
-                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        let data = self.question_values(&flow, *j);
                         let mut told = std::mem::take(&mut self.told);
                         told.push(crate::template::render(t, &data));
                         out.message = told.join(" ");
@@ -519,7 +519,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         && !self.reply_settled_since(0)
                         && !ran_tool
                     {
-                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        let data = self.question_values(&flow, *j);
                         let q = crate::template::render(t, &data);
                         self.code_wrote.push(q.clone());
                         out.message = if tells {
@@ -558,7 +558,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             self.renew_proposal();
                         }
                         // Not a copy of the summary or of the last message.
-                        let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                        let data = self.question_values(&flow, *j);
                         let summary = question
                             .as_deref()
                             .map(|t| crate::template::render(t, &data));
@@ -904,13 +904,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 // has one; else what this turn stored, and a question for what
                 // the user wants next (never an empty reply).
                 if message.is_empty() {
-                    let data = serde_json::to_value(&self.s.data).unwrap_or_default();
                     message = match finalize_step
                         .as_ref()
-                        .and_then(|(flow, j)| self.step_question(flow, *j))
+                        .and_then(|(flow, j)| Some((self.step_question(flow, *j)?, flow, *j)))
                     {
-                        Some(t) => crate::template::render(&t, &data),
-                        None => self.noted(&data),
+                        Some((t, flow, j)) => {
+                            crate::template::render(&t, &self.question_values(flow, j))
+                        }
+                        None => {
+                            let data = serde_json::to_value(&self.s.data).unwrap_or_default();
+                            self.noted(&data)
+                        }
                     };
                     self.code_wrote.push(message.clone());
                 }

@@ -143,6 +143,41 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         serde_json::to_value(&self.s.data).unwrap_or_default()
     }
 
+    /// The values a summary shows: dates as people say them ("Wednesday 1 July",
+    /// with the year when it is not this year's on the agent's clock), the others as
+    /// stored.
+    pub(super) fn summary_values(&self) -> Value {
+        let mut data = self.data_now();
+        let today = self.today();
+        if let Some(o) = data.as_object_mut() {
+            for (k, v) in o.iter_mut() {
+                let spoken = v
+                    .as_str()
+                    .filter(|_| self.a.schema.is_date(k))
+                    .and_then(crate::data::parse_date)
+                    .map(|d| spoken_date(d, today));
+                if let Some(s) = spoken {
+                    *v = Value::String(s);
+                }
+            }
+        }
+        data
+    }
+
+    /// The values step `j` of `flow` renders its question with: a step that proposes
+    /// a call through its `ask` shows a summary ([`Turn::summary_values`]).
+    pub(super) fn question_values(&self, flow: &crate::flow::Flow<D, C>, j: usize) -> Value {
+        if flow
+            .steps
+            .get(j)
+            .is_some_and(|s| s.proposes_by_ask().is_some())
+        {
+            self.summary_values()
+        } else {
+            self.data_now()
+        }
+    }
+
     /// Whether the summary the user answers still shows the stored values.
     pub(super) fn proposal_stands(&self) -> bool {
         self.proposal
@@ -309,7 +344,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if proposed.name() != tool || !within(args, &json!({})) {
             return None;
         }
-        let summary = crate::template::render(step.ask.as_deref()?, &self.data_now());
+        let summary = crate::template::render(step.ask.as_deref()?, &self.summary_values());
         (!summary.trim().is_empty()).then_some(summary)
     }
 
@@ -327,7 +362,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let (Some(tool), Some(ask)) = (step.proposes_by_ask(), step.ask.as_deref()) else {
             return;
         };
-        let summary = crate::template::render(ask, &self.data_now());
+        let summary = crate::template::render(ask, &self.summary_values());
         if summary.trim().is_empty() || !message.contains(summary.trim()) {
             return;
         }
@@ -385,6 +420,17 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 }
 
+/// A day as a summary says it: "Wednesday 1 July", and the year when it is not
+/// `today`'s ("Friday 1 January 2027").
+fn spoken_date(d: time::Date, today: time::Date) -> String {
+    let day = format!("{} {} {}", d.weekday(), d.day(), d.month());
+    if d.year() == today.year() {
+        day
+    } else {
+        format!("{day} {}", d.year())
+    }
+}
+
 /// Whether the model's `args` name nothing beyond the summary's `fixed` (each value
 /// it gives is the summary's): the call agreed to.
 fn within(args: &Value, fixed: &Value) -> bool {
@@ -406,6 +452,20 @@ fn same(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::within;
     use serde_json::json;
+
+    #[test]
+    fn a_summary_says_a_day_with_its_weekday_and_the_year_only_when_another() {
+        use time::macros::date;
+        let today = date!(2026 - 06 - 15);
+        assert_eq!(
+            super::spoken_date(date!(2026 - 07 - 01), today),
+            "Wednesday 1 July"
+        );
+        assert_eq!(
+            super::spoken_date(date!(2027 - 01 - 01), today),
+            "Friday 1 January 2027"
+        );
+    }
 
     #[test]
     fn a_call_within_the_summary_is_the_one_agreed_to() {

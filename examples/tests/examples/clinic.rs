@@ -36,7 +36,10 @@ async fn the_booking_resumes_after_the_hours_and_books_on_a_yes() {
     let day = clinic::next_monday();
     assert_eq!(
         rs[4].message,
-        format!("Here is your appointment: a check-up for Anna Berg on {day}. Shall I book it?")
+        format!(
+            "Here is your appointment: a check-up for Anna Berg on {}. Shall I book it?",
+            crate::spoken(day)
+        )
     );
     // The yes books it; the reply is the tool's.
     assert_eq!(rs[5].stopped, StoppedReason::Reply);
@@ -179,7 +182,8 @@ async fn on_a_small_model_a_day_and_nothing_else_answers_the_days_question_with_
     assert_eq!(
         r.message,
         format!(
-            "Here is your appointment: a check-up for Anna Berg on {tomorrow}. Shall I book it?"
+            "Here is your appointment: a check-up for Anna Berg on {}. Shall I book it?",
+            crate::spoken(tomorrow)
         )
     );
     assert!(
@@ -384,8 +388,10 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     let day = clinic::next_monday();
     model.respond(Answer::message("Thanks.").with_data(json!({"day": day.to_string()})));
     let r = agent.respond("s", &day.to_string()).await.unwrap();
-    let summary =
-        format!("Here is your appointment: a check-up for Anna Berg on {day}. Shall I book it?");
+    let summary = format!(
+        "Here is your appointment: a check-up for Anna Berg on {}. Shall I book it?",
+        crate::spoken(day)
+    );
     assert_eq!(r.message, summary);
 
     // The model's answer reads the engine's instruction back: code answers instead.
@@ -425,7 +431,8 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     assert_eq!(
         r.message,
         format!(
-            "Sure, I've updated it. Here is your appointment: a sore throat for Anna Berg on {day}. Shall I book it?"
+            "Sure, I've updated it. Here is your appointment: a sore throat for Anna Berg on {}. Shall I book it?",
+            crate::spoken(day)
         )
     );
     assert_eq!(r.data.appointment_id, None);

@@ -39,7 +39,7 @@ async fn the_guest_books_a_room_in_lisbon_in_four_turns() {
         r(2).message,
         format!(
             "Here is your booking: a room in Lisbon from {} for 2 guest(s). Shall I book it?",
-            concierge::next_july_first()
+            crate::spoken(concierge::next_july_first())
         )
     );
     assert_eq!(r(3).stopped, StoppedReason::Reply);

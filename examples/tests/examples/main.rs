@@ -20,6 +20,20 @@ macro_rules! run_example {
     }};
 }
 
+/// A day as code's summaries say it: "Wednesday 1 July", with the year when it is not
+/// this year's on the system clock (the examples' agents run on it).
+fn spoken(d: agent_core::data::Date) -> String {
+    use agent_core::clock::{Clock, SystemClock, TimeZone};
+    let today = TimeZone::utc().local(SystemClock.now_ms()).date();
+    let t = d.to_time();
+    let day = format!("{} {} {}", t.weekday(), t.day(), t.month());
+    if t.year() == today.year() {
+        day
+    } else {
+        format!("{day} {}", t.year())
+    }
+}
+
 mod bench_example;
 mod branching;
 mod clinic;
