@@ -966,6 +966,13 @@ async fn a_once_tool_named_in_the_answer_is_summarised_and_a_yes_in_another_lang
     ));
     let r = a.respond("s", "Quiero un reembolso, Lisbon").await.unwrap();
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
+    // Judged as a request first: the answer names the tool only when the user asked.
+    let asked = p.last_request().unwrap();
+    assert!(
+        asked.system.contains("first set `agreed`"),
+        "{}",
+        asked.system
+    );
     assert_eq!(
         r.message,
         "Refund the stay in a city: Lisbon. Shall I go ahead?"

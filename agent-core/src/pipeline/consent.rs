@@ -24,6 +24,13 @@ pub(super) enum Consent {
     None,
     /// Whether the user's latest message agrees to the summary the user read last.
     Answer,
+    /// Whether the user asked for the action (in this message or earlier): a step that
+    /// offers a tool waiting for the user's yes, with no summary pending. A call the
+    /// answer names then is summarised for the yes, not run. Asked as "null or a
+    /// call", Qwen2.5-Coder 1.5B rarely named the refund the user asked for, and wrote
+    /// its instructions into the reply instead (help desk, 2026-12-01: 7 of 30 runs
+    /// failed, 4 of them refunds); asked to judge the request first, it named it.
+    Request,
 }
 
 impl Consent {
@@ -34,6 +41,7 @@ impl Consent {
                 "To use one, set `action` to {\"tool\": its name, \"with\": its arguments}; the user sees your message after the tool ran. Otherwise set `action` to null."
             }
             Self::Answer => CONSENT_RULE,
+            Self::Request => REQUEST_RULE,
         }
     }
 
@@ -45,6 +53,10 @@ impl Consent {
             Self::None => None,
             Self::Answer => Some(format!(
                 "Is the user's latest message, {}, a yes (it agrees or asks you to go ahead), a no, new details or something else? Set `action.answer` accordingly.",
+                quoted()
+            )),
+            Self::Request => Some(format!(
+                "Act only on the user's request: has the user asked for it, in the latest message ({}) or earlier without taking it back? Set `action.agreed` accordingly.",
                 quoted()
             )),
         }
@@ -67,6 +79,10 @@ pub(super) const NOT_YES: [&str; 3] = ["no", "new details", "something else"];
 /// message is classed first (`answer`), and only a yes goes on to a tool and its
 /// arguments.
 const CONSENT_RULE: &str = "In `action`, first set `answer` to what the user's latest message is: \"yes\" (it agrees or asks you to go ahead), \"no\", \"new details\" or \"something else\". Only with \"yes\", also name the tool and its arguments; it runs before the user reads your message.";
+
+/// The form for a step that offers a tool waiting for the user's yes: the user must
+/// have asked for it before the answer names it (the call is then summarised).
+const REQUEST_RULE: &str = "In `action`, first set `agreed`: true if the user has asked for the action (in the latest message, or earlier without taking it back), false otherwise. When true, also name the tool and its arguments.";
 
 /// Which of a step's tools this answer may call, and how it judges consent.
 pub(super) struct Gate<D, C> {
@@ -96,16 +112,19 @@ enum Held {
 impl<D, C> Gate<D, C> {
     /// The gate for an answer about `step`: the answer to the summary in
     /// `proposal` when it is of one of the step's tools (the user's latest message is
-    /// `latest`); otherwise every tool is offered and a call of one that needs the
-    /// user's agreement is summarised, not run.
+    /// `latest`); otherwise every tool is offered, judged as a request when one waits
+    /// for the user's yes (a call of it is then summarised, not run).
     pub(super) fn of(step: &Step<D, C>, proposal: Option<&Proposal>, latest: Option<&str>) -> Self {
         let answers = proposal.is_some_and(|p| step.tools.iter().any(|t| t.name() == p.tool));
+        let consent = if answers {
+            Consent::Answer
+        } else if step.offers_agreed_tool() {
+            Consent::Request
+        } else {
+            Consent::None
+        };
         Self {
-            consent: if answers {
-                Consent::Answer
-            } else {
-                Consent::None
-            },
+            consent,
             tools: step.tools.clone(),
             withheld: Vec::new(),
             held: Held::Nothing,

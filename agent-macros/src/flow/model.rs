@@ -99,7 +99,7 @@ pub struct StepDef {
     pub tools: Option<(Span, Vec<syn::Expr>)>,
     /// `requires_tool(..)`: tools that must have run before the flow ends here.
     pub requires_tool: Vec<syn::Expr>,
-    /// `act_on_answer`: the step's tools only in a call that reads the answer to it.
+    /// `act_on_answer` (deprecated): the step's tools wait for the user's yes to a summary.
     pub act_on_answer: Option<Span>,
     /// `ask = ".."`: the code-written question of a model step.
     pub ask: Option<syn::LitStr>,

@@ -37,7 +37,7 @@ pub fn validate(def: &ToolDef, errors: &mut Errors) {
             .map(|a| crate::diag::name(&a.ident))
             .collect();
         for p in placeholders(&t.value()) {
-            if !names.iter().any(|n| *n == p) {
+            if !names.contains(&p) {
                 errors.push(
                     t.span(),
                     format!(

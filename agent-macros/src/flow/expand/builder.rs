@@ -353,8 +353,9 @@ pub(super) fn step_stmts(
             };
             sb.push(quote!(.ask(#text)));
         }
-        if s.act_on_answer.is_some() {
-            sb.push(quote!(.act_on_answer()));
+        if let Some(span) = s.act_on_answer {
+            // Deprecated: the warning points at the user's `act_on_answer`.
+            sb.push(quote_spanned!(span=> .act_on_answer()));
         }
         if s.end {
             sb.push(quote!(.end()));
