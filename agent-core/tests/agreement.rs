@@ -71,6 +71,7 @@ async fn a_once_call_is_summarised_and_a_plain_yes_runs_it_with_no_model_call() 
     let r = a.respond("s", "Please refund INV-7").await.unwrap();
     assert!(runs(&ran).is_empty(), "nothing runs before the yes");
     assert_eq!(r.message, "Refund invoice INV-7. Shall I go ahead?");
+    assert_eq!(r.stopped, StoppedReason::NeedsInput, "the summary asks");
     assert!(r.tool_calls.is_empty(), "{:?}", r.tool_calls);
     let stored = a.session("s").await.unwrap().unwrap();
     let waiting = stored.proposal.expect("the call waits for the yes");

@@ -166,6 +166,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let message = cap_chars(message, max);
         self.propose_by_ask(&message);
+        if self.proposed_now() && stopped == StoppedReason::Reply {
+            // Code's summary of a call asks for the user's yes: the turn waits for it.
+            stopped = StoppedReason::NeedsInput;
+        }
         Ok((message, stopped, deltas))
     }
 
