@@ -48,54 +48,79 @@ impl<'a> Instructions<'a> {
         }
     }
 
-    /// What a reply must not read back from these instructions.
+    /// What a reply must not read back from these instructions. The system text is
+    /// the same bytes call after call in a step, so its lines are read once and kept
+    /// whole; the per-turn state is read line by line.
     fn read_back(&self) -> ReadBack {
-        let lines = self.system.lines().chain(self.state.lines());
-        let mut rb = ReadBack {
-            lines: Vec::new(),
-            marker: bare(&normalise(STATE_MARKER)),
-        };
-        match self.cache {
-            Some(c) => {
-                let mut cached = c.lines.lock().unwrap_or_else(PoisonError::into_inner);
-                if cached.len() > ReadBackCache::MAX_LINES {
-                    cached.clear();
-                }
-                for line in lines {
-                    if let Some(l) = cached.get(line) {
-                        if !l.is_empty() {
-                            rb.lines.push(l.clone());
-                        }
-                        continue;
-                    }
-                    let l = Arc::new(LineReadBack::of(line));
-                    cached.insert(Arc::from(line), l.clone());
-                    if !l.is_empty() {
-                        rb.lines.push(l);
-                    }
-                }
-            }
-            None => rb.lines.extend(
-                lines
+        let Some(c) = self.cache else {
+            let lines = self.system.lines().chain(self.state.lines());
+            return ReadBack {
+                system: Arc::new(LineReadBack::default()),
+                lines: lines
                     .map(LineReadBack::of)
                     .filter(|l| !l.is_empty())
-                    .map(Arc::new),
-            ),
+                    .map(Arc::new)
+                    .collect(),
+            };
+        };
+        let mut cached = c.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if cached.len() > ReadBackCache::MAX_LINES {
+            cached.clear();
         }
-        rb
+        let mut read = |text: &str, into: &mut Vec<Arc<LineReadBack>>| {
+            for line in text.lines() {
+                if let Some(l) = cached.get(line) {
+                    if !l.is_empty() {
+                        into.push(l.clone());
+                    }
+                    continue;
+                }
+                let l = Arc::new(LineReadBack::of(line));
+                cached.insert(Arc::from(line), l.clone());
+                if !l.is_empty() {
+                    into.push(l);
+                }
+            }
+        };
+        let mut systems = c.systems.lock().unwrap_or_else(PoisonError::into_inner);
+        let system = match systems.get(self.system) {
+            Some(s) => s.clone(),
+            None => {
+                let mut v = Vec::new();
+                read(self.system, &mut v);
+                let mut all = LineReadBack::default();
+                for l in v {
+                    all.exact.extend(l.exact.iter().cloned());
+                    all.within.extend(l.within.iter().cloned());
+                }
+                let s = Arc::new(all);
+                if systems.len() >= ReadBackCache::MAX_SYSTEMS {
+                    systems.clear();
+                }
+                systems.insert(Arc::from(self.system), s.clone());
+                s
+            }
+        };
+        let mut lines = Vec::new();
+        read(self.state, &mut lines);
+        ReadBack { system, lines }
     }
 }
 
-/// The [`LineReadBack`] of the instruction lines an agent sent lately.
+/// The [`LineReadBack`] of the instruction lines an agent sent lately, and of its
+/// system texts whole.
 #[derive(Default)]
 pub(crate) struct ReadBackCache {
     lines: Mutex<FxHashMap<Arc<str>, Arc<LineReadBack>>>,
+    systems: Mutex<FxHashMap<Arc<str>, Arc<LineReadBack>>>,
 }
 
 impl ReadBackCache {
     /// Lines kept; past it, the cache starts again (lines that carry values, such as
     /// the collected data, differ from call to call).
     const MAX_LINES: usize = 4096;
+    /// System texts kept (one per step and flow, give or take the day's date).
+    const MAX_SYSTEMS: usize = 256;
 }
 
 /// `text` without repeated sentences, without sentences copied from `prompt` (the
@@ -272,19 +297,28 @@ const USER_MIN_WORDS: usize = 3;
 /// city the user wants to stay in next."); the author's facts ("The pool is closed
 /// today.") only when said alone, as a reply may rightly build on them.
 pub(crate) struct ReadBack {
+    /// The system text's lines, as one.
+    system: Arc<LineReadBack>,
+    /// The per-turn state's lines.
     lines: Vec<Arc<LineReadBack>>,
-    /// The marker that starts the per-turn state, said anywhere.
-    marker: String,
 }
+
+/// The marker that starts the per-turn state, as [`bare`] reads it: said anywhere, it
+/// is read back.
+static MARKER: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| bare(&normalise(STATE_MARKER)));
 
 impl ReadBack {
     fn said_in(&self, bare: &str) -> bool {
-        (self.marker.len() <= bare.len() && bare.contains(self.marker.as_str()))
+        (MARKER.len() <= bare.len() && bare.contains(MARKER.as_str()))
+            || self.system.said_in(bare)
             || self.lines.iter().any(|l| l.said_in(bare))
     }
 }
 
-/// What a reply must not read back from one line of the instructions.
+/// What a reply must not read back from one line of the instructions (or from a
+/// system text's lines together).
+#[derive(Default)]
 pub(crate) struct LineReadBack {
     /// Statements a reply sentence must not be.
     exact: Vec<String>,
@@ -356,9 +390,11 @@ fn about_the_user(bare: &str) -> bool {
         "portal",
         "community",
     ];
-    let padded = format!(" {bare}");
-    padded.match_indices(" the user").any(|(i, m)| {
-        let rest = &padded[i + m.len()..];
+    bare.match_indices("the user").any(|(i, m)| {
+        if !bare[..i].is_empty() && !bare[..i].ends_with(' ') {
+            return false;
+        }
+        let rest = &bare[i + m.len()..];
         let rest = rest.strip_prefix("'s").unwrap_or(rest);
         // "the users" or "the username" is another word.
         let Some(rest) = rest
@@ -566,6 +602,8 @@ mod tests {
         let t = "Which date? Collected so far: city = Porto, guests = 2.";
         assert_eq!(tidy(t, 400, &p, "", None).as_deref(), Some("Which date?"));
         assert_eq!(cache.lines.lock().map(|e| e.len()).unwrap_or(0), 4);
+        // The system text is read once, whole, for both turns.
+        assert_eq!(cache.systems.lock().map(|e| e.len()).unwrap_or(0), 1);
         // A reply with no sentence long enough to be a copy reads nothing.
         let other = Instructions::new("Another system text, long enough to count.", "", &cache);
         assert_eq!(tidy("Which city? Thanks.", 400, &other, "", None), None);

@@ -6,7 +6,7 @@
 //! into the serialized value and deserializing the result, so every write is checked by
 //! the data type itself and either applies whole or not at all.
 
-use std::collections::HashMap;
+use crate::fxhash::FxHashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -84,7 +84,7 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct DataSchema {
     fields: Vec<Arc<str>>,
-    index: HashMap<Arc<str>, usize>,
+    index: FxHashMap<Arc<str>, usize>,
     properties: Map<String, Value>,
     defs: Option<Value>,
     patterns: validate::Patterns,
@@ -454,6 +454,11 @@ impl FieldSet {
             self.words.resize(w + 1, 0);
         }
         self.words[w] |= 1 << (i % 64);
+    }
+
+    /// Whether the set holds no index.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
     }
 
     /// Whether the index is in the set.

@@ -474,7 +474,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                                 if rounds <= self.rerender_cap() {
                                     let said = std::mem::take(&mut out.message);
                                     let leaves = out.take_cancel()
-                                        && super::stack::mentions_stopping(self.msg);
+                                        && super::stack::said_stopping(self.said());
                                     match self.start_flow(target, said, leaves).await? {
                                         // The flow handed to reads the message (data
                                         // first).

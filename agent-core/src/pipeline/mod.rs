@@ -261,6 +261,9 @@ pub(crate) struct Turn<'a, D, C> {
     pub(crate) end_reason: Option<String>,
     /// The cached previous save, reused by the incremental encoding.
     pub(crate) prev: Option<crate::session::PreviousSave>,
+    /// The message as the recognisers of common phrasings read it
+    /// ([`crate::data::ground::normalize`]), worked out once: [`Turn::said`].
+    said: std::sync::OnceLock<String>,
     /// What this turn saved, for the decoded-session cache.
     pub(crate) saved: Option<(Vec<u8>, crate::session::HistorySpan)>,
     /// When the turn's work must be done (`AgentConfig::turn_timeout`).
@@ -413,6 +416,7 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             from_code: false,
             end_reason: None,
             prev,
+            said: std::sync::OnceLock::new(),
             saved: None,
             deadline: None,
             lease: None,
@@ -510,6 +514,13 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             turn: &self.dispatcher,
             effects: &self.once_effects,
         }
+    }
+
+    /// The message normalised as the recognisers of common phrasings read it, worked
+    /// out once per turn.
+    pub(crate) fn said(&self) -> &str {
+        self.said
+            .get_or_init(|| crate::data::ground::normalize(self.msg))
     }
 
     /// Fail the turn if a callback panicked where its error could not be returned at

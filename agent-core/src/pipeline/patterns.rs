@@ -78,8 +78,14 @@ const FILLER: &[&str] = &[
 /// ("can I talk to a human?", "connect me with someone from your staff"), or a
 /// person word with nothing but filler ("representative please"). "My manager told
 /// me to talk to you" is not one: the person comes before the verb.
+#[cfg(test)]
 pub(super) fn plainly_asks_for_person(message: &str) -> bool {
-    let said = crate::data::ground::normalize(message);
+    said_asks_for_person(&crate::data::ground::normalize(message))
+}
+
+/// [`plainly_asks_for_person`] of a message already normalised
+/// ([`Turn::said`](crate::pipeline::Turn::said)).
+pub(super) fn said_asks_for_person(said: &str) -> bool {
     let words: Vec<&str> = said.split_whitespace().collect();
     let person =
         |w: &str| PERSON.contains(&w) || w.strip_suffix('s').is_some_and(|w| PERSON.contains(&w));
@@ -110,7 +116,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<Option<PatternRead>, AgentError> {
         // Code's recognition applies where the user answered: once a branch, hook or
         // signal of the agent moved the turn to another flow, that flow decides.
-        let plain = self.transitions.len() == self.read_from && plainly_asks_for_person(self.msg);
+        let plain = self.transitions.len() == self.read_from && said_asks_for_person(self.said());
         // A message that plainly asks for a person is that request: a cancel or two
         // flows the model read in it ("can I talk to a human?" read as stopping the
         // flow) give way to the handoff.
@@ -344,7 +350,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         };
         let agreed = plainly_agrees(self.msg, &[])
-            || plainly_asks_for_person(self.msg)
+            || said_asks_for_person(self.said())
             || self.agrees_with_last_question().await?;
         if !agreed {
             self.handled(Command::Decline);

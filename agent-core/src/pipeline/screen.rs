@@ -378,7 +378,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return None;
         }
         let year = day.year().to_string();
-        let said = crate::data::ground::normalize(self.msg);
+        let said = self.said();
         (!said.contains(&year) && !said.contains("next year")).then(|| {
             format!(
                 "{day} is {} months away, and the message names no year",
@@ -462,7 +462,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field));
         asked
             || x.value.as_str().is_some_and(|v| {
-                let said = normalize(self.msg);
+                let said = self.said();
                 normalize(v)
                     .split_whitespace()
                     .filter(|w| w.chars().count() >= 3)

@@ -64,7 +64,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// read-ahead reads the message for the flows it hands to as well. A field nothing
     /// the user said could be a value of is not read ([`crate::data::spot`]).
     fn may_extract(&self, flow: &Flow<D, C>) -> bool {
-        !self.fields_to_read(flow).is_empty()
+        self.fields_read(flow) > 0
     }
 
     /// What the sorting call that started `flow` read for it
@@ -239,7 +239,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // would follow it in the same turn.
         if !matches!(predicted, Some(Stop::Render(..) | Stop::Closing(..)))
             && let Some(j) = alt
-            && super::stack::mentions_stopping(self.msg)
+            && super::stack::said_stopping(self.said())
         {
             predicted = Some(Stop::Render(flow.id.clone(), j));
         }
@@ -386,7 +386,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             {
                 let said = std::mem::take(&mut sp.out.message);
                 let ahead = ahead.and_then(|d| self.preview_for(&target, d));
-                let leaves = sp.out.take_cancel() && super::stack::mentions_stopping(self.msg);
+                let leaves = sp.out.take_cancel() && super::stack::said_stopping(self.said());
                 match self.start_flow(target, said, leaves).await? {
                     None => {
                         self.preview = ahead;

@@ -61,9 +61,15 @@ const STOP_WORDS: &[&str] = &["cancel", "stop", "quit", "abort", "nevermind", "f
 /// Whether `message` only asks to stop: it names a stop word and nothing but
 /// [`STOP`] words, words of `names` (the active flow's title and id, asked for only
 /// when a word is none of the others) and agreement filler.
+#[cfg(test)]
 pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>) -> bool {
-    let said = crate::data::ground::normalize(message);
-    if !names_stopping(&said) {
+    said_cancels(&crate::data::ground::normalize(message), names)
+}
+
+/// [`plainly_cancels`] of a message already normalised
+/// ([`Turn::said`](crate::pipeline::Turn::said)).
+fn said_cancels(said: &str, names: impl FnOnce() -> Vec<String>) -> bool {
+    if !names_stopping(said) {
         return false;
     }
     let mut names = Some(names);
@@ -82,12 +88,14 @@ pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>
     true
 }
 
-/// Whether `message` names stopping at all ("Actually, forget that. My app
+/// Whether the message names stopping at all ("Actually, forget that. My app
 /// crashes."): a cancel the model read beside a flow to start leaves the active flow
 /// for good only then; otherwise that flow waits on the stack, and the user can
 /// still stop it when it asks again.
-pub(super) fn mentions_stopping(message: &str) -> bool {
-    names_stopping(&crate::data::ground::normalize(message))
+///
+/// `said` is the message normalised ([`Turn::said`](crate::pipeline::Turn::said)).
+pub(super) fn said_stopping(said: &str) -> bool {
+    names_stopping(said)
 }
 
 /// Whether normalised text names a stop word (or "never mind").
@@ -121,7 +129,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // the model read in the message that started the active flow (measured on
         // Qwen2.5 1.5B: "I need a hotel in Lisbon" right after "cancel" read as a
         // cancel again, 2 of 3 runs) is not followed.
-        if read && !plain && self.entered_now() && !mentions_stopping(self.msg) {
+        if read && !plain && self.entered_now() && !said_stopping(self.said()) {
             tracing::info!("cancel read in the message that started the flow: not followed");
             return Ok(None);
         }
@@ -129,7 +137,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // that gave a value (stored, held for a yes, or refused with its reason) is
         // about the flow's content (measured on Qwen2.5 1.5B: "0 guests", "last
         // Friday" and "just me and two friends" each read as a cancel beside the value).
-        if read && !plain && self.gave_value(out) && !mentions_stopping(self.msg) {
+        if read && !plain && self.gave_value(out) && !said_stopping(self.said()) {
             tracing::info!("cancel read in a message that gave a value: not followed");
             return Ok(None);
         }
@@ -346,7 +354,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             (None, Some(c)) => c.flow.as_str(),
             (None, None) => "",
         };
-        plainly_cancels(self.msg, || {
+        said_cancels(self.said(), || {
             crate::data::ground::normalize(&format!("{} {fid}", self.flow_title(fid)))
                 .split_whitespace()
                 .map(str::to_owned)

@@ -70,7 +70,7 @@ use crate::error::AgentError;
 use crate::flow::Flow;
 use crate::pipeline::Turn;
 use crate::pipeline::consent::plainly_agrees;
-use crate::pipeline::patterns::plainly_asks_for_person;
+use crate::pipeline::patterns::said_asks_for_person;
 use crate::prompt::{field_desc, one_line, step_task};
 use crate::provider::{CallKind, FinishReason, Message, OutputSchema};
 
@@ -112,13 +112,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // turn, the message is that flow's.
         if self.transitions.len() != self.read_from
             || plainly_agrees(self.msg, &[])
-            || crate::pipeline::stack::mentions_stopping(self.msg)
+            || crate::pipeline::stack::said_stopping(self.said())
         {
             return Ok(None);
         }
         // A plain request for a person is code's to read (the human handoff): no
         // other flow starts for it.
-        if plainly_asks_for_person(self.msg) {
+        if said_asks_for_person(self.said()) {
             self.sorted = Some(flow.index);
             return Ok(None);
         }
@@ -399,7 +399,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok(None);
         }
         // A plain request for a person is code's to read (the human handoff).
-        if plainly_asks_for_person(self.msg) {
+        if said_asks_for_person(self.said()) {
             self.sorted_none = true;
             return Ok(None);
         }

@@ -53,7 +53,13 @@ fn attach_state(messages: &mut Vec<Message>, state: &str) {
     }
     match messages.iter_mut().rev().find(|m| m.role == Role::User) {
         Some(m) => {
-            let text = format!("{}\n\n{STATE_MARKER}\n{state}", &*m.content);
+            let mut text =
+                String::with_capacity(m.content.len() + STATE_MARKER.len() + state.len() + 3);
+            text.push_str(&m.content);
+            text.push_str("\n\n");
+            text.push_str(STATE_MARKER);
+            text.push('\n');
+            text.push_str(state);
             m.content = text.into();
         }
         None => messages.push(Message::user(format!("{STATE_MARKER}\n{state}"))),
@@ -155,15 +161,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             // part of the agent fills (a booking id a tool writes) is left out, so the
             // model has no slot to make a value up for.
             if let Ok(Value::Object(all)) = serde_json::to_value(&self.s.data) {
-                let shown: Map<String, Value> = all
-                    .into_iter()
-                    .filter(|(k, v)| !v.is_null() || f.collectable.iter().any(|c| c.as_ref() == k))
-                    .collect();
-                push_collected(&mut state, &shown);
+                push_collected(&mut state, &all, |k| {
+                    f.collectable.iter().any(|c| c.as_ref() == k)
+                });
             }
             // The field list is static (in the system prompt); whether this call reads
             // the message differs between the calls of a turn, so it is said here.
-            let mut fill = (!self.fields_to_read(f).is_empty()).then_some(if !extract {
+            let mut fill = (self.fields_read(f) > 0).then_some(if !extract {
                 "Write null for every field in `data` this time.\n"
             } else if self.a.config.cite_quotes {
                 "Before replying, fill `data` from the user's latest message (a new value replaces the collected one): each field as {\"quote\": the user's exact words that state it, \"value\": the value}; null when the user has not stated it. Never guess a value.\n"
@@ -550,31 +554,105 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 /// answers), so they have none. With nothing known, the pairs form ("Collected so
 /// far: nothing") routed three of 30 help-desk openings differently from the JSON
 /// form, two of them wrongly, so that state keeps the form routing was measured with.
-fn push_collected(state: &mut String, shown: &Map<String, Value>) {
-    if shown.values().all(Value::is_null) {
-        state.push_str("Collected so far (null = not yet): ");
-        state.push_str(&Value::Object(shown.clone()).to_string());
-        state.push('\n');
+fn push_collected(state: &mut String, all: &Map<String, Value>, collects: impl Fn(&str) -> bool) {
+    let shown = || all.iter().filter(|(k, v)| !v.is_null() || collects(k));
+    if shown().all(|(_, v)| v.is_null()) {
+        state.push_str("Collected so far (null = not yet): {");
+        for (i, (k, _)) in shown().enumerate() {
+            if i > 0 {
+                state.push(',');
+            }
+            push_json_string(state, k);
+            state.push_str(":null");
+        }
+        state.push_str("}\n");
         return;
     }
     state.push_str("Collected so far: ");
-    let known: Vec<String> = shown
-        .iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k} = {s}"),
-            other => format!("{k} = {other}"),
-        })
-        .collect();
-    state.push_str(&known.join(", "));
-    let missing: Vec<&str> = shown
-        .iter()
-        .filter(|(_, v)| v.is_null())
-        .map(|(k, _)| k.as_str())
-        .collect();
-    if !missing.is_empty() {
-        state.push_str(". Not given yet: ");
-        state.push_str(&missing.join(", "));
+    for (i, (k, v)) in shown().filter(|(_, v)| !v.is_null()).enumerate() {
+        if i > 0 {
+            state.push_str(", ");
+        }
+        state.push_str(k);
+        state.push_str(" = ");
+        match v {
+            Value::String(s) => state.push_str(s),
+            other => {
+                let _ = write!(state, "{other}");
+            }
+        }
+    }
+    for (i, (k, _)) in shown().filter(|(_, v)| v.is_null()).enumerate() {
+        state.push_str(if i == 0 { ". Not given yet: " } else { ", " });
+        state.push_str(k);
     }
     state.push('\n');
+}
+
+/// `s` as a JSON string.
+fn push_json_string(out: &mut String, s: &str) {
+    if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+        out.push_str(&Value::String(s.to_owned()).to_string());
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::push_collected;
+
+    fn collected(data: Value, collects: &[&str]) -> String {
+        let mut state = String::new();
+        if let Value::Object(all) = data {
+            push_collected(&mut state, &all, |k| collects.contains(&k));
+        }
+        state
+    }
+
+    #[test]
+    fn with_nothing_known_the_fields_are_the_json_object_of_nulls() {
+        let data = json!({ "city": null, "check_in": null, "guests": null, "booking_id": null });
+        // In the map's own order, as serde_json prints it.
+        let shown: Map<String, Value> = data
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.as_str() != "booking_id")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(
+            collected(data, &["city", "check_in", "guests"]),
+            format!(
+                "Collected so far (null = not yet): {}\n",
+                Value::Object(shown)
+            )
+        );
+        assert_eq!(
+            collected(json!({ "a\"b": null }), &["a\"b"]),
+            "Collected so far (null = not yet): {\"a\\\"b\":null}\n"
+        );
+        assert_eq!(
+            collected(json!({}), &[]),
+            "Collected so far (null = not yet): {}\n"
+        );
+    }
+
+    #[test]
+    fn known_values_are_pairs_then_the_fields_not_given_yet() {
+        let data = json!({ "city": "Lisbon", "check_in": null, "guests": 2, "booking_id": null });
+        assert_eq!(
+            collected(data, &["city", "check_in", "guests"]),
+            "Collected so far: city = Lisbon, guests = 2. Not given yet: check_in\n"
+        );
+        let data = json!({ "city": "Lisbon", "guests": [1, 2] });
+        assert_eq!(
+            collected(data, &["city"]),
+            "Collected so far: city = Lisbon, guests = [1,2]\n"
+        );
+    }
 }

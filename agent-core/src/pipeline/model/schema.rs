@@ -136,10 +136,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.readable(&all)
     }
 
+    /// How many of the fields `f`'s calls read ([`Self::fields_to_read`]) are read
+    /// this turn, without listing them.
+    pub(crate) fn fields_read(&self, f: &Flow<D, C>) -> usize {
+        let all = f.collectable.iter().chain(&self.a.switch_fields[f.index]);
+        if self.unsaid.is_empty() {
+            return all.count();
+        }
+        all.filter(|n| {
+            self.a
+                .schema
+                .index_of(n)
+                .is_none_or(|i| self.is_readable(i))
+        })
+        .count()
+    }
+
     /// Whether a field `f`'s calls read is hidden this turn (the schema is then not
     /// the flow's usual one).
     pub(crate) fn hides_fields(&self, f: &Flow<D, C>) -> bool {
-        self.fields_to_read(f).len() < f.collectable.len() + self.a.switch_fields[f.index].len()
+        self.fields_read(f) < f.collectable.len() + self.a.switch_fields[f.index].len()
     }
 
     /// The respond call's schema: `conditions`, `data` (what the flow collects),
