@@ -69,7 +69,7 @@ pub(super) fn plainly_cancels(message: &str, names: impl FnOnce() -> Vec<String>
 /// [`plainly_cancels`] of a message already normalised
 /// ([`Turn::said`](crate::pipeline::Turn::said)).
 fn said_cancels(said: &str, names: impl FnOnce() -> Vec<String>) -> bool {
-    if !names_stopping(said) {
+    if !said_stopping(said) {
         return false;
     }
     let mut names = Some(names);
@@ -93,13 +93,9 @@ fn said_cancels(said: &str, names: impl FnOnce() -> Vec<String>) -> bool {
 /// for good only then; otherwise that flow waits on the stack, and the user can
 /// still stop it when it asks again.
 ///
-/// `said` is the message normalised ([`Turn::said`](crate::pipeline::Turn::said)).
+/// `said` is the message normalised ([`Turn::said`](crate::pipeline::Turn::said)): a
+/// stop word, or "never mind".
 pub(super) fn said_stopping(said: &str) -> bool {
-    names_stopping(said)
-}
-
-/// Whether normalised text names a stop word (or "never mind").
-fn names_stopping(said: &str) -> bool {
     said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w))
 }
 
