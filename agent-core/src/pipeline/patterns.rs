@@ -86,16 +86,19 @@ pub(super) fn plainly_asks_for_person(message: &str) -> bool {
 /// [`plainly_asks_for_person`] of a message already normalised
 /// ([`Turn::said`](crate::pipeline::Turn::said)).
 pub(super) fn said_asks_for_person(said: &str) -> bool {
-    let words: Vec<&str> = said.split_whitespace().collect();
     let person =
         |w: &str| PERSON.contains(&w) || w.strip_suffix('s').is_some_and(|w| PERSON.contains(&w));
+    // Each word with whether it names a person, worked out once: both readings need
+    // a person, so a message that names none is not one.
+    let words: Vec<(&str, bool)> = said.split_whitespace().map(|w| (w, person(w))).collect();
+    if !words.iter().any(|(_, p)| *p) {
+        return false;
+    }
     let after_talk = words
         .iter()
         .enumerate()
-        .any(|(i, w)| TALK.contains(w) && words[i + 1..].iter().take(6).any(|w| person(w)));
-    let bare =
-        words.iter().any(|w| person(w)) && words.iter().all(|w| person(w) || FILLER.contains(w));
-    after_talk || bare
+        .any(|(i, (w, _))| TALK.contains(w) && words[i + 1..].iter().take(6).any(|(_, p)| *p));
+    after_talk || words.iter().all(|(w, p)| *p || FILLER.contains(w))
 }
 
 /// What a pattern the model read did to the turn.

@@ -96,7 +96,14 @@ fn said_cancels(said: &str, names: impl FnOnce() -> Vec<String>) -> bool {
 /// `said` is the message normalised ([`Turn::said`](crate::pipeline::Turn::said)): a
 /// stop word, or "never mind".
 pub(super) fn said_stopping(said: &str) -> bool {
-    said.contains(" never mind ") || said.split_whitespace().any(|w| STOP_WORDS.contains(&w))
+    let mut before = "";
+    for w in said.split_whitespace() {
+        if STOP_WORDS.contains(&w) || (before == "never" && w == "mind") {
+            return true;
+        }
+        before = w;
+    }
+    false
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {

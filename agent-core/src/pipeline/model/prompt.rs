@@ -591,7 +591,9 @@ fn push_collected(state: &mut String, all: &Map<String, Value>, collects: impl F
 
 /// `s` as a JSON string.
 fn push_json_string(out: &mut String, s: &str) {
-    if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+    // What serde_json escapes: the quote, the backslash and the control characters
+    // below U+0020.
+    if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
         out.push_str(&Value::String(s.to_owned()).to_string());
     } else {
         out.push('"');
