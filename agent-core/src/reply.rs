@@ -10,10 +10,9 @@
 //! user" ("The user needs a refund."), and a last sentence the length limit cut.
 //! Verbatim replies (templates, tools, hooks) are never changed.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::fxhash::FxHashMap;
+use crate::fxhash::{FxHashMap, FxHashSet};
 
 use crate::provider::STATE_MARKER;
 
@@ -141,8 +140,8 @@ pub(crate) fn tidy(
     let cut = text.chars().nth(max_chars.saturating_sub(1)).is_some();
     // Read lazily: most replies have no sentence long enough to be a copy.
     let mut read_back: Option<ReadBack> = None;
-    let mut said_back: Option<HashSet<String>> = None;
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut said_back: Option<FxHashSet<String>> = None;
+    let mut seen: FxHashSet<String> = FxHashSet::default();
     let mut kept: Vec<&str> = Vec::new();
     let mut changed = false;
     for line in text.split_inclusive('\n') {
@@ -310,7 +309,7 @@ static MARKER: std::sync::LazyLock<String> =
 
 impl ReadBack {
     fn said_in(&self, bare: &str) -> bool {
-        (MARKER.len() <= bare.len() && bare.contains(MARKER.as_str()))
+        holds(bare, MARKER.as_str())
             || self.system.said_in(bare)
             || self.lines.iter().any(|l| l.said_in(bare))
     }
@@ -361,14 +360,21 @@ impl LineReadBack {
     }
 
     fn said_in(&self, bare: &str) -> bool {
-        // A sentence shorter than an entry cannot hold it: most are, and the length
-        // is cheaper to compare than a search is to set up.
-        self.exact.iter().any(|e| e == bare)
-            || self
-                .within
-                .iter()
-                .any(|w| w.len() <= bare.len() && bare.contains(w.as_str()))
+        self.exact.iter().any(|e| e == bare) || self.within.iter().any(|w| holds(bare, w))
     }
+}
+
+/// Whether `sentence` holds `entry`: a plain scan, cheaper than a substring
+/// searcher's set-up for a sentence and an entry of a few words.
+fn holds(sentence: &str, entry: &str) -> bool {
+    let (s, e) = (sentence.as_bytes(), entry.as_bytes());
+    let Some((&first, rest)) = e.split_first() else {
+        return true;
+    };
+    if e.len() > s.len() {
+        return false;
+    }
+    (0..=s.len() - e.len()).any(|i| s[i] == first && s[i + 1..].starts_with(rest))
 }
 
 /// A sentence about "the user" is the model talking about the conversation ("The
@@ -390,6 +396,10 @@ fn about_the_user(bare: &str) -> bool {
         "portal",
         "community",
     ];
+    // Most sentences do not say "user": the search is set up only for those that do.
+    if !bare.as_bytes().windows(4).any(|w| w == b"user") {
+        return false;
+    }
     bare.match_indices("the user").any(|(i, m)| {
         if !bare[..i].is_empty() && !bare[..i].ends_with(' ') {
             return false;
@@ -411,7 +421,7 @@ fn about_the_user(bare: &str) -> bool {
 /// The sentences of the user's message a reply must not say back, keyed by [`bare`]:
 /// questions too (a question answered with itself is no answer); short ones ("Yes,
 /// thanks.") are anyone's.
-fn user_sentences(user: &str) -> HashSet<String> {
+fn user_sentences(user: &str) -> FxHashSet<String> {
     user.lines()
         .flat_map(sentences)
         .map(|s| bare(&normalise(s)))
@@ -580,6 +590,35 @@ mod tests {
         // A reply that is nothing but the instructions is kept: better than nothing.
         let t = "Summarise the booking and ask the guest to confirm.";
         assert_eq!(tidy(t, 400, &Instructions::text(prompt), "", None), None);
+    }
+
+    #[test]
+    fn holding_an_entry_is_containing_it() {
+        let sentences = [
+            "",
+            "a",
+            "ask which city",
+            "which city the user wants",
+            "ünï côdé ünï",
+            "abab",
+        ];
+        let entries = [
+            "",
+            "a",
+            "city",
+            "the user",
+            "user wants x",
+            "côdé",
+            "ünï",
+            "bab",
+            "abab",
+            "ababa",
+        ];
+        for s in sentences {
+            for e in entries {
+                assert_eq!(holds(s, e), s.contains(e), "{s:?} {e:?}");
+            }
+        }
     }
 
     #[test]
