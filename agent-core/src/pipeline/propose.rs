@@ -123,21 +123,6 @@ pub(crate) fn with_go_ahead(summary: &str) -> String {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
-    /// A tool of the agent by name: the agent's own, a flow's or a step's.
-    fn any_tool(&self, name: &str) -> Option<Arc<dyn Tool<D, C>>> {
-        let steps = self.a.flows.iter().flat_map(|f| {
-            f.tools
-                .iter()
-                .chain(f.steps.iter().flat_map(|s| s.tools.iter()))
-        });
-        self.a
-            .tools
-            .iter()
-            .chain(steps)
-            .find(|t| t.name() == name)
-            .cloned()
-    }
-
     /// The data as JSON, as a summary was written from it.
     fn data_now(&self) -> Value {
         serde_json::to_value(&self.s.data).unwrap_or_default()
@@ -192,7 +177,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         let Some(p) = self.proposal.as_ref() else {
             return Ok(());
         };
-        let Some(tool) = self.any_tool(&p.tool) else {
+        let Some(tool) = self.registered_tool(&p.tool) else {
             self.proposal = None;
             return Ok(());
         };
@@ -338,14 +323,23 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The summary of a call of `tool` with `args` by the `ask` of the step the
     /// conversation is at, when that step proposes it ([`Step::proposes_by_ask`]).
     fn ask_summary(&self, tool: &str, args: &Value) -> Option<String> {
-        let flow = self.flow()?;
-        let step = &flow.steps[self.s.step.as_deref().and_then(|s| flow.step_pos(s))?];
-        let proposed = step.proposes_by_ask()?;
-        if proposed.name() != tool || !within(args, &json!({})) {
+        if !within(args, &json!({})) {
             return None;
         }
+        self.asked_summary()
+            .filter(|(t, _)| t.name() == tool)
+            .map(|(_, summary)| summary)
+    }
+
+    /// The tool the step the conversation is at proposes through its `ask`
+    /// ([`Step::proposes_by_ask`]), with that question rendered over the values as
+    /// they are now.
+    fn asked_summary(&self) -> Option<(Arc<dyn Tool<D, C>>, String)> {
+        let flow = self.flow()?;
+        let step = &flow.steps[self.s.step.as_deref().and_then(|s| flow.step_pos(s))?];
+        let tool = step.proposes_by_ask()?.clone();
         let summary = crate::template::render(step.ask.as_deref()?, &self.summary_values());
-        (!summary.trim().is_empty()).then_some(summary)
+        (!summary.trim().is_empty()).then_some((tool, summary))
     }
 
     /// The turn's reply asks the question of a step that proposes its call through
@@ -354,19 +348,12 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if self.proposed_now() {
             return;
         }
-        let Some(flow) = self.flow() else { return };
-        let Some(step) = self.s.step.as_deref().and_then(|s| flow.step_pos(s)) else {
+        let Some((tool, summary)) = self.asked_summary() else {
             return;
         };
-        let step = &flow.steps[step];
-        let (Some(tool), Some(ask)) = (step.proposes_by_ask(), step.ask.as_deref()) else {
-            return;
-        };
-        let summary = crate::template::render(ask, &self.summary_values());
-        if summary.trim().is_empty() || !message.contains(summary.trim()) {
-            return;
+        if message.contains(summary.trim()) {
+            self.propose(tool.name().to_owned(), json!({}), summary);
         }
-        self.propose(tool.name().to_owned(), json!({}), summary);
     }
 
     /// Whether an answer's values (`commands`) change what the summary showed: a

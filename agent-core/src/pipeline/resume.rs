@@ -35,7 +35,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// A tool registered anywhere in the agent (the agent, a flow, a step), by name:
     /// a held call is looked up again when it resumes.
-    fn registered_tool(&self, name: &str) -> Option<Arc<dyn Tool<D, C>>> {
+    pub(super) fn registered_tool(&self, name: &str) -> Option<Arc<dyn Tool<D, C>>> {
         let a = self.a;
         a.tools
             .iter()
