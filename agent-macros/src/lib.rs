@@ -62,8 +62,8 @@ mod snapshots;
 /// - `Booking::json_schema()`: the schema sent to the model.
 /// - The per-step views `#[flow]` hands to hooks and predicates (`BookingView`), and a
 ///   hidden macro of the struct's name through which `#[flow(data = Booking)]` learns the
-///   fields. Name the data type in `data = ..` by its name, a path, or a `use .. as ..`
-///   import, in the crate that declares it (not through a type alias).
+///   fields. Name the data type in `data = ..` by its name, a path (another crate's
+///   `pub` type included), or a `use .. as ..` import; not through a type alias.
 ///
 /// Serde's names count: `#[serde(rename_all = "camelCase")]` on the struct and `rename`,
 /// `alias`, `skip` and `default` on a field change the JSON names, while Rust code

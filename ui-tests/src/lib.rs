@@ -13,3 +13,28 @@ pub struct Order {
     /// The item ordered
     pub item: String,
 }
+
+/// A second `pub` data type named `Order` in this crate: the macros `#[data]` exports for
+/// the two do not clash, and a flow of this crate names either by an absolute path.
+pub mod returns {
+    use agent_core::typed::prelude::*;
+
+    /// A return of an order.
+    #[data]
+    pub struct Order {
+        /// Why the item goes back
+        pub reason: String,
+    }
+
+    #[flow(data = crate::returns::Order)]
+    mod returning {
+        #[step(end, prompt = "Ask why.", collect(reason))]
+        fn ask_reason() {}
+    }
+
+    #[flow(data = crate::Order)]
+    mod ordering {
+        #[step(end, prompt = "Ask the item.", collect(item))]
+        fn ask_item() {}
+    }
+}

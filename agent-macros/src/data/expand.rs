@@ -365,7 +365,21 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
     let view_doc = format!(
         "What hooks and predicates of a step see of [`{name}`]: the fields the step `requires` are plain values, the others [`Unrequired`](::agent_core::typed::Unrequired) (read as an `Option<&T>`: `.get()`). Derefs to the turn's `Cx` (`context()`, `message()`, ...). Flows name each step's view `flow::step::View<'_>`."
     );
-    let mac = format_ident!("__agent_data_{}", name);
+    // A `pub` type's macro is exported, so that a flow of another crate reaches it through
+    // the type's path; exported macros share the crate root, hence a name unique to this
+    // definition. Re-exported from where it is defined, not by a `crate::` path (rustc
+    // rejects absolute paths to macro-expanded exports).
+    let exported = matches!(vis, syn::Visibility::Public(_));
+    let mac = if exported {
+        format_ident!("__agent_data_{}_{:016x}", name, definition_site(name))
+    } else {
+        format_ident!("__agent_data_{}", name)
+    };
+    let (export, reexport) = if exported {
+        (quote!(#[macro_export]), quote!(pub))
+    } else {
+        (quote!(), quote!(pub(crate)))
+    };
     let keys: Vec<syn::Ident> = idents.iter().map(|i| (*i).clone()).collect();
     let skipped = def.fields.iter().filter(|f| f.skip).map(|f| &f.ident);
     // One marker type per field, named as the field: an `Unrequired` field names it in
@@ -417,6 +431,7 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
 
         #[doc(hidden)]
         #[allow(unused_macros)]
+        #export
         macro_rules! #mac {
             ($($t:tt)*) => {
                 ::agent_core::__private::data_callback! { [#(#keys)*] [#(#skipped)*] $($t)* }
@@ -424,6 +439,26 @@ fn data_view_and_callback(def: &DataDef) -> TokenStream {
         }
         #[doc(hidden)]
         #[allow(unused_imports)]
-        pub(crate) use #mac as #name;
+        #reexport use #mac as #name;
     }
+}
+
+/// A number for this `#[data]` in this compilation: where it is written (file, line,
+/// column of the attribute, the type's name) and how many came before it (one file
+/// included twice has one site). 0 outside a compiler run (the expansion snapshots).
+fn definition_site(name: &syn::Ident) -> u64 {
+    use std::hash::{Hash, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static EXPANDED: AtomicU64 = AtomicU64::new(0);
+    if !proc_macro::is_available() {
+        return 0;
+    }
+    let mut h = std::hash::DefaultHasher::new();
+    name.to_string().hash(&mut h);
+    let site = proc_macro::Span::call_site();
+    site.file().hash(&mut h);
+    site.line().hash(&mut h);
+    site.column().hash(&mut h);
+    EXPANDED.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+    h.finish()
 }

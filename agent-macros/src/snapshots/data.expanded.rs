@@ -252,11 +252,12 @@ impl<
 }
 #[doc(hidden)]
 #[allow(unused_macros)]
-macro_rules! __agent_data_Booking {
+#[macro_export]
+macro_rules! __agent_data_Booking_0000000000000000 {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [city guests notes] [] $($t)* }
     };
 }
 #[doc(hidden)]
 #[allow(unused_imports)]
-pub(crate) use __agent_data_Booking as Booking;
+pub use __agent_data_Booking_0000000000000000 as Booking;

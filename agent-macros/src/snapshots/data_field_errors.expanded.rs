@@ -459,7 +459,8 @@ impl<
 }
 #[doc(hidden)]
 #[allow(unused_macros)]
-macro_rules! __agent_data_Stay {
+#[macro_export]
+macro_rules! __agent_data_Stay_0000000000000000 {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests city notes nights pets source
         hotel] [] $($t)* }
@@ -467,4 +468,4 @@ macro_rules! __agent_data_Stay {
 }
 #[doc(hidden)]
 #[allow(unused_imports)]
-pub(crate) use __agent_data_Stay as Stay;
+pub use __agent_data_Stay_0000000000000000 as Stay;

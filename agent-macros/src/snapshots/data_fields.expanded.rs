@@ -457,7 +457,8 @@ impl<
 }
 #[doc(hidden)]
 #[allow(unused_macros)]
-macro_rules! __agent_data_Stay {
+#[macro_export]
+macro_rules! __agent_data_Stay_0000000000000000 {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [guests min_temp budget check_in room
         tags city arrival] [] $($t)* }
@@ -465,4 +466,4 @@ macro_rules! __agent_data_Stay {
 }
 #[doc(hidden)]
 #[allow(unused_imports)]
-pub(crate) use __agent_data_Stay as Stay;
+pub use __agent_data_Stay_0000000000000000 as Stay;

@@ -253,7 +253,8 @@ impl<
 }
 #[doc(hidden)]
 #[allow(unused_macros)]
-macro_rules! __agent_data_Stay {
+#[macro_export]
+macro_rules! __agent_data_Stay_0000000000000000 {
     ($($t:tt)*) => {
         ::agent_core::__private::data_callback! { [check_in guests r#type] [cache] $($t)*
         }
@@ -261,4 +262,4 @@ macro_rules! __agent_data_Stay {
 }
 #[doc(hidden)]
 #[allow(unused_imports)]
-pub(crate) use __agent_data_Stay as Stay;
+pub use __agent_data_Stay_0000000000000000 as Stay;

@@ -1,10 +1,10 @@
-//! `data = ..` naming a `#[data]` type defined in another crate: rustc's one error (the
-//! macro `#[data]` generates is `pub(crate)`). See the macro reference.
+//! A flow over a `#[data]` type of another crate checks the names it uses against that
+//! type's fields, as for a type of its own crate.
 use agent_core::typed::prelude::*;
 
 #[flow(data = ui_tests::Order)]
-mod booking {
-    #[step(end, prompt = "Ask the item.", collect(item))]
+mod ordering {
+    #[step(end, prompt = "Ask the item.", collect(items))]
     fn ask_item() {}
 }
 
