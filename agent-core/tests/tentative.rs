@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::command::Command;
 use agent_core::prelude::*;
+use agent_core::policy::ModelProfile;
 use agent_core::provider::CallKind;
 use agent_core::session::Session;
 use agent_core::testing::{Answer, ScriptedProvider};
@@ -307,5 +308,88 @@ async fn a_correction_the_words_do_not_show_names_the_stored_value() {
             Command::agree(),
             Command::correct_value("city", json!("Naples, Italy"))
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_value_for_the_asked_field_is_not_held_when_the_same_reading_made_up_another() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_guests(&p, &a, "s").await;
+    // "thanks" read as 3 guests and another day: nothing ties either to the message.
+    p.respond(
+        Answer::message("How many guests?").with_data(json!({"guests": 3, "check_in": "2026-08-02"})),
+    );
+    p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
+    let r = a.respond("s", "thanks").await.unwrap();
+    assert!(r.tentative.is_empty(), "{:?}", r.tentative);
+    assert_eq!(r.data.guests, None);
+    assert_eq!(r.data.check_in.as_deref(), Some("2026-07-01"));
+    let dropped: Vec<&str> = r.ungrounded.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    assert!(dropped.contains(&"guests"), "{dropped:?}");
+    let guests = r.ungrounded.iter().find(|d| d.field == "guests").unwrap();
+    assert!(
+        guests.reason.contains("made up another value"),
+        "{}",
+        guests.reason
+    );
+}
+
+#[tokio::test]
+async fn a_value_for_the_asked_field_is_not_held_when_the_reply_asks_for_it_again() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_guests(&p, &a, "s").await;
+    // A side question read as a guest count, while the reply asks for the count.
+    p.respond(
+        Answer::message("How many guests will be staying?")
+            .with_data(json!({"guests": 2}))
+            .claiming("ask_guests"),
+    );
+    let r = a.respond("s", "Is breakfast included?").await.unwrap();
+    assert!(r.tentative.is_empty(), "{:?}", r.tentative);
+    assert_eq!(r.data.guests, None);
+    assert_eq!(r.ungrounded.len(), 1);
+    assert!(
+        r.ungrounded[0].reason.contains("asks for it again"),
+        "{}",
+        r.ungrounded[0].reason
+    );
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+}
+
+#[tokio::test]
+async fn a_value_for_the_asked_field_is_held_when_the_reply_goes_on_to_the_next_question() {
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_guests(&p, &a, "s").await;
+    p.respond(
+        Answer::message("Great, 2 guests! Shall I book it?")
+            .with_data(json!({"guests": 2}))
+            .claiming("confirm"),
+    );
+    let r = a.respond("s", "me and my husband").await.unwrap();
+    assert_eq!(r.tentative.len(), 1, "{:?}", r.ungrounded);
+    assert_eq!(r.message, "Just to check: guests 2. Is that right?");
+}
+
+#[tokio::test]
+async fn on_a_small_model_a_value_dropped_beside_one_held_leaves_the_reply_to_code() {
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent(&p, vec![booking_flow(false)]);
+    at_ask_guests(&p, &a, "s").await;
+    // The city is held (a word of it was said); the made-up date is dropped, which is
+    // not told: the reply is code's check alone, not the model's question and the check.
+    p.respond(
+        Answer::message("How many guests are coming?")
+            .with_data(json!({"city": "Naples, Italy", "check_in": "2026-08-02"})),
+    );
+    let r = a.respond("s", "actually make it Naples").await.unwrap();
+    assert_eq!(r.ungrounded.len(), 1, "{:?}", r.ungrounded);
+    assert_eq!(r.tentative.len(), 1, "{:?}", r.tentative);
+    assert_eq!(
+        r.message,
+        "Just to check: city Naples, Italy (instead of Lisbon). Is that right?"
     );
 }

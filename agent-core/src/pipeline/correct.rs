@@ -57,7 +57,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         self.correction_done = true;
         let mut patch = Map::new();
         let mut words = Vec::new();
-        for (x, verdict) in self.screen(flow, data) {
+        for (x, verdict) in self.screen(flow, data, None) {
             if let Verdict::Keep { .. } = verdict {
                 words.push((x.field.clone(), x.quote));
                 patch.insert(x.field, x.value);

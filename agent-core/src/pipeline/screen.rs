@@ -80,11 +80,22 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         flow: &Flow<D, C>,
         data: Option<Map<String, Value>>,
     ) -> Result<(), AgentError> {
+        self.absorb_answer(flow, data, None).await
+    }
+
+    /// [`Self::absorb_model_data`] for the values of an answer whose reply, it says,
+    /// asks the question of step `asks` (its `reply_asks_for`).
+    pub(super) async fn absorb_answer(
+        &mut self,
+        flow: &Flow<D, C>,
+        data: Option<Map<String, Value>>,
+        asks: Option<&str>,
+    ) -> Result<(), AgentError> {
         let Some(data) = data else { return Ok(()) };
         let mut patch = Map::new();
         // The user's words each kept value came from, for the commands it records.
         let mut words: Vec<(String, Option<String>)> = Vec::new();
-        for (x, verdict) in self.screen(flow, data) {
+        for (x, verdict) in self.screen(flow, data, asks) {
             match verdict {
                 Verdict::Keep { inferred } => {
                     // A value read again supersedes one waiting for a yes.
@@ -234,14 +245,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Judge each value the model extracted, without side effects (the live-streaming
-    /// decision simulates the turn with it too).
+    /// decision simulates the turn with it too). `asks`: the step the answer's reply
+    /// asks the question of, when it says.
     pub(crate) fn screen(
         &self,
         flow: &Flow<D, C>,
         data: Map<String, Value>,
+        asks: Option<&str>,
     ) -> Vec<(Extracted, Verdict)> {
         // Read when a value needs it: most turns extract nothing to ground.
         let mut evidence = None;
+        // Values held for a yes only because the step asked for their field.
+        let mut only_asked: Vec<String> = Vec::new();
         let mut out: Vec<(Extracted, Verdict)> = read_extraction(&self.a.schema, data)
             .into_iter()
             .map(|x| {
@@ -275,7 +290,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             None if self.stored_already(&x) => {
                                 return (x, Verdict::Keep { inferred: false });
                             }
-                            None if self.read_from_answer(flow, &x) => unshown = Some(r),
+                            None if self.shares_a_word(&x) => unshown = Some(r),
+                            None if self.step_asked_for(flow, &x) => {
+                                only_asked.push(x.field.clone());
+                                unshown = Some(r);
+                            }
                             None => return (x, Verdict::Unsaid(r)),
                         },
                     }
@@ -304,6 +323,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 }
             })
             .collect();
+        self.doubt_asked_only(flow, &mut out, &only_asked, asks);
         if let Some(x) = self.missed_day(flow, &out) {
             tracing::info!(field = %x.field, day = %x.value, "date the model left empty read from the user's words");
             out.push((x, Verdict::Keep { inferred: false }));
@@ -451,23 +471,62 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             })
     }
 
-    /// Whether the model read `x` where the user answered, though their words do not
-    /// show it: the awaiting step asked for its field ("me and my husband" to "how
-    /// many guests?"), or a word of the value is a word of the message ("Naples,
-    /// Italy" for "make it Naples"). Otherwise nothing ties the value to what the
-    /// user said.
-    fn read_from_answer(&self, flow: &Flow<D, C>, x: &Extracted) -> bool {
-        let asked = self
-            .awaiting_model_step(flow)
-            .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field));
-        asked
-            || x.value.as_str().is_some_and(|v| {
-                let said = self.said();
-                normalize(v)
-                    .split_whitespace()
-                    .filter(|w| w.chars().count() >= 3)
-                    .any(|w| said.split_whitespace().any(|s| s == w))
-            })
+    /// Whether the awaiting step asked for the field of `x`: the model may have read
+    /// the answer in words no check knows ("me and my husband" to "how many
+    /// guests?"), so a value its words do not show is held for the user's yes.
+    fn step_asked_for(&self, flow: &Flow<D, C>, x: &Extracted) -> bool {
+        self.awaiting_model_step(flow)
+            .is_some_and(|j| flow.steps[j].collect.iter().any(|f| f.as_ref() == x.field))
+    }
+
+    /// Whether a word of the value is a word the user said ("Naples, Italy" for "make
+    /// it Naples"): the model read it there, though the words do not show all of it.
+    fn shares_a_word(&self, x: &Extracted) -> bool {
+        x.value.as_str().is_some_and(|v| {
+            let said = self.said();
+            normalize(v)
+                .split_whitespace()
+                .filter(|w| w.chars().count() >= 3)
+                .any(|w| said.split_whitespace().any(|s| s == w))
+        })
+    }
+
+    /// A value held for a yes only because the step asked for its field is not held
+    /// when the same answer shows it was not read from the message: the answer made
+    /// up another value (one nothing ties to the message: "thanks" read as a city, a
+    /// day and 2 guests), or its reply asks for that very field again (the step
+    /// `asks` collects only that field: "What's the capital of Australia?" read as
+    /// today's date while the reply asks for the date). It is dropped as unsaid, and
+    /// the step's question stands.
+    fn doubt_asked_only(
+        &self,
+        flow: &Flow<D, C>,
+        out: &mut [(Extracted, Verdict)],
+        only_asked: &[String],
+        asks: Option<&str>,
+    ) {
+        if only_asked.is_empty() {
+            return;
+        }
+        let made_up = out.iter().any(|(_, v)| matches!(v, Verdict::Unsaid(_)));
+        let asked_again = asks
+            .and_then(|id| flow.steps.iter().find(|s| s.id.as_ref() == id))
+            .filter(|s| s.collect.len() == 1)
+            .map(|s| s.collect[0].as_ref());
+        for (x, v) in out.iter_mut() {
+            let Verdict::Tentative(r) = v else { continue };
+            if !only_asked.contains(&x.field) {
+                continue;
+            }
+            let why = if made_up {
+                "the same reading made up another value"
+            } else if asked_again == Some(x.field.as_str()) {
+                "the reply written with it asks for it again"
+            } else {
+                continue;
+            };
+            *v = Verdict::Unsaid(format!("{r}, and {why}"));
+        }
     }
 
     /// Whether `prop` is a date field (`format: date`), also an optional one.

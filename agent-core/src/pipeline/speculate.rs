@@ -364,7 +364,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             let ahead = self.set_aside(&flow, &mut data);
             let before = self.notes.len();
             let ungrounded_before = self.ungrounded.len();
-            self.absorb_model_data(&flow, data).await?;
+            let asks = sp.out.claimed.clone();
+            self.absorb_answer(&flow, data, asks.as_deref()).await?;
             // A value nobody said was dropped: the draft stands if it never repeats it
             // (it did not build on it). A refused value is always told, so a draft with
             // one is rendered again.

@@ -151,7 +151,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             })
             .collect();
         let check = format!("Just to check: {}. Is that right?", items.join("; "));
-        let did_more = self.streamed || !self.tool_calls.is_empty() || !self.notes.is_empty();
+        // Values dropped as unsaid are not told (the question asks for them), so their
+        // notes leave the reply to code.
+        let to_tell = self.notes.len() > self.ungrounded.len();
+        let did_more = self.streamed || !self.tool_calls.is_empty() || to_tell;
         if did_more {
             *message = join(&[std::mem::take(message), check]);
         } else {

@@ -74,7 +74,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         // Simulate what the turn will do with these decisions, on copies.
         let mut patch = Map::new();
         if let Ok(Some(d)) = out.values() {
-            for (x, verdict) in self.screen(&flow, d) {
+            for (x, verdict) in self.screen(&flow, d, None) {
                 match verdict {
                     Verdict::Keep { .. } => {
                         patch.insert(x.field, x.value);
