@@ -11,7 +11,7 @@
 //! | behaviour | small | capable |
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); the same call reads the answer to the step's question, and a message that is nothing but that answer ("Anna Berg", "It's INV-7") needs no call of the flow's own; it also reads what the message gives for the flows it may go to, so a flow it picks starts with those values (with no flow under way, or at a step that only routes, the same) | on | off: the flow's own call judges hand-overs |
-//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached; asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code; at a front desk (a step that only picks the flow to go to), a message the sorting call keeps gets code's question from the flows' titles, alone when the message asks nothing (no call of the step's own), after the model's first statement otherwise | on | off: the model writes the question |
+//! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached, after what the turn stored ("Noted: Lisbon.", not in the history the model reads); asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code; at a front desk (a step that only picks the flow to go to), a message the sorting call keeps gets code's question from the flows' titles, alone when the message asks nothing (no call of the step's own), after the model's first statement otherwise | on | off: the model writes the question |
 //! | [`tidies_replies`](ModelProfile::tidies_replies): a model-written reply loses sentences said twice, read back from its instructions, said back from the user's message or about "the user", and a last sentence the length limit cut | on | off: the reply is the model's (still bounded by `max_reply_chars` and checked against the state) |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
@@ -69,7 +69,11 @@ impl ModelProfile {
     /// when the turn reaches the step, also where the step has no `ask`: one built from
     /// the doc and constraints of each field it still waits for ("Could you tell me the
     /// number of guests (1 to 12)?"; see [`Step::ask`](crate::step::Step::ask)
-    /// for what the turn then sends). Small models write that question padded with
+    /// for what the turn then sends). What the turn stored is said before it
+    /// ("Noted: Lisbon, 2 guests."; values the question shows are left out), and
+    /// before code's "Just to check" of a value held for a yes; that line is kept
+    /// out of the history the model reads (a small model copied it into later
+    /// readings, also after a cancel had cleared the values). Small models write that question padded with
     /// greetings and offers ("Hello! Is there anything else you'd like to know?" where
     /// the step asks for the visit's reason), and a turn that lands on another step than
     /// its model call predicted needs no second call to ask. When the user answers

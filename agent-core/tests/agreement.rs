@@ -202,7 +202,7 @@ fn booking(ran: &Runs) -> Flow<Booking, Concierge> {
     let book = FnTool::raw(
         "book",
         "Book the room.",
-        json!({"type": "object", "properties": {}}),
+        json!({"type": "object", "properties": {"hotel": {"type": "string", "description": "The hotel, when the user named one"}}}),
         move |cx: ToolCx<Booking, Concierge>, a: Value| {
             let city = cx.data().city.clone().unwrap_or_default();
             ran.lock().unwrap().push(json!({ "args": a, "city": city }));
@@ -320,6 +320,38 @@ async fn a_yes_in_other_words_runs_the_summarised_call_once_checked() {
     assert_eq!(runs(&ran).len(), 1);
     assert_eq!(r.message, "Booked in Lisbon.");
     assert_eq!(p.calls_of(CallKind::Agreement), 1);
+}
+
+#[tokio::test]
+async fn a_yes_in_other_words_runs_the_summarised_call_without_what_the_model_added() {
+    let ran = Runs::default();
+    let p = ScriptedProvider::new();
+    let a = common::agent(&p, vec![booking(&ran)]);
+    at_confirm(&p, &a).await;
+    // The model fills the hotel with the city; this message names no hotel, so the
+    // call agreed to is the summary's, as summarised.
+    p.respond(Answer::tool("book", json!({ "hotel": "Lisbon" })));
+    p.agreement(true);
+    let r = a.respond("s", "Sí, resérvalo por favor").await.unwrap();
+    assert_eq!(runs(&ran), vec![json!({ "args": {}, "city": "Lisbon" })]);
+    assert_eq!(r.message, "Booked in Lisbon.");
+
+    // A hotel the message names changes the call: its summary is shown, nothing runs.
+    let ran = Runs::default();
+    let p = ScriptedProvider::new();
+    let a = common::agent(&p, vec![booking(&ran)]);
+    at_confirm(&p, &a).await;
+    p.respond(Answer::tool("book", json!({ "hotel": "Marriott" })));
+    p.agreement(true);
+    let r = a.respond("s", "Yes, book Marriott please").await.unwrap();
+    assert!(runs(&ran).is_empty(), "{:?}", r.tool_calls);
+    assert!(r.message.contains("Marriott"), "{}", r.message);
+    let r = a.respond("s", "yes").await.unwrap();
+    assert_eq!(r.model_calls, 0);
+    assert_eq!(
+        runs(&ran),
+        vec![json!({ "args": { "hotel": "Marriott" }, "city": "Lisbon" })]
+    );
 }
 
 #[tokio::test]

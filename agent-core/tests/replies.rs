@@ -14,6 +14,7 @@ use agent_core::testing::{Answer, ScriptedProvider};
 use agent_core::{AgentConfig, DEFAULT_REPLY_STYLE};
 use common::*;
 use futures::StreamExt;
+use serde_json::json;
 
 fn configured(
     p: &ScriptedProvider,
@@ -198,4 +199,87 @@ async fn a_reply_streamed_live_is_what_the_user_saw() {
             "the final message is the text streamed"
         );
     }
+}
+
+#[tokio::test]
+async fn on_a_small_model_what_a_turn_stored_is_said_before_codes_question() {
+    use agent_core::provider::Role;
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    // Two values land; the next step's question is code's, after them.
+    p.respond(
+        Answer::message("Great choice! When do you check in?")
+            .with_data(json!({"city": "Lisbon", "guests": 2})),
+    );
+    let r = a.respond("s", "Lisbon, 2 guests").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_date"));
+    let asked = r
+        .message
+        .strip_prefix("Noted: Lisbon, 2 guests. ")
+        .unwrap_or_else(|| panic!("{}", r.message));
+    // The history the model reads keeps the question, not the line about the values.
+    let s = a.session("s").await.unwrap().unwrap();
+    let last = s.history.last().unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.content.as_str(), asked);
+
+    // A text by itself (this fixture's day is a plain string; a field with a date
+    // schema is said as a summary says it, "Wednesday 1 July").
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?").with_data(json!({"city": "Lisbon"})));
+    a.respond("s", "A hotel in Lisbon").await.unwrap();
+    p.respond(Answer::message("How many?").with_data(json!({"check_in": "2026-07-01"})));
+    let r = a.respond("s", "July 1st").await.unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_guests"));
+    assert!(
+        r.message.starts_with("Noted: 2026-07-01. "),
+        "{}",
+        r.message
+    );
+
+    // A value the question shows already is not said twice, and a number is matched
+    // as a word ("2" is not said by "12").
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let flow = Flow::builder("booking")
+        .title("Hotel booking")
+        .when("the user wants to book a hotel room")
+        .step(
+            Step::model("ask_city")
+                .prompt("Ask the city.")
+                .collect(["city"]),
+        )
+        .step(
+            Step::model("ask_guests")
+                .prompt("Ask how many guests.")
+                .ask("How many guests in {city} (1 to 12)?")
+                .collect(["guests"]),
+        )
+        .step(
+            Step::model("ask_date")
+                .prompt("Ask the date.")
+                .collect(["check_in"]),
+        )
+        .build()
+        .unwrap();
+    let a = agent(&p, vec![flow]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("How many?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "How many guests in Lisbon (1 to 12)?");
+    p.respond(Answer::message("When?").with_data(json!({"guests": 2})));
+    let r = a.respond("s", "2").await.unwrap();
+    assert!(r.message.starts_with("Noted: 2 guests. "), "{}", r.message);
+
+    // A capable model writes its own reply.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![booking_flow(false)]);
+    p.respond(Answer::message("Which city?"));
+    a.respond("s", "I need a hotel").await.unwrap();
+    p.respond(Answer::message("When do you check in?").with_data(json!({"city": "Lisbon"})));
+    let r = a.respond("s", "Lisbon").await.unwrap();
+    assert_eq!(r.message, "When do you check in?");
 }

@@ -12,8 +12,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use agent_core::command::Command;
-use agent_core::prelude::*;
 use agent_core::policy::ModelProfile;
+use agent_core::prelude::*;
 use agent_core::provider::CallKind;
 use agent_core::session::Session;
 use agent_core::testing::{Answer, ScriptedProvider};
@@ -318,7 +318,8 @@ async fn a_value_for_the_asked_field_is_not_held_when_the_same_reading_made_up_a
     at_ask_guests(&p, &a, "s").await;
     // "thanks" read as 3 guests and another day: nothing ties either to the message.
     p.respond(
-        Answer::message("How many guests?").with_data(json!({"guests": 3, "check_in": "2026-08-02"})),
+        Answer::message("How many guests?")
+            .with_data(json!({"guests": 3, "check_in": "2026-08-02"})),
     );
     p.default_answer(CallKind::Respond, Answer::message("How many guests?"));
     let r = a.respond("s", "thanks").await.unwrap();

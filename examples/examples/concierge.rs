@@ -63,8 +63,9 @@ pub struct Concierge {
 
 /// Book the room once the guest has confirmed.
 // `confirm`: the model's call does not run; the guest reads a summary written by code
-// (here the `confirm` step's `ask`) and a yes runs exactly that call.
-#[tool(confirm, outcome = [
+// (here the `confirm` step's `ask`, or `summary` when the guest names a hotel) and a yes
+// runs exactly that call.
+#[tool(confirm, summary = "Book the room at {hotel}", outcome = [
     "booked",
     "reserved",
     "confirmed",

@@ -160,6 +160,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             stopped = StoppedReason::Reply;
         }
         self.offer_more(&mut message, &stopped, &mut deltas);
+        self.acknowledge(&mut message, &mut deltas);
         let max = self.a.config.max_reply_chars;
         if message.chars().nth(max).is_some() {
             tracing::warn!(max, "reply longer than max_reply_chars; cut");
@@ -171,6 +172,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             stopped = StoppedReason::NeedsInput;
         }
         Ok((message, stopped, deltas))
+    }
+
+    /// What the turn stored, said before code's text in the reply
+    /// ([`Turn::ack_before`]), unless the reply names it already or was streamed.
+    fn acknowledge(&mut self, message: &mut String, deltas: &mut Vec<String>) {
+        let Some(before) = self.ack_before.take() else {
+            return;
+        };
+        if self.streamed || before.is_empty() {
+            return;
+        }
+        let Some(at) = message.rfind(before.as_str()) else {
+            return;
+        };
+        let Some(ack) = self.what_changed(message) else {
+            return;
+        };
+        message.insert_str(at, &format!("{ack} "));
+        deltas.clear();
+        self.ack = Some(ack);
     }
 
     /// The completed pattern: a turn that completed a flow and left the conversation

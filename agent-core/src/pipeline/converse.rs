@@ -145,35 +145,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         out
     }
 
-    /// Code's reply when a model-written one said nothing the state holds and the
-    /// step has no question of its own: the values the user gave this turn, as
-    /// stored ("Noted: the invoice number INV-7."), then what to do next.
-    fn noted(&self, data: &serde_json::Value) -> String {
-        let mut given: Vec<String> = Vec::new();
-        for f in self
-            .commands
-            .iter()
-            .filter_map(crate::command::Command::field)
-        {
-            let Some(v) = data.get(f).filter(|v| !v.is_null()) else {
-                continue;
-            };
-            let shown = match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let item = format!("{} {shown}", super::question::field_name(&self.a.schema, f));
-            if !given.contains(&item) {
-                given.push(item);
-            }
-        }
-        if given.is_empty() {
-            NEXT.to_owned()
-        } else {
-            format!("Noted: {}. {NEXT}", given.join(", "))
-        }
-    }
-
     /// How code asks for `field`, normalised: its names (identifier, doc), and the sentences
     /// of its questions (the `ask` of every step that collects it, without
     /// placeholders, and the question built from its doc).
@@ -515,6 +486,10 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         told.push(crate::template::render(t, &data));
                         out.message = told.join(" ");
                         self.code_wrote.push(out.message.clone());
+                        // On a small model, what the turn stored comes first.
+                        if composes {
+                            self.ack_before = Some(out.message.clone());
+                        }
                     } else if let Some(t) = again.as_deref()
                         && !self.reply_settled_since(0)
                         && !ran_tool
@@ -912,8 +887,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             crate::template::render(&t, &self.question_values(flow, j))
                         }
                         None => {
-                            let data = serde_json::to_value(&self.s.data).unwrap_or_default();
-                            self.noted(&data)
+                            self.ack_before = Some(NEXT.to_owned());
+                            NEXT.to_owned()
                         }
                     };
                     self.code_wrote.push(message.clone());

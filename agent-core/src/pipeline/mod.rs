@@ -152,6 +152,14 @@ pub(crate) struct Turn<'a, D, C> {
     /// Texts code wrote into the model's reply this turn (questions, refusals, the
     /// summary): not checked against the state as the model's words are.
     pub(crate) code_wrote: Vec<String>,
+    /// Code's text in the reply (a question, a check, what to do next) before which
+    /// the turn says what it stored, on a profile that composes questions.
+    pub(crate) ack_before: Option<String>,
+    /// What the turn stored, said back by code before its text ([`Turn::what_changed`]):
+    /// the user reads it; the history the model reads keeps the reply without it (a
+    /// small model copies such lines into later readings, also after the values were
+    /// cleared).
+    pub(crate) ack: Option<String>,
     /// Values fields held before this turn's corrections changed them: a reply may
     /// not name them for the field.
     pub(crate) unheld: Vec<(String, serde_json::Value)>,
@@ -369,6 +377,8 @@ impl<'a, D: AgentData, C: AgentContext> Turn<'a, D, C> {
             inferred: Vec::new(),
             withheld: Vec::new(),
             code_wrote: Vec::new(),
+            ack_before: None,
+            ack: None,
             unheld: Vec::new(),
             notes: Vec::new(),
             to_tell: false,

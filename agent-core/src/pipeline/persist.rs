@@ -74,7 +74,15 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     ) -> Result<AgentResponse<D>, AgentError> {
         self.faulted()?;
         if !message.is_empty() {
-            self.s.history.push(Message::assistant(message.as_str()));
+            // Code's line about what the turn stored is the user's to read, not the
+            // model's (see `Turn::ack`).
+            match self.ack.take() {
+                Some(ack) => {
+                    let kept = message.replacen(&format!("{ack} "), "", 1);
+                    self.s.history.push(Message::assistant(kept));
+                }
+                None => self.s.history.push(Message::assistant(message.as_str())),
+            }
         }
         // A summary call may still run here, before the save: it stays within the
         // deadline; the save itself is never cut.

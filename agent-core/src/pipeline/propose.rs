@@ -124,7 +124,7 @@ pub(crate) fn with_go_ahead(summary: &str) -> String {
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The data as JSON, as a summary was written from it.
-    fn data_now(&self) -> Value {
+    pub(super) fn data_now(&self) -> Value {
         serde_json::to_value(&self.s.data).unwrap_or_default()
     }
 
@@ -262,7 +262,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             && self.proposal_stands()
             && let Some(p) = self.proposal.as_ref()
             && p.tool == call.name
-            && within(&call.arguments, &p.arguments)
+            && within(&call.arguments, &p.arguments, |v| self.says(v))
         {
             // (Taken once the call has run: `Turn::ran_agreed`.)
             let mut fixed = call.clone();
@@ -323,7 +323,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// The summary of a call of `tool` with `args` by the `ask` of the step the
     /// conversation is at, when that step proposes it ([`Step::proposes_by_ask`]).
     fn ask_summary(&self, tool: &str, args: &Value) -> Option<String> {
-        if !within(args, &json!({})) {
+        if !within(args, &json!({}), |_| true) {
             return None;
         }
         self.asked_summary()
@@ -392,6 +392,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         })
     }
 
+    /// Whether the user's message this turn states `v` (its words, in order).
+    fn says(&self, v: &Value) -> bool {
+        let text = match v {
+            Value::String(t) => t.clone(),
+            other => other.to_string(),
+        };
+        let v = crate::data::ground::normalize(&text);
+        super::question::contains_words(self.said(), &v)
+    }
+
     /// A call of a tool waiting for the user's yes ran: the yes is used up.
     pub(super) fn ran_agreed(&mut self) {
         self.agreed = false;
@@ -418,14 +428,16 @@ fn spoken_date(d: time::Date, today: time::Date) -> String {
     }
 }
 
-/// Whether the model's `args` name nothing beyond the summary's `fixed` (each value
-/// it gives is the summary's): the call agreed to.
-fn within(args: &Value, fixed: &Value) -> bool {
+/// Whether the model's `args` name nothing beyond the summary's `fixed` that the
+/// user `said` this turn (each value it gives is the summary's, or one the message
+/// does not state: the model's own addition, which the summarised call does not
+/// take): the call agreed to.
+fn within(args: &Value, fixed: &Value, said: impl Fn(&Value) -> bool) -> bool {
     let Some(args) = args.as_object() else {
         return true;
     };
     args.iter()
-        .all(|(k, v)| v.is_null() || fixed.get(k).is_some_and(|f| same(f, v)))
+        .all(|(k, v)| v.is_null() || fixed.get(k).is_some_and(|f| same(f, v)) || !said(v))
 }
 
 /// The same value, text compared case and spacing aside.
@@ -457,10 +469,15 @@ mod tests {
     #[test]
     fn a_call_within_the_summary_is_the_one_agreed_to() {
         let fixed = json!({"invoice": "INV-7"});
-        assert!(within(&json!({}), &fixed));
-        assert!(within(&json!({"invoice": "inv-7"}), &fixed));
-        assert!(within(&json!({"invoice": null}), &fixed));
-        assert!(!within(&json!({"invoice": "INV-8"}), &fixed));
-        assert!(!within(&json!({"hotel": "Marriott"}), &json!({})));
+        let said = |_: &serde_json::Value| true;
+        assert!(within(&json!({}), &fixed, said));
+        assert!(within(&json!({"invoice": "inv-7"}), &fixed, said));
+        assert!(within(&json!({"invoice": null}), &fixed, said));
+        assert!(!within(&json!({"invoice": "INV-8"}), &fixed, said));
+        assert!(!within(&json!({"hotel": "Marriott"}), &json!({}), said));
+        // A value the message does not state is the model's addition: still the call
+        // agreed to (it runs with the summary's arguments).
+        let unsaid = |_: &serde_json::Value| false;
+        assert!(within(&json!({"hotel": "Madrid"}), &json!({}), unsaid));
     }
 }

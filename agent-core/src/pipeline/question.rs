@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::Turn;
+use crate::command::Command;
 use crate::data::ground::normalize;
 use crate::data::{AgentContext, AgentData, DataSchema};
 use crate::flow::Flow;
@@ -75,6 +76,55 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 }
 
 impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
+    /// What this turn stored, as code says it back before what it asks or checks
+    /// ("Noted: Lisbon, Wednesday 1 July, 2 guests."): a text or a day by itself (a
+    /// day as people say it), any other value before its field's label. Values
+    /// `shown_in` already names (a summary) are left out; `None` when nothing is
+    /// left. The user sees what was understood and can correct it; the line is kept
+    /// out of the history the model reads ([`Turn::ack`]).
+    pub(super) fn what_changed(&self, shown_in: &str) -> Option<String> {
+        let stored = self.data_now();
+        let data = self.summary_values();
+        let shown_in = normalize(shown_in);
+        let mut items: Vec<(&str, String)> = Vec::new();
+        for c in &self.commands {
+            let (Command::SetValue { field, value, .. }
+            | Command::CorrectValue { field, value, .. }) = c
+            else {
+                continue;
+            };
+            // Stored as read (a later correction may have replaced it).
+            if stored.get(field.as_str()) != Some(value) {
+                continue;
+            }
+            let field = field.as_str();
+            let Some(v) = data.get(field).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let text = match v {
+                Value::String(t) => t.clone(),
+                Value::Bool(b) => (if *b { "yes" } else { "no" }).to_owned(),
+                other => other.to_string(),
+            };
+            let said = normalize(&text);
+            if said.is_empty() || contains_words(&shown_in, &said) {
+                continue;
+            }
+            let item = match v {
+                Value::String(_) => text,
+                Value::Bool(_) => format!("{}: {text}", self.value_label(field)),
+                _ => format!("{text} {}", self.value_label(field)),
+            };
+            items.retain(|(f, _)| *f != field);
+            items.push((field, item));
+        }
+        if items.is_empty() {
+            return None;
+        }
+        let items: Vec<String> = items.into_iter().map(|(_, i)| i).collect();
+        Some(format!("Noted: {}.", items.join(", ")))
+    }
+
     /// How a reply names `field` beside its value ("city Lisbon"): its schema title,
     /// or its identifier.
     pub(super) fn value_label(&self, field: &str) -> String {
@@ -85,6 +135,13 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             .and_then(Value::as_str)
             .map_or_else(|| field.replace('_', " "), str::to_owned)
     }
+}
+
+/// Whether the words of `part` occur in `text` as consecutive words (both normalised).
+pub(super) fn contains_words(text: &str, part: &str) -> bool {
+    let words: Vec<&str> = part.split_whitespace().collect();
+    let text: Vec<&str> = text.split_whitespace().collect();
+    !words.is_empty() && text.windows(words.len()).any(|w| w == words.as_slice())
 }
 
 /// Longest model-written statement kept before a step's question asked again.
@@ -107,12 +164,19 @@ pub(crate) fn after_statement(message: &str, question: String, earlier: &[&str])
         .unwrap_or_default();
     // A sentence with a name in backticks is the engine's wording read back
     // ("Set `action.answer` accordingly."), not something to tell the user.
-    // Nor is a sentence of the question or of what the agent said before (a copy).
+    // Nor is a sentence of the question or of what the agent said before (a copy),
+    // also with a word or two changed (a summary said again with another weekday):
+    // four in five of its words, at least three, are words of that text.
     let copied = |text: &str| {
         let (text, first) = (normalize(text), normalize(first));
-        let first = first.split_whitespace().collect::<Vec<_>>().join(" ");
-        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        !first.is_empty() && format!(" {text} ").contains(&format!(" {first} "))
+        let first: Vec<&str> = first.split_whitespace().collect();
+        let text: Vec<&str> = text.split_whitespace().collect();
+        if first.is_empty() {
+            return false;
+        }
+        let found = first.iter().filter(|w| text.contains(w)).count();
+        contains_words(&text.join(" "), &first.join(" "))
+            || (first.len() >= 3 && found * 5 >= first.len() * 4)
     };
     let statement = first.ends_with(['.', '!'])
         && !first.contains('`')
@@ -451,6 +515,25 @@ mod tests {
         assert_eq!(
             after_statement("Breakfast is included.", q(), &[last]),
             "Breakfast is included. What day would you like to check in?"
+        );
+        // Nor is the question's own statement said again with a word changed (the
+        // model copied the summary with another weekday).
+        let summary = || {
+            "Here is your booking: a room in Lisbon from Sunday 5 July for 2 guests. Shall I book it?"
+                .to_owned()
+        };
+        assert_eq!(
+            after_statement(
+                "Here is your booking: a room in Lisbon from Friday 5 July for 2 guests.",
+                summary(),
+                &[]
+            ),
+            summary()
+        );
+        // An answer that shares a few of the question's words is kept.
+        assert_eq!(
+            after_statement("You can check in from 3 pm.", q(), &[]),
+            "You can check in from 3 pm. What day would you like to check in?"
         );
     }
 

@@ -98,7 +98,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
 
     /// Show this turn's tentative values back to the user and keep them for the next
     /// message. The reply becomes what changed and the question the code writes
-    /// ("Noted: city Lisbon. Just to check: guests 3. Is that right?"): a reply the
+    /// ("Noted: Lisbon. Just to check: guests 3. Is that right?"): a reply the
     /// model wrote with the value in view may state it as settled. Where a tool ran
     /// this turn (its outcome is the model's reply to tell), the reply has something
     /// else to say (a value refused with the reason) or text was already streamed,
@@ -158,22 +158,8 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         if did_more {
             *message = join(&[std::mem::take(message), check]);
         } else {
-            let noted: Vec<String> = self
-                .commands
-                .iter()
-                .filter_map(|c| match c {
-                    Command::SetValue { field, value, .. }
-                    | Command::CorrectValue { field, value, .. } => {
-                        Some(format!("{} {}", label(field), shown(value)))
-                    }
-                    _ => None,
-                })
-                .collect();
-            *message = if noted.is_empty() {
-                check
-            } else {
-                format!("Noted: {}. {check}", noted.join(", "))
-            };
+            self.ack_before = Some(check.clone());
+            *message = check;
         }
         deltas.clear();
         self.s.tentative = kept;

@@ -279,7 +279,10 @@ pub struct Session<D, C> {
     /// be corrected for [`crate::AgentConfig::correction_window`] turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_completed: Option<CompletedFlow>,
-    /// Conversation history (after compaction: the recent part).
+    /// Conversation history as the model reads it (after compaction: the recent
+    /// part). A reply keeps its text here, except the line code says first about what
+    /// the turn stored on a small model's profile ("Noted: Lisbon."), which only the
+    /// user reads ([`crate::response::AgentResponse::message`] has it).
     #[serde(default)]
     pub history: Vec<Message>,
     /// Summary of compacted history.

@@ -147,7 +147,11 @@ async fn on_a_small_model_a_first_message_with_values_stores_them_as_the_flow_st
     assert_eq!(r.data.patient.as_deref(), Some("Anna Berg"));
     assert_eq!(r.data.reason.as_deref(), Some("a check-up"));
     assert_eq!(r.data.medicine, None);
-    assert_eq!(r.message, "Could you tell me the day of the appointment?");
+    // What the turn stored, then code's question.
+    assert_eq!(
+        r.message,
+        "Noted: Anna Berg, a check-up. Could you tell me the day of the appointment?"
+    );
     assert_eq!(r.model_calls, 1);
     let sort = &model.requests()[0];
     for field in ["- patient:", "- reason:", "- day:", "- medicine:"] {
@@ -281,7 +285,10 @@ async fn on_a_small_model_each_question_is_codes_and_a_side_answer_keeps_one_sta
     );
     let r = agent.respond("s", "Anna Berg").await.unwrap();
     assert_eq!(r.step.as_deref(), Some("ask_reason"));
-    assert_eq!(r.message, "Could you tell me what the visit is for?");
+    assert_eq!(
+        r.message,
+        "Noted: Anna Berg. Could you tell me what the visit is for?"
+    );
     assert_eq!(model.unused(), 0);
 
     // A side question: the model's first statement answers it, then code asks again;

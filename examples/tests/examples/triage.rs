@@ -366,7 +366,7 @@ async fn a_reply_with_nothing_left_to_say_is_codes_never_empty() {
     assert_eq!(at(&r), (Some("billing"), Some("settle")));
     assert_eq!(
         r.message,
-        "Noted: the invoice number INV-7. What would you like me to do next?"
+        "Noted: INV-7. What would you like me to do next?"
     );
     assert_eq!(r.withheld_claims.len(), 1, "{:?}", r.withheld_claims);
 }
@@ -676,7 +676,7 @@ async fn a_draft_that_asks_again_for_the_value_just_given_is_rendered_again_once
     );
     assert_eq!(
         r.message,
-        "Noted: the invoice number INV-9. What would you like me to do next?"
+        "Noted: INV-9. What would you like me to do next?"
     );
 }
 
