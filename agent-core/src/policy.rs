@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | [`checks_digressions`](ModelProfile::checks_digressions): the answer to a flow's question is first sorted in a short call of its own (what the step asks for, the other flows' `when`), and a message that asks for another flow starts it ("Wait, are you open on Saturdays?" while a booking asks for a day); the same call reads the answer to the step's question, and a message that is nothing but that answer ("Anna Berg", "It's INV-7") needs no call of the flow's own; it also reads what the message gives for the flows it may go to, so a flow it picks starts with those values (with no flow under way, or at a step that only routes, the same) | on | off: the flow's own call judges hand-overs |
 //! | [`composes_questions`](ModelProfile::composes_questions): a step that collects a value and has no `ask` is asked by a question code builds from the fields' docs and constraints, the turn the step is reached, after what the turn stored ("Noted: Lisbon.", not in the history the model reads); asked again, the model's first statement and that question; a refused value is told by code before it; a confirmation the user did not agree to is answered by code; at a front desk (a step that only picks the flow to go to), a message the sorting call keeps gets code's question from the flows' titles, alone when the message asks nothing (no call of the step's own), after the model's first statement otherwise | on | off: the model writes the question |
-//! | [`tidies_replies`](ModelProfile::tidies_replies): a model-written reply loses sentences said twice, read back from its instructions, said back from the user's message or about "the user", and a last sentence the length limit cut | on | off: the reply is the model's (still bounded by `max_reply_chars` and checked against the state) |
+//! | [`tidies_replies`](ModelProfile::tidies_replies): a model-written reply loses sentences said twice, read back from its instructions, said back from the user's message or about "the user", and a last sentence the length limit cut; with no flow under way, one that only says the last message again is rendered again once, told so | on | off: the reply is the model's (still bounded by `max_reply_chars` and checked against the state) |
 //! | [`corroborates_person_requests`](ModelProfile::corroborates_person_requests): a request for a person the model read counts only in a message that names one ("a human", "someone from your staff"); a message that does not is read as usual | on | off: the request is asked about ("Do you want me to pass you to a person from our team?") unless the message plainly asks |
 //!
 //! Providers are [`ModelProfile::Capable`] unless set otherwise: the providers of
@@ -86,8 +86,9 @@ impl ModelProfile {
     /// How many guests ...?"), with no second call; a confirmation the user did not
     /// agree to is answered by code ("Nothing has been done yet: say yes when you want
     /// me to go ahead, or tell me what to change."; the summary of the new values when
-    /// the message changed one), after the model's first statement if it is one. A statement copied from the question or from the agent's last
-    /// message is not kept either.
+    /// the message changed one, the same summary again when it asks something), after
+    /// the model's first statement if it is one. A statement copied from the question
+    /// or from the agent's last message (four in five of its words) is not kept either.
     /// Steps whose tools the model may call as it asks keep the model's message, and
     /// so does a turn with something only the model can tell (a correction refused,
     /// an action that did not run).
@@ -95,7 +96,10 @@ impl ModelProfile {
         self == Self::Small
     }
 
-    /// Whether a model-written reply loses what a small model adds as it runs on:
+    /// Whether a model-written reply loses what a small model adds as it runs on
+    /// (and, with no flow under way, is rendered again once, told so, when it only says
+    /// the agent's last message again: "Is there a gym?" after a booking answered with
+    /// the booking's text):
     /// sentences it already said, sentences read back from its own instructions (the
     /// engine's notes: "(Still needed from the user: check_in, guests.)"), sentences
     /// that say the user's message back or talk about "the user", and a last sentence

@@ -283,3 +283,35 @@ async fn on_a_small_model_what_a_turn_stored_is_said_before_codes_question() {
     let r = a.respond("s", "Lisbon").await.unwrap();
     assert_eq!(r.message, "When do you check in?");
 }
+
+#[tokio::test]
+async fn on_a_small_model_a_reply_that_says_the_last_one_again_is_rendered_again_told_so() {
+    let p = ScriptedProvider::new().with_profile(ModelProfile::Small);
+    let a = agent(&p, vec![]);
+    p.respond(Answer::message("Done: a room in Lisbon, 2 guests."));
+    a.respond("s", "thanks").await.unwrap();
+    // The draft copies the last message: one more rendering, told so.
+    p.respond(Answer::message("Done: a room in Lisbon, 2 guests."));
+    p.respond(Answer::message("Yes, there is a gym on the first floor."));
+    let r = a.respond("s", "Is there a gym?").await.unwrap();
+    assert_eq!(r.message, "Yes, there is a gym on the first floor.");
+    assert_eq!(r.model_calls, 2);
+    let told = p.last_request().unwrap();
+    let text = format!("{}{:?}", told.system, told.messages);
+    assert!(text.contains("said your previous message again"), "{text}");
+    // A copy again is left as it is (one more rendering at most).
+    p.respond(Answer::message("Yes, there is a gym on the first floor."));
+    p.respond(Answer::message("Yes, there is a gym on the first floor."));
+    let r = a.respond("s", "And a pool?").await.unwrap();
+    assert_eq!(r.model_calls, 2);
+    assert_eq!(r.message, "Yes, there is a gym on the first floor.");
+
+    // A capable model's reply is its own.
+    let p = ScriptedProvider::new();
+    let a = agent(&p, vec![]);
+    p.respond(Answer::message("Done: a room in Lisbon, 2 guests."));
+    a.respond("s", "thanks").await.unwrap();
+    p.respond(Answer::message("Done: a room in Lisbon, 2 guests."));
+    let r = a.respond("s", "Is there a gym?").await.unwrap();
+    assert_eq!(r.model_calls, 1);
+}

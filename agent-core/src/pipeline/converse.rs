@@ -27,6 +27,9 @@ use crate::step::StepKind;
 const DECLINED: &str =
     "Nothing has been done yet: say yes when you want me to go ahead, or tell me what to change.";
 
+/// [`DECLINED`] when the last reply already said it.
+const DECLINED_AGAIN: &str = "Okay, I'll wait: nothing is done until you say yes.";
+
 /// What code asks when a reply it writes has nothing else to ask.
 const NEXT: &str = "What would you like me to do next?";
 
@@ -305,6 +308,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
         }
         let mut rounds = 0u32;
         let mut claim_retried = false;
+        let mut echo_retried = false;
         loop {
             rounds += 1;
             let stop = match self.resume_at.take() {
@@ -541,8 +545,16 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                             .into_iter()
                             .chain(summary.as_deref())
                             .collect();
+                        // A question ("does it have parking?") is no refusal: its
+                        // answer, then the summary again.
+                        let asks = super::model::digress::asks_something(self.msg);
                         let ask = match summary.clone() {
-                            Some(s) if changed => s,
+                            Some(s) if changed || asks => s,
+                            _ if asked_before(&self.s.history)
+                                .is_some_and(|l| l.trim_end().ends_with(DECLINED)) =>
+                            {
+                                DECLINED_AGAIN.to_owned()
+                            }
                             _ => DECLINED.to_owned(),
                         };
                         self.code_wrote.push(ask.clone());
@@ -845,6 +857,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 tracing::debug!(before = %message, after = %t, "reply tidied");
                 message = t;
             }
+            // On a small model, a reply written with no flow under way that only says
+            // again what the agent's last message said answers nothing ("Is there a
+            // gym?" after a booking, answered with the booking's text): rendered
+            // again once, told so.
+            if stopped != StoppedReason::Reply
+                && !message.is_empty()
+                && !self.streamed
+                && !echo_retried
+                && finalize_step.is_none()
+                && self.s.flow.is_none()
+                && self.a.provider.profile().tidies_replies()
+                && rounds <= self.rerender_cap()
+                && !self.code_wrote.iter().any(|c| message.contains(c.as_str()))
+                && asked_before(&self.s.history).is_some_and(|last| says_again(&message, last))
+            {
+                tracing::debug!(reply = %message, "reply says the last message again; rendered again");
+                echo_retried = true;
+                self.notes.push(SAID_AGAIN.to_owned());
+                continue;
+            }
             // A model-written reply may state only what the state holds (`claim.rs`,
             // checked after this turn's tools and hooks wrote their data): rendered
             // again once, told why; then the sentences that still say it are withheld.
@@ -897,4 +929,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return Ok((message, stopped, deltas));
         }
     }
+}
+
+/// What a rendering is told when its draft said the agent's last message again.
+const SAID_AGAIN: &str = "Your draft said your previous message again. Answer the user's latest message; do not repeat what you said before.";
+
+/// Whether every sentence of `message` is one the agent's `last` message said.
+fn says_again(message: &str, last: &str) -> bool {
+    let last = crate::data::ground::normalize(last);
+    let sentences: Vec<&str> = message.lines().flat_map(crate::reply::sentences).collect();
+    !sentences.is_empty()
+        && sentences.iter().all(|s| {
+            let s = crate::data::ground::normalize(s);
+            !s.is_empty() && super::question::contains_words(&last, &s)
+        })
 }

@@ -410,16 +410,14 @@ async fn on_a_small_model_a_no_to_the_summary_is_answered_by_code_and_books_noth
     assert!(r.tool_calls.is_empty());
     assert_eq!(r.data.appointment_id, None);
 
-    // An answer to a side question is kept, before the same; a copy of the summary is
-    // not (measured on Qwen2.5 1.5B: "No, not yet" answered with the summary again).
+    // A side question is answered, then the summary is shown again; a copy of the
+    // summary is not kept (measured on Qwen2.5 1.5B: "No, not yet" answered with the
+    // summary again).
     model.respond(
         Answer::message("Yes, the clinic has parking. Shall I book?").command(Command::decline()),
     );
     let r = agent.respond("s", "Is there parking?").await.unwrap();
-    assert_eq!(
-        r.message,
-        format!("Yes, the clinic has parking. {declined}")
-    );
+    assert_eq!(r.message, format!("Yes, the clinic has parking. {summary}"));
     model.respond(Answer::message(summary.as_str()).command(Command::decline()));
     let r = agent.respond("s", "hmm").await.unwrap();
     assert_eq!(r.message, declined);
@@ -462,6 +460,16 @@ async fn on_a_small_model_a_yes_after_codes_nothing_done_yet_books_what_the_summ
         r.message.contains("Nothing has been done yet"),
         "{}",
         r.message
+    );
+    // Said again, in other words.
+    model.respond(Answer::message("OK.").command(Command::decline()));
+    let r = agent
+        .respond("s", "I don't want to book yet")
+        .await
+        .unwrap();
+    assert_eq!(
+        r.message,
+        "Okay, I'll wait: nothing is done until you say yes."
     );
     // Code's text asks about the same summary: the yes to it books.
     let r = agent.respond("s", "ok, yes").await.unwrap();
