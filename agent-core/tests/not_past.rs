@@ -1014,7 +1014,11 @@ async fn a_day_just_past_said_without_a_year_is_shown_back_before_it_is_stored()
     let (r, p, a) = read_as_next_june_first("June 1st").await;
     assert_eq!(r.data.check_in, None, "not stored before the user agrees");
     assert_eq!(r.tentative.len(), 1, "{:?}", r.tentative);
-    assert!(r.message.contains("2027-06-01"), "{}", r.message);
+    // The day as people say it, with its year (not this year's).
+    assert_eq!(
+        r.message,
+        "Just to check: check in Tuesday 1 June 2027. Is that right?"
+    );
     // A yes stores it; the model writing it again later is not asked about again.
     let r = a.respond("s", "yes").await.unwrap();
     assert_eq!(r.data.check_in.as_deref(), Some("2027-06-01"));

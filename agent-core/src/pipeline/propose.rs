@@ -133,20 +133,26 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// stored.
     pub(super) fn summary_values(&self) -> Value {
         let mut data = self.data_now();
-        let today = self.today();
         if let Some(o) = data.as_object_mut() {
             for (k, v) in o.iter_mut() {
-                let spoken = v
-                    .as_str()
-                    .filter(|_| self.a.schema.is_date(k))
-                    .and_then(crate::data::parse_date)
-                    .map(|d| spoken_date(d, today));
-                if let Some(s) = spoken {
-                    *v = Value::String(s);
+                if self.a.schema.is_date(k) {
+                    *v = self.spoken(k, v);
                 }
             }
         }
         data
+    }
+
+    /// A value of `field` as a summary says it: a day of a date field as people say
+    /// it, any other value as it is.
+    pub(super) fn spoken(&self, field: &str, v: &Value) -> Value {
+        v.as_str()
+            .filter(|_| self.a.schema.is_date(field))
+            .and_then(crate::data::parse_date)
+            .map_or_else(
+                || v.clone(),
+                |d| Value::String(spoken_date(d, self.today())),
+            )
     }
 
     /// The values step `j` of `flow` renders its question with: a step that proposes
@@ -393,7 +399,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     }
 
     /// Whether the user's message this turn states `v` (its words, in order).
-    fn says(&self, v: &Value) -> bool {
+    pub(in crate::pipeline) fn says(&self, v: &Value) -> bool {
         let text = match v {
             Value::String(t) => t.clone(),
             other => other.to_string(),

@@ -138,16 +138,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             return;
         }
         let label = |field: &str| self.value_label(field);
+        // A day as a summary says it ("check in Thursday 1 July 2027").
+        let said = |field: &str, v: &Value| shown(&self.spoken(field, v));
         let items: Vec<String> = kept
             .iter()
             .map(|t| match &t.replaces {
                 Some(old) => format!(
                     "{} {} (instead of {})",
                     label(&t.field),
-                    shown(&t.value),
-                    shown(old)
+                    said(&t.field, &t.value),
+                    said(&t.field, old)
                 ),
-                None => format!("{} {}", label(&t.field), shown(&t.value)),
+                None => format!("{} {}", label(&t.field), said(&t.field, &t.value)),
             })
             .collect();
         let check = format!("Just to check: {}. Is that right?", items.join("; "));

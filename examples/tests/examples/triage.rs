@@ -626,6 +626,49 @@ async fn on_a_small_model_a_flow_the_sorting_call_picks_inside_another_starts_wi
 }
 
 #[tokio::test]
+async fn on_a_small_model_a_message_that_answers_the_question_and_asks_nothing_stays_in_the_flow() {
+    // At tech's question, the device with an invoice "if that helps": the sort picks
+    // billing, but the message gives the device it was asked for and asks nothing.
+    let (model, agent) = small_at_ask_device().await;
+    model.route(Answer::raw(
+        r#"{"about": "billing", "data": {"device": "Pixel 8", "invoice": "INV-5"}}"#,
+    ));
+    model.default_answer(CallKind::Respond, Answer::message("Thanks."));
+    // The flow's own reading of the message follows.
+    model.default_answer(
+        CallKind::Extract,
+        Answer::data(json!({"device": "Pixel 8", "invoice": "INV-5"})),
+    );
+    let r = agent
+        .respond("s", "It's a Pixel 8, and my invoice is INV-5 if that helps")
+        .await
+        .unwrap();
+    assert_ne!(r.flow.as_deref(), Some("billing"), "{:?}", r.transitions);
+    assert!(
+        !r.transitions
+            .iter()
+            .any(|t| format!("{t:?}").contains("billing")),
+        "{:?}",
+        r.transitions
+    );
+    assert_eq!(r.data.device.as_deref(), Some("Pixel 8"));
+    assert_eq!(r.data.invoice, None);
+
+    // The same with a question: billing starts (tech waits on the stack).
+    let (model, agent) = small_at_ask_device().await;
+    model.route(Answer::raw(
+        r#"{"about": "billing", "data": {"device": "Pixel 8", "invoice": "INV-5"}}"#,
+    ));
+    model.default_answer(CallKind::Respond, Answer::message("Thanks."));
+    model.default_answer(CallKind::Extract, Answer::data(json!({})));
+    let r = agent
+        .respond("s", "It's a Pixel 8. Can you also refund my invoice INV-5?")
+        .await
+        .unwrap();
+    assert_eq!(r.flow.as_deref(), Some("billing"), "{:?}", r.transitions);
+}
+
+#[tokio::test]
 async fn on_a_small_model_the_answer_the_sorting_call_read_is_the_steps_own_fields_only() {
     // At tech's question, the sort reads the device and (wrongly) an invoice nobody
     // named: the answer is the device alone, stored with no other call; the invoice

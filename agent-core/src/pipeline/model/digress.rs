@@ -318,14 +318,32 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
             d.retain(|k, _| reads.iter().any(|f| f.as_ref() == k));
         }
         // A label, or a flow's id (the scripted provider's `Answer::route(..)`).
-        let target = picked.as_deref().and_then(|p| {
+        let mut target = picked.as_deref().and_then(|p| {
             options
                 .iter()
                 .find(|o| p != answer && (o.label == p || o.id == p))
         });
-        let Some(p) = picked.as_deref() else {
+        let Some(mut p) = picked.as_deref() else {
             return Ok(None);
         };
+        // A message that gives the answer to the question just asked, in its own
+        // words, and asks nothing answers it: another flow it also speaks of ("It's
+        // a Pixel 8, and my invoice is INV-5 if that helps" at the device question)
+        // is not started; the user can ask for it next.
+        if target.is_some_and(|o| o.whens.is_empty())
+            && asked
+            && !asks_something(self.msg)
+            && read.as_ref().is_some_and(|d| {
+                own_fields.iter().any(|f| {
+                    d.get(f.as_ref())
+                        .is_some_and(|v| !v.is_null() && self.says(v))
+                })
+            })
+        {
+            tracing::info!(flow = %flow.id, "the message answers the question asked; no other flow starts");
+            target = None;
+            p = answer;
+        }
         // The step's conditions are judged by the pick: the one it names holds, the
         // others do not, and the branch table decides as usual.
         for o in &options {
