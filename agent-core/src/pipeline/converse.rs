@@ -335,6 +335,7 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                     // A reply already streamed live was checked to be final; it is used
                     // even if the walk disagreed (a bug would show in the log, not as
                     // text the user saw and then lost).
+                    let had_draft = spec.is_some();
                     let reuse = spec.take().filter(|sp| {
                         let ok = self.accepts(sp, &stop, alt);
                         if !ok {
@@ -417,8 +418,18 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         None if self.reply_settled_since(0) => CallOutcome::default(),
                         // An action the accepted answer carries is replayed by the
                         // step's call (below), even where code asks the question.
+                        // Also the question asked again after a draft not used that
+                        // was written over values nobody said (dropped): its reading
+                        // was applied, and a second reading of the same message only
+                        // risks another misreading ("Sorry, what did you say?" read
+                        // as a cancel). Code's question, with no second call.
                         None if replay.is_none()
-                            && (asks.is_some() || (again.is_some() && tells)) =>
+                            && (asks.is_some()
+                                || (again.is_some()
+                                    && (tells
+                                        || (had_draft
+                                            && !is_closing
+                                            && !self.ungrounded.is_empty())))) =>
                         {
                             if self.prepare(&flow, *j).await? || self.turn_over() {
                                 self.read_where_handed(&flow, &mut spec, &mut alt).await?;

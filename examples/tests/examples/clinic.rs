@@ -502,3 +502,36 @@ async fn on_a_small_model_a_sorting_call_inside_a_flow_reads_no_value_already_st
     assert!(data["medicine"].is_object(), "{data}");
     assert!(data.get("patient").is_none(), "{data}");
 }
+
+#[tokio::test]
+async fn on_a_small_model_a_draft_over_made_up_values_leaves_the_question_to_code_with_no_second_call()
+ {
+    // At the name question, "Sorry, what did you say?": the answer reads a name, a
+    // reason and a day nobody said (all dropped) and is written for the reason's
+    // step. The name's question is asked again by code, with no second reading of
+    // the message.
+    let (model, agent, r) =
+        small_booking_started(json!({"patient": null, "reason": null, "day": null})).await;
+    assert_eq!(r.step.as_deref(), Some("ask_name"), "{}", r.message);
+    model.clear_requests();
+    model.route(Answer::raw(r#"{"about": "answer"}"#));
+    model.respond(
+        Answer::message("What is the reason for your visit?")
+            .with_data(json!({"patient": "John Doe", "reason": "a sore throat"}))
+            .claiming("ask_reason"),
+    );
+    let r = agent
+        .respond("s", "Sorry, what did you say?")
+        .await
+        .unwrap();
+    assert_eq!(r.step.as_deref(), Some("ask_name"));
+    assert_eq!(r.data.patient, None);
+    assert_eq!(r.message, "Could you tell me the patient's full name?");
+    assert_eq!(
+        r.model_calls,
+        2,
+        "the sort and the answer: {:?}",
+        model.requests()
+    );
+    assert_eq!(model.unused(), 0);
+}
