@@ -60,7 +60,9 @@ impl ModelProfile {
     /// shows every value read by itself and says at most two more words, none a
     /// number); with no flow under way, or at a step that only routes, for the
     /// flows it may start, which then make no call of their own unless the message
-    /// asks something.
+    /// asks something. A message that gives the answer to the step's question in
+    /// its own words (the value read is in the message) and asks nothing stays in
+    /// the flow whatever else it speaks of.
     pub fn checks_digressions(self) -> bool {
         self == Self::Small
     }
@@ -89,6 +91,8 @@ impl ModelProfile {
     /// the message changed one, the same summary again when it asks something), after
     /// the model's first statement if it is one. A statement copied from the question
     /// or from the agent's last message (four in five of its words) is not kept either.
+    /// After a draft not used because it was written over values nobody said, the
+    /// question asked again is code's alone, with no second reading of the message.
     /// Steps whose tools the model may call as it asks keep the model's message, and
     /// so does a turn with something only the model can tell (a correction refused,
     /// an action that did not run).
