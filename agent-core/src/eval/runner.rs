@@ -297,6 +297,11 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                         .iter()
                         .map(|d| (d.field.clone(), d.value.clone()))
                         .collect();
+                    let held: Vec<(String, Value)> = r
+                        .tentative
+                        .iter()
+                        .map(|t| (t.field.clone(), t.value.clone()))
+                        .collect();
                     let waits = matches!(r.stopped, StoppedReason::NeedsInput)
                         && waits_for_value(&collects, &r.flow, &r.step, &seen.data);
                     let asks_again =
@@ -304,7 +309,7 @@ impl<D: AgentData, C: AgentContext> Runner<D, C> {
                     let score = watch.score(
                         &seen,
                         &recorder.instructions_since(begun),
-                        &dropped,
+                        (&dropped, &held),
                         (waits, asks_again),
                         &authored,
                         outcomes,
@@ -554,16 +559,12 @@ impl<'a> Watch<'a> {
         &self,
         seen: &Observed,
         instructions: &[String],
-        dropped: &[(String, Value)],
+        (dropped, held): (&[FieldValue], &[FieldValue]),
         (waits, asks_again): (bool, bool),
         authored: &[String],
         outcomes: &Outcomes,
     ) -> ReplyScore {
-        let candidates: Vec<(String, Value)> = self
-            .candidates(dropped)
-            .into_iter()
-            .filter(|(f, v)| !same(v, seen.data.get(f).unwrap_or(&Value::Null)))
-            .collect();
+        let candidates = not_held(self.candidates(dropped), &seen.data, held);
         let succeeded: Vec<String> = seen
             .tool_results
             .iter()
@@ -702,9 +703,48 @@ fn clock_text(d: Duration) -> String {
     format!("{}m{:02}s", s / 60, s % 60)
 }
 
+/// A field and a value of it.
+type FieldValue = (String, Value);
+
+/// The values of `candidates` the state does not hold: neither stored in `data` nor
+/// held for the user's yes (`held`: a reply showing a tentative value back names
+/// what the state holds).
+fn not_held(
+    candidates: Vec<(String, Value)>,
+    data: &Map<String, Value>,
+    held: &[(String, Value)],
+) -> Vec<(String, Value)> {
+    candidates
+        .into_iter()
+        .filter(|(f, v)| {
+            !same(v, data.get(f).unwrap_or(&Value::Null))
+                && !held.iter().any(|(g, w)| g == f && same(w, v))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_held_for_the_users_yes_is_one_the_state_holds() {
+        let data: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "city": "Lisbon", "check_in": null
+        }))
+        .unwrap_or_default();
+        let candidates = vec![
+            ("check_in".to_owned(), Value::from("2027-07-01")),
+            ("city".to_owned(), Value::from("Lisbon")),
+            ("city".to_owned(), Value::from("Porto")),
+        ];
+        let held = [("check_in".to_owned(), Value::from("2027-07-01"))];
+        assert_eq!(
+            not_held(candidates.clone(), &data, &held),
+            vec![("city".to_owned(), Value::from("Porto"))]
+        );
+        assert_eq!(not_held(candidates, &data, &[]).len(), 2);
+    }
 
     fn run(outcome: Outcome, seed: Option<u64>) -> RunReport {
         let mut r = RunReport::new(0.7, seed);

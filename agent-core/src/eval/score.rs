@@ -30,7 +30,8 @@ use serde_json::{Map, Value};
 ///   collects a field still unset) and the reply asks nothing: no question mark (`?`,
 ///   `？`, `¿`) and no request in English words ("let me know", "provide", ...);
 /// - **contradictions**: the reply names a value of a field that the state does not
-///   hold: a value the field held earlier in the run, a value the model wrote that was
+///   hold (neither stored nor held for the user's yes, as a check shows it back): a
+///   value the field held earlier in the run, a value the model wrote that was
 ///   not stored, or a value the scenario expects for it, while the reply does not also
 ///   name the stored value (text values are matched as whole words, ISO dates also in
 ///   their English forms such as "July 1st", numbers when a word of the field's name
