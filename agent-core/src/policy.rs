@@ -88,7 +88,8 @@ impl ModelProfile {
     /// How many guests ...?"), with no second call; a confirmation the user did not
     /// agree to is answered by code ("Nothing has been done yet: say yes when you want
     /// me to go ahead, or tell me what to change."; the summary of the new values when
-    /// the message changed one, the same summary again when it asks something), after
+    /// the message changed one, the same summary again when it asks something, or
+    /// "Shall I go ahead as summarised above?" when the summary was the last reply), after
     /// the model's first statement if it is one. A statement copied from the question
     /// or from the agent's last message (four in five of its words) is not kept either.
     /// After a draft not used because it was written over values nobody said, the

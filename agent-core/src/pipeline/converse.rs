@@ -30,6 +30,10 @@ const DECLINED: &str =
 /// [`DECLINED`] when the last reply already said it.
 const DECLINED_AGAIN: &str = "Okay, I'll wait: nothing is done until you say yes.";
 
+/// A summary the last reply showed, asked about again after a question: not the
+/// same text a second time.
+const AS_SUMMARISED: &str = "Shall I go ahead as summarised above?";
+
 /// What code asks when a reply it writes has nothing else to ask.
 const NEXT: &str = "What would you like me to do next?";
 
@@ -559,8 +563,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                         // A question ("does it have parking?") is no refusal: its
                         // answer, then the summary again.
                         let asks = super::model::digress::asks_something(self.msg);
+                        let last = asked_before(&self.s.history).map(str::trim);
                         let ask = match summary.clone() {
-                            Some(s) if changed || asks => s,
+                            Some(s) if changed => s,
+                            Some(s) if asks && last == Some(s.trim()) => AS_SUMMARISED.to_owned(),
+                            Some(s) if asks => s,
                             _ if asked_before(&self.s.history)
                                 .is_some_and(|l| l.trim_end().ends_with(DECLINED)) =>
                             {

@@ -535,3 +535,24 @@ async fn on_a_small_model_a_draft_over_made_up_values_leaves_the_question_to_cod
     );
     assert_eq!(model.unused(), 0);
 }
+
+#[tokio::test]
+async fn on_a_small_model_a_question_right_after_the_summary_is_answered_without_the_summary_again()
+{
+    let (model, agent) = small_clinic_at_ask_day().await;
+    let day = clinic::next_monday();
+    model.respond(Answer::message("Thanks.").with_data(json!({"day": day.to_string()})));
+    let r = agent.respond("s", &day.to_string()).await.unwrap();
+    assert!(r.message.ends_with("Shall I book it?"), "{}", r.message);
+    // The summary is the last reply: asked about again, not shown a second time.
+    model.respond(Answer::message("Yes, the clinic has parking.").command(Command::decline()));
+    let r = agent.respond("s", "Is there parking?").await.unwrap();
+    assert_eq!(
+        r.message,
+        "Yes, the clinic has parking. Shall I go ahead as summarised above?"
+    );
+    // A yes to it books what the summary said, with no model call.
+    let r = agent.respond("s", "yes").await.unwrap();
+    assert!(r.data.appointment_id.is_some(), "{r:?}");
+    assert_eq!(r.model_calls, 0);
+}
