@@ -84,7 +84,6 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
     /// out of the history the model reads ([`Turn::ack`]).
     pub(super) fn what_changed(&self, shown_in: &str) -> Option<String> {
         let stored = self.data_now();
-        let data = self.summary_values();
         let shown_in = normalize(shown_in);
         let mut items: Vec<(&str, String)> = Vec::new();
         for c in &self.commands {
@@ -98,9 +97,11 @@ impl<D: AgentData, C: AgentContext> Turn<'_, D, C> {
                 continue;
             }
             let field = field.as_str();
-            let Some(v) = data.get(field).filter(|v| !v.is_null()) else {
+            if value.is_null() {
                 continue;
-            };
+            }
+            // A day as a summary says it.
+            let v = &self.spoken(field, value);
             let text = match v {
                 Value::String(t) => t.clone(),
                 Value::Bool(b) => (if *b { "yes" } else { "no" }).to_owned(),
